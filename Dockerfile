@@ -1,0 +1,2 @@
+# Placeholder until the deploy issue: see README.
+FROM debian:12

@@ -1,0 +1,15 @@
+/* b64.h: standard base64 (RFC 4648, with padding). */
+#ifndef WH_B64_H
+#define WH_B64_H
+
+#include <stddef.h> /* size_t */
+
+#include "wh/buf.h" /* struct wh_buf */
+
+/* Append the base64 encoding of n bytes to b. */
+WH_NODISCARD enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n);
+/* Append the decoding of n base64 characters (padding optional, no white
+ * space) to b. WH_ERR_INVALID on a bad character or length. */
+WH_NODISCARD enum wh_err wh_b64_decode(struct wh_buf *b, const char *text, size_t n);
+
+#endif

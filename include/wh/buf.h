@@ -1,0 +1,53 @@
+/* buf.h: a bounded growable byte buffer for all text output.
+ *
+ * A buffer is created with a hard maximum size; appends past it fail with
+ * WH_ERR_TOOBIG. On ANY failed append the buffer frees its memory and stays
+ * usable as an empty buffer, so error paths need no cleanup beyond
+ * wh_buf_free(). The contents are always NUL-terminated (the NUL is not
+ * counted in len and not counted against the maximum).
+ *
+ * The struct is public so it can live on the stack; use the API, not the
+ * fields. Ownership: the buffer owns its memory until wh_buf_take() hands it
+ * to the caller (who frees it with free()). wh_buf_ptr() is borrowed and
+ * invalid after the next append.
+ */
+#ifndef WH_BUF_H
+#define WH_BUF_H
+
+#include <stddef.h> /* size_t */
+
+#include "wh/err.h" /* enum wh_err */
+
+struct wh_buf {
+    char *ptr;
+    size_t len;
+    size_t cap;
+    size_t max;
+};
+
+/* Initialise an empty buffer that may grow to max bytes. Allocates nothing. */
+void wh_buf_init(struct wh_buf *b, size_t max);
+/* Release the memory; the buffer is empty and reusable. NULL-safe. */
+void wh_buf_free(struct wh_buf *b);
+/* Empty the buffer but keep its memory. */
+void wh_buf_reset(struct wh_buf *b);
+
+WH_NODISCARD enum wh_err wh_buf_addn(struct wh_buf *b, const void *p, size_t n);
+WH_NODISCARD enum wh_err wh_buf_add(struct wh_buf *b, const char *s);
+WH_NODISCARD enum wh_err wh_buf_addc(struct wh_buf *b, char c);
+WH_NODISCARD enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Append s as the body of a JSON string (escaped, without the quotes). */
+WH_NODISCARD enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n);
+/* Make sure n more bytes fit without reallocation. */
+WH_NODISCARD enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n);
+
+/* Borrowed NUL-terminated contents ("" when empty); valid until the next change. */
+const char *wh_buf_ptr(const struct wh_buf *b);
+static inline size_t wh_buf_len(const struct wh_buf *b) { return b->len; }
+
+/* Hand the bytes to the caller (free() them); the buffer becomes empty.
+ * Returns a malloc'd "" for an empty buffer; NULL only on OOM. */
+char *wh_buf_take(struct wh_buf *b, size_t *len);
+
+#endif /* WH_BUF_H */

@@ -1,0 +1,12 @@
+/* commands.h: the subcommands of the tpu-webhook binary.
+ *
+ * Each takes the arguments after its own name (argv[0] is the command name)
+ * and returns the process exit status. They live in src/shell/cmd_<name>.c.
+ */
+#ifndef WH_COMMANDS_H
+#define WH_COMMANDS_H
+
+/* review: one AdmissionReview in, the response out (src/shell/cmd_review.c). */
+int wh_cmd_review(int argc, char **argv);
+
+#endif /* WH_COMMANDS_H */

@@ -1,0 +1,101 @@
+/* engine.h: the admission engine, a pure function.
+ *
+ *   AdmissionReview bytes + read-only cluster state  ->  AdmissionReview bytes
+ *
+ * No I/O, no globals, no clock: every call is reentrant and thread-safe as
+ * long as the state callbacks are. Two steps so that a shell can lock what it
+ * needs between them (the server locks the worker group of a legacy-path pod
+ * before deciding, then records the assignment in its ledger):
+ *
+ *   struct wh_review *rv;
+ *   if (wh_review_parse(body, len, &rv, errbuf)) -> not an AdmissionReview
+ *   wh_review_info(rv)   -> kind, namespace, cluster, group, legacy?
+ *   wh_engine_decide(rv, route, state, &res, errbuf)
+ *   ... use res.body ...
+ *   wh_engine_result_free(&res); wh_review_free(rv);
+ *
+ * wh_engine_review() does both steps at once.
+ */
+#ifndef WH_ENGINE_H
+#define WH_ENGINE_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+#include "wh/err.h"   /* enum wh_err */
+#include "wh/state.h" /* struct wh_state */
+
+/* Largest AdmissionReview the engine accepts (the API server's own 3 MiB
+ * request limit, doubled for UPDATE's oldObject). */
+#define WH_REVIEW_MAX_BYTES ((size_t)6 * 1024 * 1024)
+
+enum wh_route {
+    WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, else admit */
+    WH_ROUTE_MUTATE,   /* /mutate: request.kind.kind must be Pod */
+    WH_ROUTE_VALIDATE, /* /validate: request.kind.kind must be RayCluster */
+};
+
+enum wh_kind { WH_KIND_OTHER, WH_KIND_POD, WH_KIND_RAYCLUSTER };
+
+struct wh_review;
+
+/* What a shell may want to know before deciding. Strings borrow from the
+ * review and are "" when absent. */
+struct wh_review_info {
+    const char *uid;
+    const char *operation; /* CREATE, UPDATE, ... */
+    enum wh_kind kind;
+    const char *kind_name; /* request.kind.kind as sent */
+    const char *ns;        /* object's metadata.namespace, else request.namespace */
+    const char *name;      /* object name, generateName, or request.name */
+    const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
+    const char *group;     /* Pod: ray.io/group label */
+    bool legacy;           /* Pod whose indices come from cluster state */
+};
+
+/* Parse an AdmissionReview (JSON). On success *out is owned by the caller
+ * (wh_review_free). WH_ERR_INVALID / WH_ERR_TOOBIG with a reason in errbuf
+ * when the bytes are not a readable AdmissionReview v1 with a request. */
+WH_NODISCARD enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out,
+                                         char *errbuf);
+void wh_review_free(struct wh_review *rv); /* NULL-safe */
+/* Borrowed; valid while rv lives. */
+const struct wh_review_info *wh_review_info(const struct wh_review *rv);
+
+/* The result of one review. Every pointer is owned by the result and freed by
+ * wh_engine_result_free(). */
+struct wh_engine_result {
+    char *body;       /* response AdmissionReview JSON (NUL-terminated) */
+    size_t body_len;
+    bool allowed;
+    int code;         /* status.code of a denial (400), 0 when allowed */
+    char *message;    /* denial message, NULL when allowed */
+    size_t n_ops;     /* JSON patch operations in the response */
+    size_t n_warnings;
+    /* Legacy-path assignment (for the ledger); set when the engine chose the
+     * pod's replica and host from cluster state. */
+    bool assigned;
+    long replica;
+    long host;
+    long n_hosts;
+    unsigned n_tpu_containers;
+    /* Newline-separated notes worth logging (skipped pods, ...); may be NULL. */
+    char *notes;
+};
+
+/* Decide. Fails only when the request cannot be answered at all (route/kind
+ * mismatch -> WH_ERR_KIND, state callback failure, OOM); every problem in the
+ * object itself is a well-formed denial in res->body. On failure res is
+ * zeroed. */
+WH_NODISCARD enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
+                                          const struct wh_state *state,
+                                          struct wh_engine_result *res, char *errbuf);
+
+/* Parse + decide in one call. */
+WH_NODISCARD enum wh_err wh_engine_review(const char *body, size_t len, enum wh_route route,
+                                          const struct wh_state *state,
+                                          struct wh_engine_result *res, char *errbuf);
+
+void wh_engine_result_free(struct wh_engine_result *res); /* NULL-safe */
+
+#endif /* WH_ENGINE_H */

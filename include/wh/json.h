@@ -1,0 +1,46 @@
+/* json.h: small helpers over cJSON that encode our rules for it.
+ *
+ * Only case-sensitive lookups (Kubernetes field names are case-sensitive).
+ * Every getter returns a BORROWED pointer, valid until the tree is changed or
+ * deleted. The wh_json_add_* helpers take ownership of the item they are
+ * given in every case: on failure they delete it, so callers never leak.
+ */
+#ifndef WH_JSON_H
+#define WH_JSON_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+#include <cjson/cJSON.h>
+
+#include "wh/err.h" /* enum wh_err */
+
+/* Child of an object by exact key, or NULL (also when obj is not an object). */
+const cJSON *wh_json_get(const cJSON *obj, const char *key);
+/* Walk a path of keys: wh_json_path(pod, "spec", "nodeSelector", NULL). */
+const cJSON *wh_json_path(const cJSON *obj, ...);
+/* String value of obj[key], or NULL when absent or not a string. */
+const char *wh_json_str(const cJSON *obj, const char *key);
+/* Like wh_json_str but "" instead of NULL. */
+const char *wh_json_str0(const cJSON *obj, const char *key);
+/* True when obj[key] exists (any type, null included). */
+bool wh_json_has(const cJSON *obj, const char *key);
+
+/* Add item to an array / object; takes ownership of item in all cases. */
+WH_NODISCARD enum wh_err wh_json_add(cJSON *array, cJSON *item);
+WH_NODISCARD enum wh_err wh_json_set(cJSON *obj, const char *key, cJSON *item);
+/* Convenience: set a string member (copied). */
+WH_NODISCARD enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value);
+
+/* Parse len bytes (not necessarily NUL-terminated). Caller owns the result
+ * (cJSON_Delete). errbuf gets the byte offset of a syntax error. */
+WH_NODISCARD enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf);
+
+/* Print unformatted; malloc'd text the caller frees with cJSON_free. */
+WH_NODISCARD enum wh_err wh_json_print(const cJSON *item, char **out);
+
+/* Strict base-10 integer (optional leading '-' or '+', digits only, no
+ * spaces, fits in long). */
+bool wh_parse_long(const char *s, long *out);
+
+#endif /* WH_JSON_H */

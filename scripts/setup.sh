@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the build, the tests and the benchmarks
+# need. Idempotent; run as root. Skips apt entirely when all are present.
+set -euo pipefail
+pkgs=(
+  build-essential cmake pkg-config clang
+  libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
+  libcurl4-openssl-dev libcmocka-dev
+  valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,156 @@
+/* buf.c: bounded growable buffer. */
+#include "wh/buf.h"
+
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* vsnprintf */
+#include <stdlib.h> /* malloc, realloc, free */
+#include <string.h> /* memcpy, strlen */
+
+void wh_buf_init(struct wh_buf *b, size_t max)
+{
+    b->ptr = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+void wh_buf_free(struct wh_buf *b)
+{
+    if (!b)
+        return;
+    free(b->ptr);
+    b->ptr = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void wh_buf_reset(struct wh_buf *b)
+{
+    b->len = 0;
+    if (b->ptr)
+        b->ptr[0] = '\0';
+}
+
+/* A failed append frees the buffer, so callers can bail out with no cleanup. */
+static enum wh_err fail(struct wh_buf *b, enum wh_err err)
+{
+    wh_buf_free(b);
+    return err;
+}
+
+enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return fail(b, WH_ERR_TOOBIG);
+    size_t need = b->len + n + 1;
+    if (need <= b->cap)
+        return WH_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
+    if (cap > b->max + 1)
+        cap = b->max + 1;
+    char *p = realloc(b->ptr, cap);
+    if (!p)
+        return fail(b, WH_ERR_NOMEM);
+    b->ptr = p;
+    b->cap = cap;
+    return WH_OK;
+}
+
+enum wh_err wh_buf_addn(struct wh_buf *b, const void *p, size_t n)
+{
+    enum wh_err err = wh_buf_reserve(b, n);
+    if (err)
+        return err;
+    if (n)
+        memcpy(b->ptr + b->len, p, n);
+    b->len += n;
+    b->ptr[b->len] = '\0';
+    return WH_OK;
+}
+
+enum wh_err wh_buf_add(struct wh_buf *b, const char *s)
+{
+    return wh_buf_addn(b, s, strlen(s));
+}
+
+enum wh_err wh_buf_addc(struct wh_buf *b, char c)
+{
+    return wh_buf_addn(b, &c, 1);
+}
+
+enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return fail(b, WH_ERR_INVALID);
+    if ((size_t)n < sizeof(small))
+        return wh_buf_addn(b, small, (size_t)n);
+    enum wh_err err = wh_buf_reserve(b, (size_t)n);
+    if (err)
+        return err;
+    va_start(ap, fmt);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return WH_OK;
+}
+
+enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        enum wh_err err = wh_buf_addn(b, s + run, i - run);
+        if (err)
+            return err;
+        run = i + 1;
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t elen = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        if ((err = wh_buf_addn(b, esc, elen)))
+            return err;
+    }
+    return wh_buf_addn(b, s + run, n - run);
+}
+
+const char *wh_buf_ptr(const struct wh_buf *b)
+{
+    return b->ptr ? b->ptr : "";
+}
+
+char *wh_buf_take(struct wh_buf *b, size_t *len)
+{
+    char *p = b->ptr;
+    if (len)
+        *len = b->len;
+    if (!p)
+        p = calloc(1, 1);
+    b->ptr = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return p;
+}

@@ -1,0 +1,121 @@
+/* json.c: cJSON helpers. */
+#include "wh/json.h"
+
+#include <errno.h>  /* errno */
+#include <limits.h> /* LONG_MAX */
+#include <stdarg.h> /* va_list */
+#include <string.h> /* strlen */
+
+const cJSON *wh_json_get(const cJSON *obj, const char *key)
+{
+    if (!cJSON_IsObject(obj))
+        return NULL;
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+const cJSON *wh_json_path(const cJSON *obj, ...)
+{
+    va_list ap;
+    va_start(ap, obj);
+    const char *key;
+    while (obj && (key = va_arg(ap, const char *)) != NULL)
+        obj = wh_json_get(obj, key);
+    va_end(ap);
+    return obj;
+}
+
+const char *wh_json_str(const cJSON *obj, const char *key)
+{
+    const cJSON *v = wh_json_get(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *wh_json_str0(const cJSON *obj, const char *key)
+{
+    const char *s = wh_json_str(obj, key);
+    return s ? s : "";
+}
+
+bool wh_json_has(const cJSON *obj, const char *key)
+{
+    return wh_json_get(obj, key) != NULL;
+}
+
+enum wh_err wh_json_add(cJSON *array, cJSON *item)
+{
+    if (!item)
+        return WH_ERR_NOMEM;
+    if (!cJSON_AddItemToArray(array, item)) {
+        cJSON_Delete(item);
+        return WH_ERR_NOMEM;
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_json_set(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return WH_ERR_NOMEM;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return WH_ERR_NOMEM;
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value)
+{
+    return wh_json_set(obj, key, cJSON_CreateString(value));
+}
+
+enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf)
+{
+    const char *end = NULL;
+    *out = NULL;
+    if (len == 0)
+        return wh_fail(errbuf, WH_ERR_INVALID, "empty body");
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        return wh_fail(errbuf, WH_ERR_INVALID, "not valid JSON (syntax error near byte %zu)", off);
+    }
+    /* Trailing bytes other than white space mean a second value or garbage. */
+    for (const char *p = end; p && p < text + len; p++) {
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
+            cJSON_Delete(j);
+            return wh_fail(errbuf, WH_ERR_INVALID, "trailing data after JSON value at byte %zu",
+                           (size_t)(p - text));
+        }
+    }
+    *out = j;
+    return WH_OK;
+}
+
+enum wh_err wh_json_print(const cJSON *item, char **out)
+{
+    *out = cJSON_PrintUnformatted(item);
+    return *out ? WH_OK : WH_ERR_NOMEM;
+}
+
+bool wh_parse_long(const char *s, long *out)
+{
+    if (!s)
+        return false;
+    const char *p = s;
+    bool neg = false;
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    if (*p < '0' || *p > '9')
+        return false;
+    long v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        int d = *p - '0';
+        if (v > (LONG_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = neg ? -v : v;
+    return true;
+}

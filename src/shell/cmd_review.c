@@ -1,0 +1,125 @@
+/* cmd_review.c: `tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]`.
+ *
+ * Reads one AdmissionReview from FILE or stdin, answers it with the engine
+ * against the cluster state given by --pods/--nodes, and writes the response
+ * AdmissionReview to stdout. Exit 0 when a response was written (allowed or
+ * denied), 2 when the input is not a readable AdmissionReview or a state
+ * file is bad. */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp */
+
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/commands.h" /* wh_cmd_review */
+#include "wh/engine.h"   /* wh_engine_review */
+#include "wh/fileio.h"   /* wh_read_file */
+#include "wh/json.h"     /* wh_json_parse */
+#include "wh/state.h"    /* wh_memstate */
+
+static const char usage_text[] =
+    "usage: tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]\n"
+    "\n"
+    "Answers one AdmissionReview (JSON) read from FILE, or stdin when FILE is\n"
+    "omitted or '-', as the webhook would, and prints the response\n"
+    "AdmissionReview. Pods go to mutation, RayClusters to validation, anything\n"
+    "else is admitted unchanged.\n"
+    "\n"
+    "  --pods FILE   PodList (or JSON array of pods) that exist in the cluster;\n"
+    "                only KubeRay worker pods are kept, as the pod cache would\n"
+    "  --nodes FILE  NodeList (or JSON array of nodes); only TPU nodes are kept\n"
+    "  -h, --help    this text\n"
+    "\n"
+    "Exit status: 0 when a response was written (allowed or denied), 2 when the\n"
+    "input is not a readable AdmissionReview or an option is wrong.\n";
+
+/* Load a PodList/NodeList file into ms. */
+static int load_state(struct wh_memstate *ms, const char *path, bool pods)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf text;
+    wh_buf_init(&text, WH_STATE_FILE_MAX);
+    cJSON *json = NULL;
+    enum wh_err err = wh_read_file(path, &text, errbuf);
+    if (!err)
+        err = wh_json_parse(wh_buf_ptr(&text), wh_buf_len(&text), &json, errbuf);
+    if (!err)
+        err = pods ? wh_memstate_add_pods(ms, json, NULL, errbuf)
+                   : wh_memstate_add_nodes(ms, json, NULL, errbuf);
+    cJSON_Delete(json);
+    wh_buf_free(&text);
+    if (err) {
+        fprintf(stderr, "tpu-webhook review: %s %s: %s\n", pods ? "--pods" : "--nodes", path,
+                errbuf[0] ? errbuf : wh_strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+int wh_cmd_review(int argc, char **argv)
+{
+    const char *pods = NULL, *nodes = NULL, *input = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        const char **dst = !strcmp(a, "--pods") ? &pods : !strcmp(a, "--nodes") ? &nodes : NULL;
+        if (dst) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tpu-webhook review: %s needs a file\n", a);
+                return 2;
+            }
+            *dst = argv[++i];
+        } else if (!strncmp(a, "--pods=", 7)) {
+            pods = a + 7;
+        } else if (!strncmp(a, "--nodes=", 8)) {
+            nodes = a + 8;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tpu-webhook review: unknown option '%s'\n%s", a, usage_text);
+            return 2;
+        } else if (input) {
+            fprintf(stderr, "tpu-webhook review: one input file only ('%s' and '%s')\n", input, a);
+            return 2;
+        } else {
+            input = a;
+        }
+    }
+
+    int rc = 2;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf body;
+    wh_buf_init(&body, WH_REVIEW_MAX_BYTES);
+    struct wh_engine_result res = {0};
+    struct wh_memstate *ms = wh_memstate_new();
+    if (!ms) {
+        fprintf(stderr, "tpu-webhook review: out of memory\n");
+        goto out;
+    }
+    if ((pods && load_state(ms, pods, true)) || (nodes && load_state(ms, nodes, false)))
+        goto out;
+    enum wh_err err = wh_read_file(input && strcmp(input, "-") ? input : NULL, &body, errbuf);
+    if (err) {
+        fprintf(stderr, "tpu-webhook review: %s: %s\n", input ? input : "stdin",
+                errbuf[0] ? errbuf : wh_strerror(err));
+        goto out;
+    }
+    struct wh_state state = wh_memstate_view(ms);
+    err = wh_engine_review(wh_buf_ptr(&body), wh_buf_len(&body), WH_ROUTE_ANY, &state, &res,
+                           errbuf);
+    if (err) {
+        fprintf(stderr, "tpu-webhook review: %s: %s\n", input ? input : "stdin",
+                errbuf[0] ? errbuf : wh_strerror(err));
+        goto out;
+    }
+    if (res.notes)
+        fprintf(stderr, "%s", res.notes);
+    fwrite(res.body, 1, res.body_len, stdout);
+    fputc('\n', stdout);
+    rc = fflush(stdout) ? 2 : 0;
+out:
+    wh_engine_result_free(&res);
+    wh_memstate_free(ms);
+    wh_buf_free(&body);
+    return rc;
+}
