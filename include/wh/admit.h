@@ -1,0 +1,48 @@
+/* admit.h: the admission pipeline between the HTTP server and the engine.
+ *
+ * Owns the cluster-state sources (Kubernetes caches unless standalone) and
+ * the legacy-index ledger, and runs each review through the pure engine:
+ * parse -> (legacy pod: lock its worker group) -> state view (cache +
+ * ledger reservations) -> decide -> reserve the assignment -> unlock.
+ * Thread-safe: the server calls wh_admit_review() from many threads; an
+ * admission for one worker group never waits on another group.
+ */
+#ifndef WH_ADMIT_H
+#define WH_ADMIT_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+#include "wh/engine.h" /* struct wh_engine_result, enum wh_route */
+
+struct wh_admit_opts {
+    bool standalone;              /* no Kubernetes API: the ledger alone */
+    const char *kubeconfig_path;  /* NULL or "": in-cluster configuration */
+    long reservation_ttl_ms;      /* unconfirmed reservations expire; 0 = default */
+};
+
+struct wh_admit_stats {
+    bool synced;          /* caches synced (always true when standalone) */
+    size_t pods_cached;
+    size_t nodes_cached;
+    size_t reservations;  /* ledger entries not yet confirmed */
+};
+
+struct wh_admit;
+
+/* Start the pipeline; never blocks on anything remote (caches sync in the
+ * background). NULL with a reason in errbuf on failure. Free with
+ * wh_admit_free(), which stops background threads. */
+struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf);
+void wh_admit_free(struct wh_admit *ad); /* NULL-safe */
+
+/* Answer one AdmissionReview. Same contract as wh_engine_review(). */
+WH_NODISCARD enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
+                                         enum wh_route route, struct wh_engine_result *res,
+                                         char *errbuf);
+
+/* Ready to serve admissions (for /readyz); when false, why says why. */
+bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len);
+void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st);
+
+#endif /* WH_ADMIT_H */
