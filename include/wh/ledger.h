@@ -87,6 +87,9 @@ WH_NODISCARD enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long repli
 bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,
                        const char *group, const char *replica_label, long worker_id);
 
+/* The ledger's clock (opts.now_ms), for wh_ledger_set_fresh_since(). */
+long wh_ledger_now(const struct wh_ledger *lg);
+
 /* Since when (now_ms clock) the watch has been continuously healthy, or -1
  * when it is not (nothing expires then). Set by the cache. */
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms);

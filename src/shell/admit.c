@@ -8,15 +8,20 @@
  */
 #include "wh/admit.h"
 
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
 
-#include "wh/ledger.h" /* wh_ledger */
-#include "wh/log.h"    /* wh_log */
+#include "wh/cache.h"      /* wh_cache */
+#include "wh/kube.h"       /* wh_kube */
+#include "wh/kubeconfig.h" /* wh_kubeconfig_load */
+#include "wh/ledger.h"     /* wh_ledger */
+#include "wh/log.h"        /* wh_log */
 
 struct wh_admit {
     bool standalone;
     struct wh_ledger *ledger;
+    struct wh_cache *cache; /* NULL when standalone */
 };
 
 /* The state one decision sees. g is the locked group of a legacy pod. */
@@ -33,34 +38,58 @@ static bool is_own_group(const struct view *v, const char *ns, const char *clust
            !strcmp(group, v->group);
 }
 
+struct walk {
+    struct wh_ledger_group *g; /* mark reservations shadowed by live pods */
+    wh_pod_visit_fn fn;
+    void *arg;
+};
+
+static int visit_cached(void *arg, const struct wh_pod_rec *pod)
+{
+    struct walk *w = arg;
+    if (w->g && !pod->deleting)
+        wh_ledger_mark(w->g, pod->replica_label, pod->worker_id);
+    return w->fn(w->arg, pod);
+}
+
 static enum wh_err view_each_group_pod(const void *impl, const char *ns, const char *cluster,
                                        const char *group, wh_pod_visit_fn fn, void *arg,
                                        char *errbuf)
 {
     const struct view *v = impl;
-    (void)errbuf;
     /* Only the locked group's reservations can be read safely; the engine
      * asks for the pod's own group anyway. */
-    if (!is_own_group(v, ns, cluster, group))
-        return WH_OK;
-    wh_ledger_clear_marks(v->g);
-    wh_ledger_each(v->g, fn, arg);
+    bool own = is_own_group(v, ns, cluster, group);
+    if (own)
+        wh_ledger_clear_marks(v->g);
+    if (v->ad->cache) {
+        struct walk w = {.g = own ? v->g : NULL, .fn = fn, .arg = arg};
+        int stopped = 0;
+        enum wh_err err = wh_cache_each_group_pod(v->ad->cache, ns, cluster, group, visit_cached,
+                                                  &w, &stopped, errbuf);
+        if (err || stopped)
+            return err;
+    }
+    /* Reservations after the cached pods, so that marks are complete. */
+    if (own)
+        wh_ledger_each(v->g, fn, arg);
     return WH_OK;
 }
 
 static enum wh_err view_each_node(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf)
 {
-    (void)impl;
-    (void)fn;
-    (void)arg;
-    (void)errbuf;
-    return WH_OK; /* standalone: no node information */
+    const struct view *v = impl;
+    if (!v->ad->cache)
+        return WH_OK; /* standalone: no node information */
+    int stopped = 0;
+    return wh_cache_each_node(v->ad->cache, fn, arg, &stopped, errbuf);
 }
 
 static const char *view_legacy_unavailable(const void *impl)
 {
-    (void)impl;
-    return NULL; /* standalone: the ledger is the truth */
+    const struct view *v = impl;
+    /* Standalone: the ledger is the truth. */
+    return v->ad->cache ? wh_cache_pods_unavailable(v->ad->cache) : NULL;
 }
 
 static const struct wh_state_ops view_ops = {
@@ -68,6 +97,23 @@ static const struct wh_state_ops view_ops = {
     .each_node = view_each_node,
     .legacy_unavailable = view_legacy_unavailable,
 };
+
+static struct wh_cache *start_cache(const struct wh_admit_opts *opts, struct wh_ledger *ledger,
+                                    char *errbuf)
+{
+    struct wh_kube_config cfg;
+    enum wh_err err = opts->kubeconfig_path && opts->kubeconfig_path[0]
+                          ? wh_kubeconfig_load(opts->kubeconfig_path, &cfg, errbuf)
+                          : wh_kubeconfig_in_cluster(&cfg, errbuf);
+    if (err)
+        return NULL;
+    struct wh_kube *kube = wh_kube_new(&cfg, errbuf);
+    wh_kube_config_clear(&cfg);
+    if (!kube)
+        return NULL;
+    wh_log(WH_LOG_INFO, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
+    return wh_cache_new(kube, ledger, opts->cache, errbuf);
+}
 
 struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
 {
@@ -77,22 +123,22 @@ struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
         return NULL;
     }
     ad->standalone = opts && opts->standalone;
-    if (!ad->standalone) {
-        /* The Kubernetes client and caches land in the next step of issue 4. */
-        wh_fail(errbuf, WH_ERR_UNAVAILABLE,
-                "the Kubernetes pod/node caches are not built yet; run with --standalone");
-        free(ad);
-        return NULL;
-    }
-    long ttl = opts->reservation_ttl_ms;
     struct wh_ledger_opts lo = {
-        .ttl_ms = ad->standalone ? -1 : ttl,
+        .ttl_ms = ad->standalone ? -1 : opts ? opts->reservation_ttl_ms : 0,
     };
     ad->ledger = wh_ledger_new(&lo);
     if (!ad->ledger) {
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         wh_admit_free(ad);
         return NULL;
+    }
+    if (!ad->standalone) {
+        struct wh_admit_opts none = {0};
+        ad->cache = start_cache(opts ? opts : &none, ad->ledger, errbuf);
+        if (!ad->cache) {
+            wh_admit_free(ad);
+            return NULL;
+        }
     }
     return ad;
 }
@@ -101,6 +147,7 @@ void wh_admit_free(struct wh_admit *ad)
 {
     if (!ad)
         return;
+    wh_cache_free(ad->cache); /* first: its threads feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
 }
@@ -160,15 +207,23 @@ out:
 
 bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
 {
-    (void)ad;
+    const char *reason = NULL;
+    bool ready = !ad->cache || wh_cache_ready(ad->cache, &reason);
     if (why && why_len)
-        why[0] = '\0';
-    return true;
+        snprintf(why, why_len, "%s", reason ? reason : "");
+    return ready;
 }
 
 void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
 {
     memset(st, 0, sizeof(*st));
     st->synced = true;
+    if (ad->cache) {
+        struct wh_cache_stats cs;
+        wh_cache_stats(ad->cache, &cs);
+        st->synced = cs.pods_synced && cs.nodes_synced;
+        st->pods_cached = cs.pods;
+        st->nodes_cached = cs.nodes;
+    }
     st->reservations = wh_ledger_pending(ad->ledger);
 }

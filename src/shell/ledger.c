@@ -443,6 +443,11 @@ bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster
     return hit;
 }
 
+long wh_ledger_now(const struct wh_ledger *lg)
+{
+    return lg->now_ms();
+}
+
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms)
 {
     atomic_store(&lg->fresh_since, since_ms);
