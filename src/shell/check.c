@@ -276,6 +276,8 @@ static void cell(const cJSON *r, size_t col, char *out, size_t len)
         return;
     }
     const cJSON *v = wh_json_get(r, keys[col]);
+    if (col == 1 && !wh_json_str0(r, "cluster")[0])
+        v = wh_json_get(r, "name"); /* not rendered as a cluster: name the object */
     if (cJSON_IsString(v))
         snprintf(out, len, "%s", v->valuestring[0] ? v->valuestring : "-");
     else if (cJSON_IsNumber(v) && v->valuedouble >= 0)
@@ -284,7 +286,8 @@ static void cell(const cJSON *r, size_t col, char *out, size_t len)
         snprintf(out, len, "?");
     else
         snprintf(out, len, "-");
-    if (col == 0 && wh_json_get(r, "line")) {
+    if (col == 0 && cJSON_IsNumber(wh_json_get(r, "line")) &&
+        wh_json_get(r, "line")->valuedouble > 0) {
         size_t n = strlen(out);
         snprintf(out + n, len - n, ":%.0f", wh_json_get(r, "line")->valuedouble);
     }
