@@ -392,7 +392,8 @@ static enum wh_err apply_merges(struct frame *f)
             size_t known = f->n_keys;
             while (m->child) {
                 cJSON *c = cJSON_DetachItemViaPointer(m, m->child);
-                if (bsearch(c->string, f->keys, known, sizeof(*f->keys), cmp_keystr)) {
+                if (known &&
+                    bsearch(c->string, f->keys, known, sizeof(*f->keys), cmp_keystr)) {
                     cJSON_Delete(c);
                     continue;
                 }
@@ -403,7 +404,8 @@ static enum wh_err apply_merges(struct frame *f)
                 if (add_keymark(f, f->node->child->prev->string, 0, 0))
                     return WH_ERR_NOMEM;
             }
-            qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
+            if (f->n_keys > 1)
+                qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
         }
     }
     return WH_OK;
@@ -411,7 +413,8 @@ static enum wh_err apply_merges(struct frame *f)
 
 static enum wh_err finish_mapping(struct loader *L, struct frame *f)
 {
-    qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
+    if (f->n_keys > 1)
+        qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
     for (size_t i = 1; i < f->n_keys; i++) {
         if (!strcmp(f->keys[i].key, f->keys[i - 1].key)) {
             char msg[WH_ERRBUF_LEN];
@@ -798,6 +801,12 @@ static bool plain_safe(const char *s)
     if (n == 0 || !strcmp(s, "<<") || resolve_plain(s, n, &num, &b) != SV_STR)
         return false;
     if (strchr("-?:,[]{}#&*!|>'\"%@`~ ", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':')
+        return false;
+    /* Portability with YAML 1.1 readers (PyYAML): sexagesimal numbers like
+     * 1:20 and dates like 2001-12-14 are not strings there; quote them. */
+    if (strspn(s, "0123456789:._+-") == n)
+        return false;
+    if (n >= 5 && strspn(s, "0123456789") == 4 && s[4] == '-')
         return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
