@@ -69,5 +69,7 @@ enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
     va_start(ap, fmt);
     enum wh_err err = wh_buf_vaddf(&d->notes, fmt, ap);
     va_end(ap);
-    return err ? err : wh_buf_addc(&d->notes, '\n');
+    if (!err)
+        err = wh_buf_addc(&d->notes, '\n');
+    return err == WH_ERR_TOOBIG ? WH_OK : err; /* notes are best effort */
 }
