@@ -313,7 +313,8 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
         free(sc.slots);
         return err;
     }
-    qsort(sc.slots, sc.n, sizeof(*sc.slots), cmp_slot);
+    if (sc.n)
+        qsort(sc.slots, sc.n, sizeof(*sc.slots), cmp_slot);
     c->replica = choose_replica(sc.slots, sc.n, c->n_hosts);
     c->host = choose_host(sc.slots, sc.n, c->replica);
     free(sc.slots);
