@@ -245,12 +245,16 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
         return wh_check_error_row(rows, st, file, 0, yerr);
     int i = 0;
     for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
-        const char *kind = wh_json_str(d, "kind");
-        if (!is_ray_kind(kind))
-            continue; /* a manifest directory holds other kinds too */
-        struct origin o = {file, lines[i], kind,
-                           wh_json_str0(wh_json_get(d, "metadata"), "name"), ""};
-        err = check_doc(&o, d, rows, st);
+        const cJSON *list = wh_json_get(d, "items");
+        bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
+        for (const cJSON *x = is_list ? list->child : d; !err && x; x = is_list ? x->next : NULL) {
+            const char *kind = wh_json_str(x, "kind");
+            if (!is_ray_kind(kind))
+                continue; /* a manifest directory holds other kinds too */
+            struct origin o = {file, lines[i], kind,
+                               wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
+            err = check_doc(&o, x, rows, st);
+        }
     }
     cJSON_Delete(docs);
     free(lines);

@@ -138,43 +138,58 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
     return WH_OK;
 }
 
-/* Render every Ray object of docs; returns the exit status. */
+/* Render one object; *rc takes the worst exit status, *n_ray counts Ray
+ * objects. */
+static void render_one(const struct opts *o, const cJSON *d, unsigned line, struct wh_buf *out,
+                       cJSON *items, int *rc, int *n_ray)
+{
+    const char *kind = wh_json_str(d, "kind");
+    const char *name = wh_json_str0(wh_json_get(d, "metadata"), "name");
+    if (!is_ray_kind(d)) {
+        fprintf(stderr, "tpu-webhook render: %s: document at line %u: skipped %s%s%s\n",
+                o->input, line, kind ? kind : "(an object without kind)", name[0] ? " " : "",
+                name);
+        return;
+    }
+    (*n_ray)++;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_render_result r;
+    enum wh_err err = wh_render_object(d, &o->kuberay, &r, errbuf);
+    if (err) {
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s %s: %s\n", o->input, line, kind,
+                name, errbuf[0] ? errbuf : wh_strerror(err));
+        *rc = 2;
+        return;
+    }
+    for (const cJSON *w = r.verdict.warnings->child; w; w = w->next)
+        fprintf(stderr, "tpu-webhook render: %s %s: warning: %s\n", kind, name,
+                cJSON_IsString(w) ? w->valuestring : "?");
+    if (!r.verdict.allowed || r.pod_denial) {
+        fprintf(stderr, "tpu-webhook render: %s %s would be rejected: %s\n", kind, name,
+                r.pod_denial ? r.pod_denial : r.verdict.message);
+        if (*rc == 0)
+            *rc = 1;
+    } else if ((err = emit(o, &r, items, out))) {
+        fprintf(stderr, "tpu-webhook render: output: %s\n", wh_strerror(err));
+        *rc = 2;
+    }
+    wh_render_result_free(&r);
+}
+
+/* Render every Ray object of docs (the items of a v1 List too); returns the
+ * exit status. */
 static int render_docs(const struct opts *o, const cJSON *docs, const unsigned *lines,
                        struct wh_buf *out, cJSON *items)
 {
     int rc = 0, n_ray = 0, i = 0;
     for (const cJSON *d = docs->child; d; d = d->next, i++) {
-        const char *kind = wh_json_str(d, "kind");
-        const char *name = wh_json_str0(wh_json_get(d, "metadata"), "name");
-        if (!is_ray_kind(d)) {
-            fprintf(stderr, "tpu-webhook render: %s: document at line %u: skipped %s%s%s\n",
-                    o->input, lines[i], kind ? kind : "(an object without kind)",
-                    name[0] ? " " : "", name);
-            continue;
+        const cJSON *list = wh_json_get(d, "items");
+        if (!strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list)) {
+            for (const cJSON *x = list->child; x; x = x->next)
+                render_one(o, x, lines[i], out, items, &rc, &n_ray);
+        } else {
+            render_one(o, d, lines[i], out, items, &rc, &n_ray);
         }
-        n_ray++;
-        char errbuf[WH_ERRBUF_LEN] = "";
-        struct wh_render_result r;
-        enum wh_err err = wh_render_object(d, &o->kuberay, &r, errbuf);
-        if (err) {
-            fprintf(stderr, "tpu-webhook render: %s: line %u: %s %s: %s\n", o->input, lines[i],
-                    kind, name, errbuf[0] ? errbuf : wh_strerror(err));
-            rc = 2;
-            continue;
-        }
-        for (const cJSON *w = r.verdict.warnings->child; w; w = w->next)
-            fprintf(stderr, "tpu-webhook render: %s %s: warning: %s\n", kind, name,
-                    cJSON_IsString(w) ? w->valuestring : "?");
-        if (!r.verdict.allowed || r.pod_denial) {
-            fprintf(stderr, "tpu-webhook render: %s %s would be rejected: %s\n", kind, name,
-                    r.pod_denial ? r.pod_denial : r.verdict.message);
-            if (rc == 0)
-                rc = 1;
-        } else if ((err = emit(o, &r, items, out))) {
-            fprintf(stderr, "tpu-webhook render: output: %s\n", wh_strerror(err));
-            rc = 2;
-        }
-        wh_render_result_free(&r);
     }
     if (n_ray == 0) {
         fprintf(stderr,

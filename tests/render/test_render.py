@@ -78,7 +78,8 @@ def verify_render(path, version):
         return
     pods = json.loads(out)["items"]
     with open(path) as f:
-        objs = [o for o in yaml.safe_load_all(f) if o]
+        objs = [o for o in yaml.safe_load_all(f)
+                if o and o.get("kind") in ("RayCluster", "RayJob", "RayService")]
     expected_total = 0
     for obj in objs:
         spec, ns = cluster_of(obj)
@@ -219,6 +220,12 @@ def test_sample_details():
     with open(path, "rb") as f:
         rc3, out3, _ = run(["render", "--output", "json", "-"], stdin=f.read())
     check(rc3 == 0 and out3 == out, "render from stdin")
+    # A v1 List (kubectl get -o json) renders its Ray items.
+    with open(path) as f:
+        lst = {"apiVersion": "v1", "kind": "List",
+               "items": [yaml.safe_load(f), {"kind": "ConfigMap", "metadata": {"name": "c"}}]}
+    rc4, out4, err4 = run(["render", "--output", "json", "-"], stdin=json.dumps(lst).encode())
+    check(rc4 == 0 and out4 == out and "skipped ConfigMap c" in err4, "render of a List: %s" % err4)
 
 
 def test_summary():
