@@ -3,7 +3,10 @@
  * Every RayCluster, RayJob (spec.rayClusterSpec) and RayService
  * (spec.rayClusterConfig) in a YAML/JSON stream gets the CRD defaults and
  * goes through the engine's validation (wh_render_validate), so `check` and
- * the webhook never disagree. The table's derived columns (chips per host,
+ * the webhook never disagree. An allowed cluster's worker pods (wh_render,
+ * KubeRay 1.6) then go through the engine's mutation as well, because it can
+ * deny a pod that validation lets by (a hostname over 63 characters). The
+ * table's derived columns (chips per host,
  * hosts the topology needs) come from topology.h / podspec.h.
  *
  * A row is a JSON object:

@@ -39,6 +39,7 @@ struct wh_render_result {
     struct wh_render_verdict verdict;
     cJSON *pods;       /* the mutated pods in creation order; NULL when denied */
     char *pod_denial;  /* malloc'd: the engine denied a pod (pods is NULL then) */
+    char *pod_denial_group; /* malloc'd: that pod's worker group */
 };
 
 /* Render one manifest object (RayCluster, RayJob or RayService). Every

@@ -158,9 +158,15 @@ static bool names_a_group(const struct wh_render_verdict *v, const char *cluster
     return false;
 }
 
+/* A worker pod the engine denied while the cluster itself was allowed. */
+struct pod_denial {
+    const char *group; /* NULL when none */
+    const char *message;
+};
+
 static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
-                                const struct wh_render_verdict *v, cJSON *rows,
-                                struct wh_check_stats *st)
+                                const struct wh_render_verdict *v, const struct pod_denial *pd,
+                                cJSON *rows, struct wh_check_stats *st)
 {
     const cJSON *groups = wh_json_path(cluster, "spec", "workerGroupSpecs", NULL);
     if (!cJSON_IsArray(groups))
@@ -186,14 +192,18 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
                    group_part(v->message, o->cluster, gname, i, part, sizeof(part))) {
             verdict = "rejected";
             message = part;
+        } else if (v->allowed && pd->group && !strcmp(pd->group, gname)) {
+            verdict = "rejected";
+            message = pd->message;
         }
         enum wh_err err =
             finish_row(rows, r, st, verdict, message, group_warnings(v->warnings, groups, gname));
         if (err)
             return err;
     }
-    if (!v->allowed && st->rows == before)
-        return finish_row(rows, new_row(o, "-"), st, "rejected", v->message ? v->message : "",
+    if ((!v->allowed || pd->group) && st->rows == before)
+        return finish_row(rows, new_row(o, "-"), st, "rejected",
+                          !v->allowed && v->message ? v->message : pd->message ? pd->message : "",
                           cJSON_Duplicate(v->warnings, 1));
     return WH_OK;
 }
@@ -213,14 +223,31 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
         o->cluster = wh_json_str0(wh_json_get(cluster, "metadata"), "name");
         err = wh_render_validate(cluster, &v, errbuf);
     }
+    /* An allowed cluster's pods go through mutation too: the engine can deny
+     * a pod (a hostname over 63 characters, ...) that validation lets by. */
+    struct wh_render_result r = {0};
+    struct pod_denial pd = {NULL, NULL};
+    if (!err && v.allowed) {
+        char rerr[WH_ERRBUF_LEN] = "";
+        struct wh_kuberay_opts ko;
+        wh_kuberay_opts_init(&ko, 1, 6);
+        enum wh_err e2 = wh_render_object(doc, &ko, &r, rerr);
+        if (e2 == WH_ERR_NOMEM)
+            err = e2;
+        else if (!e2 && r.pod_denial)
+            pd = (struct pod_denial){r.pod_denial_group, r.pod_denial};
+        else if (e2 && wh_json_add(v.warnings, cJSON_CreateString(rerr)))
+            err = WH_ERR_NOMEM; /* rendering failed: say so, the verdict stands */
+    }
     if (err == WH_ERR_NOMEM) {
         /* nothing more to do */
     } else if (err) {
         err = finish_row(rows, new_row(o, "-"), st, "error", errbuf[0] ? errbuf : wh_strerror(err),
                          NULL);
     } else {
-        err = cluster_rows(o, cluster, &v, rows, st);
+        err = cluster_rows(o, cluster, &v, &pd, rows, st);
     }
+    wh_render_result_free(&r);
     wh_render_verdict_free(&v);
     cJSON_Delete(cluster);
     return err;

@@ -176,7 +176,10 @@ static enum wh_err admit_pods(cJSON *pods, struct wh_render_result *out, char *e
             snprintf(msg, sizeof(msg), "worker pod %ld (group %s) denied: %s", seq,
                      wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"),
                      res.message ? res.message : "no reason given");
-            if (!(out->pod_denial = strdup(msg)))
+            out->pod_denial = strdup(msg);
+            out->pod_denial_group = strdup(
+                wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"));
+            if (!out->pod_denial || !out->pod_denial_group)
                 err = WH_ERR_NOMEM;
         } else {
             /* Replace p in the list by its patched copy. */
@@ -234,6 +237,7 @@ void wh_render_result_free(struct wh_render_result *r)
     wh_render_verdict_free(&r->verdict);
     cJSON_Delete(r->pods);
     free(r->pod_denial);
+    free(r->pod_denial_group);
     memset(r, 0, sizeof(*r));
 }
 

@@ -238,6 +238,9 @@ def test_rejections_and_errors():
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-numofhosts.yaml")])
     check(rc == 1 and "numOfHosts" in err and "wrong-hosts" in err and out == "",
           "rejected render: rc %d err %s" % (rc, err))
+    rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-long-group.yaml")])
+    check(rc == 1 and "over the DNS label limit of 63" in err and out == "",
+          "pod denied by mutation: rc %d err %s" % (rc, err))
     rc, out, err = run(["render", os.path.join(BAD, "malformed.yaml")])
     check(rc == 2 and "line 6, column 5" in err, "malformed YAML: %d %s" % (rc, err))
     rc, out, err = run(["render", os.path.join(BAD, "unknown-kind.yaml")])
@@ -280,10 +283,12 @@ def test_check():
     rc, out, err = run(["check", "--output", "json", MANIFESTS, SAMPLES])
     check(rc == 1, "check manifests rc %d (bad-numofhosts must fail)" % rc)
     rep = json.loads(out)
-    check(rep["rejected"] == 1 and rep["errors"] == 0 and rep["ok"] is False, "check report %s" % rep)
+    check(rep["rejected"] == 2 and rep["errors"] == 0 and rep["ok"] is False, "check report %s" % rep)
     bad = [r for r in rep["rows"] if r["verdict"] == "rejected"]
-    check(len(bad) == 1 and bad[0]["cluster"] == "wrong-hosts" and bad[0]["hostsExpected"] == 4
-          and bad[0]["numOfHosts"] == 2 and "numOfHosts" in bad[0]["message"],
+    check(len(bad) == 2 and bad[0]["cluster"] == "long-group" and "63" in bad[0]["message"],
+          "pod-level rejection row %s" % bad)
+    check(len(bad) == 2 and bad[1]["cluster"] == "wrong-hosts" and bad[1]["hostsExpected"] == 4
+          and bad[1]["numOfHosts"] == 2 and "numOfHosts" in bad[1]["message"],
           "rejected row %s" % bad)
     numa = [r for r in rep["rows"] if r["cluster"] == "tpu7x-numa"]
     check(len(numa) == 1 and numa[0]["chipsPerHost"] == 4 and numa[0]["hostsExpected"] == 2,
