@@ -800,7 +800,8 @@ static bool plain_safe(const char *s)
     bool b;
     if (n == 0 || !strcmp(s, "<<") || resolve_plain(s, n, &num, &b) != SV_STR)
         return false;
-    if (strchr("-?:,[]{}#&*!|>'\"%@`~ ", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':')
+    if (strchr("-?:,[]{}#&*!|>'\"%@`~ ", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':' ||
+        !strncmp(s, "...", 3))
         return false;
     /* Portability with YAML 1.1 readers (PyYAML): sexagesimal numbers like
      * 1:20 and dates like 2001-12-14 are not strings there; quote them. */
