@@ -206,7 +206,7 @@ static bool quantity_units(const cJSON *v, double *out)
 {
     if (cJSON_IsNumber(v)) {
         *out = ceil(v->valuedouble);
-        return v->valuedouble >= 0;
+        return v->valuedouble >= 0 && isfinite(v->valuedouble);
     }
     if (!cJSON_IsString(v))
         return false;
@@ -214,8 +214,10 @@ static bool quantity_units(const cJSON *v, double *out)
     char *end = NULL;
     if (*p == '-' || *p == '+' || *p == '\0')
         return false;
+    if (!((*p >= '0' && *p <= '9') || *p == '.') || strpbrk(p, "xX"))
+        return false; /* strtod would also take "inf", "nan" and hex */
     double m = strtod(p, &end);
-    if (end == p)
+    if (end == p || !isfinite(m))
         return false;
     static const struct {
         const char *s;
