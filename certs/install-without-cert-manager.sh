@@ -4,7 +4,9 @@
 # Creates (or reuses) a CA and a server certificate for
 # <service>.<namespace>.svc, stores them in the secret the webhook pods mount,
 # and writes the CA into the caBundle of both webhook configurations.
-# Re-run it to rotate: the pods re-read the mounted files without a restart.
+# Re-run it to rotate: the pods re-read the mounted files without a restart,
+# and the caBundle keeps the previous CA next to the new one, so the API
+# server trusts whichever certificate a pod serves during the switch.
 #
 #   certs/install-without-cert-manager.sh [--dry-run] [--namespace NS] ...
 #
@@ -36,8 +38,8 @@ usage: $0 [options]
   --validating NAME    ValidatingWebhookConfiguration (default: $validating)
   --cert-dir DIR       use ca.crt, tls.crt and tls.key from DIR instead of
                        generating them
-  --out DIR            where to generate them (default: a new temporary
-                       directory; the CA key never leaves it)
+  --out DIR            where \`tpu-webhook certs\` writes them (default: a new
+                       temporary directory); a CA already in DIR is reused
   --tpu-webhook PATH   the tpu-webhook binary (default: from PATH, else
                        build/tpu-webhook)
   --kubectl PATH       kubectl to use (default: \$KUBECTL or kubectl)
@@ -108,8 +110,8 @@ if [[ -z $cert_dir ]]; then
     if [[ -z $out_dir ]]; then
         out_dir=$(mktemp -d)
     fi
-    "$tpu_webhook" certs --out "$out_dir" --namespace "$namespace" --service "$service" >&2 ||
-        die "'$tpu_webhook certs --out $out_dir' failed"
+    "$tpu_webhook" certs --dir "$out_dir" --namespace "$namespace" --service "$service" >&2 ||
+        die "'$tpu_webhook certs --dir $out_dir' failed"
     cert_dir=$out_dir
 fi
 for f in ca.crt tls.crt tls.key; do
@@ -135,9 +137,39 @@ if command -v openssl >/dev/null; then
 else
     echo "install-without-cert-manager: openssl not found; certificate not checked" >&2
 fi
-ca_bundle=$(base64 -w0 <"$cert_dir/ca.crt")
+new_ca=$(cat "$cert_dir/ca.crt")
 
-# 3. The secret the pods mount (same keys as a cert-manager secret). Applied,
+# 3. caBundle of every webhook of both configurations, before the secret
+# changes: the new CA plus the CA currently trusted (the first certificate of
+# the current bundle), so both the old and the new serving certificate verify
+# while the kubelet updates the mounted secret.
+patch_ca() {
+    local kind=$1 name=$2 count=1 bundle=$new_ca patch="[" i names old
+    if ((!dry_run)); then
+        names=$("$kubectl_bin" get "$kind" "$name" -o 'jsonpath={.webhooks[*].name}') ||
+            die "$kind $name not found: apply the manifests first (see docs/deploy.md)"
+        read -r -a names_arr <<<"$names"
+        count=${#names_arr[@]}
+        ((count > 0)) || die "$kind $name has no webhooks"
+        old=$("$kubectl_bin" get "$kind" "$name" -o 'jsonpath={.webhooks[0].clientConfig.caBundle}' |
+            base64 -d 2>/dev/null | awk '/-----BEGIN CERTIFICATE-----/ { n++ } n == 1') || old=""
+        if [[ -n $old && $old != "$new_ca" ]]; then
+            bundle=$new_ca$'\n'$old
+        fi
+    fi
+    local b64
+    b64=$(printf '%s\n' "$bundle" | base64 -w0)
+    for ((i = 0; i < count; i++)); do
+        ((i == 0)) || patch+=","
+        patch+="{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$b64\"}"
+    done
+    patch+="]"
+    run "$kubectl_bin" patch "$kind" "$name" --type=json -p "$patch"
+}
+patch_ca mutatingwebhookconfiguration "$mutating"
+patch_ca validatingwebhookconfiguration "$validating"
+
+# 4. The secret the pods mount (same keys as a cert-manager secret). Applied,
 # so that re-running rotates it.
 if ((dry_run)); then
     print_cmd "$kubectl_bin" -n "$namespace" create secret generic "$secret" \
@@ -152,30 +184,6 @@ else
         --type=kubernetes.io/tls --from-file=ca.crt="$cert_dir/ca.crt" \
         --from-file=tls.crt="$cert_dir/tls.crt" --from-file=tls.key="$cert_dir/tls.key" \
         --dry-run=client -o yaml | "$kubectl_bin" apply -f -
-fi
-
-# 4. caBundle of every webhook of both configurations.
-patch_ca() {
-    local kind=$1 name=$2 count=1 patch="[" i
-    if ((!dry_run)); then
-        local names
-        names=$("$kubectl_bin" get "$kind" "$name" -o 'jsonpath={.webhooks[*].name}') ||
-            die "$kind $name not found: apply the manifests first (see docs/deploy.md)"
-        read -r -a names_arr <<<"$names"
-        count=${#names_arr[@]}
-        ((count > 0)) || die "$kind $name has no webhooks"
-    fi
-    for ((i = 0; i < count; i++)); do
-        ((i == 0)) || patch+=","
-        patch+="{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$ca_bundle\"}"
-    done
-    patch+="]"
-    run "$kubectl_bin" patch "$kind" "$name" --type=json -p "$patch"
-}
-patch_ca mutatingwebhookconfiguration "$mutating"
-patch_ca validatingwebhookconfiguration "$validating"
-
-if ((!dry_run)); then
-    echo "install-without-cert-manager: secret $namespace/$secret and the caBundle of $mutating and $validating are set." >&2
-    echo "install-without-cert-manager: certificates are in $cert_dir; keep ca.key private or delete it." >&2
+    echo "install-without-cert-manager: caBundle of $mutating and $validating and secret $namespace/$secret are set." >&2
+    echo "install-without-cert-manager: certificates are in $cert_dir; keep ca.key there private, or delete it." >&2
 fi

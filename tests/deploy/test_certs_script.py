@@ -22,12 +22,13 @@ SCRIPT = os.path.join(dl.ROOT, "certs", "install-without-cert-manager.sh")
 # Records every call (argv, one line per call written at once, arguments
 # separated by \x1f: the two ends of a pipeline run concurrently) and what an
 # `apply -f -` got on stdin; answers `get` with $FAKE_WEBHOOKS or fails when
-# $FAKE_GET_FAILS is set.
+# $FAKE_GET_FAILS is set, and a caBundle query with $FAKE_CABUNDLE.
 FAKE_KUBECTL = r"""#!/usr/bin/env bash
 rec=$(printf '%s\x1f' "$@"); printf '%s\n' "$rec" >> "$FAKE_LOG"
 case "$*" in
   *"create secret"*) printf 'kind: Secret\nmetadata:\n  name: fake\n' ;;
   "apply -f -") cat > "$FAKE_LOG.stdin" ;;
+  get*caBundle*) printf '%s' "$FAKE_CABUNDLE" ;;
   get*) [ -z "$FAKE_GET_FAILS" ] || { echo 'Error from server (NotFound)' >&2; exit 1; }
         printf '%s' "$FAKE_WEBHOOKS" ;;
 esac
@@ -65,7 +66,7 @@ class CertsScript(unittest.TestCase):
         os.chmod(self.kubectl, 0o755)
         self.log = os.path.join(self.dir, "calls")
         self.env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], FAKE_LOG=self.log,
-                        FAKE_WEBHOOKS="one", FAKE_GET_FAILS="")
+                        FAKE_WEBHOOKS="one", FAKE_GET_FAILS="", FAKE_CABUNDLE="")
         self.env.pop("KUBECTL", None)
 
     def tearDown(self):
@@ -98,6 +99,8 @@ class CertsScript(unittest.TestCase):
         self.assertEqual(self.calls(), [], "dry run called kubectl")
         lines = [shlex.split(line) for line in p.stdout.splitlines()]
         self.assertEqual(len(lines), 3, p.stdout)
+        # caBundle first, then the secret (see test_rotation_keeps_old_ca).
+        lines = lines[2:] + lines[:2]
         create, apply_ = lines[0][:lines[0].index("|")], lines[0][lines[0].index("|") + 1:]
         self.assertEqual(create[:6], ["kubectl", "-n", "ray-system", "create", "secret", "generic"])
         self.assertEqual(create[6], dl.SECRET)
@@ -112,24 +115,51 @@ class CertsScript(unittest.TestCase):
             self.assertEqual(patch, [{"op": "add", "path": "/webhooks/0/clientConfig/caBundle",
                                       "value": self.ca_b64()}])
 
+    def verbs(self):
+        return [c[0] if c[0] != "-n" else c[2] for c in self.calls()]
+
+    def patches(self):
+        return {c[1]: json.loads(c[c.index("-p") + 1]) for c in self.calls() if c[0] == "patch"}
+
     def test_real_run_against_fake_kubectl(self):
         p = self.run_script("--cert-dir", self.certs, FAKE_WEBHOOKS="first second")
         self.assertEqual(p.returncode, 0, p.stderr)
-        calls = self.calls()
-        verbs = [c[0] if c[0] != "-n" else c[2] for c in calls]
-        self.assertEqual(sorted(verbs[:2]), ["apply", "create"], calls)
-        self.assertEqual(verbs[2:], ["get", "patch", "get", "patch"], calls)
+        calls, verbs = self.calls(), self.verbs()
+        # caBundles before the secret; the pipeline's two ends in any order.
+        self.assertEqual(verbs[:6], ["get", "get", "patch", "get", "get", "patch"], calls)
+        self.assertEqual(sorted(verbs[6:]), ["apply", "create"], calls)
         create = calls[verbs.index("create")]
         self.assertEqual(create[:2], ["-n", "ray-system"])
         self.assertIn("--dry-run=client", create)
         with open(self.log + ".stdin") as f:
             self.assertIn("kind: Secret", f.read())
-        for c, kind in ((calls[3], "mutatingwebhookconfiguration"), (calls[5], "validatingwebhookconfiguration")):
-            self.assertEqual(c[1], kind)
-            patch = json.loads(c[c.index("-p") + 1])
+        patches = self.patches()
+        self.assertEqual(sorted(patches), ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"])
+        for patch in patches.values():
             self.assertEqual([op["path"] for op in patch], ["/webhooks/0/clientConfig/caBundle",
                                                             "/webhooks/1/clientConfig/caBundle"])
             self.assertTrue(all(op["value"] == self.ca_b64() for op in patch))
+
+    def test_rotation_keeps_old_ca(self):
+        old = os.path.join(self.dir, "old")
+        os.mkdir(old)
+        make_certs(old)
+        with open(os.path.join(old, "ca.crt"), "rb") as f:
+            old_pem = f.read()
+        with open(os.path.join(self.certs, "ca.crt"), "rb") as f:
+            new_pem = f.read()
+        # The current bundle already holds two CAs: only its first is kept.
+        current = base64.b64encode(old_pem + new_pem).decode()
+        p = self.run_script("--cert-dir", self.certs, FAKE_CABUNDLE=current)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for patch in self.patches().values():
+            self.assertEqual(base64.b64decode(patch[0]["value"]), new_pem + old_pem)
+        # Same CA as before: no duplicate.
+        os.remove(self.log)
+        p = self.run_script("--cert-dir", self.certs, FAKE_CABUNDLE=self.ca_b64())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for patch in self.patches().values():
+            self.assertEqual(base64.b64decode(patch[0]["value"]), new_pem)
 
     def test_missing_configuration_is_a_clear_error(self):
         p = self.run_script("--cert-dir", self.certs, FAKE_GET_FAILS="1")
@@ -181,6 +211,13 @@ class CertsScript(unittest.TestCase):
         self.assertIn(" -n tpu create secret", p.stdout)
         for k in ("ca.crt", "tls.crt", "tls.key"):
             self.assertTrue(os.path.getsize(os.path.join(out, k)) > 0, k)
+        # A second run reuses the CA in --out, so the caBundle does not change.
+        with open(os.path.join(out, "ca.crt"), "rb") as f:
+            first_ca = f.read()
+        p = self.run_script("--dry-run", "--tpu-webhook", binary, "--out", out, "--namespace", "tpu")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "ca.crt"), "rb") as f:
+            self.assertEqual(f.read(), first_ca)
 
 
 if __name__ == "__main__":
