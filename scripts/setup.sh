@@ -7,7 +7,7 @@ pkgs=(
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
   libcurl4-openssl-dev libcmocka-dev
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
-  shellcheck
+  shellcheck python3-kubernetes
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -451,3 +451,77 @@ def broken_copies(objs):
         out.append(mutate("certificate dnsName missing",
                           lambda c: first(c, "Certificate")["spec"].update(dnsNames=["kuberay-tpu-webhook"])))
     return out
+
+
+# Fields newer than the Kubernetes API models Debian 12 packages
+# (python3-kubernetes 22.6, API 1.22): (model, field) -> minimum version.
+NEWER_FIELDS = {("V1PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): "1.26"}
+
+MODELS = {
+    ("v1", "Namespace"): "V1Namespace",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "Service"): "V1Service",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): "V1ValidatingWebhookConfiguration",
+}
+
+
+def schema_errors(objs):
+    """Unknown fields and wrongly typed values, checked against the API models
+    of python3-kubernetes (what `kubectl apply --validate=strict` would reject
+    on a live cluster). cert-manager objects have no model there and are
+    skipped; check_install covers their fields."""
+    import kubernetes.client as kc
+
+    errs = []
+
+    def walk(v, t, path):
+        if t == "object" or t == "datetime":
+            return
+        if t in ("str", "int", "bool"):
+            ok = {"str": isinstance(v, str), "int": isinstance(v, int) and not isinstance(v, bool),
+                  "bool": isinstance(v, bool)}[t]
+            if not ok:
+                errs.append("%s: %r is not a %s" % (path, v, t))
+            return
+        m = re.fullmatch(r"list\[(.+)\]", t)
+        if m:
+            if not isinstance(v, list):
+                errs.append("%s: expected a list, got %r" % (path, v))
+                return
+            for i, item in enumerate(v):
+                walk(item, m.group(1), "%s[%d]" % (path, i))
+            return
+        m = re.fullmatch(r"dict\(str, (.+)\)", t)
+        if m:
+            if not isinstance(v, dict):
+                errs.append("%s: expected a map, got %r" % (path, v))
+                return
+            for k, item in v.items():
+                walk(item, m.group(1), "%s.%s" % (path, k))
+            return
+        model = getattr(kc, t)
+        if not isinstance(v, dict):
+            errs.append("%s: expected a %s object, got %r" % (path, t, v))
+            return
+        fields = {j: p for p, j in model.attribute_map.items()}
+        for k, item in v.items():
+            if (t, k) in NEWER_FIELDS:
+                continue
+            if k not in fields:
+                errs.append("%s: unknown field %r in %s" % (path, k, t))
+                continue
+            walk(item, model.openapi_types[fields[k]], "%s.%s" % (path, k))
+
+    for o in objs:
+        t = MODELS.get((o.get("apiVersion"), o.get("kind")))
+        if t is None:
+            if not o.get("apiVersion", "").startswith("cert-manager.io/"):
+                errs.append("%s %s: no API model to check it against" % (o.get("apiVersion"), o.get("kind")))
+            continue
+        walk(o, t, "%s/%s" % (o["kind"], o["metadata"].get("name")))
+    return errs

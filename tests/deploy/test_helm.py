@@ -62,6 +62,10 @@ def container(objs):
 
 
 class Chart(unittest.TestCase):
+    def valid(self, objs, **kw):
+        self.assertEqual(dl.check_install(objs, **kw), [])
+        self.assertEqual(dl.schema_errors(objs), [])
+
     def test_chart_metadata(self):
         meta = chart_meta()
         self.assertEqual(meta["apiVersion"], "v2")
@@ -89,7 +93,7 @@ class Chart(unittest.TestCase):
 
     def test_defaults(self):
         objs, notes = render()
-        self.assertEqual(dl.check_install(objs, cert_manager=True), [])
+        self.valid(objs, cert_manager=True)
         self.assertEqual(deployment(objs)["spec"]["replicas"], 2)
         self.assertEqual(container(objs)["image"], "tpu-webhook:%s" % chart_meta()["appVersion"])
         self.assertIn("rollout status", notes)
@@ -123,18 +127,18 @@ class Chart(unittest.TestCase):
 
     def test_without_cert_manager(self):
         objs, notes = render(tv(certManager={"enabled": False}))
-        self.assertEqual(dl.check_install(objs, cert_manager=False), [])
+        self.valid(objs, cert_manager=False)
         self.assertEqual(dl.find(objs, "Certificate") + dl.find(objs, "Issuer"), [])
         self.assertIn("certs/install-without-cert-manager.sh --namespace ray-system", notes)
 
     def test_single_replica_has_no_pdb(self):
         objs, _ = render(tv(deployment={"replicas": 1}))
-        self.assertEqual(dl.check_install(objs), [])
+        self.valid(objs)
         self.assertEqual(dl.find(objs, "PodDisruptionBudget"), [])
 
     def test_unprivileged_port(self):
         objs, _ = render(tv(deployment={"bindPort": 8443}))
-        self.assertEqual(dl.check_install(objs), [])
+        self.valid(objs)
         c = container(objs)
         self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
         self.assertNotIn("sysctls", deployment(objs)["spec"]["template"]["spec"]["securityContext"])
@@ -143,15 +147,15 @@ class Chart(unittest.TestCase):
 
     def test_other_namespace(self):
         objs, _ = render(tv(namespace={"name": "tpu-system", "labels": {"team": "ml"}}))
-        self.assertEqual(dl.check_install(objs, ns="tpu-system"), [])
+        self.valid(objs, ns="tpu-system")
         self.assertEqual(dl.find(objs, "Namespace")[0]["metadata"]["labels"], {"team": "ml"})
         self.assertNotEqual(dl.check_install(objs, ns="ray-system"), [])
 
     def test_existing_namespace(self):
         objs, _ = render(tv(namespace={"create": False}))
         self.assertEqual(dl.find(objs, "Namespace"), [])
-        self.assertEqual(dl.check_install(objs + [{"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": "ray-system"}}]), [])
+        self.valid(objs + [{"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": "ray-system"}}])
 
     def test_operator_settings(self):
         objs, _ = render(tv(
@@ -167,7 +171,7 @@ class Chart(unittest.TestCase):
                         "priorityClassName": "system-cluster-critical",
                         "podAnnotations": {"a": "b"}, "podLabels": {"c": "d"}},
             webhook={"reinvocationPolicy": "Never"}))
-        self.assertEqual(dl.check_install(objs), [])
+        self.valid(objs)
         pod = deployment(objs)["spec"]["template"]
         c = container(objs)
         self.assertEqual(c["image"], "registry.example/tpu-webhook:v9")
@@ -202,7 +206,7 @@ class Chart(unittest.TestCase):
                  service={"type": "ClusterIP", "port": 443},
                  cert={"duration": "2160h", "renewBefore": "360h"})
         objs, _ = render(ref)
-        self.assertEqual(dl.check_install(objs), [])
+        self.valid(objs)
 
     def test_checker_catches_breakage_in_chart_output(self):
         objs, _ = render()

@@ -2,6 +2,7 @@
 every file parses, every kustomization renders offline with kubectl, and the
 rendered objects form a consistent webhook install (deploylib.check_install).
 """
+import copy
 import glob
 import os
 import sys
@@ -51,6 +52,7 @@ class Manifests(unittest.TestCase):
                 objs = dl.kustomize_render(kdir)
                 rendered[kdir] = objs
                 self.assertEqual(dl.check_install(objs, cert_manager=cm), [])
+                self.assertEqual(dl.schema_errors(objs), [])
                 keys = [key(o) for o in objs]
                 self.assertEqual(len(keys), len(set(keys)), "duplicate objects")
         extra = {key(o) for o in rendered[DEFAULT]} - {key(o) for o in rendered[BASE]}
@@ -63,6 +65,10 @@ class Manifests(unittest.TestCase):
         for desc, broken in dl.broken_copies(objs):
             with self.subTest(broken=desc):
                 self.assertNotEqual(dl.check_install(broken, cert_manager=True), [], desc)
+        # A misspelt field is caught by the schema check.
+        broken = dl.find(copy.deepcopy(objs), "Deployment")[0]
+        broken["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFileSystem"] = True
+        self.assertNotEqual(dl.schema_errors([broken]), [])
         # Without cert-manager the annotation is a dangling reference.
         self.assertNotEqual(dl.check_install(objs, cert_manager=False), [])
 
