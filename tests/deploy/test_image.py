@@ -214,6 +214,11 @@ class Image(unittest.TestCase):
         self.assertTrue(copies[0].startswith("--from=build ") and copies[0].endswith(" /usr/local/bin/tpu-webhook"))
         self.assertTrue(all(not p.endswith("-dev") for p in apt_packages(self.insts, self.final)))
 
+    def test_build_context_excludes_keys_and_build_trees(self):
+        with open(os.path.join(dl.ROOT, ".dockerignore")) as f:
+            ignored = {line.strip() for line in f if line.strip() and not line.startswith("#")}
+        self.assertLessEqual({".git", "build", "build-*", "certs/dev", "**/*.key"}, ignored)
+
     def test_build_stage_matches_scripts(self):
         build_pkgs = set(apt_packages(self.insts, 0))
         # Every library CMake looks up with pkg-config comes from a package the
