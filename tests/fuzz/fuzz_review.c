@@ -1,7 +1,7 @@
 /* fuzz_review.c: libFuzzer harness for the admission engine.
  *
- * Feeds arbitrary bytes to wh_engine_review() (route chosen from the input
- * length, so all three routes are exercised) with a small in-memory state: two
+ * Feeds arbitrary bytes to wh_engine_review() (WH_ROUTE_ANY, then /mutate or
+ * /validate by the input length, which must agree) with a small state: two
  * existing legacy worker pods and four TPU nodes in two subblocks. Crashes,
  * leaks and sanitizer reports are found by libFuzzer/ASan; on top of that the
  * harness aborts when an answer is not well-formed:
@@ -9,7 +9,8 @@
  *   - a body that is not a JSON AdmissionReview response echoing the uid;
  *   - a denial without status.code 400 and a message, or carrying a patch;
  *   - a patch that is not base64 of a JSON array, or that does not apply
- *     (RFC 6902, wh_jsonpatch_apply) to request.object.
+ *     (RFC 6902, wh_jsonpatch_apply) to request.object;
+ *   - D6: the patched pod, reviewed again, gets a patch.
  *
  * Build and run (clang only):
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DWH_FUZZ=ON
@@ -108,6 +109,27 @@ static bool applier_bug(const cJSON *patch)
     return false;
 }
 
+/* D6: reviewing the mutated pod again gives no patch. Takes obj. */
+static void check_idempotent(cJSON *review, cJSON *obj, const char *first_patch)
+{
+    cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
+    if (!cJSON_AddItemToObject(req, "object", obj)) {
+        cJSON_Delete(obj);
+        return;
+    }
+    char *again = cJSON_PrintUnformatted(review);
+    CHECK(again, "print");
+    struct wh_state st = wh_memstate_view(state());
+    struct wh_engine_result res;
+    char errbuf[WH_ERRBUF_LEN];
+    enum wh_err err = wh_engine_review(again, strlen(again), WH_ROUTE_ANY, &st, &res, errbuf);
+    CHECK(!err, "second review of the mutated pod failed: %s", errbuf);
+    CHECK(res.n_ops == 0, "second review of the mutated pod patches again: %.600s\nfirst patch: %.600s",
+          res.body, first_patch);
+    wh_engine_result_free(&res);
+    cJSON_free(again);
+}
+
 /* The response must be well-formed and its patch must apply to the object. */
 static void check_response(const uint8_t *data, size_t size, const struct wh_engine_result *res)
 {
@@ -118,6 +140,11 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
     CHECK(cJSON_IsObject(resp), "%.300s", res->body);
     const cJSON *allowed = wh_json_get(resp, "allowed");
     CHECK(cJSON_IsBool(allowed) && cJSON_IsTrue(allowed) == res->allowed, "%.300s", res->body);
+    cJSON *sent = cJSON_ParseWithLength((const char *)data, size);
+    CHECK(sent, "an accepted request does not parse");
+    CHECK(!strcmp(wh_json_str0(resp, "uid"), wh_json_str0(wh_json_get(sent, "request"), "uid")),
+          "uid not echoed: %.300s", res->body);
+    cJSON_Delete(sent);
     const char *patch_b64 = wh_json_str(resp, "patch");
     if (!res->allowed) {
         const cJSON *code = wh_json_path(resp, "status", "code", NULL);
@@ -143,7 +170,10 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
         enum wh_err err = wh_jsonpatch_apply(&obj, patch, errbuf);
         CHECK(!err || applier_bug(patch), "patch does not apply: %s\npatch: %.400s", errbuf,
               wh_buf_ptr(&b));
-        cJSON_Delete(obj);
+        if (!err)
+            check_idempotent(in, obj, wh_buf_ptr(&b));
+        else
+            cJSON_Delete(obj);
         cJSON_Delete(in);
         cJSON_Delete(patch);
         wh_buf_free(&b);
@@ -155,16 +185,23 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const enum wh_route routes[] = {WH_ROUTE_ANY, WH_ROUTE_MUTATE, WH_ROUTE_VALIDATE};
     struct wh_state st = wh_memstate_view(state());
-    struct wh_engine_result res;
-    char errbuf[WH_ERRBUF_LEN];
-    enum wh_route route = routes[size % 3];
-    enum wh_err err = wh_engine_review((const char *)data, size, route, &st, &res, errbuf);
+    struct wh_engine_result res, res2;
+    char errbuf[WH_ERRBUF_LEN], errbuf2[WH_ERRBUF_LEN];
+    enum wh_err err = wh_engine_review((const char *)data, size, WH_ROUTE_ANY, &st, &res, errbuf);
+    /* A specific route gives the same answer, or refuses the kind. */
+    enum wh_route route = size % 2 ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
+    enum wh_err err2 = wh_engine_review((const char *)data, size, route, &st, &res2, errbuf2);
+    if (err2 == WH_ERR_KIND)
+        CHECK(!res2.body && errbuf2[0], "WH_ERR_KIND without a reason");
+    else
+        CHECK(err2 == err && (err || !strcmp(res.body, res2.body)),
+              "route %d answers differently from WH_ROUTE_ANY", (int)route);
+    wh_engine_result_free(&res2);
     if (err) {
         CHECK(errbuf[0] && !res.body, "error %s without a reason", wh_strerror(err));
-        CHECK(err == WH_ERR_INVALID || err == WH_ERR_TOOBIG || err == WH_ERR_KIND,
-              "unexpected error %s: %s", wh_strerror(err), errbuf);
+        CHECK(err == WH_ERR_INVALID || err == WH_ERR_TOOBIG, "unexpected error %s: %s",
+              wh_strerror(err), errbuf);
         return 0;
     }
     CHECK(res.body && res.body_len == strlen(res.body), "success without a body");
