@@ -109,6 +109,27 @@ static bool applier_bug(const cJSON *patch)
     return false;
 }
 
+/* TODO(engine): mutate.c reuse_indices() takes the host index of a pod
+ * reviewed again from its first TPU container's TPU_WORKER_ID, which the
+ * first review keeps when the user set a non-default value (anchor §2.7.6),
+ * so the second review moves the pod to another host (known-bugs/
+ * d6-user-worker-id.json). The libFuzzer build (WH_FUZZ_TOLERATE_KNOWN) skips
+ * D6 for inputs that set TPU_WORKER_ID so that fuzzing goes on past it; the
+ * replay build does not, so the reproducer keeps failing until fixed. */
+static bool d6_known_bug(const uint8_t *data, size_t size)
+{
+#ifdef WH_FUZZ_TOLERATE_KNOWN
+    static const char needle[] = "\"TPU_WORKER_ID\"";
+    for (size_t i = 0; i + sizeof(needle) - 1 <= size; i++)
+        if (!memcmp(data + i, needle, sizeof(needle) - 1))
+            return true;
+#else
+    (void)data;
+    (void)size;
+#endif
+    return false;
+}
+
 /* D6: reviewing the mutated pod again gives no patch. Takes obj. */
 static void check_idempotent(cJSON *review, cJSON *obj, const char *first_patch)
 {
@@ -170,7 +191,7 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
         enum wh_err err = wh_jsonpatch_apply(&obj, patch, errbuf);
         CHECK(!err || applier_bug(patch), "patch does not apply: %s\npatch: %.400s", errbuf,
               wh_buf_ptr(&b));
-        if (!err)
+        if (!err && !d6_known_bug(data, size))
             check_idempotent(in, obj, wh_buf_ptr(&b));
         else
             cJSON_Delete(obj);
