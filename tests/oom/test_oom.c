@@ -25,6 +25,7 @@
 #include "testutil.h"
 #include "wh/b64.h"
 #include "wh/engine.h"
+#include "wh/jsonpatch.h"
 #include "wh/state.h"
 
 /* ---- inputs -------------------------------------------------------------- */
@@ -389,6 +390,61 @@ static void test_memstate_load(void **unused)
     cJSON_Delete(nj);
 }
 
+/* The RFC 6902 applier under allocation failure: the document is either
+ * fully patched or untouched, and nothing leaks. (Array-index operations are
+ * left out: see the known jsonpatch bug in tests/unit/test_jsonpatch.c.) */
+static void test_jsonpatch_apply(void **unused)
+{
+    (void)unused;
+    static const char doc_text[] =
+        "{\"metadata\":{\"labels\":{\"a\":\"1\",\"b/c\":\"2\"}},\"spec\":{\"containers\":"
+        "[{\"name\":\"w\",\"env\":[{\"name\":\"X\",\"value\":\"x\"}]}]}}";
+    static const char patch_text[] =
+        "[{\"op\":\"add\",\"path\":\"/metadata/labels/replicaIndex\",\"value\":\"g-0\"},"
+        "{\"op\":\"replace\",\"path\":\"/metadata/labels/a\",\"value\":{\"deep\":[1,2,{\"x\":null}]}},"
+        "{\"op\":\"remove\",\"path\":\"/metadata/labels/b~1c\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"Y\",\"value\":\"y\"}},"
+        "{\"op\":\"copy\",\"from\":\"/spec/containers/0\",\"path\":\"/spec/copy\"},"
+        "{\"op\":\"move\",\"from\":\"/spec/copy\",\"path\":\"/metadata/moved\"},"
+        "{\"op\":\"test\",\"path\":\"/metadata/moved/name\",\"value\":\"w\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/affinity\",\"value\":{\"podAffinity\":{}}}]";
+    cJSON *patch = wh_test_parse(patch_text);
+    char errbuf[WH_ERRBUF_LEN];
+    cJSON *doc = wh_test_parse(doc_text);
+    unsigned long before = wh_allocwrap_stats().attempts;
+    assert_int_equal(wh_jsonpatch_apply(&doc, patch, errbuf), WH_OK);
+    unsigned long attempts = wh_allocwrap_stats().attempts - before;
+    char *want = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    unsigned long failures = 0;
+    for (unsigned long n = 1; n <= attempts + 2; n++) {
+        long live0 = wh_allocwrap_stats().live;
+        doc = wh_test_parse(doc_text);
+        wh_allocwrap_fail_at(n, 0);
+        enum wh_err err = wh_jsonpatch_apply(&doc, patch, errbuf);
+        int hit = wh_allocwrap_failed();
+        wh_allocwrap_fail_at(0, 0);
+        char *got = cJSON_PrintUnformatted(doc);
+        if (err) {
+            failures++;
+            assert_true(hit);
+            assert_string_equal(got, "{\"metadata\":{\"labels\":{\"a\":\"1\",\"b/c\":\"2\"}},"
+                                     "\"spec\":{\"containers\":[{\"name\":\"w\",\"env\":"
+                                     "[{\"name\":\"X\",\"value\":\"x\"}]}]}}");
+        } else if (strcmp(got, want)) {
+            fail_msg("n=%lu: allocation failure changed the result:\n%s\ninstead of\n%s", n, got, want);
+        }
+        cJSON_free(got);
+        cJSON_Delete(doc);
+        if (wh_allocwrap_stats().live != live0)
+            fail_msg("n=%lu: %ld block(s) leaked", n, wh_allocwrap_stats().live - live0);
+    }
+    cJSON_free(want);
+    cJSON_Delete(patch);
+    assert_true(failures > 0);
+    print_message("%lu allocation attempts per apply, %lu failed runs\n", attempts, failures);
+}
+
 int main(void)
 {
     wh_allocwrap_install();
@@ -396,7 +452,7 @@ int main(void)
         cmocka_unit_test(test_native_multihost_pod), cmocka_unit_test(test_legacy_multihost_pod),
         cmocka_unit_test(test_subslice_pod),         cmocka_unit_test(test_denied_pod),
         cmocka_unit_test(test_raycluster_warnings),  cmocka_unit_test(test_raycluster_denied),
-        cmocka_unit_test(test_memstate_load),
+        cmocka_unit_test(test_memstate_load),     cmocka_unit_test(test_jsonpatch_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
