@@ -19,7 +19,9 @@
 #include <time.h>   /* clock_gettime */
 
 #include "allocwrap.h" /* wh_allocwrap_* */
+#include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
+#include "wh/json.h"   /* wh_json_* */
 #include "wh/engine.h" /* wh_engine_review */
 #include "wh/state.h"  /* wh_memstate */
 
@@ -108,6 +110,31 @@ static struct wh_memstate *legacy_state(long n, int containers)
     return ms;
 }
 
+/* Longest string value in the response's patch (the address lists), in
+ * bytes; 0 when there is no patch. Not timed. */
+static size_t longest_value(const char *body)
+{
+    cJSON *r = cJSON_Parse(body);
+    const char *b64 = wh_json_str(wh_json_get(r, "response"), "patch");
+    size_t best = 0;
+    struct wh_buf b;
+    wh_buf_init(&b, (size_t)1 << 28);
+    if (b64 && !wh_b64_decode(&b, b64, strlen(b64))) {
+        cJSON *patch = cJSON_Parse(wh_buf_ptr(&b));
+        for (const cJSON *op = patch ? patch->child : NULL; op; op = op->next) {
+            const cJSON *v = wh_json_get(op, "value");
+            const cJSON *arr = cJSON_IsArray(v) ? v->child : v; /* env creation: [entry] */
+            const char *s = wh_json_str(arr, "value");
+            if (s && strlen(s) > best)
+                best = strlen(s);
+        }
+        cJSON_Delete(patch);
+    }
+    wh_buf_free(&b);
+    cJSON_Delete(r);
+    return best;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -159,8 +186,9 @@ static int run_case(const struct bench_case *bc, int runs)
         }
         if (i == runs - 1 || rc) {
             qsort(t, (size_t)i + 1, sizeof(double), cmp_double);
-            printf("%-28s %6zu KB %7zu KB %5zu %10.3f %9lu %9lu\n", bc->name, len / 1024,
-                   res.body_len / 1024, res.n_ops, t[i / 2] / 1000.0, one.allocs, one.reallocs);
+            printf("%-28s %6zu KB %7zu KB %8zu KB %5zu %10.3f %9lu %9lu\n", bc->name, len / 1024,
+                   res.body_len / 1024, res.body ? longest_value(res.body) / 1024 : 0, res.n_ops,
+                   t[i / 2] / 1000.0, one.allocs, one.reallocs);
         }
         wh_engine_result_free(&res);
     }
@@ -185,8 +213,8 @@ int main(int argc, char **argv)
         {"256 hosts legacy (255 pods)", {"tpu7x", "8x8x16", 2, 2, false, 0}, 255, 255},
     };
     printf("wh-bench-engine: median of %d runs per case\n", runs);
-    printf("%-28s %9s %10s %5s %10s %9s %9s\n", "case", "review", "response", "ops", "ms/review",
-           "allocs", "reallocs");
+    printf("%-28s %9s %10s %11s %5s %10s %9s %9s\n", "case", "review", "response", "longest env",
+           "ops", "ms/review", "allocs", "reallocs");
     int rc = 0;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         rc |= run_case(&cases[i], runs);
