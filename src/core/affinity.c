@@ -239,7 +239,8 @@ static int cmp_str(const void *a, const void *b)
 /* Does some non-empty value occur exactly n times? *any: any value at all. */
 static bool level_has_group_of(const char **vals, size_t count, long n, bool *any)
 {
-    qsort(vals, count, sizeof(char *), cmp_str);
+    if (count)
+        qsort(vals, count, sizeof(char *), cmp_str);
     *any = false;
     for (size_t i = 0; i < count;) {
         size_t j = i;
