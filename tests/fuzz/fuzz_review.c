@@ -91,45 +91,6 @@ static struct wh_memstate *state(void)
     return ms;
 }
 
-/* TODO(engine): src/core/jsonpatch.c do_add() implements "replace" of an
- * array element and "add" at an array index with cJSON_InsertItemInArray,
- * which (a) inserts instead of replacing and (b) fails outright with Debian
- * 12's libcjson1 1.7.15-1+deb12u4 (it returns false for a new item). Until
- * that is fixed, a patch with such an operation (the engine emits "replace"
- * of env entries, D5) is not required to apply with wh_jsonpatch_apply. */
-static bool applier_bug(const cJSON *patch)
-{
-    for (const cJSON *op = patch->child; op; op = op->next) {
-        const char *name = wh_json_str0(op, "op"), *path = wh_json_str0(op, "path");
-        const char *last = strrchr(path, '/');
-        if ((!strcmp(name, "replace") || !strcmp(name, "add")) && last && last[1] >= '0' &&
-            last[1] <= '9')
-            return true;
-    }
-    return false;
-}
-
-/* TODO(engine): mutate.c reuse_indices() takes the host index of a pod
- * reviewed again from its first TPU container's TPU_WORKER_ID, which the
- * first review keeps when the user set a non-default value (anchor §2.7.6),
- * so the second review moves the pod to another host (known-bugs/
- * d6-user-worker-id.json). The libFuzzer build (WH_FUZZ_TOLERATE_KNOWN) skips
- * D6 for inputs that set TPU_WORKER_ID so that fuzzing goes on past it; the
- * replay build does not, so the reproducer keeps failing until fixed. */
-static bool d6_known_bug(const uint8_t *data, size_t size)
-{
-#ifdef WH_FUZZ_TOLERATE_KNOWN
-    static const char needle[] = "\"TPU_WORKER_ID\"";
-    for (size_t i = 0; i + sizeof(needle) - 1 <= size; i++)
-        if (!memcmp(data + i, needle, sizeof(needle) - 1))
-            return true;
-#else
-    (void)data;
-    (void)size;
-#endif
-    return false;
-}
-
 /* D6: reviewing the mutated pod again gives no patch. Takes obj. */
 static void check_idempotent(cJSON *review, cJSON *obj, const char *first_patch)
 {
@@ -189,12 +150,8 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
             cJSON_GetObjectItemCaseSensitive(in, "request"), "object");
         char errbuf[WH_ERRBUF_LEN];
         enum wh_err err = wh_jsonpatch_apply(&obj, patch, errbuf);
-        CHECK(!err || applier_bug(patch), "patch does not apply: %s\npatch: %.400s", errbuf,
-              wh_buf_ptr(&b));
-        if (!err && !d6_known_bug(data, size))
-            check_idempotent(in, obj, wh_buf_ptr(&b));
-        else
-            cJSON_Delete(obj);
+        CHECK(!err, "patch does not apply: %s\npatch: %.400s", errbuf, wh_buf_ptr(&b));
+        check_idempotent(in, obj, wh_buf_ptr(&b));
         cJSON_Delete(in);
         cJSON_Delete(patch);
         wh_buf_free(&b);
