@@ -175,33 +175,9 @@ static char *readable(const char *body)
     return copy;
 }
 
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
-}
-
-/* Engine bugs this sweep found; each is a wrong answer after an allocation
- * failure that the engine swallowed instead of reporting WH_ERR_NOMEM.
- * TODO(engine): delete each entry when the lead fixes it in src/core. */
-static const char *known_bug(const char *got, const char *want)
-{
-    /* affinity.c term(): ns_selector_not_kube_system() returns NULL on OOM,
-     * which term() takes as "no namespaceSelector", so the third
-     * anti-affinity term loses its kube-system exclusion. */
-    if (count(got, "namespaceSelector") < count(want, "namespaceSelector"))
-        return "affinity.c term(): namespaceSelector silently dropped on OOM";
-    /* validate.c declared_tpu(): cJSON_Parse failing on OOM reads as "no TPU
-     * count declared", so the RAY_TPU_RESOURCE_PER_CHIP warning is dropped. */
-    if (count(got, "RAY_TPU_RESOURCE_PER_CHIP") < count(want, "RAY_TPU_RESOURCE_PER_CHIP"))
-        return "validate.c declared_tpu(): RAY_TPU_RESOURCE_PER_CHIP warning dropped on OOM";
-    return NULL;
-}
 
 /* Report the first n that went wrong instead of stopping at cmocka's line. */
-static unsigned long sweep(const char *body, size_t len, const struct wh_state *st,
+static void sweep(const char *body, size_t len, const struct wh_state *st,
                            bool expect_allowed)
 {
     long live0 = wh_allocwrap_stats().live;
@@ -215,7 +191,7 @@ static unsigned long sweep(const char *body, size_t len, const struct wh_state *
     cJSON *j = wh_test_parse(ref.body);
     cJSON_Delete(j);
     assert_true(attempts > 10);
-    unsigned long failures = 0, known = 0;
+    unsigned long failures = 0;
     for (int sticky = 0; sticky <= 1; sticky++) {
         for (unsigned long n = 1; n <= attempts + 2; n++) {
             wh_allocwrap_fail_at(n, sticky);
@@ -227,21 +203,13 @@ static unsigned long sweep(const char *body, size_t len, const struct wh_state *
                              wh_strerror(o.err));
             } else if (strcmp(o.body, ref.body)) {
                 char *got = readable(o.body), *want = readable(ref.body);
-                const char *bug = known_bug(got, want);
-                if (bug) {
-                    if (!known++)
-                        print_message("n=%lu sticky=%d: known engine bug: %s\n", n, sticky, bug);
-                } else {
-                    size_t at = 0;
-                    while (got[at] && got[at] == want[at])
-                        at++;
-                    size_t from = at > 80 ? at - 80 : 0;
-                    fail_msg("n=%lu sticky=%d: allocation failure changed the answer at byte "
-                             "%zu:\ngot  ...%.300s\nwant ...%.300s",
-                             n, sticky, at, got + from, want + from);
-                }
-                free(got);
-                free(want);
+                size_t at = 0;
+                while (got[at] && got[at] == want[at])
+                    at++;
+                size_t from = at > 80 ? at - 80 : 0;
+                fail_msg("n=%lu sticky=%d: allocation failure changed the answer at byte "
+                         "%zu:\ngot  ...%.300s\nwant ...%.300s",
+                         n, sticky, at, got + from, want + from);
             }
             free(o.body);
             if (wh_allocwrap_stats().live != live0 + 1)
@@ -253,24 +221,11 @@ static unsigned long sweep(const char *body, size_t len, const struct wh_state *
     assert_true(failures > 0);
     print_message("%lu allocation attempts per review, %lu failed runs, no crash or leak\n",
                   attempts, failures);
-    return known;
 }
 
-/* Called by a test after its cleanup (skip() does not return). */
-static void skip_if_known(unsigned long known)
+static void sweep_text(const char *text, const struct wh_state *st, bool allowed)
 {
-    if (known) {
-        /* TODO(engine): remove once the bugs named by known_bug() are fixed in
-         * src/core; the sweep still checked every run for crashes and leaks,
-         * and failed on any other changed answer. */
-        print_message("%lu run(s) answered wrongly because of a known engine bug\n", known);
-        skip();
-    }
-}
-
-static unsigned long sweep_text(const char *text, const struct wh_state *st, bool allowed)
-{
-    return sweep(text, strlen(text), st, allowed);
+    sweep(text, strlen(text), st, allowed);
 }
 
 static struct wh_memstate *state_with(const char *pods, const char *nodes_json)
@@ -302,10 +257,9 @@ static void test_native_multihost_pod(void **unused)
     char *body = wh_test_read_fixture(NATIVE_FIXTURE, &len);
     struct wh_memstate *ms = state_with(NULL, NULL);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep(body, len, &st, true);
+    sweep(body, len, &st, true);
     wh_memstate_free(ms);
     free(body);
-    skip_if_known(known);
 }
 
 static void test_legacy_multihost_pod(void **unused)
@@ -315,10 +269,9 @@ static void test_legacy_multihost_pod(void **unused)
     char *body = wh_test_read_fixture(LEGACY_FIXTURE, &len);
     struct wh_memstate *ms = state_with(existing_pods, NULL);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep(body, len, &st, true);
+    sweep(body, len, &st, true);
     wh_memstate_free(ms);
     free(body);
-    skip_if_known(known);
 }
 
 static void test_subslice_pod(void **unused)
@@ -326,9 +279,8 @@ static void test_subslice_pod(void **unused)
     (void)unused;
     struct wh_memstate *ms = state_with(NULL, nodes);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep_text(subslice_pod, &st, true);
+    sweep_text(subslice_pod, &st, true);
     wh_memstate_free(ms);
-    skip_if_known(known);
 }
 
 static void test_denied_pod(void **unused)
@@ -336,9 +288,8 @@ static void test_denied_pod(void **unused)
     (void)unused;
     struct wh_memstate *ms = state_with(NULL, NULL);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep_text(pod_denied, &st, false);
+    sweep_text(pod_denied, &st, false);
     wh_memstate_free(ms);
-    skip_if_known(known);
 }
 
 static void test_raycluster_warnings(void **unused)
@@ -346,9 +297,8 @@ static void test_raycluster_warnings(void **unused)
     (void)unused;
     struct wh_memstate *ms = state_with(NULL, nodes);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep_text(cluster_ok, &st, true);
+    sweep_text(cluster_ok, &st, true);
     wh_memstate_free(ms);
-    skip_if_known(known);
 }
 
 static void test_raycluster_denied(void **unused)
@@ -356,9 +306,8 @@ static void test_raycluster_denied(void **unused)
     (void)unused;
     struct wh_memstate *ms = state_with(NULL, nodes);
     struct wh_state st = wh_memstate_view(ms);
-    unsigned long known = sweep_text(cluster_bad, &st, false);
+    sweep_text(cluster_bad, &st, false);
     wh_memstate_free(ms);
-    skip_if_known(known);
 }
 
 /* The state itself under allocation failure: loading pods and nodes either
@@ -391,8 +340,7 @@ static void test_memstate_load(void **unused)
 }
 
 /* The RFC 6902 applier under allocation failure: the document is either
- * fully patched or untouched, and nothing leaks. (Array-index operations are
- * left out: see the known jsonpatch bug in tests/unit/test_jsonpatch.c.) */
+ * fully patched or untouched, and nothing leaks. */
 static void test_jsonpatch_apply(void **unused)
 {
     (void)unused;
