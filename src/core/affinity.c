@@ -160,12 +160,15 @@ enum wh_err wh_affinity_merge(const cJSON *affinity, const struct wh_affinity_te
                           term(expr(t->sel_key, "NotIn", t->sel_value),
                                expr(WH_LABEL_CLUSTER, "In", t->cluster), t->topology_key, NULL),
                           &added);
-    if (!err)
-        err = append_term(aff, "podAntiAffinity",
-                          term(expr(WH_LABEL_CLUSTER, "NotIn", t->cluster),
-                               expr(t->sel_key, "Exists", NULL), t->topology_key,
-                               ns_selector_not_kube_system()),
-                          &added);
+    if (!err) {
+        /* A NULL selector here means OOM, never "no selector". */
+        cJSON *ns_sel = ns_selector_not_kube_system();
+        err = ns_sel ? append_term(aff, "podAntiAffinity",
+                                   term(expr(WH_LABEL_CLUSTER, "NotIn", t->cluster),
+                                        expr(t->sel_key, "Exists", NULL), t->topology_key, ns_sel),
+                                   &added)
+                     : WH_ERR_NOMEM;
+    }
     if (err || !added) {
         cJSON_Delete(aff);
         return err;
@@ -239,7 +242,8 @@ static int cmp_str(const void *a, const void *b)
 /* Does some non-empty value occur exactly n times? *any: any value at all. */
 static bool level_has_group_of(const char **vals, size_t count, long n, bool *any)
 {
-    qsort(vals, count, sizeof(char *), cmp_str);
+    if (count)
+        qsort(vals, count, sizeof(char *), cmp_str);
     *any = false;
     for (size_t i = 0; i < count;) {
         size_t j = i;

@@ -34,15 +34,10 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     wh_buf_init(&b, 16 * 1024);
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    enum wh_err err = wh_buf_vaddf(&b, fmt, ap);
     va_end(ap);
-    enum wh_err err = n < 0 ? WH_ERR_INVALID : wh_buf_reserve(&b, (size_t)n);
     if (err)
         return err;
-    va_start(ap, fmt);
-    vsnprintf(b.ptr, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b.len = (size_t)n;
     free(d->message);
     d->message = wh_buf_take(&b, NULL);
     d->allowed = false;
@@ -70,13 +65,11 @@ enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
 
 enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
 {
-    char text[1024];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    enum wh_err err = wh_buf_vaddf(&d->notes, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return WH_ERR_INVALID;
-    enum wh_err err = wh_buf_add(&d->notes, text);
-    return err ? err : wh_buf_addc(&d->notes, '\n');
+    if (!err)
+        err = wh_buf_addc(&d->notes, '\n');
+    return err == WH_ERR_TOOBIG ? WH_OK : err; /* notes are best effort */
 }
