@@ -171,10 +171,12 @@ static enum wh_err decode_data(struct kc *k, const char *text, const char *field
 {
     struct wh_buf b;
     wh_buf_init(&b, WH_KUBECONFIG_MAX);
-    if (wh_b64_decode(&b, text, strlen(text)))
+    if (wh_b64_decode(&b, text, strlen(text))) {
+        wh_buf_free(&b);
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: %s: not valid base64 (paste the PEM file through "
                        "'base64 -w0')", k->path, field);
+    }
     *out = wh_buf_take(&b, out_len);
     return *out ? WH_OK : wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
 }

@@ -36,6 +36,7 @@ class State:
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
         self.epoch = 0           # bumped to cut open watches
+        self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
 
     @staticmethod
@@ -43,8 +44,8 @@ class State:
         m = obj.get("metadata", {})
         return (m.get("namespace", ""), m["name"]) if kind == "pods" else m["name"]
 
-    def put(self, kind, obj, typ=None):
-        """Caller holds cv."""
+    def put(self, kind, obj, typ=None, silent=False):
+        """Caller holds cv. silent: no watch event (as if history was lost)."""
         self.rv += 1
         obj = json.loads(json.dumps(obj))
         obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
@@ -55,7 +56,8 @@ class State:
             self.objs[kind].pop(k, None)
         else:
             self.objs[kind][k] = obj
-        self.events.append((self.rv, kind, typ, obj))
+        if not silent:
+            self.events.append((self.rv, kind, typ, obj))
         if len(self.events) > 200000:
             drop = len(self.events) - 100000
             self.min_rv = self.events[drop][0]
@@ -162,7 +164,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(n) or b"null")
-        path = urllib.parse.urlparse(self.path).path
+        u = urllib.parse.urlparse(self.path)
+        path = u.path
+        silent = "silent=1" in u.query
         parts = path.split("/")[2:]  # /_control/<what>[/delete]
         with STATE.cv:
             if parts[0] in ("pods", "nodes"):
@@ -172,9 +176,18 @@ class Handler(BaseHTTPRequestHandler):
                         k = STATE.key(kind, o)
                         cur = STATE.objs[kind].get(k)
                         if cur is not None:
-                            STATE.put(kind, cur, "DELETED")
+                            STATE.put(kind, cur, "DELETED", silent)
                     else:
-                        STATE.put(kind, o)
+                        STATE.put(kind, o, None, silent)
+            elif parts[0] == "expire":
+                # History is gone: every open watch gets a 410 ERROR event
+                # (body {"in_stream": true}) or is cut, and resuming from any
+                # version seen so far is refused with 410.
+                STATE.rv += 1
+                STATE.events.clear()
+                STATE.min_rv = STATE.rv + 1
+                STATE.epoch += 1
+                STATE.gone_epoch = STATE.epoch if (body or {}).get("in_stream") else -1
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
             elif parts[0] == "compact":
@@ -260,6 +273,12 @@ class Handler(BaseHTTPRequestHandler):
                 with STATE.cv:
                     while True:
                         if STATE.epoch != epoch:
+                            if STATE.gone_epoch == STATE.epoch:
+                                STATE.stats["gone"] += 1
+                                send({"type": "ERROR", "object": {
+                                    "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                    "code": 410, "reason": "Expired",
+                                    "message": "too old resource version"}})
                             return
                         i = bisect.bisect_right(STATE.events, rv, key=lambda e: e[0])
                         pending = [e for e in STATE.events[i:] if e[1] == kind]
@@ -314,10 +333,16 @@ def main():
                 "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
                 "cloud.google.com/gke-tpu-topology": "4x4",
                 "cloud.google.com/gke-nodepool": "pool-%d" % (i // 4)}}})
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.allow_reuse_address = True
-    ThreadingHTTPServer.request_queue_size = 256
-    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        request_queue_size = 256
+
+        def handle_error(self, request, client_address):
+            if ARGS.verbose:  # refused handshakes are expected in the TLS tests
+                super().handle_error(request, client_address)
+
+    srv = Server(("127.0.0.1", ARGS.port), Handler)
     if ARGS.cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ARGS.cert, ARGS.key)

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,6 +134,12 @@ static inline int kh_server_start(struct kh_server *s, const char *const *extra)
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* Never outlive the test (an abort would orphan the server), and
+         * never hold the test's stdout open. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDOUT_FILENO);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
