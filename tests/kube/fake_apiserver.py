@@ -129,6 +129,7 @@ def gen_pods(n, hosts=16):
 
 
 STATE = State()
+SNAPSHOTS = {}
 ARGS = None
 
 
@@ -232,9 +233,16 @@ class Handler(BaseHTTPRequestHandler):
                     return
             else:
                 list_rv = STATE.rv
-            keys = sorted(STATE.objs[kind])
-            items = [STATE.objs[kind][k] for k in keys]
-            items = [o for o in items if matches(terms, o)]
+            # One snapshot per paged LIST, so pages are consistent and cheap.
+            snap_key = (kind, list_rv, q.get("labelSelector"))
+            items = SNAPSHOTS.get(snap_key)
+            if items is None:
+                keys = sorted(STATE.objs[kind])
+                items = [STATE.objs[kind][k] for k in keys]
+                items = [o for o in items if matches(terms, o)]
+                if limit and len(items) > limit:
+                    SNAPSHOTS.clear()
+                    SNAPSHOTS[snap_key] = items
         page = items[start:start + limit] if limit else items[start:]
         meta = {"resourceVersion": str(list_rv)}
         if limit and start + limit < len(items):
