@@ -157,7 +157,7 @@ void wh_admit_free(struct wh_admit *ad)
 static void forget_recreated_cluster(struct wh_admit *ad, const struct wh_review_info *info,
                                      const struct wh_engine_result *res)
 {
-    if (!ad->standalone || info->kind != WH_KIND_RAYCLUSTER || !res->allowed ||
+    if (!ad->standalone || info->dry_run || info->kind != WH_KIND_RAYCLUSTER || !res->allowed ||
         strcmp(info->operation, "CREATE") || !info->cluster[0])
         return;
     if (wh_ledger_drop_cluster(ad->ledger, info->ns, info->cluster))
@@ -186,7 +186,8 @@ enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
     err = wh_engine_decide(rv, route, &state, res, errbuf);
     if (err)
         goto out;
-    if (res->assigned && g) {
+    /* A dry run (sideEffects: None) must leave nothing behind. */
+    if (res->assigned && g && !info->dry_run) {
         err = wh_ledger_reserve(g, res->replica, res->host, res->n_tpu_containers, errbuf);
         if (err) {
             wh_engine_result_free(res);

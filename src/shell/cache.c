@@ -175,6 +175,7 @@ struct watcher {
     unsigned seed;
     atomic_ulong relists, reconnects;
     bool relist; /* set by a 410 inside the stream */
+    unsigned long stream_lines; /* lines received in the current stream */
     bool healthy;
 };
 
@@ -672,6 +673,7 @@ static int on_event(void *arg, const char *line, size_t len)
     struct watcher *w = arg;
     char errbuf[WH_ERRBUF_LEN];
     cJSON *ev = NULL;
+    w->stream_lines++;
     if (wh_json_parse(line, len, &ev, errbuf)) {
         log_failure(w, "watch", 200, errbuf);
         return 1; /* a torn stream: reconnect from the last good version */
@@ -740,6 +742,8 @@ static void *watch_thread(void *arg)
             char errbuf[WH_ERRBUF_LEN];
             long status = 0;
             w->relist = false;
+            w->stream_lines = 0;
+            long opened = now_ms(c);
             enum wh_err err = wh_kube_stream(c->kube, path, on_open, on_event, w, &status,
                                              &c->stop, errbuf);
             if (atomic_load(&c->stop))
@@ -752,6 +756,14 @@ static void *watch_thread(void *arg)
                 continue;
             } else if (status != 200) {
                 failed = true;
+            } else if (w->stream_lines == 0 && now_ms(c) - opened < 1000) {
+                /* Ended at once with nothing said: do not spin on a server
+                 * (or proxy) that keeps doing that. Not a failure. */
+                long sleep = backoff;
+                backoff = backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+                if (!nap(c, sleep))
+                    break;
+                continue;
             } else {
                 backoff = MIN_BACKOFF_MS; /* the server ended the stream: resume */
                 continue;

@@ -534,6 +534,72 @@ static void test_concurrent_legacy_standalone(void **st)
     wh_admit_free(ad);
 }
 
+static long admit_host(struct wh_admit *ad, const char *tmpl, const char *cluster, long *replica)
+{
+    char errbuf[WH_ERRBUF_LEN];
+    char *body = kh_review(tmpl, cluster, "tpu");
+    struct wh_engine_result res;
+    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_ANY, &res, errbuf), WH_OK);
+    assert_true(res.allowed && res.assigned);
+    long host = res.host;
+    *replica = res.replica;
+    wh_engine_result_free(&res);
+    free(body);
+    return host;
+}
+
+/* Standalone: the ledger never forgets, except that a RayCluster created
+ * again under the same namespace/name starts with fresh ids. */
+static void test_standalone_recreated_cluster(void **st)
+{
+    (void)st;
+    char *rc = read_tmpl("raycluster-v6e-16.json");
+    struct wh_admit *ad = start_admit("unused", true);
+    long r;
+    for (long i = 0; i < 5; i++)
+        assert_int_equal(admit_host(ad, tmpl16, "again", &r), i);
+    struct wh_admit_stats as;
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.reservations, 5);
+    char errbuf[WH_ERRBUF_LEN];
+    /* Another cluster's creation changes nothing. */
+    char *other = kh_review(rc, "other", "tpu");
+    struct wh_engine_result res;
+    assert_int_equal(wh_admit_review(ad, other, strlen(other), WH_ROUTE_VALIDATE, &res, errbuf),
+                     WH_OK);
+    assert_true(res.allowed);
+    wh_engine_result_free(&res);
+    assert_int_equal(admit_host(ad, tmpl16, "again", &r), 5);
+    /* Re-created: ids start over. */
+    char *again = kh_review(rc, "again", "tpu");
+    assert_int_equal(wh_admit_review(ad, again, strlen(again), WH_ROUTE_VALIDATE, &res, errbuf),
+                     WH_OK);
+    assert_true(res.allowed);
+    wh_engine_result_free(&res);
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.reservations, 0);
+    /* A dry run reserves nothing: the next real admission gets the same id. */
+    char *dry = kh_review(tmpl16, "again", "tpu");
+    char *flag = strstr(dry, "\"dryRun\": false");
+    assert_non_null(flag);
+    memcpy(flag, "\"dryRun\": true ", 15);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(wh_admit_review(ad, dry, strlen(dry), WH_ROUTE_ANY, &res, errbuf), WH_OK);
+        assert_true(res.allowed);
+        assert_false(res.assigned);
+        wh_engine_result_free(&res);
+    }
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.reservations, 0);
+    free(dry);
+    assert_int_equal(admit_host(ad, tmpl16, "again", &r), 0);
+    assert_int_equal(r, 0);
+    free(other);
+    free(again);
+    free(rc);
+    wh_admit_free(ad);
+}
+
 static void test_1024_hosts_back_to_back(void **st)
 {
     (void)st;
@@ -658,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
         cmocka_unit_test(test_concurrent_legacy_standalone),
+        cmocka_unit_test(test_standalone_recreated_cluster),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
