@@ -12,6 +12,8 @@ struct command {
 
 static const struct command commands[] = {
     {"review", wh_cmd_review, "answer one AdmissionReview (JSON) from a file or stdin"},
+    {"serve", wh_cmd_serve, "serve the admission webhook over HTTPS"},
+    {"certs", wh_cmd_certs, "write a development CA and server certificate"},
 };
 
 static void usage(FILE *out)
