@@ -43,6 +43,7 @@ struct request {
     long long start_us;
     struct wh_buf body;
     bool too_big;
+    size_t discarded; /* body bytes dropped after too_big */
     unsigned status; /* answer queued, 0 until then */
     struct conn *conn;
 };
@@ -431,10 +432,20 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
         if (errno || end == cl || n > s->o.max_body) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit", cl,
-                     s->o.max_body);
-            return reply_error(s, c, rq, 413, msg, NULL);
+            /* A client waiting for "100 Continue" never sends the body, and a
+             * grossly oversized one is not worth reading: answer now. Any
+             * other client is already sending; closing on it would lose the
+             * answer in a TCP reset, so that body is discarded as it comes
+             * (never stored) and the 413 follows. */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            if ((expect && strcasestr(expect, "100-continue")) || errno || end == cl ||
+                n > 2 * (unsigned long long)s->o.max_body) {
+                char msg[160];
+                snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit",
+                         cl, s->o.max_body);
+                return reply_error(s, c, rq, 413, msg, NULL);
+            }
+            rq->too_big = true;
         }
     }
     return MHD_YES;
@@ -459,16 +470,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!rq->too_big && wh_buf_addn(&rq->body, upload, *upload_size))
-            rq->too_big = true; /* the buffer freed itself */
-        *upload_size = 0;
+        /* A body that outgrows the limit: MHD cannot answer mid-upload, so
+         * the rest is discarded (never stored) up to twice the limit, then
+         * the connection is closed without an answer. */
         if (rq->too_big) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
-            /* MHD may refuse to answer mid-upload; then close the connection. */
-            return reply_error(s, c, rq, 413, msg, NULL);
+            rq->discarded += *upload_size;
+        } else if (wh_buf_addn(&rq->body, upload, *upload_size)) {
+            rq->too_big = true; /* the buffer freed itself */
+            rq->discarded = *upload_size;
         }
-        return MHD_YES;
+        *upload_size = 0;
+        return rq->discarded > 2 * s->o.max_body ? MHD_NO : MHD_YES;
+    }
+    if (rq->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
+        return reply_error(s, c, rq, 413, msg, NULL);
     }
     return admit(s, c, rq);
 }
@@ -600,12 +617,13 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
     s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
         MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        wh_tls_retrieve, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        wh_tls_retrieve, MHD_OPTION_END);
     if (!s->d) {
         wh_fail(errbuf, WH_ERR_TLS,
                 "libmicrohttpd did not start on %s (TLS priorities or thread limits; run with "
