@@ -14,6 +14,7 @@
 #ifndef WH_BUF_H
 #define WH_BUF_H
 
+#include <stdarg.h> /* va_list */
 #include <stddef.h> /* size_t */
 
 #include "wh/err.h" /* enum wh_err */
@@ -37,6 +38,9 @@ WH_NODISCARD enum wh_err wh_buf_add(struct wh_buf *b, const char *s);
 WH_NODISCARD enum wh_err wh_buf_addc(struct wh_buf *b, char c);
 WH_NODISCARD enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* va_list form of wh_buf_addf. */
+WH_NODISCARD enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Append s as the body of a JSON string (escaped, without the quotes). */
 WH_NODISCARD enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n);
 /* Make sure n more bytes fit without reallocation. */

@@ -80,25 +80,32 @@ enum wh_err wh_buf_addc(struct wh_buf *b, char c)
     return wh_buf_addn(b, &c, 1);
 }
 
-enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
+enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list ap)
 {
     char small[256];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    enum wh_err err = WH_OK;
+    if (n < 0)
+        err = fail(b, WH_ERR_INVALID);
+    else if ((size_t)n < sizeof(small))
+        err = wh_buf_addn(b, small, (size_t)n);
+    else if (!(err = wh_buf_reserve(b, (size_t)n))) {
+        vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+    return err;
+}
+
+enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    enum wh_err err = wh_buf_vaddf(b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return fail(b, WH_ERR_INVALID);
-    if ((size_t)n < sizeof(small))
-        return wh_buf_addn(b, small, (size_t)n);
-    enum wh_err err = wh_buf_reserve(b, (size_t)n);
-    if (err)
-        return err;
-    va_start(ap, fmt);
-    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return WH_OK;
+    return err;
 }
 
 enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)

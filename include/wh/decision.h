@@ -1,0 +1,43 @@
+/* decision.h: what a policy (mutation or validation) decides about one
+ * object, before it is written as an AdmissionReview response. Pure data. */
+#ifndef WH_DECISION_H
+#define WH_DECISION_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h" /* struct wh_buf */
+
+/* Kubernetes shows at most ~120 characters of a warning comfortably. */
+#define WH_WARNING_MAX 119
+
+struct wh_decision {
+    bool allowed;
+    char *message;   /* denial message (malloc'd), NULL when allowed */
+    cJSON *patch;    /* JSON array of RFC 6902 operations, NULL when none */
+    cJSON *warnings; /* JSON array of strings, NULL when none */
+    struct wh_buf notes; /* log notes, one per line */
+    /* legacy-path assignment, see struct wh_engine_result */
+    bool assigned;
+    long replica, host, n_hosts;
+    unsigned n_tpu_containers;
+};
+
+/* Zero d and mark it allowed. */
+void wh_decision_init(struct wh_decision *d);
+/* Free everything d owns; d is left initialised. NULL-safe. */
+void wh_decision_free(struct wh_decision *d);
+
+/* Deny with a printf-style message; replaces any patch (a denial never
+ * carries a partial patch). WH_ERR_NOMEM only. */
+WH_NODISCARD enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Add a warning, cut to WH_WARNING_MAX characters. */
+WH_NODISCARD enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Add a log note line. */
+WH_NODISCARD enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

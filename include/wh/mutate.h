@@ -1,0 +1,29 @@
+/* mutate.h: TPU worker pod mutation (anchor §2 with the deliberate
+ * differences D1-D7, D9 of issue 2). Pure. */
+#ifndef WH_MUTATE_H
+#define WH_MUTATE_H
+
+#include <cjson/cJSON.h>
+
+#include "wh/decision.h" /* struct wh_decision */
+#include "wh/err.h"      /* enum wh_err */
+#include "wh/state.h"    /* struct wh_state */
+
+/* Ports (anchor §2.8). */
+#define WH_TPU_PROCESS_PORT_BASE 8471
+#define WH_MEGASCALE_PORT 8081
+#define WH_DEVICE_PLUGIN_PORT 2112
+/* A pod hostname is a DNS-1123 label. */
+#define WH_HOSTNAME_MAX 63
+
+/* Decide about request (an AdmissionReview's request object whose kind is
+ * Pod). d must be initialised; on WH_OK it holds the decision. Errors only
+ * for OOM or a failing state callback. */
+WH_NODISCARD enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st,
+                                       struct wh_decision *d, char *errbuf);
+
+/* True when the Pod object goes down the legacy (state-reading) index path:
+ * it requests TPUs and lacks either native index label. */
+bool wh_mutate_is_legacy(const cJSON *pod);
+
+#endif

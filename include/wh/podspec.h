@@ -1,0 +1,64 @@
+/* podspec.h: reading what matters about a Pod (or a pod template): labels,
+ * annotations, node selector, TPU containers and their env. Pure; every
+ * returned pointer borrows from the cJSON tree it was read from. */
+#ifndef WH_PODSPEC_H
+#define WH_PODSPEC_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+#include "wh/err.h" /* enum wh_err */
+
+/* Well-known keys (anchor §2, kuberay-pods.md §2.3). */
+#define WH_TPU_RESOURCE "google.com/tpu"
+#define WH_LABEL_CLUSTER "ray.io/cluster"
+#define WH_LABEL_GROUP "ray.io/group"
+#define WH_LABEL_NODE_TYPE "ray.io/node-type"
+#define WH_LABEL_CREATED_BY "app.kubernetes.io/created-by"
+#define WH_LABEL_REPLICA_INDEX "ray.io/worker-group-replica-index"
+#define WH_LABEL_HOST_INDEX "ray.io/replica-host-index"
+#define WH_LABEL_REPLICA_NAME "ray.io/worker-group-replica-name"
+#define WH_LABEL_LEGACY_REPLICA "replicaIndex"
+#define WH_LABEL_QUEUE_NAME "kueue.x-k8s.io/queue-name"
+#define WH_ANN_SLICE_TOPOLOGY "cloud.google.com/gke-tpu-slice-topology"
+#define WH_ANN_REQUIRED_TOPOLOGY "kueue.x-k8s.io/podset-required-topology"
+#define WH_ANN_SKIP_CHECK "cloud.google.com/skip-tpu-webhook-check"
+#define WH_SEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
+#define WH_SEL_TOPOLOGY "cloud.google.com/gke-tpu-topology"
+#define WH_KEY_NODEPOOL "cloud.google.com/gke-nodepool"
+
+/* The TPU request of one container. */
+struct wh_tpu_request {
+    bool requests_tpu; /* limits or requests of google.com/tpu present and non-zero */
+    long chips;        /* the request if non-zero, else the limit */
+};
+
+/* Read container's google.com/tpu request. WH_ERR_INVALID with the reason
+ * when a quantity does not parse. */
+WH_NODISCARD enum wh_err wh_container_tpu(const cJSON *container, struct wh_tpu_request *out,
+                                          char *errbuf);
+/* Lenient form for records of existing pods: a bad quantity counts as 0. */
+bool wh_container_requests_tpu(const cJSON *container);
+
+/* The env lookup rule (anchor §2.7.1). */
+struct wh_env_lookup {
+    const char *value; /* "" when unset or set through valueFrom */
+    bool exists;       /* a deciding entry (non-empty value or valueFrom) exists */
+    int index;         /* index of the deciding entry, -1 if none */
+    int first_index;   /* index of the first entry with that name, -1 if none */
+};
+void wh_env_lookup(const cJSON *env, const char *name, struct wh_env_lookup *out);
+
+/* Label / annotation / nodeSelector value of an object's metadata or spec;
+ * NULL when absent or not a string. */
+const char *wh_meta_label(const cJSON *obj, const char *key);
+const char *wh_meta_annotation(const cJSON *obj, const char *key);
+bool wh_meta_has_label(const cJSON *obj, const char *key);
+bool wh_meta_has_annotation(const cJSON *obj, const char *key);
+const char *wh_node_selector(const cJSON *pod_spec, const char *key);
+
+/* Kueue / dynamic-slicing bypass (anchor §4.3). */
+bool wh_managed(const cJSON *labels, const cJSON *annotations);
+
+#endif

@@ -1,0 +1,160 @@
+/* engine.c: from a parsed review to the response AdmissionReview bytes. */
+#include "wh/engine.h"
+
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp, memset */
+
+#include "wh/b64.h"      /* wh_b64_encode */
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/decision.h" /* struct wh_decision */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/mutate.h"   /* wh_mutate_pod */
+#include "wh/review.h"   /* struct wh_review */
+#include "wh/validate.h" /* wh_validate_raycluster */
+
+/* Responses carry base64 patches of up to a few MiB for the largest slices. */
+#define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
+
+static enum wh_err add_json_string(struct wh_buf *b, const char *s)
+{
+    enum wh_err err = wh_buf_addc(b, '"');
+    if (!err)
+        err = wh_buf_add_json_escaped(b, s, strlen(s));
+    if (!err)
+        err = wh_buf_addc(b, '"');
+    return err;
+}
+
+static enum wh_err write_response(const struct wh_review *rv, const struct wh_decision *d,
+                                  struct wh_buf *b, size_t *n_ops)
+{
+    const char *api = wh_json_str(rv->root, "apiVersion");
+    enum wh_err err = wh_buf_add(b, "{\"apiVersion\":");
+    if (!err)
+        err = add_json_string(b, api ? api : "admission.k8s.io/v1");
+    if (!err)
+        err = wh_buf_add(b, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    if (!err)
+        err = add_json_string(b, rv->info.uid);
+    if (!err)
+        err = wh_buf_add(b, d->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+    if (!err && !d->allowed) {
+        err = wh_buf_add(b, ",\"status\":{\"status\":\"Failure\",\"code\":400,\"reason\":\"BadRequest\",\"message\":");
+        if (!err)
+            err = add_json_string(b, d->message ? d->message : "");
+        if (!err)
+            err = wh_buf_addc(b, '}');
+    }
+    *n_ops = d->allowed ? (size_t)cJSON_GetArraySize(d->patch) : 0;
+    if (!err && *n_ops) {
+        char *patch = NULL;
+        err = wh_json_print(d->patch, &patch);
+        if (!err)
+            err = wh_buf_add(b, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        if (!err)
+            err = wh_b64_encode(b, patch, strlen(patch));
+        if (!err)
+            err = wh_buf_addc(b, '"');
+        cJSON_free(patch);
+    }
+    if (!err && cJSON_GetArraySize(d->warnings) > 0) {
+        err = wh_buf_add(b, ",\"warnings\":[");
+        int i = 0;
+        for (const cJSON *w = d->warnings->child; w && !err; w = w->next, i++) {
+            if (i)
+                err = wh_buf_addc(b, ',');
+            if (!err)
+                err = add_json_string(b, w->valuestring);
+        }
+        if (!err)
+            err = wh_buf_addc(b, ']');
+    }
+    if (!err)
+        err = wh_buf_add(b, "}}");
+    return err;
+}
+
+static char *take_notes(struct wh_buf *notes)
+{
+    if (!notes->len)
+        return NULL;
+    return wh_buf_take(notes, NULL);
+}
+
+enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
+                             const struct wh_state *state, struct wh_engine_result *res,
+                             char *errbuf)
+{
+    memset(res, 0, sizeof(*res));
+    errbuf[0] = '\0';
+    const struct wh_review_info *in = &rv->info;
+    if (route == WH_ROUTE_MUTATE && in->kind != WH_KIND_POD)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; /mutate "
+                                            "accepts Pod",
+                       in->kind_name);
+    if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
+                                            "/validate accepts RayCluster",
+                       in->kind_name);
+    struct wh_decision d;
+    wh_decision_init(&d);
+    enum wh_err err = WH_OK;
+    if (in->kind == WH_KIND_POD)
+        err = wh_mutate_pod(rv->request, state, &d, errbuf);
+    else if (in->kind == WH_KIND_RAYCLUSTER)
+        err = wh_validate_raycluster(rv->request, state, &d, errbuf);
+    struct wh_buf body;
+    wh_buf_init(&body, RESPONSE_MAX);
+    if (!err)
+        err = write_response(rv, &d, &body, &res->n_ops);
+    if (err) {
+        if (!errbuf[0])
+            wh_fail(errbuf, err, "%s", wh_strerror(err));
+        wh_buf_free(&body);
+        wh_decision_free(&d);
+        memset(res, 0, sizeof(*res));
+        return err;
+    }
+    res->body = wh_buf_take(&body, &res->body_len);
+    res->allowed = d.allowed;
+    res->code = d.allowed ? 0 : 400;
+    res->message = d.message;
+    d.message = NULL;
+    res->n_warnings = (size_t)cJSON_GetArraySize(d.warnings);
+    res->assigned = d.allowed && d.assigned;
+    res->replica = d.replica;
+    res->host = d.host;
+    res->n_hosts = d.n_hosts;
+    res->n_tpu_containers = d.n_tpu_containers;
+    res->notes = take_notes(&d.notes);
+    wh_decision_free(&d);
+    if (!res->body) {
+        wh_engine_result_free(res);
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_engine_review(const char *body, size_t len, enum wh_route route,
+                             const struct wh_state *state, struct wh_engine_result *res,
+                             char *errbuf)
+{
+    struct wh_review *rv;
+    memset(res, 0, sizeof(*res));
+    enum wh_err err = wh_review_parse(body, len, &rv, errbuf);
+    if (err)
+        return err;
+    err = wh_engine_decide(rv, route, state, res, errbuf);
+    wh_review_free(rv);
+    return err;
+}
+
+void wh_engine_result_free(struct wh_engine_result *res)
+{
+    if (!res)
+        return;
+    free(res->body);
+    free(res->message);
+    free(res->notes);
+    memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,690 @@
+/* mutate.c: TPU worker pod mutation.
+ *
+ * Order of the patch (anchor §2.7.2): [replicaIndex label] -> [hostname,
+ * subdomain, affinity (multi-host)] -> env operations of each TPU container
+ * in spec order. Every value is computed before any operation is emitted,
+ * and a denial discards the operations, so a patch is never partial.
+ * Operations whose target already holds the wanted value are not emitted,
+ * which makes a second review of a mutated pod patch-free (D6). */
+#include "wh/mutate.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* qsort, free */
+#include <string.h> /* strcmp, strstr */
+
+#include "wh/affinity.h" /* wh_affinity_* */
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/patch.h"    /* wh_patch_op, wh_env_* */
+#include "wh/podspec.h"  /* labels, env lookup */
+#include "wh/topology.h" /* wh_topology */
+
+/* Bounds that keep one review's output proportional to a real slice (the
+ * largest today has ~1,536 hosts and ~6,144 processes). */
+#define MAX_HOSTS 4096L
+#define MAX_TORCH_ADDRESSES 65536L
+#define VALUE_MAX ((size_t)16 * 1024 * 1024)
+
+struct tpu_container {
+    const cJSON *obj;
+    int index;          /* in spec.containers */
+    long chips;
+};
+
+struct pod_ctx {
+    const cJSON *pod, *spec, *labels, *selector;
+    const char *ns, *name, *cluster, *group;
+    const char *topology; /* the slice topology string (annotation wins, D3) */
+    struct wh_topology topo;
+    long chips_per_host, n_hosts;
+    bool tpu7x;
+    struct tpu_container *tpu;
+    unsigned n_tpu;
+    long replica, host;
+    bool legacy;       /* indices not from native labels */
+    char headless[320];
+    char tpu_name[320];
+    struct wh_decision *d;
+};
+
+/* "Pod ns/name" for messages; generateName when the name is not set yet. */
+static void describe(const struct pod_ctx *c, char *out, size_t n)
+{
+    snprintf(out, n, "Pod \"%s/%s\"", c->ns, c->name);
+}
+
+/* ---- gate checks -------------------------------------------------------- */
+
+static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers, bool *denied)
+{
+    char errbuf[WH_ERRBUF_LEN], who[400];
+    int n = cJSON_GetArraySize(containers);
+    c->tpu = calloc(n > 0 ? (size_t)n : 1, sizeof(*c->tpu));
+    if (!c->tpu)
+        return WH_ERR_NOMEM;
+    int i = 0;
+    for (const cJSON *k = containers->child; k; k = k->next, i++) {
+        struct wh_tpu_request rq;
+        if (wh_container_tpu(k, &rq, errbuf)) {
+            describe(c, who, sizeof(who));
+            *denied = true;
+            return wh_decision_deny(c->d, "%s: spec.containers[%d]: %s", who, i, errbuf);
+        }
+        if (!rq.requests_tpu)
+            continue;
+        c->tpu[c->n_tpu].obj = k;
+        c->tpu[c->n_tpu].index = i;
+        c->tpu[c->n_tpu].chips = rq.chips;
+        c->n_tpu++;
+        c->chips_per_host += rq.chips;
+    }
+    return WH_OK;
+}
+
+static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
+{
+    char who[400];
+    describe(c, who, sizeof(who));
+    *denied = true;
+    if (!*c->cluster)
+        return wh_decision_deny(c->d,
+                                "%s requests google.com/tpu but has no label \"%s\"; TPU worker pods "
+                                "must be created by KubeRay, which sets it to the RayCluster name",
+                                who, WH_LABEL_CLUSTER);
+    if (!*c->group)
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\") requests google.com/tpu but has no label \"%s\"; "
+                                "TPU worker pods must be created by KubeRay, which sets it to the "
+                                "worker group name",
+                                who, c->cluster, WH_LABEL_GROUP);
+    bool from_ann = wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY);
+    c->topology = from_ann ? wh_meta_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY)
+                           : wh_node_selector(c->spec, WH_SEL_TOPOLOGY);
+    if (!c->topology || !*c->topology)
+        return wh_decision_deny(
+            c->d,
+            "%s (RayCluster \"%s\", worker group \"%s\") requests google.com/tpu but %s; set "
+            "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
+            "template",
+            who, c->cluster, c->group,
+            from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
+                     : "has no TPU topology",
+            WH_SEL_TOPOLOGY);
+    char errbuf[WH_ERRBUF_LEN];
+    if (wh_topology_parse(c->topology, &c->topo, errbuf))
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): %s %s: %s; use the form "
+                                "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
+                                who, c->cluster, c->group,
+                                from_ann ? "annotation" : "spec.nodeSelector",
+                                from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+    c->n_hosts = wh_topology_hosts(&c->topo, c->chips_per_host);
+    if (c->n_hosts > MAX_HOSTS)
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): topology %s with %ld "
+                                "chips per pod gives %ld hosts; at most %ld hosts per slice are "
+                                "supported; request more google.com/tpu per pod",
+                                who, c->cluster, c->group, c->topology, c->chips_per_host,
+                                c->n_hosts, MAX_HOSTS);
+    *denied = false;
+    return WH_OK;
+}
+
+/* ---- indices ------------------------------------------------------------ */
+
+static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
+{
+    static const char *const keys[2] = {WH_LABEL_REPLICA_INDEX, WH_LABEL_HOST_INDEX};
+    long v[2];
+    char who[400];
+    for (int i = 0; i < 2; i++) {
+        const char *s = wh_json_str(c->labels, keys[i]);
+        if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
+            describe(c, who, sizeof(who));
+            *denied = true;
+            return wh_decision_deny(c->d,
+                                    "%s (RayCluster \"%s\", worker group \"%s\"): label \"%s\" is "
+                                    "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
+                                    "remove it to let the webhook assign one",
+                                    who, c->cluster, c->group, keys[i], s ? s : "(not a string)",
+                                    i ? "host" : "replica");
+        }
+    }
+    if (v[1] >= c->n_hosts) {
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): label \"%s\" is %ld but "
+                                "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
+                                "numOfHosts of the worker group",
+                                who, c->cluster, c->group, WH_LABEL_HOST_INDEX, v[1], c->topology,
+                                c->chips_per_host, c->n_hosts, c->n_hosts - 1);
+    }
+    c->replica = v[0];
+    c->host = v[1];
+    return WH_OK;
+}
+
+/* A pod that already carries our replicaIndex label and a TPU_WORKER_ID was
+ * mutated before (reinvocation): keep its indices (D6). */
+static bool reuse_indices(struct pod_ctx *c)
+{
+    const char *label = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
+    size_t gl = strlen(c->group);
+    long r, wid;
+    if (!label || strncmp(label, c->group, gl) || label[gl] != '-' ||
+        !wh_parse_long(label + gl + 1, &r) || r < 0 || label[gl + 1] == '+')
+        return false;
+    struct wh_env_lookup lk;
+    wh_env_lookup(wh_json_get(c->tpu[0].obj, "env"), "TPU_WORKER_ID", &lk);
+    if (!wh_parse_long(lk.value, &wid) || wid < 0)
+        return false;
+    long host = c->tpu7x ? wid / (long)c->n_tpu : wid;
+    if (host >= c->n_hosts)
+        return false;
+    c->replica = r;
+    c->host = host;
+    return true;
+}
+
+struct slot {
+    long replica, host;
+};
+
+struct scan {
+    struct slot *slots;
+    size_t n, cap;
+    bool oom;
+    struct wh_decision *d;
+};
+
+/* The integer after the last '-' of a replicaIndex label; 0 when it does
+ * not parse (anchor §2.4). */
+static long label_replica(const char *label)
+{
+    const char *dash = strrchr(label, '-');
+    long r;
+    return wh_parse_long(dash ? dash + 1 : label, &r) && r >= 0 ? r : 0;
+}
+
+static int scan_pod(void *arg, const struct wh_pod_rec *p)
+{
+    struct scan *sc = arg;
+    /* D7: a non-TPU pod does not end the scan; a pod without an id is skipped. */
+    if (p->deleting || p->n_tpu_containers == 0 || !p->replica_label)
+        return 0;
+    if (p->worker_id < 0) {
+        if (p->worker_id == WH_WORKER_ID_EMPTY &&
+            wh_decision_note(sc->d, "skipped existing pod %s/%s: labelled %s but no TPU_WORKER_ID",
+                             p->ns, p->name, p->replica_label))
+            sc->oom = true;
+        return 0;
+    }
+    if (sc->n == sc->cap) {
+        size_t nc = sc->cap ? sc->cap * 2 : 64;
+        struct slot *s = realloc(sc->slots, nc * sizeof(*s));
+        if (!s) {
+            sc->oom = true;
+            return 1;
+        }
+        sc->slots = s;
+        sc->cap = nc;
+    }
+    sc->slots[sc->n].replica = label_replica(p->replica_label);
+    sc->slots[sc->n].host = p->worker_id / (long)p->n_tpu_containers;
+    sc->n++;
+    return 0;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+    const struct slot *x = a, *y = b;
+    if (x->replica != y->replica)
+        return x->replica < y->replica ? -1 : 1;
+    return (x->host > y->host) - (x->host < y->host);
+}
+
+/* anchor §2.4 steps 4-5 over slots sorted by (replica, host). */
+static long choose_replica(const struct slot *s, size_t n, long n_hosts)
+{
+    size_t distinct = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && s[j].replica == s[i].replica)
+            j++;
+        if ((long)(j - i) < n_hosts)
+            return s[i].replica; /* lowest incomplete replica */
+        distinct++;
+        i = j;
+    }
+    /* all complete: the smallest integer in [0, distinct] not used */
+    long want = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].replica == want)
+            want++;
+        else if (s[i].replica > want)
+            break;
+    }
+    (void)distinct;
+    return want;
+}
+
+/* Returns -1 on a duplicate before the first gap. */
+static long choose_host(const struct slot *s, size_t n, long replica)
+{
+    long counter = 0, last = -1;
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].replica != replica)
+            continue;
+        if (!first && s[i].host == last)
+            return -1;
+        if (s[i].host != counter)
+            break;
+        counter++;
+        last = s[i].host;
+        first = false;
+    }
+    return counter;
+}
+
+static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, bool *denied,
+                                  char *errbuf)
+{
+    char who[400];
+    if (reuse_indices(c))
+        return WH_OK;
+    const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
+    if (why) {
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\") needs a TPU worker id "
+                                "assigned from the pods that already exist, but %s; the pod is not "
+                                "created now and KubeRay will retry",
+                                who, c->cluster, c->group, why);
+    }
+    struct scan sc = {.d = c->d};
+    enum wh_err err = st->ops->each_group_pod(st->impl, c->ns, c->cluster, c->group, scan_pod, &sc,
+                                              errbuf);
+    if (!err && sc.oom)
+        err = WH_ERR_NOMEM;
+    if (err) {
+        free(sc.slots);
+        return err;
+    }
+    if (sc.n)
+        qsort(sc.slots, sc.n, sizeof(*sc.slots), cmp_slot);
+    c->replica = choose_replica(sc.slots, sc.n, c->n_hosts);
+    c->host = choose_host(sc.slots, sc.n, c->replica);
+    free(sc.slots);
+    if (c->host < 0) {
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): replica %ld already has "
+                                "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
+                                "delete the replica's pods (or the RayCluster) to let KubeRay "
+                                "re-create them",
+                                who, c->cluster, c->group, c->replica);
+    }
+    c->d->assigned = true;
+    return WH_OK;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* "<group>-<r>-<h>.<headless>" for h in 0..n-1, each followed by suffix(h). */
+static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b, unsigned per_host_ports)
+{
+    enum wh_err err = WH_OK;
+    for (long h = 0; h < c->n_hosts && !err; h++) {
+        for (unsigned k = 0; k < (per_host_ports ? per_host_ports : 1) && !err; k++) {
+            if (b->len)
+                err = wh_buf_addc(b, ',');
+            if (!err)
+                err = wh_buf_addf(b, "%s-%ld-%ld.%s", c->group, c->replica, h, c->headless);
+            if (!err && per_host_ports)
+                err = wh_buf_addf(b, ":%u", WH_TPU_PROCESS_PORT_BASE + k);
+        }
+    }
+    return err;
+}
+
+/* TORCH_TPU_SLICEBUILDER_ADDRESSES over the hosts of a comma list. */
+static enum wh_err torch_addresses(const struct pod_ctx *c, const char *hostnames, struct wh_buf *b,
+                                   bool *too_many)
+{
+    long hosts = 1;
+    for (const char *p = hostnames; *p; p++)
+        hosts += *p == ',';
+    long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
+    *too_many = per_host * hosts > MAX_TORCH_ADDRESSES;
+    if (*too_many)
+        return WH_OK;
+    enum wh_err err = WH_OK;
+    const char *start = hostnames;
+    for (long h = 0; h < hosts && !err; h++) {
+        const char *end = strchr(start, ',');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        for (long k = 0; k < per_host && !err; k++) {
+            if (b->len)
+                err = wh_buf_addc(b, ',');
+            if (!err)
+                err = wh_buf_addn(b, start, len);
+            if (!err)
+                err = wh_buf_addf(b, ":%ld", WH_TPU_PROCESS_PORT_BASE + k);
+        }
+        start = end ? end + 1 : start + len;
+    }
+    return err;
+}
+
+static const char *env_value(const cJSON *env, const char *name, bool *exists)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(env, name, &lk);
+    if (exists)
+        *exists = lk.exists;
+    return lk.value;
+}
+
+struct shared_values {
+    struct wh_buf hostnames;      /* multi-host DNS list */
+    struct wh_buf process_addrs;  /* tpu7x TPU_PROCESS_ADDRESSES */
+    char torch_topology[96];
+};
+
+static enum wh_err container_env(struct pod_ctx *c, const struct shared_values *sv, unsigned ci,
+                                 bool *denied)
+{
+    const struct tpu_container *tc = &c->tpu[ci];
+    const cJSON *env = wh_json_get(tc->obj, "env");
+    struct wh_env_writer w;
+    wh_env_writer_init(&w, &c->d->patch, tc->index, env);
+    char num[64];
+    bool exists;
+    enum wh_err err = WH_OK;
+    bool multi = c->n_hosts > 1;
+
+    /* MEGASCALE_* only for multi-slice groups (anchor §2.7.4). */
+    env_value(env, "MEGASCALE_NUM_SLICES", &exists);
+    if (exists) {
+        if (!*env_value(env, "MEGASCALE_SLICE_ID", NULL)) {
+            snprintf(num, sizeof(num), "%ld", c->replica);
+            err = wh_env_set(&w, "MEGASCALE_SLICE_ID", num);
+        }
+        if (!err && !*env_value(env, "MEGASCALE_COORDINATOR_ADDRESS", NULL)) {
+            char addr[400];
+            snprintf(addr, sizeof(addr), "%s-0-0.%s%s", c->group, c->headless,
+                     c->tpu7x ? ":8081" : "");
+            err = wh_env_set(&w, "MEGASCALE_COORDINATOR_ADDRESS", addr);
+        }
+        if (!err && !*env_value(env, "MEGASCALE_PORT", NULL)) {
+            snprintf(num, sizeof(num), "%u", WH_MEGASCALE_PORT + (c->tpu7x ? ci : 0));
+            err = wh_env_set(&w, "MEGASCALE_PORT", num);
+        }
+    }
+
+    /* Hostnames the Torch step uses: the user's non-localhost list wins. */
+    const char *hostnames = "localhost";
+    if (multi) {
+        const char *cur = env_value(env, "TPU_WORKER_HOSTNAMES", NULL);
+        if (!*cur || !strcmp(cur, "localhost")) {
+            hostnames = wh_buf_ptr(&sv->hostnames);
+            if (!err)
+                err = wh_env_set(&w, "TPU_WORKER_HOSTNAMES", hostnames);
+        } else {
+            hostnames = cur;
+        }
+    }
+    if (!err && c->tpu7x && (multi || c->n_tpu > 1)) {
+        /* One JAX process per TPU container; a single-host multi-container
+         * pod needs the addresses too, or its processes cannot rendezvous. */
+        const char *cur = env_value(env, "TPU_PROCESS_ADDRESSES", NULL);
+        if (!*cur || (multi && strstr(cur, "localhost")))
+            err = wh_env_set(&w, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&sv->process_addrs));
+        if (!err && !*env_value(env, "TPU_PROCESS_PORT", NULL)) {
+            snprintf(num, sizeof(num), "%u", WH_TPU_PROCESS_PORT_BASE + ci);
+            err = wh_env_set(&w, "TPU_PROCESS_PORT", num);
+        }
+    }
+
+    /* TorchTPU (anchor §2.7.8, topology per D3). */
+    env_value(env, "TORCH_TPU_TOPOLOGY", &exists);
+    if (!err && !exists) {
+        struct wh_buf addrs;
+        wh_buf_init(&addrs, VALUE_MAX);
+        bool too_many = false;
+        err = wh_env_set(&w, "TORCH_TPU_TOPOLOGY", sv->torch_topology);
+        if (!err)
+            err = torch_addresses(c, hostnames, &addrs, &too_many);
+        if (!err && too_many) {
+            char who[400];
+            describe(c, who, sizeof(who));
+            *denied = true;
+            err = wh_decision_deny(c->d,
+                                   "%s (RayCluster \"%s\", worker group \"%s\"): "
+                                   "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
+                                   "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
+                                   "TorchTPU injection",
+                                   who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
+        } else if (!err) {
+            err = wh_env_set(&w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
+        }
+        wh_buf_free(&addrs);
+        if (err || *denied)
+            return err;
+    }
+
+    /* TPU_WORKER_ID (anchor §2.7.3, §2.7.6). */
+    long expected = c->tpu7x ? c->host * (long)c->n_tpu + (long)ci : c->host;
+    char exp_s[32], def_s[32];
+    snprintf(exp_s, sizeof(exp_s), "%ld", expected);
+    snprintf(def_s, sizeof(def_s), "%u", ci);
+    const char *cur = env_value(env, "TPU_WORKER_ID", NULL);
+    if (!err && (!*cur || (!strcmp(cur, def_s) && strcmp(cur, exp_s))))
+        err = wh_env_set(&w, "TPU_WORKER_ID", exp_s);
+    if (!err && !*env_value(env, "TPU_NAME", NULL))
+        err = wh_env_set(&w, "TPU_NAME", c->tpu_name);
+    env_value(env, "TPU_DEVICE_PLUGIN_HOST_IP", &exists);
+    if (!err && !exists)
+        err = wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP");
+    if (!err && !*env_value(env, "TPU_DEVICE_PLUGIN_ADDR", NULL)) {
+        snprintf(num, sizeof(num), "$(TPU_DEVICE_PLUGIN_HOST_IP):%d", WH_DEVICE_PLUGIN_PORT);
+        err = wh_env_set(&w, "TPU_DEVICE_PLUGIN_ADDR", num);
+    }
+    return err;
+}
+
+static void torch_topology(const struct pod_ctx *c, char *out, size_t n)
+{
+    snprintf(out, n, "%ld,%ld,%ld%s", c->topo.dims[0], c->topo.dims[1], c->topo.dims[2],
+             c->tpu7x ? ",2" : "");
+}
+
+/* ---- pod-level operations --------------------------------------------- */
+
+static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const char *value)
+{
+    const char *cur = wh_json_str(c->spec, field);
+    if (cur && !strcmp(cur, value))
+        return WH_OK;
+    char path[64];
+    snprintf(path, sizeof(path), "/spec/%s", field);
+    return wh_patch_op(&c->d->patch, "add", path, cJSON_CreateString(value));
+}
+
+static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
+{
+    /* Selector label of the replica (anchor §2.6); the fallback key needs the
+     * pod to carry the legacy label itself (D7 / B10). */
+    bool by_name = wh_json_has(c->labels, WH_LABEL_REPLICA_NAME) &&
+                   wh_json_has(c->labels, WH_LABEL_HOST_INDEX);
+    const char *sel_value = by_name ? wh_json_str0(c->labels, WH_LABEL_REPLICA_NAME) : c->tpu_name;
+    bool want_label = c->legacy || (c->n_hosts > 1 && !by_name);
+    enum wh_err err = WH_OK;
+    if (want_label) {
+        const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
+        if (!cur || strcmp(cur, c->tpu_name))
+            err = wh_patch_op(&c->d->patch, "add", "/metadata/labels/" WH_LABEL_LEGACY_REPLICA,
+                              cJSON_CreateString(c->tpu_name));
+    }
+    if (err || c->n_hosts <= 1)
+        return err;
+
+    char hostname[400];
+    int hl = snprintf(hostname, sizeof(hostname), "%s-%ld-%ld", c->group, c->replica, c->host);
+    if (hl > WH_HOSTNAME_MAX) {
+        char who[400];
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): the pod hostname "
+                                "\"%s\" would be %d characters, over the DNS label limit of %d; "
+                                "shorten the worker group name (groupName)",
+                                who, c->cluster, c->group, hostname, hl, WH_HOSTNAME_MAX);
+    }
+    err = set_if_different(c, "hostname", hostname);
+    if (!err)
+        err = set_if_different(c, "subdomain", c->headless);
+    if (err)
+        return err;
+
+    struct wh_affinity_terms t = {
+        .sel_key = by_name ? WH_LABEL_REPLICA_NAME : WH_LABEL_LEGACY_REPLICA,
+        .sel_value = sel_value,
+        .cluster = c->cluster,
+        .topology_key = wh_affinity_topology_key(c->pod),
+    };
+    const cJSON *annotations = wh_json_path(c->pod, "metadata", "annotations", NULL);
+    if (wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY) && !wh_managed(c->labels, annotations)) {
+        struct wh_subslice_index idx;
+        err = wh_subslice_find(st, c->selector, c->n_hosts, &idx, errbuf);
+        if (err)
+            return err;
+        if (idx.n_nodes && !idx.key) {
+            char who[400];
+            describe(c, who, sizeof(who));
+            *denied = true;
+            return wh_decision_deny(
+                c->d,
+                "%s (RayCluster \"%s\", worker group \"%s\"): schedule pod for subslice on %zu "
+                "possible nodes not possible: could not find affinity rule to schedule %ld hosts; "
+                "no host, subblock, block or node pool of the matching TPU nodes has exactly %ld "
+                "nodes, so choose a subslice topology (annotation %s) that fits one",
+                who, c->cluster, c->group, idx.n_nodes, c->n_hosts, c->n_hosts,
+                WH_ANN_SLICE_TOPOLOGY);
+        }
+        if (idx.key)
+            t.topology_key = idx.key;
+    }
+    cJSON *aff = NULL;
+    err = wh_affinity_merge(wh_json_get(c->spec, "affinity"), &t, &aff);
+    if (!err && aff)
+        err = wh_patch_op(&c->d->patch, "add", "/spec/affinity", aff);
+    return err;
+}
+
+/* ---- entry -------------------------------------------------------------- */
+
+bool wh_mutate_is_legacy(const cJSON *pod)
+{
+    const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
+    bool tpu = false;
+    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && !tpu; k = k->next)
+        tpu = wh_container_requests_tpu(k);
+    return tpu && !(wh_meta_has_label(pod, WH_LABEL_REPLICA_INDEX) &&
+                    wh_meta_has_label(pod, WH_LABEL_HOST_INDEX));
+}
+
+static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
+{
+    enum wh_err err = WH_OK;
+    if (c->n_hosts > 1)
+        err = host_list(c, &sv->hostnames, 0);
+    if (!err && c->tpu7x && c->n_hosts > 1)
+        err = host_list(c, &sv->process_addrs, c->n_tpu);
+    for (unsigned k = 0; !err && c->tpu7x && c->n_hosts == 1 && k < c->n_tpu; k++)
+        err = wh_buf_addf(&sv->process_addrs, "%slocalhost:%u", k ? "," : "",
+                          WH_TPU_PROCESS_PORT_BASE + k);
+    torch_topology(c, sv->torch_topology, sizeof(sv->torch_topology));
+    return err;
+}
+
+static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
+{
+    char who[400];
+    bool denied = false;
+    const cJSON *containers = wh_json_get(c->spec, "containers");
+    if (!containers || cJSON_IsNull(containers) || !cJSON_IsArray(containers)) {
+        describe(c, who, sizeof(who));
+        return wh_decision_deny(c->d,
+                                "%s: spec.containers is %s; a pod needs a list of containers "
+                                "(Container path not specified)",
+                                who, containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
+    }
+    enum wh_err err = collect_tpu_containers(c, containers, &denied);
+    if (err || denied || c->n_tpu == 0)
+        return err; /* no TPU: admitted unchanged */
+    c->d->n_tpu_containers = c->n_tpu;
+    if ((err = check_identity(c, &denied)) || denied)
+        return err;
+    c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
+    c->legacy = !(wh_json_has(c->labels, WH_LABEL_REPLICA_INDEX) &&
+                  wh_json_has(c->labels, WH_LABEL_HOST_INDEX));
+    err = c->legacy ? legacy_indices(c, st, &denied, errbuf) : native_indices(c, &denied);
+    if (err || denied)
+        return err;
+    c->d->replica = c->replica;
+    c->d->host = c->host;
+    c->d->n_hosts = c->n_hosts;
+    snprintf(c->headless, sizeof(c->headless), "%s-headless", c->cluster); /* D2 */
+    snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);
+
+    struct shared_values sv;
+    wh_buf_init(&sv.hostnames, VALUE_MAX);
+    wh_buf_init(&sv.process_addrs, VALUE_MAX);
+    err = build_shared(c, &sv);
+    if (!err)
+        err = pod_ops(c, st, &denied, errbuf);
+    for (unsigned i = 0; !err && !denied && i < c->n_tpu; i++)
+        err = container_env(c, &sv, i, &denied);
+    wh_buf_free(&sv.hostnames);
+    wh_buf_free(&sv.process_addrs);
+    return err;
+}
+
+enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struct wh_decision *d,
+                          char *errbuf)
+{
+    const char *op = wh_json_str0(request, "operation");
+    if (strcmp(op, "CREATE"))
+        return WH_OK; /* D4: only creation is mutated */
+    const cJSON *pod = wh_json_get(request, "object");
+    if (!cJSON_IsObject(pod))
+        return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
+    const cJSON *meta = wh_json_get(pod, "metadata");
+    struct pod_ctx c = {
+        .pod = pod,
+        .spec = wh_json_get(pod, "spec"),
+        .labels = wh_json_get(meta, "labels"),
+        .d = d,
+    };
+    c.selector = wh_json_get(c.spec, "nodeSelector");
+    c.ns = wh_json_str(meta, "namespace");
+    if (!c.ns || !*c.ns)
+        c.ns = wh_json_str0(request, "namespace");
+    c.name = wh_json_str(meta, "name");
+    if (!c.name || !*c.name)
+        c.name = wh_json_str0(meta, "generateName");
+    c.cluster = wh_json_str0(c.labels, WH_LABEL_CLUSTER);
+    c.group = wh_json_str0(c.labels, WH_LABEL_GROUP);
+    enum wh_err err = mutate(&c, st, errbuf);
+    free(c.tpu);
+    if (err) {
+        cJSON_Delete(d->patch);
+        d->patch = NULL;
+    }
+    return err;
+}

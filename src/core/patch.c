@@ -1,0 +1,131 @@
+/* patch.c: JSON Patch operations and env injection. */
+#include "wh/patch.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp */
+
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/podspec.h" /* wh_env_lookup */
+
+enum wh_err wh_patch_op(cJSON **ops, const char *op, const char *path, cJSON *value)
+{
+    if (!value)
+        return WH_ERR_NOMEM;
+    if (!*ops && !(*ops = cJSON_CreateArray())) {
+        cJSON_Delete(value);
+        return WH_ERR_NOMEM;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+        cJSON_Delete(value);
+        return WH_ERR_NOMEM;
+    }
+    enum wh_err err = wh_json_set_str(o, "op", op);
+    if (!err)
+        err = wh_json_set_str(o, "path", path);
+    if (!err)
+        err = wh_json_set(o, "value", value);
+    else
+        cJSON_Delete(value);
+    if (err) {
+        cJSON_Delete(o);
+        return err;
+    }
+    return wh_json_add(*ops, o);
+}
+
+void wh_pointer_escape(const char *token, char *out, size_t out_len)
+{
+    size_t o = 0;
+    for (const char *p = token; *p && o + 3 < out_len; p++) {
+        if (*p == '~' || *p == '/') {
+            out[o++] = '~';
+            out[o++] = *p == '~' ? '0' : '1';
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
+void wh_env_writer_init(struct wh_env_writer *w, cJSON **ops, int container, const cJSON *env)
+{
+    w->ops = ops;
+    w->container = container;
+    w->env = env;
+    w->initialised = cJSON_GetArraySize(env) > 0;
+}
+
+/* value is owned. */
+static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *entry)
+{
+    char path[96];
+    struct wh_env_lookup lk;
+    wh_env_lookup(w->env, name, &lk);
+    int at = lk.index >= 0 ? lk.index : lk.first_index;
+    if (at >= 0) {
+        const cJSON *cur = cJSON_GetArrayItem(w->env, at);
+        if (cJSON_Compare(cur, entry, 1)) {
+            cJSON_Delete(entry); /* already what we want: no operation (D6) */
+            return WH_OK;
+        }
+        snprintf(path, sizeof(path), "/spec/containers/%d/env/%d", w->container, at);
+        return wh_patch_op(w->ops, "replace", path, entry);
+    }
+    if (!w->initialised) {
+        cJSON *arr = cJSON_CreateArray();
+        if (!arr) {
+            cJSON_Delete(entry);
+            return WH_ERR_NOMEM;
+        }
+        enum wh_err err = wh_json_add(arr, entry);
+        if (err) {
+            cJSON_Delete(arr);
+            return err;
+        }
+        w->initialised = true;
+        snprintf(path, sizeof(path), "/spec/containers/%d/env", w->container);
+        return wh_patch_op(w->ops, "add", path, arr);
+    }
+    snprintf(path, sizeof(path), "/spec/containers/%d/env/-", w->container);
+    return wh_patch_op(w->ops, "add", path, entry);
+}
+
+enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value)
+{
+    cJSON *e = cJSON_CreateObject();
+    if (!e)
+        return WH_ERR_NOMEM;
+    if (wh_json_set_str(e, "name", name) || wh_json_set_str(e, "value", value)) {
+        cJSON_Delete(e);
+        return WH_ERR_NOMEM;
+    }
+    return env_put(w, name, e);
+}
+
+enum wh_err wh_env_set_field_ref(struct wh_env_writer *w, const char *name, const char *field_path)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON *vf = cJSON_CreateObject();
+    cJSON *fr = cJSON_CreateObject();
+    enum wh_err err = e && vf && fr ? WH_OK : WH_ERR_NOMEM;
+    if (!err)
+        err = wh_json_set_str(fr, "fieldPath", field_path);
+    if (!err) {
+        err = wh_json_set(vf, "fieldRef", fr);
+        fr = NULL;
+    }
+    if (!err)
+        err = wh_json_set_str(e, "name", name);
+    if (!err) {
+        err = wh_json_set(e, "valueFrom", vf);
+        vf = NULL;
+    }
+    cJSON_Delete(fr);
+    cJSON_Delete(vf);
+    if (err) {
+        cJSON_Delete(e);
+        return err;
+    }
+    return env_put(w, name, e);
+}

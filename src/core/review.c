@@ -1,0 +1,85 @@
+/* review.c: AdmissionReview parsing (the engine's input side). */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* strcmp, strncmp */
+
+#include "wh/engine.h"  /* struct wh_review_info */
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/mutate.h"  /* wh_mutate_is_legacy */
+#include "wh/podspec.h" /* label keys */
+#include "wh/review.h"  /* struct wh_review */
+
+enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out, char *errbuf)
+{
+    *out = NULL;
+    if (len > WH_REVIEW_MAX_BYTES)
+        return wh_fail(errbuf, WH_ERR_TOOBIG, "AdmissionReview of %zu bytes is over the %zu-byte limit",
+                       len, WH_REVIEW_MAX_BYTES);
+    cJSON *root;
+    enum wh_err err = wh_json_parse(body, len, &root, errbuf);
+    if (err)
+        return err;
+    const char *api = wh_json_str(root, "apiVersion");
+    const char *kind = wh_json_str(root, "kind");
+    const cJSON *req = wh_json_get(root, "request");
+    if (!cJSON_IsObject(root))
+        err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: the body is not a JSON object");
+    else if (kind && strcmp(kind, "AdmissionReview"))
+        err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: kind is \"%.64s\"", kind);
+    else if (api && strncmp(api, "admission.k8s.io/", 17))
+        err = wh_fail(errbuf, WH_ERR_INVALID,
+                      "not an AdmissionReview: apiVersion is \"%.64s\", expected admission.k8s.io/v1", api);
+    else if (!cJSON_IsObject(req))
+        err = wh_fail(errbuf, WH_ERR_INVALID, "AdmissionReview has no request object");
+    else if (wh_json_has(req, "uid") && !cJSON_IsString(wh_json_get(req, "uid")))
+        err = wh_fail(errbuf, WH_ERR_INVALID, "request.uid is not a string");
+    struct wh_review *rv = err ? NULL : calloc(1, sizeof(*rv));
+    if (!err && !rv)
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    if (err) {
+        cJSON_Delete(root);
+        return err;
+    }
+    rv->root = root;
+    rv->request = req;
+    struct wh_review_info *in = &rv->info;
+    const cJSON *obj = wh_json_get(req, "object");
+    const cJSON *meta = wh_json_get(obj, "metadata");
+    in->uid = wh_json_str0(req, "uid");
+    in->operation = wh_json_str0(req, "operation");
+    in->kind_name = wh_json_str0(wh_json_get(req, "kind"), "kind");
+    in->kind = !strcmp(in->kind_name, "Pod")          ? WH_KIND_POD
+               : !strcmp(in->kind_name, "RayCluster") ? WH_KIND_RAYCLUSTER
+                                                      : WH_KIND_OTHER;
+    in->ns = wh_json_str0(meta, "namespace");
+    if (!*in->ns)
+        in->ns = wh_json_str0(req, "namespace");
+    in->name = wh_json_str0(meta, "name");
+    if (!*in->name)
+        in->name = wh_json_str0(meta, "generateName");
+    if (!*in->name)
+        in->name = wh_json_str0(req, "name");
+    const cJSON *labels = wh_json_get(meta, "labels");
+    if (in->kind == WH_KIND_POD) {
+        in->cluster = wh_json_str0(labels, WH_LABEL_CLUSTER);
+        in->group = wh_json_str0(labels, WH_LABEL_GROUP);
+        in->legacy = !strcmp(in->operation, "CREATE") && wh_mutate_is_legacy(obj);
+    } else {
+        in->cluster = in->kind == WH_KIND_RAYCLUSTER ? in->name : "";
+        in->group = "";
+    }
+    *out = rv;
+    return WH_OK;
+}
+
+void wh_review_free(struct wh_review *rv)
+{
+    if (!rv)
+        return;
+    cJSON_Delete(rv->root);
+    free(rv);
+}
+
+const struct wh_review_info *wh_review_info(const struct wh_review *rv)
+{
+    return &rv->info;
+}

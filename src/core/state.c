@@ -1,0 +1,298 @@
+/* state.c: pod records and the in-memory cluster state (wh_memstate).
+ * wh_memstate is filled by the shell (CLI files, render) before a review and
+ * only read during one; it is not locked. */
+#include "wh/state.h"
+
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* strcmp, strdup */
+
+#include <cjson/cJSON.h>
+
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/podspec.h" /* label keys, wh_env_lookup */
+
+const char *wh_node_label(const struct wh_node_rec *node, const char *key)
+{
+    for (size_t i = 0; i < node->n_labels; i++)
+        if (!strcmp(node->keys[i], key))
+            return node->values[i];
+    return NULL;
+}
+
+/* anchor §2.4 step 3: the first TPU container with an integer TPU_WORKER_ID
+ * decides; an unset one met first makes the record "empty". */
+static long first_worker_id(const cJSON *containers)
+{
+    for (const cJSON *c = cJSON_IsArray(containers) ? containers->child : NULL; c; c = c->next) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(c, "env"), "TPU_WORKER_ID", &lk);
+        if (!*lk.value)
+            return WH_WORKER_ID_EMPTY;
+        long id;
+        if (wh_parse_long(lk.value, &id) && id >= 0)
+            return id;
+    }
+    return WH_WORKER_ID_NONE;
+}
+
+bool wh_pod_rec_from_json(const cJSON *pod, struct wh_pod_rec *rec)
+{
+    if (!cJSON_IsObject(pod))
+        return false;
+    const cJSON *meta = wh_json_get(pod, "metadata");
+    const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
+    memset(rec, 0, sizeof(*rec));
+    rec->name = wh_json_str(meta, "name");
+    if (!rec->name || !*rec->name)
+        rec->name = wh_json_str0(meta, "generateName");
+    rec->ns = wh_json_str0(meta, "namespace");
+    rec->cluster = wh_json_str0(wh_json_get(meta, "labels"), WH_LABEL_CLUSTER);
+    rec->group = wh_json_str0(wh_json_get(meta, "labels"), WH_LABEL_GROUP);
+    rec->replica_label = wh_json_str(wh_json_get(meta, "labels"), WH_LABEL_LEGACY_REPLICA);
+    const cJSON *del = wh_json_get(meta, "deletionTimestamp");
+    rec->deleting = del && !cJSON_IsNull(del);
+    for (const cJSON *c = cJSON_IsArray(containers) ? containers->child : NULL; c; c = c->next)
+        rec->n_tpu_containers += wh_container_requests_tpu(c);
+    rec->worker_id = first_worker_id(containers);
+    return true;
+}
+
+/* ---- wh_memstate ------------------------------------------------------- */
+
+struct mem_pod {
+    struct wh_pod_rec rec; /* strings owned by this struct */
+};
+
+struct mem_node {
+    struct wh_node_rec rec; /* name, keys, values owned */
+};
+
+struct wh_memstate {
+    struct mem_pod *pods;
+    size_t n_pods, cap_pods;
+    struct mem_node *nodes;
+    size_t n_nodes, cap_nodes;
+};
+
+struct wh_memstate *wh_memstate_new(void)
+{
+    return calloc(1, sizeof(struct wh_memstate));
+}
+
+static void free_pod(struct mem_pod *p)
+{
+    free((char *)p->rec.name);
+    free((char *)p->rec.ns);
+    free((char *)p->rec.cluster);
+    free((char *)p->rec.group);
+    free((char *)p->rec.replica_label);
+}
+
+static void free_node(struct mem_node *n)
+{
+    for (size_t i = 0; i < n->rec.n_labels; i++) {
+        free((char *)n->rec.keys[i]);
+        free((char *)n->rec.values[i]);
+    }
+    free((void *)n->rec.keys);
+    free((void *)n->rec.values);
+    free((char *)n->rec.name);
+}
+
+void wh_memstate_free(struct wh_memstate *ms)
+{
+    if (!ms)
+        return;
+    for (size_t i = 0; i < ms->n_pods; i++)
+        free_pod(&ms->pods[i]);
+    for (size_t i = 0; i < ms->n_nodes; i++)
+        free_node(&ms->nodes[i]);
+    free(ms->pods);
+    free(ms->nodes);
+    free(ms);
+}
+
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec *rec)
+{
+    if (!grow((void **)&ms->pods, &ms->cap_pods, ms->n_pods, sizeof(*ms->pods)))
+        return WH_ERR_NOMEM;
+    struct mem_pod *p = &ms->pods[ms->n_pods];
+    p->rec = *rec;
+    p->rec.name = strdup(rec->name ? rec->name : "");
+    p->rec.ns = strdup(rec->ns ? rec->ns : "");
+    p->rec.cluster = strdup(rec->cluster ? rec->cluster : "");
+    p->rec.group = strdup(rec->group ? rec->group : "");
+    p->rec.replica_label = dup_or_null(rec->replica_label);
+    if (!p->rec.name || !p->rec.ns || !p->rec.cluster || !p->rec.group ||
+        (rec->replica_label && !p->rec.replica_label)) {
+        free_pod(p);
+        return WH_ERR_NOMEM;
+    }
+    ms->n_pods++;
+    return WH_OK;
+}
+
+/* Walk a List object, a JSON array, or a single object of the given kind. */
+static const cJSON *list_items(const cJSON *json, const char *kind, bool *single)
+{
+    *single = false;
+    if (cJSON_IsArray(json))
+        return json;
+    const char *k = wh_json_str(json, "kind");
+    const cJSON *items = wh_json_get(json, "items");
+    if (cJSON_IsArray(items))
+        return items;
+    if (cJSON_IsObject(json) && (!k || !strcmp(k, kind))) {
+        *single = true;
+        return json;
+    }
+    return NULL;
+}
+
+static bool kept_by_pod_cache(const cJSON *pod)
+{
+    const char *t = wh_meta_label(pod, WH_LABEL_NODE_TYPE);
+    const char *c = wh_meta_label(pod, WH_LABEL_CREATED_BY);
+    return t && !strcmp(t, "worker") && c && !strcmp(c, "kuberay-operator");
+}
+
+enum wh_err wh_memstate_add_pods(struct wh_memstate *ms, const cJSON *json, size_t *added,
+                                 char *errbuf)
+{
+    bool single;
+    const cJSON *items = list_items(json, "Pod", &single);
+    size_t n = 0;
+    if (!items)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "expected a PodList, a JSON array of pods or a Pod");
+    const cJSON *first = single ? items : items->child;
+    for (const cJSON *p = first; p; p = single ? NULL : p->next) {
+        struct wh_pod_rec rec;
+        if (!wh_pod_rec_from_json(p, &rec))
+            return wh_fail(errbuf, WH_ERR_INVALID, "item %zu is not a JSON object", n);
+        if (!kept_by_pod_cache(p))
+            continue;
+        if (wh_memstate_add_rec(ms, &rec))
+            return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        n++;
+    }
+    if (added)
+        *added = n;
+    return WH_OK;
+}
+
+static enum wh_err add_node(struct wh_memstate *ms, const cJSON *node)
+{
+    const cJSON *labels = wh_json_path(node, "metadata", "labels", NULL);
+    if (!wh_json_str(labels, WH_SEL_ACCELERATOR))
+        return WH_OK; /* the node cache keeps TPU nodes only */
+    if (!grow((void **)&ms->nodes, &ms->cap_nodes, ms->n_nodes, sizeof(*ms->nodes)))
+        return WH_ERR_NOMEM;
+    size_t n = 0;
+    for (const cJSON *l = labels->child; l; l = l->next)
+        n += cJSON_IsString(l) && l->string;
+    struct mem_node *mn = &ms->nodes[ms->n_nodes];
+    memset(mn, 0, sizeof(*mn));
+    const char **keys = calloc(n ? n : 1, sizeof(char *));
+    const char **values = calloc(n ? n : 1, sizeof(char *));
+    mn->rec.keys = keys;
+    mn->rec.values = values;
+    mn->rec.name = strdup(wh_json_str0(wh_json_get(node, "metadata"), "name"));
+    if (!keys || !values || !mn->rec.name) {
+        free_node(mn);
+        return WH_ERR_NOMEM;
+    }
+    for (const cJSON *l = labels->child; l; l = l->next) {
+        if (!cJSON_IsString(l) || !l->string)
+            continue;
+        size_t i = mn->rec.n_labels;
+        keys[i] = strdup(l->string);
+        values[i] = strdup(l->valuestring);
+        mn->rec.n_labels++;
+        if (!keys[i] || !values[i]) {
+            free_node(mn);
+            return WH_ERR_NOMEM;
+        }
+    }
+    ms->n_nodes++;
+    return WH_OK;
+}
+
+enum wh_err wh_memstate_add_nodes(struct wh_memstate *ms, const cJSON *json, size_t *added,
+                                  char *errbuf)
+{
+    bool single;
+    const cJSON *items = list_items(json, "Node", &single);
+    if (!items)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "expected a NodeList, a JSON array of nodes or a Node");
+    size_t before = ms->n_nodes, i = 0;
+    const cJSON *first = single ? items : items->child;
+    for (const cJSON *n = first; n; n = single ? NULL : n->next, i++) {
+        if (!cJSON_IsObject(n))
+            return wh_fail(errbuf, WH_ERR_INVALID, "item %zu is not a JSON object", i);
+        if (add_node(ms, n))
+            return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    }
+    if (added)
+        *added = ms->n_nodes - before;
+    return WH_OK;
+}
+
+static enum wh_err mem_each_group_pod(const void *impl, const char *ns, const char *cluster,
+                                      const char *group, wh_pod_visit_fn fn, void *arg,
+                                      char *errbuf)
+{
+    (void)errbuf;
+    const struct wh_memstate *ms = impl;
+    for (size_t i = 0; i < ms->n_pods; i++) {
+        const struct wh_pod_rec *r = &ms->pods[i].rec;
+        if (strcmp(r->ns, ns) || strcmp(r->cluster, cluster) || strcmp(r->group, group))
+            continue;
+        if (fn(arg, r))
+            break;
+    }
+    return WH_OK;
+}
+
+static enum wh_err mem_each_node(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf)
+{
+    (void)errbuf;
+    const struct wh_memstate *ms = impl;
+    for (size_t i = 0; i < ms->n_nodes; i++)
+        if (fn(arg, &ms->nodes[i].rec))
+            break;
+    return WH_OK;
+}
+
+static const struct wh_state_ops mem_ops = {
+    .each_group_pod = mem_each_group_pod,
+    .each_node = mem_each_node,
+    .legacy_unavailable = NULL,
+};
+
+struct wh_state wh_memstate_view(const struct wh_memstate *ms)
+{
+    struct wh_state st = {.ops = &mem_ops, .impl = ms};
+    return st;
+}

@@ -1,0 +1,273 @@
+/* validate.c: RayCluster validation.
+ *
+ * Each TPU worker group is checked on its own; the problems of all groups
+ * are joined into one denial (D1), warnings are gathered for every group
+ * (D8). A group whose containers request no TPU is skipped, as in the
+ * reference; a group with no containers at all is a problem. */
+#include "wh/validate.h"
+
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* vsnprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp */
+
+#include "wh/affinity.h" /* wh_subslice_find */
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/podspec.h"  /* keys, wh_container_tpu */
+#include "wh/topology.h" /* wh_topology */
+
+#define PROBLEMS_MAX (256 * 1024)
+
+struct group_ctx {
+    const cJSON *cluster_obj, *spec, *tmpl, *tmpl_spec, *containers;
+    const char *cluster, *group;
+    int index;
+    long num_hosts;       /* numOfHosts as given, 0 when absent */
+    long chips_per_host;
+    const char *topology; /* annotation or nodeSelector */
+    bool from_annotation;
+    struct wh_topology topo;
+    struct wh_decision *d;
+    struct wh_buf *problems;
+    size_t n_problems;
+};
+
+/* Record one problem of this group. */
+static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
+{
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    enum wh_err err = WH_OK;
+    if (g->problems->len)
+        err = wh_buf_add(g->problems, "; ");
+    if (!err)
+        err = wh_buf_addf(g->problems, "RayCluster \"%s\" worker group \"%s\" "
+                                       "(spec.workerGroupSpecs[%d]): %s",
+                          g->cluster, g->group, g->index, text);
+    g->n_problems++;
+    return err;
+}
+
+/* The template's TPU request; false when the group is not a TPU group. */
+static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
+{
+    char errbuf[WH_ERRBUF_LEN];
+    *is_tpu = false;
+    *bad = false;
+    for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next) {
+        struct wh_tpu_request rq;
+        if (wh_container_tpu(k, &rq, errbuf)) {
+            *bad = true;
+            *is_tpu = true;
+            return problem(g, "%s", errbuf);
+        }
+        if (rq.requests_tpu) {
+            *is_tpu = true;
+            g->chips_per_host += rq.chips;
+        }
+    }
+    return WH_OK;
+}
+
+static enum wh_err check_match(struct group_ctx *g, bool *ok)
+{
+    char errbuf[WH_ERRBUF_LEN];
+    *ok = false;
+    if (g->num_hosts <= 0)
+        return problem(g, "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
+                          "slice (1 for a single-host slice)",
+                       wh_json_has(g->spec, "numOfHosts") ? "0" : "not set");
+    g->from_annotation = wh_meta_has_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY);
+    g->topology = g->from_annotation ? wh_meta_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY)
+                                     : wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);
+    if (!g->topology || !*g->topology)
+        return problem(g, "TPU topology not specified: set template.spec.nodeSelector[\"%s\"] "
+                          "(for example \"2x2x2\" or \"4x4\")",
+                       WH_SEL_TOPOLOGY);
+    if (wh_topology_parse(g->topology, &g->topo, errbuf))
+        return problem(g, "%s %s: %s; use the form AxB or AxBxC",
+                       g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
+                       g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+    if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host)
+        return problem(g, "each pod requests %ld TPU chips (google.com/tpu), which does not divide "
+                          "the %ld chips of topology %s; request a number of chips per pod that "
+                          "divides it (the machine type's chips per VM)",
+                       g->chips_per_host, g->topo.chips, g->topology);
+    long expected = wh_topology_hosts(&g->topo, g->chips_per_host);
+    if (expected != g->num_hosts)
+        return problem(g, "Number of workers in worker group not equal to specified topology: "
+                          "topology %s has %ld chips and each pod requests %ld chips, so numOfHosts "
+                          "must be %ld, not %ld; set numOfHosts: %ld",
+                       g->topology, g->topo.chips, g->chips_per_host, expected, g->num_hosts,
+                       expected);
+    *ok = true;
+    return WH_OK;
+}
+
+static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st, char *errbuf)
+{
+    const cJSON *cl_labels = wh_json_path(g->cluster_obj, "metadata", "labels", NULL);
+    const cJSON *t_labels = wh_json_path(g->tmpl, "metadata", "labels", NULL);
+    const cJSON *t_ann = wh_json_path(g->tmpl, "metadata", "annotations", NULL);
+    if (!g->from_annotation || wh_managed(cl_labels, t_ann) || wh_managed(t_labels, t_ann) ||
+        g->num_hosts <= 1)
+        return WH_OK;
+    const char *parent = wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);
+    const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
+    if (!parent || !*parent)
+        return problem(g, "must specify parent topology \"%s\" in nodeSelector when using "
+                          "subslice annotation",
+                       WH_SEL_TOPOLOGY);
+    if (!wh_topology_is_subset(g->topology, parent))
+        return problem(g, "subslice \"%s\" is not smaller than parent \"%s\"; the annotation %s "
+                          "must fit inside the node pool topology dimension by dimension",
+                       g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
+    struct wh_subslice_index idx;
+    enum wh_err err = wh_subslice_find(st, wh_json_get(g->tmpl_spec, "nodeSelector"), g->num_hosts,
+                                       &idx, errbuf);
+    if (err)
+        return err;
+    if (idx.n_nodes == 0)
+        return wh_decision_warn(g->d, "Subsliced TPU worker group \"%s\" targets zero nodes; "
+                                      "re-create it after nodes are provisioned",
+                                g->group);
+    if (idx.pool_only)
+        return problem(g, "cannot subslice TPU type \"%s\" without Dynamic Slicing "
+                          "(https://docs.cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing)",
+                       accel ? accel : "");
+    if (!idx.key)
+        return problem(g, "ambiguous subslice: could not find affinity rule to schedule %ld hosts "
+                          "(no host, subblock, block or node pool of the %zu matching nodes has "
+                          "exactly %ld nodes)",
+                       g->num_hosts, idx.n_nodes, g->num_hosts);
+    return WH_OK;
+}
+
+static bool has_env(const cJSON *container, const char *name, const char *value)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(wh_json_get(container, "env"), name, &lk);
+    return lk.exists && (!value || !strcmp(lk.value, value));
+}
+
+/* The TPU count declared in rayStartParams.resources, e.g. '"{\"TPU\": 8}"'. */
+static long declared_tpu(const cJSON *spec)
+{
+    const char *res = wh_json_str(wh_json_get(spec, "rayStartParams"), "resources");
+    if (!res)
+        return -1;
+    /* Accept surrounding quotes and escaped quotes, as users write both. */
+    char clean[512];
+    size_t o = 0;
+    for (const char *p = res; *p && o + 1 < sizeof(clean); p++) {
+        if (*p == '\\')
+            continue;
+        if ((*p == '"' || *p == '\'') && (p == res || !p[1]))
+            continue;
+        clean[o++] = *p;
+    }
+    clean[o] = '\0';
+    cJSON *j = cJSON_Parse(clean);
+    const cJSON *tpu = wh_json_get(j, "TPU");
+    long v = cJSON_IsNumber(tpu) ? (long)tpu->valuedouble : -1;
+    cJSON_Delete(j);
+    return v;
+}
+
+static enum wh_err warnings(struct group_ctx *g)
+{
+    enum wh_err err = WH_OK;
+    bool megascale = false;
+    for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next)
+        megascale |= has_env(k, "MEGASCALE_NUM_SLICES", NULL);
+    if (megascale && g->num_hosts == 1)
+        err = wh_decision_warn(g->d, "group \"%s\": MEGASCALE_NUM_SLICES on a single-host group; "
+                                     "the coordinator name will not resolve",
+                               g->group);
+    const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
+    enum wh_tpu_gen gen = wh_tpu_gen_from_accelerator(accel);
+    int dims = wh_tpu_gen_dims(gen);
+    if (!err && dims && g->topology && g->topo.ndims && g->topo.ndims != dims)
+        err = wh_decision_warn(g->d, "group \"%s\": topology %s is %d-D but %s uses %d-D topologies",
+                               g->group, g->topology, g->topo.ndims, wh_tpu_gen_name(gen), dims);
+    if (!err && gen == WH_GEN_TPU7X && g->chips_per_host > 0 &&
+        declared_tpu(g->spec) == 2 * g->chips_per_host) {
+        const cJSON *worker = g->containers ? g->containers->child : NULL;
+        const cJSON *head = wh_json_path(g->cluster_obj, "spec", "headGroupSpec", "template", "spec",
+                                         "containers", NULL);
+        head = cJSON_IsArray(head) ? head->child : NULL;
+        bool w_ok = worker && has_env(worker, "RAY_TPU_RESOURCE_PER_CHIP", "2");
+        bool h_ok = head && has_env(head, "RAY_TPU_RESOURCE_PER_CHIP", "2");
+        if (!w_ok || !h_ok)
+            err = wh_decision_warn(g->d, "group \"%s\": TPU=2x chips needs RAY_TPU_RESOURCE_PER_CHIP=2 "
+                                         "on the %s container",
+                                   g->group, !w_ok && !h_ok ? "worker and head" : !w_ok ? "worker" : "head");
+    }
+    return err;
+}
+
+static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
+{
+    g->tmpl = wh_json_get(g->spec, "template");
+    g->tmpl_spec = wh_json_get(g->tmpl, "spec");
+    const cJSON *containers = wh_json_get(g->tmpl_spec, "containers");
+    g->containers = cJSON_IsArray(containers) ? containers : NULL;
+    g->group = wh_json_str0(g->spec, "groupName");
+    const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
+    g->num_hosts = cJSON_IsNumber(nh) ? (long)nh->valuedouble : 0;
+    bool is_tpu, bad, ok;
+    enum wh_err err = tpu_request(g, &is_tpu, &bad);
+    if (err || bad)
+        return err;
+    if (cJSON_GetArraySize(g->containers) > 0 && !is_tpu)
+        return WH_OK; /* CPU/GPU group */
+    if (cJSON_GetArraySize(g->containers) == 0)
+        return problem(g, "template.spec.containers is empty; a worker group needs its Ray "
+                          "container (Container path not specified)");
+    err = check_match(g, &ok);
+    if (!err && ok)
+        err = check_subslice(g, st, errbuf);
+    if (!err)
+        err = warnings(g);
+    return err;
+}
+
+enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *st,
+                                   struct wh_decision *d, char *errbuf)
+{
+    const char *op = wh_json_str0(request, "operation");
+    if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
+        return WH_OK; /* D8: CREATE and UPDATE only */
+    const cJSON *rc = wh_json_get(request, "object");
+    if (!cJSON_IsObject(rc))
+        return wh_decision_deny(d, "request.object is not a RayCluster object; send the RayCluster "
+                                   "being %s",
+                                strcmp(op, "CREATE") ? "updated" : "created");
+    const char *name = wh_json_str(wh_json_get(rc, "metadata"), "name");
+    if (!name || !*name)
+        name = wh_json_str0(request, "name");
+    const cJSON *groups = wh_json_path(rc, "spec", "workerGroupSpecs", NULL);
+    struct wh_buf problems;
+    wh_buf_init(&problems, PROBLEMS_MAX);
+    enum wh_err err = WH_OK;
+    size_t n_problems = 0;
+    int i = 0;
+    for (const cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g && !err; g = g->next, i++) {
+        struct group_ctx gc = {
+            .cluster_obj = rc, .spec = g, .cluster = name, .index = i, .d = d, .problems = &problems,
+        };
+        err = check_group(&gc, st, errbuf);
+        n_problems += gc.n_problems;
+    }
+    if (!err && n_problems)
+        err = wh_decision_deny(d, "%s", wh_buf_ptr(&problems));
+    wh_buf_free(&problems);
+    return err;
+}
