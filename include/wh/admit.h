@@ -13,12 +13,18 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
+#include "wh/cache.h"  /* struct wh_cache_opts */
 #include "wh/engine.h" /* struct wh_engine_result, enum wh_route */
 
+/* Standalone mode: the ledger is the whole state and never forgets; use it
+ * for one webhook replica whose pods are never re-created (tests, demos).
+ * Its memory is bounded per worker group and reset when a RayCluster of the
+ * same namespace/name is created again (see ledger.h). */
 struct wh_admit_opts {
     bool standalone;              /* no Kubernetes API: the ledger alone */
     const char *kubeconfig_path;  /* NULL or "": in-cluster configuration */
-    long reservation_ttl_ms;      /* unconfirmed reservations expire; 0 = default */
+    long reservation_ttl_ms;      /* unconfirmed reservations expire; 0 = default (30 s) */
+    const struct wh_cache_opts *cache; /* NULL: defaults (tests tune timeouts) */
 };
 
 struct wh_admit_stats {
@@ -31,7 +37,8 @@ struct wh_admit_stats {
 struct wh_admit;
 
 /* Start the pipeline; never blocks on anything remote (caches sync in the
- * background). NULL with a reason in errbuf on failure. Free with
+ * background). NULL with a reason in errbuf on failure (a bad kubeconfig,
+ * not in a pod and no kubeconfig given, ...). Free with
  * wh_admit_free(), which stops background threads. */
 struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf);
 void wh_admit_free(struct wh_admit *ad); /* NULL-safe */

@@ -1,0 +1,85 @@
+/* cache.h: pod and node caches fed by LIST + WATCH of the Kubernetes API.
+ *
+ * Two background threads (pods, nodes) each LIST with paging, then WATCH
+ * from the list's resourceVersion with bookmarks; 410 Gone relists, any
+ * other failure reconnects with exponential backoff and jitter. A third
+ * thread sweeps the legacy-index ledger once a second. Readers
+ * (admissions) hold a reader lock only while walking.
+ *
+ * Pods: label selector ray.io/node-type=worker,
+ * app.kubernetes.io/created-by=kuberay-operator, all namespaces. Only what
+ * the engine needs is kept (struct wh_pod_rec), with namespace, cluster,
+ * group and replicaIndex strings interned, so 100,000 pods take a few
+ * tens of bytes each plus their names.
+ * Nodes: label selector cloud.google.com/gke-tpu-accelerator; all labels of
+ * those (few) nodes are kept.
+ *
+ * The watch feeds the ledger: a live pod whose (ns, cluster, group,
+ * replicaIndex label, TPU_WORKER_ID) matches a reservation confirms it. The
+ * cache is updated BEFORE the ledger is told, so an admission never sees the
+ * id missing from both (it may briefly see it in both; the state view then
+ * shows it once, see wh_ledger_mark()).
+ *
+ * Ownership: the cache takes over kube (freed by wh_cache_free()); the
+ * ledger is borrowed and must outlive the cache.
+ */
+#ifndef WH_CACHE_H
+#define WH_CACHE_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+#include "wh/err.h"    /* enum wh_err */
+#include "wh/kube.h"   /* struct wh_kube */
+#include "wh/ledger.h" /* struct wh_ledger */
+#include "wh/state.h"  /* wh_pod_visit_fn, wh_node_visit_fn */
+
+#define WH_CACHE_POD_SELECTOR "ray.io/node-type=worker,app.kubernetes.io/created-by=kuberay-operator"
+#define WH_CACHE_NODE_SELECTOR "cloud.google.com/gke-tpu-accelerator"
+/* How long the pod cache is trusted for legacy indices after the API server
+ * stops answering (reservations of this replica stay held meanwhile). */
+#define WH_CACHE_DEFAULT_TRUST_MS 30000L
+
+struct wh_cache_opts {
+    long trust_ms;        /* 0: default */
+    long page_size;       /* LIST limit; 0: 500 */
+    long watch_timeout_s; /* server-side watch timeout; 0: 120..240 s, jittered */
+    long max_backoff_ms;  /* 0: 30 s */
+};
+
+struct wh_cache;
+
+/* Start the watchers; never waits for the API server. kube is taken over
+ * (also on failure); ledger may be NULL. NULL with a reason on failure. */
+struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
+                              const struct wh_cache_opts *opts, char *errbuf);
+/* Stops the threads (aborting transfers in flight) and frees. NULL-safe. */
+void wh_cache_free(struct wh_cache *c);
+
+/* Walk the cached pods of a worker group under the reader lock; *stopped
+ * gets the visitor's non-zero value, else 0. */
+WH_NODISCARD enum wh_err wh_cache_each_group_pod(struct wh_cache *c, const char *ns,
+                                                 const char *cluster, const char *group,
+                                                 wh_pod_visit_fn fn, void *arg, int *stopped,
+                                                 char *errbuf);
+/* Walk the cached TPU nodes. WH_ERR_UNAVAILABLE before the node cache first
+ * synced (an empty answer would silently change subslice affinity). */
+WH_NODISCARD enum wh_err wh_cache_each_node(struct wh_cache *c, wh_node_visit_fn fn, void *arg,
+                                            int *stopped, char *errbuf);
+
+/* NULL when the pod cache can be trusted for legacy index assignment, else
+ * a static reason. */
+const char *wh_cache_pods_unavailable(struct wh_cache *c);
+/* Both caches have synced at least once; else why (static text). */
+bool wh_cache_ready(struct wh_cache *c, const char **why);
+
+struct wh_cache_stats {
+    bool pods_synced, nodes_synced;
+    size_t pods, nodes;
+    size_t interned;       /* distinct interned strings */
+    unsigned long relists; /* LISTs after the first (410 Gone, errors) */
+    unsigned long reconnects;
+};
+void wh_cache_stats(struct wh_cache *c, struct wh_cache_stats *st);
+
+#endif /* WH_CACHE_H */

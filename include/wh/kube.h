@@ -1,0 +1,53 @@
+/* kube.h: a minimal Kubernetes API client on libcurl (GET and watch streams).
+ *
+ * Thread-safe: each call uses its own curl handle, so the pod and node
+ * watchers run in parallel. The bearer token of a token file is re-read on
+ * every request, so a rotated service-account token is picked up without a
+ * restart. Tokens never appear in logs or error texts.
+ *
+ * Ownership: wh_kube_new() takes over the configuration's memory (the
+ * caller's struct is zeroed); wh_kube_free() releases it.
+ */
+#ifndef WH_KUBE_H
+#define WH_KUBE_H
+
+#include <stdatomic.h> /* atomic_bool */
+#include <stddef.h>    /* size_t */
+
+#include "wh/buf.h"        /* struct wh_buf */
+#include "wh/err.h"        /* enum wh_err */
+#include "wh/kubeconfig.h" /* struct wh_kube_config */
+
+/* Largest response body of a plain GET (one LIST page). */
+#define WH_KUBE_BODY_MAX ((size_t)256 * 1024 * 1024)
+/* Largest single watch event line. */
+#define WH_KUBE_EVENT_MAX ((size_t)16 * 1024 * 1024)
+
+struct wh_kube;
+
+/* NULL with a reason in errbuf on failure (cfg then still owns its memory). */
+struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf);
+void wh_kube_free(struct wh_kube *k); /* NULL-safe */
+/* "in-cluster" or the kubeconfig path; borrowed. */
+const char *wh_kube_source(const struct wh_kube *k);
+
+/* GET server + path (path starts with '/', query already escaped). The body
+ * is appended to body whatever the status; *status is the HTTP status. A
+ * transport failure (connect, TLS, timeout, stop) is WH_ERR_HTTP/WH_ERR_TLS
+ * with *status 0. stop (may be NULL) aborts the transfer when set. */
+WH_NODISCARD enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body,
+                                     long *status, const atomic_bool *stop, char *errbuf);
+
+/* A watch: GET a newline-delimited stream and call on_line for each line.
+ * Returns when the server ends the stream (WH_OK), on_line returns non-zero
+ * (WH_OK), stop is set (WH_ERR_UNAVAILABLE) or the transfer fails. A non-2xx
+ * status ends the call with WH_OK and the status in *status; the error body
+ * is then passed to on_line as one line. on_open is called once the
+ * response status is 2xx (may be NULL). */
+typedef int (*wh_kube_line_fn)(void *arg, const char *line, size_t len);
+WH_NODISCARD enum wh_err wh_kube_stream(struct wh_kube *k, const char *path,
+                                        void (*on_open)(void *arg), wh_kube_line_fn on_line,
+                                        void *arg, long *status, const atomic_bool *stop,
+                                        char *errbuf);
+
+#endif /* WH_KUBE_H */

@@ -1,0 +1,325 @@
+/* kube.c: Kubernetes API GETs and watch streams over libcurl. */
+#include "wh/kube.h"
+
+#include <ctype.h>   /* isspace */
+#include <pthread.h> /* pthread_once */
+#include <stdbool.h> /* bool */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* free */
+#include <string.h>  /* strlen */
+
+#include <curl/curl.h>
+
+#include "wh/fileio.h" /* wh_read_file */
+
+#define CONNECT_TIMEOUT_MS 5000L
+#define GET_TIMEOUT_MS 120000L
+/* A backstop only: watches ask the server for a shorter timeoutSeconds. */
+#define STREAM_TIMEOUT_MS 900000L
+#define TOKEN_MAX ((size_t)64 * 1024)
+
+struct wh_kube {
+    struct wh_kube_config cfg;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void init_curl(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf)
+{
+    pthread_once(&curl_once, init_curl);
+    if (curl_init_rc != CURLE_OK) {
+        wh_fail(errbuf, WH_ERR_INTERNAL, "libcurl initialisation failed: %s",
+                curl_easy_strerror(curl_init_rc));
+        return NULL;
+    }
+    struct wh_kube *k = calloc(1, sizeof(*k));
+    if (!k) {
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    k->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    return k;
+}
+
+void wh_kube_free(struct wh_kube *k)
+{
+    if (!k)
+        return;
+    wh_kube_config_clear(&k->cfg);
+    free(k);
+}
+
+const char *wh_kube_source(const struct wh_kube *k)
+{
+    return k->cfg.source ? k->cfg.source : "";
+}
+
+/* The bearer token, read afresh from its file when there is one (a
+ * projected service-account token rotates about every hour). *tok is
+ * malloc'd or NULL when there is no token. */
+static enum wh_err current_token(const struct wh_kube *k, char **tok, char *errbuf)
+{
+    *tok = NULL;
+    if (k->cfg.token) {
+        *tok = strdup(k->cfg.token);
+        return *tok ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    }
+    if (!k->cfg.token_file)
+        return WH_OK;
+    struct wh_buf b;
+    wh_buf_init(&b, TOKEN_MAX);
+    char inner[WH_ERRBUF_LEN] = "";
+    if (wh_read_file(k->cfg.token_file, &b, inner)) {
+        wh_buf_free(&b);
+        return wh_fail(errbuf, WH_ERR_IO, "bearer token file %s: %s", k->cfg.token_file, inner);
+    }
+    size_t n;
+    char *t = wh_buf_take(&b, &n);
+    if (!t)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    while (n > 0 && isspace((unsigned char)t[n - 1]))
+        t[--n] = '\0';
+    *tok = t;
+    return WH_OK;
+}
+
+struct xfer {
+    const atomic_bool *stop;
+    /* plain GET */
+    struct wh_buf *body;
+    /* stream */
+    CURL *h;
+    struct wh_buf line;
+    wh_kube_line_fn on_line;
+    void (*on_open)(void *arg);
+    void *arg;
+    bool opened;     /* status known */
+    bool ok_status;  /* 2xx */
+    bool stopped_by_callback;
+    bool too_big;
+};
+
+static int progress_cb(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    const struct xfer *x = p;
+    return x->stop && atomic_load(x->stop) ? 1 : 0;
+}
+
+static size_t get_write_cb(char *ptr, size_t size, size_t nmemb, void *p)
+{
+    struct xfer *x = p;
+    size_t n = size * nmemb;
+    if (wh_buf_addn(x->body, ptr, n)) {
+        x->too_big = true;
+        return 0;
+    }
+    return n;
+}
+
+static void note_status(struct xfer *x)
+{
+    if (x->opened)
+        return;
+    long code = 0;
+    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    if (code < 200)
+        return; /* interim (1xx) or unknown yet */
+    x->opened = true;
+    x->ok_status = code < 300;
+    if (x->ok_status && x->on_open)
+        x->on_open(x->arg);
+}
+
+static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *p)
+{
+    struct xfer *x = p;
+    size_t n = size * nmemb;
+    /* The blank line ends the headers: the stream is open from here, even
+     * if no event arrives for minutes. */
+    if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n'))
+        note_status(x);
+    return n;
+}
+
+static size_t stream_write_cb(char *ptr, size_t size, size_t nmemb, void *p)
+{
+    struct xfer *x = p;
+    size_t n = size * nmemb;
+    note_status(x);
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ptr[i] != '\n')
+            continue;
+        if (wh_buf_addn(&x->line, ptr + start, i - start)) {
+            x->too_big = true;
+            return 0;
+        }
+        start = i + 1;
+        if (wh_buf_len(&x->line) > 0 && x->ok_status) {
+            if (x->on_line(x->arg, wh_buf_ptr(&x->line), wh_buf_len(&x->line))) {
+                x->stopped_by_callback = true;
+                return 0;
+            }
+        }
+        if (x->ok_status)
+            wh_buf_reset(&x->line);
+        else if (wh_buf_addc(&x->line, '\n')) { /* error body: keep it whole */
+            x->too_big = true;
+            return 0;
+        }
+    }
+    if (wh_buf_addn(&x->line, ptr + start, n - start)) {
+        x->too_big = true;
+        return 0;
+    }
+    return n;
+}
+
+static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
+                            long *status, char *errbuf)
+{
+    *status = 0;
+    char *tok = NULL, *url = NULL, *auth = NULL;
+    struct curl_slist *hdrs = NULL;
+    char cerr[CURL_ERROR_SIZE] = "";
+    CURL *h = curl_easy_init();
+    enum wh_err err = h ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    if (!err)
+        err = current_token(k, &tok, errbuf);
+    if (err)
+        goto out;
+    size_t ul = strlen(k->cfg.server) + strlen(path) + 1;
+    url = malloc(ul);
+    if (!url) {
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(url, ul, "%s%s", k->cfg.server, path);
+    struct curl_slist *t = curl_slist_append(NULL, "Accept: application/json");
+    if (t)
+        hdrs = t;
+    if (t && tok && *tok) {
+        size_t al = strlen(tok) + 32;
+        auth = malloc(al);
+        if (auth) {
+            snprintf(auth, al, "Authorization: Bearer %s", tok);
+            t = curl_slist_append(hdrs, auth);
+            if (t)
+                hdrs = t;
+        }
+        if (!auth || !t)
+            t = NULL;
+    }
+    if (!t) {
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    x->h = h;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, stream ? STREAM_TIMEOUT_MS : GET_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress_cb);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+    if (k->cfg.insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (k->cfg.ca_pem) {
+        struct curl_blob blob = {k->cfg.ca_pem, k->cfg.ca_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    } else if (k->cfg.ca_file) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, k->cfg.ca_file);
+    }
+    if (k->cfg.cert_pem) {
+        struct curl_blob blob = {k->cfg.cert_pem, k->cfg.cert_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
+    } else if (k->cfg.cert_file) {
+        curl_easy_setopt(h, CURLOPT_SSLCERT, k->cfg.cert_file);
+    }
+    if (k->cfg.key_pem) {
+        struct curl_blob blob = {k->cfg.key_pem, k->cfg.key_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
+    } else if (k->cfg.key_file) {
+        curl_easy_setopt(h, CURLOPT_SSLKEY, k->cfg.key_file);
+    }
+    if (stream) {
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream_write_cb);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    } else {
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, get_write_cb);
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->stopped_by_callback))
+        goto out;
+    if (x->too_big) {
+        err = wh_fail(errbuf, WH_ERR_TOOBIG, "GET %s: response larger than the client accepts",
+                      path);
+    } else if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        err = wh_fail(errbuf, WH_ERR_UNAVAILABLE, "GET %s: stopped", path);
+    } else {
+        bool tls = rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
+                   rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CIPHER ||
+                   rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CRL_BADFILE;
+        err = wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "GET %s%s (%s): %s",
+                      k->cfg.server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
+    }
+    *status = 0;
+out:
+    curl_slist_free_all(hdrs);
+    if (auth) {
+        memset(auth, 0, strlen(auth)); /* best effort: no token copies left behind */
+        free(auth);
+    }
+    if (tok) {
+        memset(tok, 0, strlen(tok));
+        free(tok);
+    }
+    free(url);
+    if (h)
+        curl_easy_cleanup(h);
+    return err;
+}
+
+enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body, long *status,
+                        const atomic_bool *stop, char *errbuf)
+{
+    struct xfer x = {.stop = stop, .body = body};
+    return transfer(k, path, false, &x, status, errbuf);
+}
+
+enum wh_err wh_kube_stream(struct wh_kube *k, const char *path, void (*on_open)(void *arg),
+                           wh_kube_line_fn on_line, void *arg, long *status,
+                           const atomic_bool *stop, char *errbuf)
+{
+    struct xfer x = {.stop = stop, .on_line = on_line, .on_open = on_open, .arg = arg};
+    wh_buf_init(&x.line, WH_KUBE_EVENT_MAX);
+    enum wh_err err = transfer(k, path, true, &x, status, errbuf);
+    /* A non-2xx answer carries a Status object; hand it over whole. */
+    if (!err && !x.stopped_by_callback && wh_buf_len(&x.line) > 0 &&
+        (*status < 200 || *status >= 300))
+        on_line(arg, wh_buf_ptr(&x.line), wh_buf_len(&x.line));
+    wh_buf_free(&x.line);
+    return err;
+}
