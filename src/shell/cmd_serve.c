@@ -241,6 +241,12 @@ int wh_cmd_serve(int argc, char **argv)
         return 0;
     }
     wh_log_set_verbosity((int)c.v);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (wh_server_parse_bind(c.bind, &ss, &sl, errbuf)) {
+        fprintf(stderr, "tpu-webhook serve: %s\n", errbuf);
+        return 2;
+    }
     struct wh_buf cert, key;
     wh_buf_init(&cert, 1 << 20);
     wh_buf_init(&key, 1 << 20);

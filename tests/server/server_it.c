@@ -934,8 +934,9 @@ static void case_flags(void)
     snprintf(other_key, sizeof(other_key), "--tls-private-key-file=%s/tls.key", other);
     expect_exit((char *[]){"--bind-address=127.0.0.1:0", a_crt, other_key, NULL}, 1,
                 "does not match the certificate");
-    expect_exit((char *[]){"--bind-address=nowhere", a_crt, a_key, NULL}, 1, "--bind-address");
-    expect_exit((char *[]){"--bind-address=example.com:8443", a_crt, a_key, NULL}, 1, "not resolved");
+    expect_exit((char *[]){"--bind-address=nowhere", a_crt, a_key, NULL}, 2, "--bind-address");
+    expect_exit((char *[]){"--bind-address=example.com:8443", a_crt, a_key, NULL}, 2, "not resolved");
+    expect_exit((char *[]){"--bind-address=127.0.0.1:99999", a_crt, a_key, NULL}, 2, "port must be");
     /* Single-dash Go forms, separate values and the base64 pair. */
     char *cb = b64_file(crt), *kb = b64_file(key);
     char *args[] = {"-server-cert", cb, "-server-key", kb, "-v", "1", NULL};
@@ -944,7 +945,8 @@ static void case_flags(void)
     /* A busy port is a clear start-up error. */
     char busy[96];
     snprintf(busy, sizeof(busy), "--bind-address=127.0.0.1:%d", server_port);
-    expect_exit((char *[]){busy, a_crt, a_key, NULL}, 1, "cannot listen on 127.0.0.1:");
+    expect_exit((char *[]){busy, a_crt, a_key, "--standalone", NULL}, 1,
+                "cannot listen on 127.0.0.1:");
     CHECK(stop_server(SIGINT, 10, NULL) == 0, "exit status after SIGINT");
     free(cb);
     free(kb);
