@@ -573,7 +573,7 @@ void wh_server_tick(struct wh_server *s)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char msg[512];
