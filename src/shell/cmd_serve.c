@@ -60,6 +60,22 @@ static long default_threads(void)
     return n < 2 ? 2 : n > 16 ? 16 : n;
 }
 
+/* Base64 as Go's StdEncoding reads it: line breaks (base64 without -w0) are
+ * skipped. */
+static enum wh_err decode_b64(const char *text, struct wh_buf *out)
+{
+    struct wh_buf flat;
+    wh_buf_init(&flat, 4 << 20);
+    enum wh_err err = WH_OK;
+    for (const char *p = text; *p && !err; p++)
+        if (*p != '\n' && *p != '\r')
+            err = wh_buf_addc(&flat, *p);
+    if (!err)
+        err = wh_b64_decode(out, wh_buf_ptr(&flat), wh_buf_len(&flat));
+    wh_buf_free(&flat);
+    return err;
+}
+
 /* The TLS source, by the reference's rules. */
 static int tls_options(const struct config *c, const struct wh_flag *flags, size_t n,
                        struct wh_tls_opts *t, struct wh_buf *cert, struct wh_buf *key)
@@ -80,8 +96,7 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
         t->key_file = c->key_file;
     } else if (c->cert_b64 && *c->cert_b64 && c->key_b64 && *c->key_b64) {
         const char *which = "cert";
-        if (wh_b64_decode(cert, c->cert_b64, strlen(c->cert_b64)) ||
-            (which = "key", wh_b64_decode(key, c->key_b64, strlen(c->key_b64)))) {
+        if (decode_b64(c->cert_b64, cert) || (which = "key", decode_b64(c->key_b64, key))) {
             fprintf(stderr, "failed to decode server %s: --server-%s is not valid base64 "
                             "(encode the PEM file with base64 -w0)\n", which, which);
             return -1;
@@ -213,7 +228,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"standalone", WH_FLAG_BOOL, &c.standalone, 0, 0, "no Kubernetes API: legacy indices come from this process's own admissions", false},
         {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
         {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
-        {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "open connections; more are refused (default 1024)", false},
+        {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
         {"idle-timeout", WH_FLAG_DURATION, &c.idle_ms, 1000, 3600000, "close kept-alive connections idle this long (default 90s)", false},
         {"header-timeout", WH_FLAG_DURATION, &c.header_ms, 100, 600000, "connect to complete request headers, TLS handshake included (default 10s)", false},
         {"request-timeout", WH_FLAG_DURATION, &c.request_ms, 100, 600000, "request headers to complete answer (default 30s)", false},

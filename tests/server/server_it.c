@@ -879,6 +879,130 @@ static void case_sigterm(void)
     free(pod);
 }
 
+/* Raw bytes over TLS; returns what came back (NUL-terminated, truncated). */
+static void raw_exchange(const char *data, size_t len, char *out, size_t out_len)
+{
+    struct tls_conn t;
+    CHECK(tls_open(&t, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
+    size_t off = 0;
+    while (off < len) {
+        int w = SSL_write(t.ssl, data + off, (int)(len - off > 16384 ? 16384 : len - off));
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    size_t got = 0;
+    while (got + 1 < out_len) {
+        int r = SSL_read(t.ssl, out + got, (int)(out_len - 1 - got));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    out[got] = '\0';
+    ERR_clear_error();
+    tls_close(&t);
+}
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], *t;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    t = read_all(path, NULL);
+    CHECK(t, "read %s", path);
+    char *p = strstr(t, "VmRSS:");
+    long kb = p ? atol(p + 6) : -1;
+    free(t);
+    return kb;
+}
+
+static void case_hostile(void)
+{
+    char *extra[] = {"--max-connections=16", "--header-timeout=2s", NULL};
+    start_server(extra);
+    char out[4096];
+    /* Not HTTP at all. */
+    raw_exchange("\x01\x02garbage\r\n\r\n", 13, out, sizeof(out));
+    CHECK(out[0] == '\0' || strstr(out, " 400 "), "garbage answered: %.80s", out);
+    /* A request line of 64 KiB and a header block over the limit. */
+    size_t n = 70000;
+    char *big = malloc(n + 64);
+    CHECK(big, "malloc");
+    memcpy(big, "GET /", 5);
+    memset(big + 5, 'a', n);
+    const char *tail = " HTTP/1.1\r\nHost: x\r\n\r\n";
+    memcpy(big + 5 + n, tail, strlen(tail));
+    raw_exchange(big, 5 + n + strlen(tail), out, sizeof(out));
+    CHECK(out[0] == '\0' || strstr(out, " 414 ") || strstr(out, " 431 ") || strstr(out, " 400 "),
+          "huge request line answered: %.80s", out);
+    free(big);
+    /* Plain HTTP on the TLS port. */
+    int fd = tcp_connect();
+    CHECK(write(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27) == 27, "write");
+    char b[256];
+    ssize_t r = read(fd, b, sizeof(b) - 1);
+    b[r > 0 ? r : 0] = '\0';
+    CHECK(!strstr(b, "kuberay-tpu-webhook"), "served over plain HTTP");
+    close(fd);
+    /* Deeply nested JSON, invalid UTF-8, NUL bytes, a review that is all
+     * nulls: 400 or a well-formed answer, never a crash. */
+    size_t depth = 200000;
+    char *nest = malloc(depth + 1);
+    CHECK(nest, "malloc");
+    memset(nest, '[', depth);
+    nest[depth] = '\0';
+    struct resp rr;
+    call("POST", "/mutate", nest, depth, &rr);
+    CHECK(rr.status == 400, "nested JSON: %ld", rr.status);
+    free(nest);
+    const char *bodies[] = {"{\"request\":{\"uid\":\"\xff\xfe\",\"kind\":{\"kind\":\"Pod\"}}}",
+                            "{\"apiVersion\":null,\"kind\":null,\"request\":null}",
+                            "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":[]}}",
+                            "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":{\"spec\":{\"containers\":7}}}}"};
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        call("POST", "/mutate", bodies[i], strlen(bodies[i]), &rr);
+        CHECK(rr.rc == CURLE_OK && (rr.status == 400 || rr.status == 200), "body %zu: %s %ld", i,
+              curl_easy_strerror(rr.rc), rr.status);
+    }
+    char nul[] = "{\"request\":\0}";
+    call("POST", "/validate", nul, sizeof(nul) - 1, &rr);
+    CHECK(rr.status == 400, "NUL in body: %ld", rr.status);
+    /* More connections than allowed: the extra ones wait in the listen
+     * queue (a request on one times out), and when the others go the
+     * server takes new ones again. */
+    int fds[24];
+    for (int i = 0; i < 24; i++)
+        fds[i] = tcp_connect();
+    sleep_ms(200);
+    CURL *q = easy();
+    curl_easy_setopt(q, CURLOPT_TIMEOUT_MS, 700L);
+    request(q, "GET", "/healthz", NULL, 0, NULL, &rr);
+    curl_easy_cleanup(q);
+    CHECK(rr.rc == CURLE_OPERATION_TIMEDOUT, "over the connection limit: %s %ld",
+          curl_easy_strerror(rr.rc), rr.status);
+    for (int i = 0; i < 24; i++)
+        close(fds[i]);
+    sleep_ms(200);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    /* Memory stays bounded over many near-limit bodies. */
+    size_t len = 3 * 1024 * 1024 - 16;
+    char *junk = malloc(len);
+    CHECK(junk, "malloc");
+    memset(junk, ' ', len);
+    call("POST", "/mutate", junk, len, &rr);
+    long before = rss_kb(server_pid);
+    CURL *c = easy();
+    for (int i = 0; i < 30; i++) {
+        request(c, "POST", i % 2 ? "/mutate" : "/validate", junk, len, NULL, &rr);
+        CHECK(rr.status == 400, "3 MiB of spaces: %ld", rr.status);
+    }
+    curl_easy_cleanup(c);
+    long after = rss_kb(server_pid);
+    free(junk);
+    CHECK(after - before < 64 * 1024, "RSS grew from %ld to %ld kB over 30 big requests", before, after);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
 /* Run serve with argv (no standard flags); expect exit status and text. */
 static void expect_exit(char **args, int status, const char *text)
 {
@@ -898,11 +1022,13 @@ static void expect_exit(char **args, int status, const char *text)
     free(t);
 }
 
+/* base64 of a file, wrapped at 76 columns like plain `base64` writes it
+ * (Go's decoder skips the line breaks). */
 static char *b64_file(const char *path)
 {
     char cmd[500], out[400];
     snprintf(out, sizeof(out), "%s/b64.out", work);
-    snprintf(cmd, sizeof(cmd), "base64 -w0 %s > %s", path, out);
+    snprintf(cmd, sizeof(cmd), "base64 %s > %s", path, out);
     CHECK(system(cmd) == 0, "base64");
     return read_all(out, NULL);
 }
@@ -984,7 +1110,7 @@ int main(int argc, char **argv)
     } cases[] = {{"routes", case_routes},         {"tls_versions", case_tls_versions},
                  {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
-                 {"flags", case_flags}};
+                 {"flags", case_flags},             {"hostile", case_hostile}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;
