@@ -602,6 +602,10 @@ static enum wh_err list_all(struct watcher *w)
             break;
         }
         cJSON *json = NULL;
+        if (status == 410 && cont[0]) {
+            err = WH_ERR_NOTFOUND; /* the continue token expired: list again at once */
+            break;
+        }
         if (status != 200) {
             char why[256];
             snprintf(why, sizeof(why), "HTTP %ld: %.200s", status, wh_buf_ptr(&body));
@@ -693,13 +697,19 @@ static void *watch_thread(void *arg)
     struct watcher *w = arg;
     struct wh_cache *c = w->c;
     long backoff = MIN_BACKOFF_MS;
-    bool need_list = true, first = true;
+    bool need_list = true, first = true, expired = false;
     while (!atomic_load(&c->stop)) {
         bool failed = false;
         if (need_list) {
             if (!first)
                 atomic_fetch_add(&w->relists, 1);
-            if (list_all(w)) {
+            enum wh_err lerr = list_all(w);
+            if (lerr == WH_ERR_NOTFOUND && !expired) {
+                expired = true; /* retry at once, but only once in a row */
+                continue;
+            }
+            expired = false;
+            if (lerr) {
                 failed = true;
             } else {
                 need_list = first = false;
@@ -912,13 +922,11 @@ const char *wh_cache_pods_unavailable(struct wh_cache *c)
 {
     const struct watcher *w = &c->w[RES_PODS];
     if (!atomic_load(&w->synced))
-        return "the pod cache has not synced with the Kubernetes API server yet, so existing "
-               "worker ids are unknown; KubeRay will retry the pod creation";
+        return "the webhook's pod cache has not synced with the Kubernetes API server yet";
     long down = atomic_load(&w->down_since);
     if (down >= 0 && now_ms(c) - down > c->trust_ms)
-        return "the Kubernetes API server has not answered the pod watch for too long, so the "
-               "pod cache cannot be trusted to hand out worker ids; KubeRay will retry the pod "
-               "creation";
+        return "the webhook has lost its pod watch on the Kubernetes API server for longer than "
+               "its cache can be trusted";
     return NULL;
 }
 

@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+"""A fake Kubernetes API server for the cache and client tests (stdlib only).
+
+Serves LIST and WATCH of /api/v1/pods and /api/v1/nodes with label
+selectors (k=v, k!=v, k, !k), paging (limit/continue), resourceVersion,
+watch bookmarks, 410 Gone for compacted versions, bearer-token checking
+(or a client certificate signed by --client-ca) and TLS. Listens on
+127.0.0.1 only.
+
+A control plane under /_control/ (no auth) lets tests change objects,
+rotate the accepted tokens, compact history, cut open watches and read
+counters. SIGTERM saves the state (--state) and exits at once, dropping
+open watches mid-stream; starting again with the same --state and --port
+is a restart: history before it is gone, so a client resuming from an old
+resourceVersion gets 410 and must relist.
+"""
+import argparse
+import bisect
+import json
+import os
+import signal
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class State:
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.rv = 1
+        self.min_rv = 1          # watches from below this get 410
+        self.objs = {"pods": {}, "nodes": {}}
+        self.events = []         # (rv, kind, type, obj)
+        self.tokens = set()
+        self.epoch = 0           # bumped to cut open watches
+        self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
+
+    @staticmethod
+    def key(kind, obj):
+        m = obj.get("metadata", {})
+        return (m.get("namespace", ""), m["name"]) if kind == "pods" else m["name"]
+
+    def put(self, kind, obj, typ=None):
+        """Caller holds cv."""
+        self.rv += 1
+        obj = json.loads(json.dumps(obj))
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+        k = self.key(kind, obj)
+        if typ is None:
+            typ = "MODIFIED" if k in self.objs[kind] else "ADDED"
+        if typ == "DELETED":
+            self.objs[kind].pop(k, None)
+        else:
+            self.objs[kind][k] = obj
+        self.events.append((self.rv, kind, typ, obj))
+        if len(self.events) > 200000:
+            drop = len(self.events) - 100000
+            self.min_rv = self.events[drop][0]
+            del self.events[:drop]
+
+    def save(self, path):
+        with open(path + ".tmp", "w") as f:
+            json.dump({"rv": self.rv, "pods": list(self.objs["pods"].values()),
+                       "nodes": list(self.objs["nodes"].values())}, f)
+        os.replace(path + ".tmp", path)
+
+    def load(self, path):
+        with open(path) as f:
+            d = json.load(f)
+        self.rv = d["rv"]
+        self.min_rv = self.rv + 1  # history is lost across a restart
+        for kind in ("pods", "nodes"):
+            for o in d[kind]:
+                self.objs[kind][self.key(kind, o)] = o
+
+
+def parse_selector(text):
+    terms = []
+    for t in filter(None, (x.strip() for x in (text or "").split(","))):
+        if "!=" in t:
+            k, v = t.split("!=", 1)
+            terms.append(("ne", k, v))
+        elif "=" in t:
+            k, v = t.split("=", 1)
+            terms.append(("eq", k.rstrip("="), v))
+        elif t.startswith("!"):
+            terms.append(("absent", t[1:], None))
+        else:
+            terms.append(("exists", t, None))
+    return terms
+
+
+def matches(terms, obj):
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for op, k, v in terms:
+        if op == "eq" and labels.get(k) != v:
+            return False
+        if op == "ne" and labels.get(k) == v:
+            return False
+        if op == "exists" and k not in labels:
+            return False
+        if op == "absent" and k in labels:
+            return False
+    return True
+
+
+def gen_pods(n, hosts=16):
+    """n synthetic TPU worker pods: 16-host slices, one group per 1,024 pods."""
+    out = []
+    for i in range(n):
+        c, r, h = i // 1024, (i % 1024) // hosts, i % hosts
+        out.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "c%d-tpu-worker-%05d" % (c, i), "namespace": "ns%d" % (c % 8),
+                         "uid": "uid-%d" % i,
+                         "labels": {"ray.io/cluster": "c%d" % c, "ray.io/group": "tpu",
+                                    "ray.io/node-type": "worker",
+                                    "app.kubernetes.io/created-by": "kuberay-operator",
+                                    "replicaIndex": "tpu-%d" % r}},
+            "spec": {"containers": [{"name": "ray-worker",
+                                     "resources": {"limits": {"google.com/tpu": "4"}},
+                                     "env": [{"name": "TPU_WORKER_ID", "value": str(h)}]}]}})
+    return out
+
+
+STATE = State()
+ARGS = None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # the body of a watch runs until close
+
+    def log_message(self, fmt, *a):
+        if ARGS.verbose:
+            sys.stderr.write("fake-apiserver: " + fmt % a + "\n")
+
+    def send_json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def status(self, code, reason, msg):
+        self.send_json(code, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                              "status": "Failure", "message": msg, "reason": reason, "code": code})
+
+    def authorized(self):
+        if ARGS.client_ca and self.connection.getpeercert():
+            return True
+        auth = self.headers.get("Authorization", "")
+        with STATE.cv:
+            ok = auth.startswith("Bearer ") and auth[7:] in STATE.tokens
+            if not ok:
+                STATE.stats["unauthorized"] += 1
+        return ok
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(n) or b"null")
+        path = urllib.parse.urlparse(self.path).path
+        parts = path.split("/")[2:]  # /_control/<what>[/delete]
+        with STATE.cv:
+            if parts[0] in ("pods", "nodes"):
+                kind = parts[0]
+                for o in body:
+                    if len(parts) > 1 and parts[1] == "delete":
+                        k = STATE.key(kind, o)
+                        cur = STATE.objs[kind].get(k)
+                        if cur is not None:
+                            STATE.put(kind, cur, "DELETED")
+                    else:
+                        STATE.put(kind, o)
+            elif parts[0] == "tokens":
+                STATE.tokens = set(body)
+            elif parts[0] == "compact":
+                STATE.events.clear()
+                STATE.min_rv = STATE.rv + 1
+            elif parts[0] == "close_watches":
+                STATE.epoch += 1
+            elif parts[0] != "stats":
+                self.status(404, "NotFound", "no control " + path)
+                return
+            STATE.cv.notify_all()
+            out = dict(STATE.stats, rv=STATE.rv, pods=len(STATE.objs["pods"]),
+                       nodes=len(STATE.objs["nodes"]))
+        self.send_json(200, out)
+
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
+        kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes"}.get(u.path)
+        if kind is None:
+            self.status(404, "NotFound", "the server could not find the requested resource")
+            return
+        if not self.authorized():
+            self.status(401, "Unauthorized", "Unauthorized")
+            return
+        terms = parse_selector(q.get("labelSelector"))
+        if q.get("watch") in ("1", "true"):
+            self.watch(kind, terms, q)
+        else:
+            self.list(kind, terms, q)
+
+    def list(self, kind, terms, q):
+        limit = int(q.get("limit") or 0)
+        start = 0
+        with STATE.cv:
+            STATE.stats["lists"] += 1
+            if q.get("continue"):
+                list_rv, start = map(int, q["continue"].split(":"))
+                if list_rv < STATE.min_rv - 1:
+                    STATE.stats["gone"] += 1
+                    self.status(410, "Expired", "The provided continue parameter is too old")
+                    return
+            else:
+                list_rv = STATE.rv
+            keys = sorted(STATE.objs[kind])
+            items = [STATE.objs[kind][k] for k in keys]
+            items = [o for o in items if matches(terms, o)]
+        page = items[start:start + limit] if limit else items[start:]
+        meta = {"resourceVersion": str(list_rv)}
+        if limit and start + limit < len(items):
+            meta["continue"] = "%d:%d" % (list_rv, start + limit)
+        self.send_json(200, {"kind": "PodList" if kind == "pods" else "NodeList",
+                             "apiVersion": "v1", "metadata": meta, "items": page})
+
+    def watch(self, kind, terms, q):
+        rv = int(q.get("resourceVersion") or 0)
+        timeout = float(q.get("timeoutSeconds") or 300)
+        bookmarks = q.get("allowWatchBookmarks") in ("1", "true")
+        deadline = time.monotonic() + timeout
+        with STATE.cv:
+            STATE.stats["watches"] += 1
+            epoch = STATE.epoch
+            gone = rv < STATE.min_rv - 1 or (rv and rv > STATE.rv)
+            if gone:
+                STATE.stats["gone"] += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+
+        def send(ev):
+            self.wfile.write(json.dumps(ev).encode() + b"\n")
+            self.wfile.flush()
+
+        try:
+            if gone:
+                send({"type": "ERROR", "object": {
+                    "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+                    "reason": "Expired", "message": "too old resource version: %d (%d)"
+                    % (rv, STATE.min_rv)}})
+                return
+            last_bookmark = time.monotonic()
+            while True:
+                with STATE.cv:
+                    while True:
+                        if STATE.epoch != epoch:
+                            return
+                        i = bisect.bisect_right(STATE.events, rv, key=lambda e: e[0])
+                        pending = [e for e in STATE.events[i:] if e[1] == kind]
+                        now = time.monotonic()
+                        if pending or now >= deadline:
+                            break
+                        if bookmarks and now - last_bookmark >= ARGS.bookmark_interval:
+                            break
+                        STATE.cv.wait(min(deadline - now, ARGS.bookmark_interval, 0.5))
+                    cur_rv = STATE.rv
+                if not pending and time.monotonic() >= deadline:
+                    return
+                for erv, _, typ, obj in pending:
+                    rv = erv
+                    if matches(terms, obj):
+                        send({"type": typ, "object": obj})
+                        with STATE.cv:
+                            STATE.stats["events"] += 1
+                if not pending and bookmarks:
+                    rv = max(rv, cur_rv)
+                    send({"type": "BOOKMARK", "object": {
+                        "kind": "Pod" if kind == "pods" else "Node", "apiVersion": "v1",
+                        "metadata": {"resourceVersion": str(rv)}}})
+                    last_bookmark = time.monotonic()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            return
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file")
+    p.add_argument("--cert")
+    p.add_argument("--key")
+    p.add_argument("--client-ca")
+    p.add_argument("--token", action="append", default=[])
+    p.add_argument("--state")
+    p.add_argument("--gen-pods", type=int, default=0)
+    p.add_argument("--gen-nodes", type=int, default=0)
+    p.add_argument("--bookmark-interval", type=float, default=1.0)
+    p.add_argument("--verbose", action="store_true")
+    ARGS = p.parse_args()
+    STATE.tokens = set(ARGS.token)
+    if ARGS.state and os.path.exists(ARGS.state):
+        STATE.load(ARGS.state)
+    with STATE.cv:
+        for o in gen_pods(ARGS.gen_pods):
+            STATE.put("pods", o)
+        for i in range(ARGS.gen_nodes):
+            STATE.put("nodes", {"metadata": {"name": "tpu-node-%d" % i, "labels": {
+                "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                "cloud.google.com/gke-tpu-topology": "4x4",
+                "cloud.google.com/gke-nodepool": "pool-%d" % (i // 4)}}})
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    ThreadingHTTPServer.request_queue_size = 256
+    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    if ARGS.cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.cert, ARGS.key)
+        if ARGS.client_ca:
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+            ctx.load_verify_locations(ARGS.client_ca)
+        # Handshakes happen in the handler threads, not in the accept loop.
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True,
+                                     do_handshake_on_connect=False)
+
+    def stop(*_):
+        if ARGS.state:
+            with STATE.cv:
+                STATE.save(ARGS.state)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    if ARGS.port_file:
+        with open(ARGS.port_file + ".tmp", "w") as f:
+            f.write(str(srv.server_address[1]))
+        os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,647 @@
+/* test_kube.c: the Kubernetes client, the caches and the legacy-index
+ * pipeline against tests/kube/fake_apiserver.py (TLS on 127.0.0.1). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "../testutil.h"
+#include "harness.h"
+#include "wh/admit.h"
+#include "wh/cache.h"
+#include "wh/kube.h"
+#include "wh/kubeconfig.h"
+#include "wh/log.h"
+
+static struct kh_server srv;
+static char *tmpl16, *tmpl1024, *tmpl_native;
+
+static char *read_tmpl(const char *name)
+{
+    char p[1024];
+    snprintf(p, sizeof(p), "%s/%s", KUBE_TEST_DIR, name);
+    char *t = kh_slurp(p);
+    assert_non_null(t);
+    return t;
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1); /* warnings are expected while the server is down */
+    tmpl16 = read_tmpl("legacy-v6e-16.json");
+    tmpl1024 = read_tmpl("legacy-v5p-1024.json");
+    tmpl_native = read_tmpl("native-v6e-16.json");
+    if (kh_certs(&srv))
+        return -1;
+    static const char *const args[] = {"--gen-nodes", "4", "--bookmark-interval", "0.5", NULL};
+    return kh_server_start(&srv, args);
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    kh_cleanup(&srv);
+    free(tmpl16);
+    free(tmpl1024);
+    free(tmpl_native);
+    return 0;
+}
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", srv.dir, name);
+}
+
+/* GET /api/v1/nodes through a client built from cfg. */
+static long probe(struct wh_kube_config *cfg, enum wh_err *err_out)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_kube *k = wh_kube_new(cfg, errbuf);
+    assert_non_null(k);
+    struct wh_buf body;
+    wh_buf_init(&body, 1 << 20);
+    long status = 0;
+    *err_out = wh_kube_get(k, "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-tpu-accelerator",
+                           &body, &status, NULL, errbuf);
+    if (*err_out)
+        assert_null(strstr(errbuf, KH_TOKEN)); /* never a secret in a message */
+    wh_buf_free(&body);
+    wh_kube_free(k);
+    return status;
+}
+
+static long probe_file(const char *name, const char *user_yaml, const char *cluster_extra)
+{
+    char text[8192], p[512];
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+             "contexts:\n- name: other\n  context: {cluster: nope, user: nope}\n"
+             "- name: test\n  context: {cluster: fake, user: tester}\n"
+             "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:%d\n%s"
+             "users:\n- name: tester\n  user:\n%s",
+             srv.port, cluster_extra, user_yaml);
+    assert_int_equal(kh_write(srv.dir, name, text), 0);
+    path_in(p, sizeof(p), name);
+    struct wh_kube_config cfg;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_err err = wh_kubeconfig_load(p, &cfg, errbuf);
+    if (err)
+        fail_msg("%s: %s", name, errbuf);
+    long status = probe(&cfg, &err);
+    wh_kube_config_clear(&cfg);
+    return err ? -(long)err : status;
+}
+
+static char *b64_file(const char *name)
+{
+    char cmd[600], p[512];
+    path_in(p, sizeof(p), name);
+    snprintf(cmd, sizeof(cmd), "base64 -w0 %s", p);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char *out = calloc(1, 16384);
+    assert_non_null(out);
+    size_t n = fread(out, 1, 16383, f);
+    pclose(f);
+    assert_true(n > 0);
+    return out;
+}
+
+static void test_kubeconfig_variants(void **st)
+{
+    (void)st;
+    char yaml[16384], extra[16384];
+    /* Token + CA file relative to the kubeconfig. */
+    assert_int_equal(probe_file("kc1", "    token: " KH_TOKEN "\n",
+                                "    certificate-authority: ca.crt\n"), 200);
+    /* CA data + tokenFile. */
+    assert_int_equal(kh_write(srv.dir, "tokfile", KH_TOKEN "\n"), 0);
+    char *ca = b64_file("ca.crt");
+    snprintf(extra, sizeof(extra), "    certificate-authority-data: %s\n", ca);
+    assert_int_equal(probe_file("kc2", "    tokenFile: tokfile\n", extra), 200);
+    /* Client certificate + key as data, no token. */
+    char *crt = b64_file("client.crt"), *key = b64_file("client.key");
+    snprintf(yaml, sizeof(yaml), "    client-certificate-data: %s\n    client-key-data: %s\n", crt,
+             key);
+    assert_int_equal(probe_file("kc3", yaml, extra), 200);
+    /* ... and as files. */
+    assert_int_equal(probe_file("kc4", "    client-certificate: client.crt\n"
+                                       "    client-key: client.key\n",
+                                "    certificate-authority: ca.crt\n"), 200);
+    /* insecure-skip-tls-verify without a CA. */
+    assert_int_equal(probe_file("kc5", "    token: " KH_TOKEN "\n",
+                                "    insecure-skip-tls-verify: true\n"), 200);
+    /* No CA and verification on: the self-signed server is refused. */
+    assert_int_equal(probe_file("kc6", "    token: " KH_TOKEN "\n", ""), -(long)WH_ERR_TLS);
+    /* A wrong token gets the server's 401. */
+    assert_int_equal(probe_file("kc7", "    token: wrong\n", "    certificate-authority: ca.crt\n"),
+                     401);
+    free(ca);
+    free(crt);
+    free(key);
+}
+
+static void expect_load_error(const char *name, const char *text, const char *field)
+{
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(kh_write(srv.dir, name, text), 0);
+    path_in(p, sizeof(p), name);
+    struct wh_kube_config cfg;
+    assert_int_not_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    assert_null(cfg.server);
+    if (!strstr(errbuf, p) || !strstr(errbuf, field))
+        fail_msg("%s: error should name %s and %s: %s", name, p, field, errbuf);
+}
+
+static void test_kubeconfig_errors(void **st)
+{
+    (void)st;
+    static const char head[] = "apiVersion: v1\ncurrent-context: test\n"
+                               "contexts:\n- name: test\n  context: {cluster: fake, user: u}\n";
+    char t[4096];
+    expect_load_error("e1", "apiVersion: v1\nclusters: []\n", "current-context");
+    snprintf(t, sizeof(t), "%sclusters:\n- name: other\n  cluster: {server: https://x}\n", head);
+    expect_load_error("e2", t, "clusters");
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
+             "certificate-authority-data: '@@notbase64'}\nusers: []\n", head);
+    expect_load_error("e3", t, "clusters[name=fake].cluster.certificate-authority-data");
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+             "users:\n- name: u\n  user: {client-certificate: ca.crt}\n", head);
+    expect_load_error("e4", t, "users[name=u].user");
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+             "users:\n- name: u\n  user: {exec: {command: gcloud}}\n", head);
+    expect_load_error("e5", t, "users[name=u].user.exec");
+    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: 'ftp://x'}\n", head);
+    expect_load_error("e6", t, "clusters[name=fake].cluster.server");
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
+             "certificate-authority: /nonexistent/ca.pem}\n", head);
+    expect_load_error("e7", t, "certificate-authority");
+    expect_load_error("e8", "current-context: [unclosed\n", "line");
+    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+                           "users:\n- name: u\n  user: {tokenFile: missing-token}\n", head);
+    expect_load_error("e9", t, "tokenFile");
+
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_kube_config cfg;
+    assert_int_equal(wh_kubeconfig_load("/nonexistent/kubeconfig", &cfg, errbuf), WH_ERR_IO);
+    assert_non_null(strstr(errbuf, "/nonexistent/kubeconfig"));
+}
+
+static void test_in_cluster(void **st)
+{
+    (void)st;
+    char errbuf[WH_ERRBUF_LEN] = "", port[16];
+    struct wh_kube_config cfg;
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    assert_int_equal(wh_kubeconfig_in_cluster(&cfg, errbuf), WH_ERR_NOTFOUND);
+    assert_non_null(strstr(errbuf, "KUBERNETES_SERVICE_HOST"));
+    assert_int_equal(kh_write(srv.dir, "token", KH_TOKEN "\n"), 0);
+    snprintf(port, sizeof(port), "%d", srv.port);
+    setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", port, 1);
+    setenv("WH_SERVICEACCOUNT_DIR", srv.dir, 1);
+    assert_int_equal(wh_kubeconfig_in_cluster(&cfg, errbuf), WH_OK);
+    enum wh_err err;
+    assert_int_equal(probe(&cfg, &err), 200);
+    wh_kube_config_clear(&cfg);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    unsetenv("WH_SERVICEACCOUNT_DIR");
+}
+
+/* ---- caches ---------------------------------------------------------------- */
+
+static const struct wh_cache_opts fast = {
+    .trust_ms = 1500, .watch_timeout_s = 5, .max_backoff_ms = 400, .page_size = 7};
+
+static struct wh_cache *start_cache(const char *kubeconfig, struct wh_ledger *lg)
+{
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    path_in(p, sizeof(p), kubeconfig);
+    struct wh_kube_config cfg;
+    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    struct wh_kube *k = wh_kube_new(&cfg, errbuf);
+    assert_non_null(k);
+    wh_kube_config_clear(&cfg);
+    struct wh_cache *c = wh_cache_new(k, lg, &fast, errbuf);
+    assert_non_null(c);
+    return c;
+}
+
+static int count_fn(void *arg, const struct wh_pod_rec *pod)
+{
+    (void)pod;
+    (*(size_t *)arg)++;
+    return 0;
+}
+
+static size_t group_size(struct wh_cache *c, const char *ns, const char *cluster, const char *group)
+{
+    char errbuf[WH_ERRBUF_LEN];
+    size_t n = 0;
+    int stopped;
+    assert_int_equal(wh_cache_each_group_pod(c, ns, cluster, group, count_fn, &n, &stopped, errbuf),
+                     WH_OK);
+    return n;
+}
+
+static bool wait_group(struct wh_cache *c, const char *ns, const char *cluster, const char *group,
+                       size_t want, long ms)
+{
+    for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20))
+        if (group_size(c, ns, cluster, group) == want)
+            return true;
+    return group_size(c, ns, cluster, group) == want;
+}
+
+static bool wait_synced(struct wh_cache *c, long ms)
+{
+    const char *why;
+    for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20))
+        if (wh_cache_ready(c, &why))
+            return true;
+    return false;
+}
+
+/* count pods of cluster/group "tpu", hosts 0..n-1 of replica 0, names with a prefix */
+static void put_pods(const char *cluster, const char *prefix, int from, int to, bool del)
+{
+    char *body = malloc(1 << 20), *o = body;
+    assert_non_null(body);
+    o += sprintf(o, "[");
+    for (int i = from; i < to; i++)
+        o += sprintf(o,
+                     "%s{\"metadata\":{\"name\":\"%s-%d\",\"namespace\":\"ns\",\"labels\":{"
+                     "\"ray.io/cluster\":\"%s\",\"ray.io/group\":\"tpu\",\"ray.io/node-type\":"
+                     "\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
+                     "\"replicaIndex\":\"tpu-0\"}},\"spec\":{\"containers\":[{\"name\":\"w\","
+                     "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},\"env\":[{\"name\":"
+                     "\"TPU_WORKER_ID\",\"value\":\"%d\"}]}]}}",
+                     i > from ? "," : "", prefix, i, cluster, i);
+    sprintf(o, "]");
+    assert_int_equal(kh_control(&srv, del ? "pods/delete" : "pods", body, NULL), 0);
+    free(body);
+}
+
+static void test_cache_restart_and_gone(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-cache", NULL), 0);
+    put_pods("restart", "p", 0, 20, false);
+    /* Pods the selector excludes never reach the cache. */
+    assert_int_equal(kh_control(&srv, "pods",
+                                "[{\"metadata\":{\"name\":\"head\",\"namespace\":\"ns\",\"labels\":"
+                                "{\"ray.io/cluster\":\"restart\",\"ray.io/group\":\"tpu\","
+                                "\"ray.io/node-type\":\"head\"}},\"spec\":{\"containers\":[]}}]",
+                                NULL), 0);
+    struct wh_cache *c = start_cache("kc-cache", NULL);
+    assert_true(wait_synced(c, 10000));
+    assert_true(wait_group(c, "ns", "restart", "tpu", 20, 5000));
+    struct wh_cache_stats cs;
+    wh_cache_stats(c, &cs);
+    assert_int_equal(cs.nodes, 4);
+    assert_null(wh_cache_pods_unavailable(c));
+
+    /* Watch events flow. */
+    put_pods("restart", "p", 20, 30, false);
+    put_pods("restart", "p", 0, 5, true);
+    assert_true(wait_group(c, "ns", "restart", "tpu", 25, 5000));
+
+    /* Stop the server mid-watch, change nothing meanwhile, restart it: the
+     * watch resumes; then changes after the restart arrive. */
+    kh_server_stop(&srv);
+    kh_sleep_ms(300);
+    static const char *const args[] = {"--bookmark-interval", "0.5", NULL};
+    assert_int_equal(kh_server_start(&srv, args), 0);
+    put_pods("restart", "p", 30, 40, false);
+    put_pods("restart", "p", 5, 10, true);
+    assert_true(wait_group(c, "ns", "restart", "tpu", 30, 10000));
+    wh_cache_stats(c, &cs);
+    assert_true(cs.reconnects >= 1);
+    assert_int_equal(cs.nodes, 4);
+
+    /* 410 Gone: history compacted and watches cut; the changes in between
+     * are only visible through a relist. */
+    unsigned long relists = cs.relists;
+    assert_int_equal(kh_control(&srv, "compact", NULL, NULL), 0);
+    put_pods("restart", "q", 0, 8, false);
+    put_pods("restart", "p", 10, 15, true);
+    assert_int_equal(kh_control(&srv, "compact", NULL, NULL), 0);
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    assert_true(wait_group(c, "ns", "restart", "tpu", 33, 10000));
+    wh_cache_stats(c, &cs);
+    assert_true(cs.relists > relists || kh_stat(&srv, "gone") > 0);
+    /* Nothing leaks across relists: interned strings stay few. */
+    assert_true(cs.interned < 16);
+    wh_cache_free(c);
+}
+
+static void test_token_rotation(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_write(srv.dir, "rot-token", "rotate-1\n"), 0);
+    assert_int_equal(kh_kubeconfig(&srv, "kc-rot", "    tokenFile: rot-token\n"), 0);
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"rotate-1\"]", NULL), 0);
+    struct wh_cache *c = start_cache("kc-rot", NULL);
+    assert_true(wait_synced(c, 10000));
+    put_pods("rot", "r", 0, 3, false);
+    assert_true(wait_group(c, "ns", "rot", "tpu", 3, 5000));
+
+    /* The old token stops working; the watch is cut. */
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"rotate-2\"]", NULL), 0);
+    long unauthorized = kh_stat(&srv, "unauthorized");
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    put_pods("rot", "r", 3, 6, false);
+    kh_sleep_ms(800);
+    assert_true(kh_stat(&srv, "unauthorized") > unauthorized);
+    assert_int_equal(group_size(c, "ns", "rot", "tpu"), 3);
+    /* The kubelet rotates the file: picked up on the next reconnect. */
+    assert_int_equal(kh_write(srv.dir, "rot-token", "rotate-2\n"), 0);
+    assert_true(wait_group(c, "ns", "rot", "tpu", 6, 10000));
+    wh_cache_free(c);
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\"]", NULL), 0);
+}
+
+/* ---- admissions ------------------------------------------------------------ */
+
+static struct wh_admit *start_admit(const char *kubeconfig, bool standalone)
+{
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    path_in(p, sizeof(p), kubeconfig);
+    struct wh_admit_opts o = {.standalone = standalone, .kubeconfig_path = p, .cache = &fast};
+    long t0 = kh_now_ms();
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    if (!ad)
+        fail_msg("wh_admit_new: %s", errbuf);
+    assert_true(kh_now_ms() - t0 < 1000); /* start-up never waits for the API server */
+    return ad;
+}
+
+static bool wait_ready(struct wh_admit *ad, long ms)
+{
+    char why[256];
+    for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20))
+        if (wh_admit_ready(ad, why, sizeof(why)))
+            return true;
+    return false;
+}
+
+#define RACERS 64
+#define HOSTS 16
+
+struct racer {
+    struct wh_admit *ad;
+    pthread_barrier_t *start;
+    const char *body;
+    const char *cluster;
+    int idx;
+    bool create; /* also create the pod in the fake API server */
+    long replica, host;
+    bool ok;
+    char err[WH_ERRBUF_LEN];
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->start);
+    struct wh_engine_result res;
+    enum wh_err err = wh_admit_review(r->ad, r->body, strlen(r->body), WH_ROUTE_MUTATE, &res,
+                                      r->err);
+    if (err)
+        return NULL;
+    if (!res.allowed || !res.assigned) {
+        snprintf(r->err, sizeof(r->err), "not assigned: %s", res.message ? res.message : "");
+        wh_engine_result_free(&res);
+        return NULL;
+    }
+    r->replica = res.replica;
+    r->host = res.host;
+    r->ok = res.n_hosts == HOSTS;
+    if (!r->ok)
+        snprintf(r->err, sizeof(r->err), "n_hosts %ld", res.n_hosts);
+    if (r->create) {
+        char name[128];
+        snprintf(name, sizeof(name), "%s-w-%d", r->cluster, r->idx);
+        char *pod = kh_created_pod(r->body, name, res.replica, res.host, res.n_tpu_containers);
+        if (r->ok && (!pod || kh_control(&srv, "pods", pod, NULL)))
+            r->ok = false;
+        free(pod);
+    }
+    wh_engine_result_free(&res);
+    return NULL;
+}
+
+/* 64 concurrent admissions into one 16-host group: 4 full replicas. */
+static void race_round(struct wh_admit *ad, const char *cluster, bool create, int expect_replicas,
+                       int first_replica)
+{
+    char *body = kh_review(tmpl16, cluster, "tpu");
+    assert_non_null(body);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, RACERS);
+    struct racer rs[RACERS];
+    pthread_t th[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        rs[i] = (struct racer){.ad = ad, .start = &start, .body = body, .cluster = cluster,
+                               .idx = i + first_replica * HOSTS, .create = create};
+        assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
+    }
+    for (int i = 0; i < RACERS; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    int seen[64][HOSTS];
+    memset(seen, 0, sizeof(seen));
+    for (int i = 0; i < RACERS; i++) {
+        if (!rs[i].ok)
+            fail_msg("%s admission %d failed: %s", cluster, i, rs[i].err);
+        long r = rs[i].replica - first_replica;
+        assert_true(r >= 0 && r < expect_replicas);
+        assert_true(rs[i].host >= 0 && rs[i].host < HOSTS);
+        seen[r][rs[i].host]++;
+    }
+    for (int r = 0; r < expect_replicas; r++)
+        for (int h = 0; h < HOSTS; h++)
+            if (seen[r][h] != 1)
+                fail_msg("%s: replica %d host %d assigned %d times", cluster, r + first_replica, h,
+                         seen[r][h]);
+    free(body);
+}
+
+static void test_concurrent_legacy_kubernetes(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
+    struct wh_admit *ad = start_admit("kc-admit", false);
+    assert_true(wait_ready(ad, 10000));
+    for (int round = 0; round < 12; round++) {
+        char cluster[64];
+        snprintf(cluster, sizeof(cluster), "race-%d", round);
+        /* Even rounds also create the pods, so the watch confirms
+         * reservations while other admissions run. */
+        race_round(ad, cluster, round % 2 == 0, RACERS / HOSTS, 0);
+        if (round % 2 == 0) {
+            /* Later admissions see cache + ledger together: replica 4 on. */
+            race_round(ad, cluster, false, RACERS / HOSTS, RACERS / HOSTS);
+        }
+    }
+    struct wh_admit_stats as;
+    wh_admit_stats(ad, &as);
+    assert_true(as.synced);
+    wh_admit_free(ad);
+}
+
+static void test_concurrent_legacy_standalone(void **st)
+{
+    (void)st;
+    struct wh_admit *ad = start_admit("unused", true);
+    assert_true(wait_ready(ad, 10));
+    for (int round = 0; round < 40; round++) {
+        char cluster[64];
+        snprintf(cluster, sizeof(cluster), "alone-%d", round);
+        race_round(ad, cluster, false, RACERS / HOSTS, 0);
+    }
+    wh_admit_free(ad);
+}
+
+static void test_1024_hosts_back_to_back(void **st)
+{
+    (void)st;
+    struct wh_admit *ad = start_admit("kc-admit", false);
+    assert_true(wait_ready(ad, 10000));
+    char *body = kh_review(tmpl1024, "big", "tpu");
+    static char seen[1024];
+    memset(seen, 0, sizeof(seen));
+    char errbuf[WH_ERRBUF_LEN];
+    char batch[1 << 16];
+    size_t nb = 0;
+    char *out = batch;
+    for (int i = 0; i < 1024; i++) {
+        struct wh_engine_result res;
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        if (!res.allowed || !res.assigned)
+            fail_msg("admission %d: %s", i, res.message ? res.message : "not assigned");
+        assert_int_equal(res.replica, 0);
+        assert_int_equal(res.n_hosts, 1024);
+        assert_true(res.host >= 0 && res.host < 1024);
+        assert_int_equal(seen[res.host]++, 0);
+        /* Create the pods as we go, in batches, like the API server would. */
+        char name[64];
+        snprintf(name, sizeof(name), "big-w-%d", i);
+        char *pod = kh_created_pod(body, name, res.replica, res.host, res.n_tpu_containers);
+        assert_non_null(pod);
+        pod[strlen(pod) - 1] = '\0'; /* drop ']' */
+        out += sprintf(out, "%s%s", nb ? "," : "[", pod + 1);
+        free(pod);
+        if (++nb == 32 || i == 1023) {
+            sprintf(out, "]");
+            assert_int_equal(kh_control(&srv, "pods", batch, NULL), 0);
+            nb = 0;
+            out = batch;
+        }
+        wh_engine_result_free(&res);
+    }
+    for (int h = 0; h < 1024; h++)
+        assert_int_equal(seen[h], 1);
+    free(body);
+    wh_admit_free(ad);
+}
+
+/* A port nothing listens on. */
+static int dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void expect_review(struct wh_admit *ad, const char *tmpl, bool allowed, const char *needle)
+{
+    char errbuf[WH_ERRBUF_LEN];
+    char *body = kh_review(tmpl, "lonely", "tpu");
+    struct wh_engine_result res;
+    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf), WH_OK);
+    if (res.allowed != allowed)
+        fail_msg("expected allowed=%d: %s", allowed, res.message ? res.message : "");
+    if (needle && (!res.message || !strstr(res.message, needle)))
+        fail_msg("message should say \"%s\": %s", needle, res.message ? res.message : "(none)");
+    wh_engine_result_free(&res);
+    free(body);
+}
+
+static void test_no_api_server(void **st)
+{
+    (void)st;
+    struct kh_server fake = srv;
+    fake.port = dead_port();
+    assert_int_equal(kh_kubeconfig(&fake, "kc-dead", NULL), 0);
+    struct wh_admit *ad = start_admit("kc-dead", false);
+    char why[256];
+    assert_false(wh_admit_ready(ad, why, sizeof(why)));
+    assert_non_null(strstr(why, "not synced"));
+    /* Legacy: a clear denial, never a guess. Native: works without the API. */
+    expect_review(ad, tmpl16, false, "KubeRay will retry");
+    expect_review(ad, tmpl16, false, "not synced");
+    expect_review(ad, tmpl_native, true, NULL);
+    wh_admit_free(ad);
+}
+
+static void test_api_server_lost_after_sync(void **st)
+{
+    (void)st;
+    struct wh_admit *ad = start_admit("kc-admit", false);
+    assert_true(wait_ready(ad, 10000));
+    expect_review(ad, tmpl16, true, NULL);
+    kh_server_stop(&srv);
+    kh_sleep_ms(fast.trust_ms + 700);
+    expect_review(ad, tmpl16, false, "trusted");
+    expect_review(ad, tmpl_native, true, NULL);
+    static const char *const args[] = {"--bookmark-interval", "0.5", NULL};
+    assert_int_equal(kh_server_start(&srv, args), 0);
+    bool back = false;
+    for (long end = kh_now_ms() + 10000; !back && kh_now_ms() < end; kh_sleep_ms(50)) {
+        char errbuf[WH_ERRBUF_LEN];
+        char *body = kh_review(tmpl16, "lonely", "tpu");
+        struct wh_engine_result res;
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        back = res.allowed;
+        wh_engine_result_free(&res);
+        free(body);
+    }
+    assert_true(back);
+    wh_admit_free(ad);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kubeconfig_variants),
+        cmocka_unit_test(test_kubeconfig_errors),
+        cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test(test_cache_restart_and_gone),
+        cmocka_unit_test(test_token_rotation),
+        cmocka_unit_test(test_concurrent_legacy_kubernetes),
+        cmocka_unit_test(test_concurrent_legacy_standalone),
+        cmocka_unit_test(test_1024_hosts_back_to_back),
+        cmocka_unit_test(test_no_api_server),
+        cmocka_unit_test(test_api_server_lost_after_sync),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
