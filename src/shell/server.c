@@ -45,7 +45,6 @@ struct request {
     bool too_big;
     size_t discarded; /* body bytes dropped after too_big */
     unsigned status; /* answer queued, 0 until then */
-    struct conn *conn;
 };
 
 struct wh_server {
@@ -321,7 +320,10 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
     if (err) {
         status = status_of(err);
         char msg[WH_ERRBUF_LEN + 64];
-        snprintf(msg, sizeof(msg), "%s: %s", status == 400 ? "not an AdmissionReview this route accepts" : "cannot answer the review",
+        const char *what = err == WH_ERR_KIND ? "wrong kind of object for this path"
+                           : status == 400    ? "not an AdmissionReview"
+                                              : "cannot answer the review";
+        snprintf(msg, sizeof(msg), "%s: %s: %s", wh_metrics_path_label(rq->path), what,
                  errbuf[0] ? errbuf : wh_strerror(err));
         ret = reply_error(s, c, rq, status, msg, NULL);
         log_admission(c, rq, status, &res, msg, now_us() - rq->start_us);
@@ -401,9 +403,9 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     rq->path = classify(url);
     rq->start_us = now_us();
     wh_buf_init(&rq->body, s->o.max_body);
-    rq->conn = conn_of(c);
-    if (rq->conn)
-        atomic_store(&rq->conn->deadline_ms, now_ms() + s->o.request_timeout_ms);
+    struct conn *cn = conn_of(c);
+    if (cn)
+        atomic_store(&cn->deadline_ms, now_ms() + s->o.request_timeout_ms);
     atomic_fetch_add(&s->active, 1);
     atomic_fetch_add(&s->accepted, 1);
     wh_metrics_begin(s->m);
@@ -431,14 +433,15 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || end == cl || n > s->o.max_body) {
+        bool unreadable = errno || end == cl;
+        if (unreadable || n > s->o.max_body) {
             /* A client waiting for "100 Continue" never sends the body, and a
              * grossly oversized one is not worth reading: answer now. Any
              * other client is already sending; closing on it would lose the
              * answer in a TCP reset, so that body is discarded as it comes
              * (never stored) and the 413 follows. */
             const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-            if ((expect && strcasestr(expect, "100-continue")) || errno || end == cl ||
+            if ((expect && strcasestr(expect, "100-continue")) || unreadable ||
                 n > 2 * (unsigned long long)s->o.max_body) {
                 char msg[160];
                 snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit",
