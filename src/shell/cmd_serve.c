@@ -41,8 +41,9 @@ static const char usage_head[] =
     "--flag value. TLS comes from --tls-cert-file/--tls-private-key-file (watched\n"
     "and reloaded), else --server-cert/--server-key (base64 PEM), else\n"
     "" DEFAULT_CERT_FILE " and tls.key beside it (watched); the two\n"
-    "kinds of flags may not be combined. SIGTERM or SIGINT: stop accepting, answer\n"
-    "what is in flight, exit 0.\n"
+    "kinds of flags may not be combined. SIGTERM or SIGINT: /readyz turns 503,\n"
+    "serving goes on for --shutdown-delay, then stop accepting, answer what is in\n"
+    "flight, exit 0.\n"
     "\n"
     "flags:\n";
 
@@ -51,7 +52,7 @@ struct config {
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool;
     long v, max_body, threads, max_conns;
-    long idle_ms, header_ms, request_ms, shutdown_ms, poll_ms, reservation_ttl_ms;
+    long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
 };
 
 static long default_threads(void)
@@ -192,9 +193,9 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
            WH_F_INT, (long long)c->threads, (char *)NULL);
     int sig = run_until_signal(c, &set, srv, tls, m);
     wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
-           "in_flight", WH_F_INT, wh_metrics_in_flight(m), "timeout_ms", WH_F_INT,
-           (long long)c->shutdown_ms, (char *)NULL);
-    bool clean = wh_server_drain(srv, c->shutdown_ms);
+           "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
+           (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
+    bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
     struct wh_server_counts counts;
     wh_server_counts(srv, &counts);
     wh_server_free(srv);
@@ -233,6 +234,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"header-timeout", WH_FLAG_DURATION, &c.header_ms, 100, 600000, "connect to complete request headers, TLS handshake included (default 10s)", false},
         {"request-timeout", WH_FLAG_DURATION, &c.request_ms, 100, 600000, "request headers to complete answer (default 30s)", false},
         {"shutdown-timeout", WH_FLAG_DURATION, &c.shutdown_ms, 0, 600000, "longest wait for in-flight requests on SIGTERM (default 20s)", false},
+        {"shutdown-delay", WH_FLAG_DURATION, &c.delay_ms, 0, 600000, "after SIGTERM, keep serving this long while /readyz says 503 (default 0s)", false},
         {"cert-poll-interval", WH_FLAG_DURATION, &c.poll_ms, 100, 3600000, "how often certificate files are checked (default 1s)", false},
         {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */

@@ -54,7 +54,8 @@ struct wh_server {
     struct wh_server_opts o;
     struct wh_admit *ad;
     struct wh_metrics *m;
-    atomic_bool draining;
+    atomic_bool unready;  /* /readyz answers 503 */
+    atomic_bool draining; /* listener closed, answers close their connection */
     atomic_llong active;   /* requests between first call and completion */
     atomic_llong accepted;
     atomic_llong answered;
@@ -364,7 +365,7 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     case WH_MPATH_ROOT: return reply_text(s, c, rq, 200, ROOT_BODY);
     case WH_MPATH_HEALTHZ: return reply_text(s, c, rq, 200, "ok\n");
     case WH_MPATH_READYZ:
-        if (atomic_load(&s->draining))
+        if (atomic_load(&s->unready))
             return reply_text(s, c, rq, 503, "shutting down\n");
         if (!wh_admit_ready(s->ad, why, sizeof(why))) {
             char msg[300];
@@ -651,8 +652,16 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-bool wh_server_drain(struct wh_server *s, long timeout_ms)
+bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
 {
+    /* Endpoints controllers and load balancers need a moment to see the
+     * 503 from /readyz; until then new connections are still welcome. */
+    atomic_store(&s->unready, true);
+    long long serve_until = now_ms() + delay_ms;
+    while (now_ms() < serve_until) {
+        wh_server_tick(s);
+        sleep_ms(20);
+    }
     atomic_store(&s->draining, true);
     if (s->listen_fd >= 0) {
         MHD_socket l = MHD_quiesce_daemon(s->d);

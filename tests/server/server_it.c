@@ -879,6 +879,46 @@ static void case_sigterm(void)
     free(pod);
 }
 
+/* --shutdown-delay: after SIGTERM /readyz says 503 while requests and new
+ * connections are still served; then the normal drain. */
+static void case_shutdown_delay(void)
+{
+    char *extra[] = {"--shutdown-delay=1500ms", "--shutdown-timeout=3s", NULL};
+    start_server(extra);
+    struct loader l = {.stop = false};
+    l.body = sample("review-pod.json", &l.len);
+    pthread_t th;
+    pthread_create(&th, NULL, keepalive_poster, &l);
+    sleep_ms(300);
+    double t0 = now_s();
+    kill(server_pid, SIGTERM);
+    sleep_ms(200);
+    expect("GET", "/readyz", NULL, 503, "text/plain", "shutting down");
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    size_t plen;
+    char *pod = sample("review-pod.json", &plen);
+    struct resp r;
+    call("POST", "/mutate", pod, plen, &r);
+    CHECK(r.rc == CURLE_OK && r.status == 200, "new connection during the delay: %s %ld",
+          curl_easy_strerror(r.rc), r.status);
+    CHECK(now_s() - t0 < 1.4, "checks took too long to mean anything");
+    int ok_during_delay = l.ok;
+    int st = 0;
+    while (now_s() - t0 < 8 && waitpid(server_pid, &st, WNOHANG) != server_pid)
+        sleep_ms(10);
+    double took = now_s() - t0;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    server_pid = -1;
+    atomic_store(&l.stop, true);
+    pthread_join(th, NULL);
+    CHECK(took >= 1.5 && took < 5.0, "exited %.2f s after SIGTERM (delay 1.5 s, timeout 3 s)", took);
+    CHECK(l.ok > ok_during_delay, "the kept-alive client was not served during the delay");
+    CHECK(log_field("shutdown", "aborted") == 0, "requests aborted");
+    CHECK(log_field("shutdown", "accepted") == log_field("shutdown", "answered"), "unanswered requests");
+    free(pod);
+    free((char *)l.body);
+}
+
 /* Raw bytes over TLS; returns what came back (NUL-terminated, truncated). */
 static void raw_exchange(const char *data, size_t len, char *out, size_t out_len)
 {
@@ -1110,7 +1150,8 @@ int main(int argc, char **argv)
     } cases[] = {{"routes", case_routes},         {"tls_versions", case_tls_versions},
                  {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
-                 {"flags", case_flags},             {"hostile", case_hostile}};
+                 {"flags", case_flags},             {"hostile", case_hostile},
+                 {"shutdown_delay", case_shutdown_delay}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;
