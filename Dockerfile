@@ -1,2 +1,37 @@
-# Placeholder until the deploy issue: see README.
-FROM debian:12
+# Container image of tpu-webhook: `tpu-webhook serve` as a non-root user.
+#   docker build -t REGISTRY/tpu-webhook:TAG .
+# The build stage builds exactly as scripts/test.sh's gcc build (same
+# configure line, tests off); the runtime stage carries only the shared
+# libraries the binary links. tests/deploy/test_image.py checks both against
+# the real build on every test run, since no Docker engine runs in CI.
+
+FROM debian:12 AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config \
+      libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev \
+      libcurl4-openssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DBUILD_TESTING=OFF \
+ && cmake --build build -j "$(nproc)" --target tpu-webhook \
+ && strip --strip-debug -o /tpu-webhook build/tpu-webhook
+
+FROM debian:12-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libmicrohttpd12 libgnutls30 libssl3 libcjson1 libyaml-0-2 libcurl4 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 2007 tpu-webhook \
+ && useradd --system --uid 2007 --gid 2007 --no-create-home \
+      --home-dir /nonexistent --shell /usr/sbin/nologin tpu-webhook
+COPY --from=build /tpu-webhook /usr/local/bin/tpu-webhook
+# Numeric, so that runAsNonRoot can verify it without a passwd lookup.
+USER 2007:2007
+# The default bind address is :443, like the reference. Binding it as
+# non-root needs net.ipv4.ip_unprivileged_port_start <= 443 in the pod
+# (deploy/ sets it) or a Docker engine (which sets it to 0).
+EXPOSE 443
+# No HEALTHCHECK: Kubernetes probes /healthz and /readyz.
+ENTRYPOINT ["/usr/local/bin/tpu-webhook", "serve"]

@@ -7,11 +7,16 @@ pkgs=(
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
   libcurl4-openssl-dev libcmocka-dev
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
+  shellcheck python3-kubernetes
 )
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
+# tests/deploy render the kustomize manifests with `kubectl kustomize`. Any
+# kubectl will do; Debian's is kubernetes-client, which must not be installed
+# over another package's kubectl.
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -51,6 +51,7 @@ struct wh_review_info {
     const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
     const char *group;     /* Pod: ray.io/group label */
     bool legacy;           /* Pod whose indices come from cluster state */
+    bool dry_run;          /* request.dryRun: nothing may be reserved */
 };
 
 /* Parse an AdmissionReview (JSON). On success *out is owned by the caller
@@ -73,7 +74,8 @@ struct wh_engine_result {
     size_t n_ops;     /* JSON patch operations in the response */
     size_t n_warnings;
     /* Legacy-path assignment (for the ledger); set when the engine chose the
-     * pod's replica and host from cluster state. */
+     * pod's replica and host from cluster state, and the request is not a
+     * dry run (sideEffects: None). */
     bool assigned;
     long replica;
     long host;

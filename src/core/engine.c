@@ -121,7 +121,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->message = d.message;
     d.message = NULL;
     res->n_warnings = (size_t)cJSON_GetArraySize(d.warnings);
-    res->assigned = d.allowed && d.assigned;
+    res->assigned = d.allowed && d.assigned && !in->dry_run;
     res->replica = d.replica;
     res->host = d.host;
     res->n_hosts = d.n_hosts;

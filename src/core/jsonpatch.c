@@ -2,6 +2,7 @@
  * RFC 6901 JSON Pointers. */
 #include "wh/jsonpatch.h"
 
+#include <stdbool.h> /* bool */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp, strlen */
 
@@ -103,6 +104,25 @@ static cJSON *lookup(cJSON *root, const char *ptr)
     return v;
 }
 
+/* Insert value before element i (0 <= i < size). Debian 12's cJSON 1.7.15
+ * cJSON_InsertItemInArray refuses new items past index 0, so the tail is
+ * detached and re-appended instead: O(n), which patches never notice. On
+ * failure nothing changed and value is still the caller's. */
+static enum wh_err array_insert(cJSON *array, long i, cJSON *value)
+{
+    cJSON *tail = cJSON_CreateArray();
+    if (!tail)
+        return WH_ERR_NOMEM;
+    long n = cJSON_GetArraySize(array);
+    for (long k = i; k < n; k++)
+        cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(array, (int)i));
+    cJSON_AddItemToArray(array, value);
+    while (tail->child)
+        cJSON_AddItemToArray(array, cJSON_DetachItemViaPointer(tail, tail->child));
+    cJSON_Delete(tail);
+    return WH_OK;
+}
+
 /* Insert value (owned) at ptr; on failure value is deleted. *root may be
  * replaced when ptr is "". */
 static enum wh_err do_add(cJSON **root, const char *ptr, cJSON *value)
@@ -129,8 +149,7 @@ static enum wh_err do_add(cJSON **root, const char *ptr, cJSON *value)
             if (!cJSON_AddItemToArray(parent, value))
                 err = WH_ERR_NOMEM;
         } else if (i >= 0 && i < n) {
-            if (!cJSON_InsertItemInArray(parent, (int)i, value))
-                err = WH_ERR_NOMEM;
+            err = array_insert(parent, i, value);
         } else {
             err = WH_ERR_INVALID;
         }
@@ -141,6 +160,38 @@ static enum wh_err do_add(cJSON **root, const char *ptr, cJSON *value)
         cJSON_Delete(value);
     free(last);
     return err;
+}
+
+/* Replace the existing value at ptr with a copy of value (RFC 6902 §4.3). */
+static enum wh_err do_replace(cJSON **root, const char *ptr, const cJSON *value)
+{
+    cJSON *cur = lookup(*root, ptr);
+    if (!cur)
+        return WH_ERR_INVALID;
+    cJSON *copy = cJSON_Duplicate(value, 1);
+    if (!copy)
+        return WH_ERR_NOMEM;
+    if (cur == *root) {
+        cJSON_Delete(*root);
+        *root = copy;
+        return WH_OK;
+    }
+    cJSON *parent;
+    char *last;
+    if (resolve_parent(*root, ptr, &parent, &last)) {
+        cJSON_Delete(copy);
+        return WH_ERR_INVALID;
+    }
+    /* In an object the member keeps its key (ReplaceItemInObject sets it). */
+    bool ok = cJSON_IsObject(parent)
+                  ? cJSON_ReplaceItemInObjectCaseSensitive(parent, last, copy)
+                  : cJSON_ReplaceItemViaPointer(parent, cur, copy);
+    free(last);
+    if (!ok) {
+        cJSON_Delete(copy);
+        return WH_ERR_NOMEM;
+    }
+    return WH_OK;
 }
 
 /* Detach the value at ptr; NULL when absent. */
@@ -165,14 +216,14 @@ static enum wh_err apply_op(cJSON **root, const cJSON *op)
     const char *from = wh_json_str(op, "from");
     if (!name || !path)
         return WH_ERR_INVALID;
-    if (!strcmp(name, "add") || !strcmp(name, "replace")) {
+    if (!strcmp(name, "add")) {
         if (!value)
-            return WH_ERR_INVALID;
-        if (!strcmp(name, "replace") && !lookup(*root, path))
             return WH_ERR_INVALID;
         cJSON *copy = cJSON_Duplicate(value, 1);
         return copy ? do_add(root, path, copy) : WH_ERR_NOMEM;
     }
+    if (!strcmp(name, "replace"))
+        return value ? do_replace(root, path, value) : WH_ERR_INVALID;
     if (!strcmp(name, "remove")) {
         cJSON *item = do_detach(*root, path);
         if (!item)

@@ -165,25 +165,35 @@ static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
     return WH_OK;
 }
 
-/* A pod that already carries our replicaIndex label and a TPU_WORKER_ID was
- * mutated before (reinvocation): keep its indices (D6). */
+/* A pod reviewed again (reinvocation) keeps the indices the first review
+ * gave it (D6). The evidence is what that review wrote and a user cannot
+ * have set differently: the replicaIndex label "<group>-<r>" plus, on a
+ * multi-host pod, the hostname "<group>-<r>-<h>" (TPU_WORKER_ID is no
+ * evidence: a user value is kept, anchor §2.7.6); a single-host pod's host
+ * is always 0, and its TPU_WORKER_ID must be set. */
 static bool reuse_indices(struct pod_ctx *c)
 {
     const char *label = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
     size_t gl = strlen(c->group);
-    long r, wid;
-    if (!label || strncmp(label, c->group, gl) || label[gl] != '-' ||
-        !wh_parse_long(label + gl + 1, &r) || r < 0 || label[gl + 1] == '+')
+    long r, h = 0;
+    if (!label || strncmp(label, c->group, gl) || label[gl] != '-' || label[gl + 1] == '+' ||
+        !wh_parse_long(label + gl + 1, &r) || r < 0)
         return false;
-    struct wh_env_lookup lk;
-    wh_env_lookup(wh_json_get(c->tpu[0].obj, "env"), "TPU_WORKER_ID", &lk);
-    if (!wh_parse_long(lk.value, &wid) || wid < 0)
-        return false;
-    long host = c->tpu7x ? wid / (long)c->n_tpu : wid;
-    if (host >= c->n_hosts)
-        return false;
+    if (c->n_hosts > 1) {
+        const char *hostname = wh_json_str(c->spec, "hostname");
+        size_t ll = strlen(label);
+        if (!hostname || strncmp(hostname, label, ll) || hostname[ll] != '-' ||
+            hostname[ll + 1] == '+' || !wh_parse_long(hostname + ll + 1, &h) || h < 0 ||
+            h >= c->n_hosts)
+            return false;
+    } else {
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(c->tpu[0].obj, "env"), "TPU_WORKER_ID", &lk);
+        if (!lk.exists)
+            return false;
+    }
     c->replica = r;
-    c->host = host;
+    c->host = h;
     return true;
 }
 

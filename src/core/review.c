@@ -46,6 +46,7 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     const cJSON *meta = wh_json_get(obj, "metadata");
     in->uid = wh_json_str0(req, "uid");
     in->operation = wh_json_str0(req, "operation");
+    in->dry_run = cJSON_IsTrue(wh_json_get(req, "dryRun"));
     in->kind_name = wh_json_str0(wh_json_get(req, "kind"), "kind");
     in->kind = !strcmp(in->kind_name, "Pod")          ? WH_KIND_POD
                : !strcmp(in->kind_name, "RayCluster") ? WH_KIND_RAYCLUSTER

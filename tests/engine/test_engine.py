@@ -555,6 +555,13 @@ class Idempotent(unittest.TestCase):
         state = [existing(host=0), existing(host=1)]
         self.again(pod(), pods=state)
 
+    def test_legacy_with_user_worker_id(self):
+        # A user TPU_WORKER_ID is kept (§2.7.6), so it cannot be the evidence
+        # of a previous review: label + hostname are.
+        user = [{"name": "TPU_WORKER_ID", "value": "7"}]
+        self.again(pod(env=user), pods=[existing(host=0), existing(host=1)])
+        self.again(pod(env=user, topo="2x2"), pods=[existing(replica=0, host=0)])
+
     def test_tpu7x_multicontainer_megascale(self):
         self.again(pod(native=(0, 1), accel="tpu7x", topo="2x2x2", chips="2", ncont=2,
                        env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]))

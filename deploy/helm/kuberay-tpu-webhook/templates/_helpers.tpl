@@ -1,0 +1,40 @@
+{{/* Namespace of every namespaced object. */}}
+{{- define "tpu-webhook.namespace" -}}
+{{- required "tpuWebhook.namespace.name is required" .Values.tpuWebhook.namespace.name -}}
+{{- end -}}
+
+{{/* Labels on every object. Never used in selectors: the Deployment's
+selector must stay the reference's {app: kuberay-tpu-webhook}. */}}
+{{- define "tpu-webhook.labels" -}}
+app.kubernetes.io/name: kuberay-tpu-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "tpu-webhook.image" -}}
+{{- printf "%s:%s" .Values.tpuWebhook.image.repository (.Values.tpuWebhook.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* DNS name of the Service, also the reference's webhook name. */}}
+{{- define "tpu-webhook.serviceDNS" -}}
+{{- printf "kuberay-tpu-webhook.%s.svc" (include "tpu-webhook.namespace" .) -}}
+{{- end -}}
+
+{{/* Annotations of both webhook configurations. */}}
+{{- define "tpu-webhook.injectCA" -}}
+{{- if .Values.tpuWebhook.certManager.enabled -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ include "tpu-webhook.namespace" . }}/kuberay-tpu-webhook-certs
+{{- end }}
+{{- end -}}
+
+{{/* Namespaces never sent to the webhook. */}}
+{{- define "tpu-webhook.namespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: ["kube-system", "kube-node-lease"]
+{{- end -}}
