@@ -178,6 +178,7 @@ static void start_server_argv(char **extra, char **env)
     for (int i = 0; extra && extra[i] && n < 38; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
+    unlink(log_file); /* so that a previous server's "listening" is not read */
     pid_t pid = fork();
     CHECK(pid >= 0, "fork");
     if (pid == 0) {
@@ -1121,6 +1122,21 @@ static void case_flags(void)
     CHECK(stop_server(SIGINT, 10, NULL) == 0, "exit status after SIGINT");
     free(cb);
     free(kb);
+    /* A certificate with fewer than 15 days left: served, with a warning. */
+    char exp_dir[400], exp_arg[420], exp_crt[450], exp_key[450], exp_out[450];
+    snprintf(exp_dir, sizeof(exp_dir), "%s/expiring", work);
+    snprintf(exp_arg, sizeof(exp_arg), "--dir=%s", exp_dir);
+    snprintf(exp_out, sizeof(exp_out), "%s/exp.out", work);
+    char *mk[] = {(char *)bin, "certs", exp_arg, "--days=10", NULL};
+    CHECK(run(exp_out, mk) == 0, "certs --days=10");
+    snprintf(exp_crt, sizeof(exp_crt), "--tls-cert-file=%s/tls.crt", exp_dir);
+    snprintf(exp_key, sizeof(exp_key), "--tls-private-key-file=%s/tls.key", exp_dir);
+    char *exp_args[] = {exp_crt, exp_key, NULL};
+    start_server(exp_args);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    CHECK(file_has(log_file, "\"event\":\"tls_cert_expiring\"") && file_has(log_file, "\"days_left\":"),
+          "no expiry warning for a 10-day certificate");
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
     /* certs: help, and a bad SAN. */
     char out[400];
     snprintf(out, sizeof(out), "%s/certs2.out", work);
