@@ -1127,6 +1127,14 @@ static void case_flags(void)
     snprintf(exp_dir, sizeof(exp_dir), "%s/expiring", work);
     snprintf(exp_arg, sizeof(exp_arg), "--dir=%s", exp_dir);
     snprintf(exp_out, sizeof(exp_out), "%s/exp.out", work);
+    mkdir(exp_dir, 0700);
+    char from[450], to[450];
+    const char *ca_names[] = {"ca.crt", "ca.key"}; /* same CA: the client trusts it */
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof(from), "%s/%s", certs_dir, ca_names[i]);
+        snprintf(to, sizeof(to), "%s/%s", exp_dir, ca_names[i]);
+        copy_file(from, to);
+    }
     char *mk[] = {(char *)bin, "certs", exp_arg, "--days=10", NULL};
     CHECK(run(exp_out, mk) == 0, "certs --days=10");
     snprintf(exp_crt, sizeof(exp_crt), "--tls-cert-file=%s/tls.crt", exp_dir);
