@@ -12,5 +12,11 @@ int wh_cmd_review(int argc, char **argv);
 int wh_cmd_serve(int argc, char **argv);
 /* certs: development CA and server certificate (src/shell/cmd_certs.c). */
 int wh_cmd_certs(int argc, char **argv);
+/* render: the worker pods of Ray manifests as the webhook would mutate them
+ * (src/shell/cmd_render.c). */
+int wh_cmd_render(int argc, char **argv);
+/* check: validate every Ray manifest under the given paths, one table row
+ * per TPU worker group (src/shell/cmd_check.c). */
+int wh_cmd_check(int argc, char **argv);
 
 #endif /* WH_COMMANDS_H */

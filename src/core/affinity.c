@@ -160,12 +160,15 @@ enum wh_err wh_affinity_merge(const cJSON *affinity, const struct wh_affinity_te
                           term(expr(t->sel_key, "NotIn", t->sel_value),
                                expr(WH_LABEL_CLUSTER, "In", t->cluster), t->topology_key, NULL),
                           &added);
-    if (!err)
-        err = append_term(aff, "podAntiAffinity",
-                          term(expr(WH_LABEL_CLUSTER, "NotIn", t->cluster),
-                               expr(t->sel_key, "Exists", NULL), t->topology_key,
-                               ns_selector_not_kube_system()),
-                          &added);
+    if (!err) {
+        /* A NULL selector here means OOM, never "no selector". */
+        cJSON *ns_sel = ns_selector_not_kube_system();
+        err = ns_sel ? append_term(aff, "podAntiAffinity",
+                                   term(expr(WH_LABEL_CLUSTER, "NotIn", t->cluster),
+                                        expr(t->sel_key, "Exists", NULL), t->topology_key, ns_sel),
+                                   &added)
+                     : WH_ERR_NOMEM;
+    }
     if (err || !added) {
         cJSON_Delete(aff);
         return err;

@@ -157,28 +157,32 @@ static bool has_env(const cJSON *container, const char *name, const char *value)
     return lk.exists && (!value || !strcmp(lk.value, value));
 }
 
-/* The TPU count declared in rayStartParams.resources, e.g. '"{\"TPU\": 8}"'. */
+/* The TPU count declared in rayStartParams.resources, a JSON object written
+ * as a string and often quoted or escaped again ('"{\"TPU\": 8}"'). Scanned
+ * in place: no allocation, so running out of memory cannot hide a warning.
+ * -1 when there is no "TPU" key with a whole number. */
 static long declared_tpu(const cJSON *spec)
 {
     const char *res = wh_json_str(wh_json_get(spec, "rayStartParams"), "resources");
-    if (!res)
-        return -1;
-    /* Accept surrounding quotes and escaped quotes, as users write both. */
-    char clean[512];
-    size_t o = 0;
-    for (const char *p = res; *p && o + 1 < sizeof(clean); p++) {
-        if (*p == '\\')
+    for (const char *p = res ? strstr(res, "TPU") : NULL; p; p = strstr(p + 1, "TPU")) {
+        const char *q = p + 3;
+        bool quoted_key = p > res && (p[-1] == '"' || p[-1] == '\'' );
+        while (*q == '\\' || *q == '"' || *q == '\'')
+            q++;
+        while (*q == ' ')
+            q++;
+        if (!quoted_key || *q != ':')
             continue;
-        if ((*p == '"' || *p == '\'') && (p == res || !p[1]))
-            continue;
-        clean[o++] = *p;
+        for (q++; *q == ' '; q++)
+            ;
+        long v = 0;
+        int digits = 0;
+        for (; *q >= '0' && *q <= '9' && digits < 9; q++, digits++)
+            v = v * 10 + (*q - '0');
+        if (digits)
+            return v;
     }
-    clean[o] = '\0';
-    cJSON *j = cJSON_Parse(clean);
-    const cJSON *tpu = wh_json_get(j, "TPU");
-    long v = cJSON_IsNumber(tpu) ? (long)tpu->valuedouble : -1;
-    cJSON_Delete(j);
-    return v;
+    return -1;
 }
 
 static enum wh_err warnings(struct group_ctx *g)

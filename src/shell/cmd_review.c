@@ -15,22 +15,49 @@
 #include "wh/fileio.h"   /* wh_read_file */
 #include "wh/json.h"     /* wh_json_parse */
 #include "wh/state.h"    /* wh_memstate */
+#include "wh/yaml.h"     /* wh_yaml_load_one */
 
 static const char usage_text[] =
     "usage: tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]\n"
     "\n"
-    "Answers one AdmissionReview (JSON) read from FILE, or stdin when FILE is\n"
+    "Answers one AdmissionReview (JSON or YAML) read from FILE, or stdin when FILE is\n"
     "omitted or '-', as the webhook would, and prints the response\n"
     "AdmissionReview. Pods go to mutation, RayClusters to validation, anything\n"
     "else is admitted unchanged.\n"
     "\n"
-    "  --pods FILE   PodList (or JSON array of pods) that exist in the cluster;\n"
+    "  --pods FILE   PodList (or array of pods; JSON or YAML) that exist in the cluster;\n"
     "                only KubeRay worker pods are kept, as the pod cache would\n"
     "  --nodes FILE  NodeList (or JSON array of nodes); only TPU nodes are kept\n"
     "  -h, --help    this text\n"
     "\n"
     "Exit status: 0 when a response was written (allowed or denied), 2 when the\n"
     "input is not a readable AdmissionReview or an option is wrong.\n";
+
+/* YAML input becomes JSON text in place; JSON (first non-blank byte '{' or
+ * '[') is left alone for the engine to read. */
+static enum wh_err yaml_to_json(struct wh_buf *b, char *errbuf)
+{
+    const char *p = wh_buf_ptr(b);
+    size_t i = 0, n = wh_buf_len(b);
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    if (i < n && (p[i] == '{' || p[i] == '['))
+        return WH_OK;
+    cJSON *doc = NULL;
+    char *text = NULL;
+    enum wh_err err = wh_yaml_load_one(p, n, &doc, errbuf);
+    if (!err && (err = wh_json_print(doc, &text)))
+        wh_fail(errbuf, err, "out of memory converting YAML to JSON");
+    if (!err) {
+        wh_buf_reset(b);
+        err = wh_buf_add(b, text);
+        if (err)
+            wh_fail(errbuf, err, "the input as JSON is over the %zu-byte limit", b->max);
+    }
+    cJSON_free(text);
+    cJSON_Delete(doc);
+    return err;
+}
 
 /* Load a PodList/NodeList file into ms. */
 static int load_state(struct wh_memstate *ms, const char *path, bool pods)
@@ -40,6 +67,8 @@ static int load_state(struct wh_memstate *ms, const char *path, bool pods)
     wh_buf_init(&text, WH_STATE_FILE_MAX);
     cJSON *json = NULL;
     enum wh_err err = wh_read_file(path, &text, errbuf);
+    if (!err)
+        err = yaml_to_json(&text, errbuf);
     if (!err)
         err = wh_json_parse(wh_buf_ptr(&text), wh_buf_len(&text), &json, errbuf);
     if (!err)
@@ -99,6 +128,8 @@ int wh_cmd_review(int argc, char **argv)
     if ((pods && load_state(ms, pods, true)) || (nodes && load_state(ms, nodes, false)))
         goto out;
     enum wh_err err = wh_read_file(input && strcmp(input, "-") ? input : NULL, &body, errbuf);
+    if (!err)
+        err = yaml_to_json(&body, errbuf);
     if (err) {
         fprintf(stderr, "tpu-webhook review: %s: %s\n", input ? input : "stdin",
                 errbuf[0] ? errbuf : wh_strerror(err));

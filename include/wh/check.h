@@ -1,0 +1,54 @@
+/* check.h: validate Ray manifests for CI, one row per TPU worker group.
+ *
+ * Every RayCluster, RayJob (spec.rayClusterSpec) and RayService
+ * (spec.rayClusterConfig) in a YAML/JSON stream gets the CRD defaults and
+ * goes through the engine's validation (wh_render_validate), so `check` and
+ * the webhook never disagree. An allowed cluster's worker pods (wh_render,
+ * KubeRay 1.6) then go through the engine's mutation as well, because it can
+ * deny a pod that validation lets by (a hostname over 63 characters). The
+ * table's derived columns (chips per host,
+ * hosts the topology needs) come from topology.h / podspec.h.
+ *
+ * A row is a JSON object:
+ *   file, line (of the document), kind, name (of the manifest object),
+ *   cluster, group, accelerator, topology, chipsPerHost, hostsExpected
+ *   (-1 when the topology does not parse), numOfHosts,
+ *   verdict ("ok" | "rejected" | "error"), message (the group's part of the
+ *   denial, or the error; "" when ok), warnings (array of strings).
+ * Objects that cannot be checked at all (a YAML syntax error, a RayJob
+ * without a cluster spec) give one row with group "-" and verdict "error";
+ * a rejected cluster always gives at least one "rejected" row.
+ */
+#ifndef WH_CHECK_H
+#define WH_CHECK_H
+
+#include <stddef.h> /* size_t */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h" /* struct wh_buf */
+#include "wh/err.h" /* enum wh_err */
+
+struct wh_check_stats {
+    size_t files;
+    size_t objects;  /* Ray objects checked */
+    size_t rows;
+    size_t rejected; /* rows with verdict rejected */
+    size_t errors;   /* rows with verdict error */
+};
+
+/* Check one file's contents; rows are appended to rows (a JSON array the
+ * caller owns) and counted in st. Problems in the input become rows; a
+ * wh_err means out of memory only. */
+WH_NODISCARD enum wh_err wh_check_text(const char *file, const char *text, size_t len,
+                                       cJSON *rows, struct wh_check_stats *st, char *errbuf);
+
+/* Append one "error" row for a file that could not be read. */
+WH_NODISCARD enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st,
+                                            const char *file, unsigned line, const char *message);
+
+/* Append the rows as an aligned text table, then the denial messages. */
+WH_NODISCARD enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st,
+                                        struct wh_buf *out);
+
+#endif /* WH_CHECK_H */

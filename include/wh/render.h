@@ -1,0 +1,58 @@
+/* render.h: what the webhook would do to a RayCluster and its worker pods,
+ * offline.
+ *
+ * The cluster (from a RayCluster, RayJob or RayService manifest) gets the CRD
+ * defaults the API server applies, is wrapped in an AdmissionReview and
+ * validated by the engine (route WH_ROUTE_VALIDATE), exactly as the webhook
+ * would. When allowed, the worker pods KubeRay would create (wh_kuberay) go
+ * through the engine one by one in creation order (AdmissionReview CREATE,
+ * WH_ROUTE_MUTATE) against an in-memory cluster state that grows as pods are
+ * admitted, and each returned JSON patch is applied to its pod.
+ */
+#ifndef WH_RENDER_H
+#define WH_RENDER_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h"     /* struct wh_buf */
+#include "wh/err.h"     /* enum wh_err */
+#include "wh/kuberay.h" /* struct wh_kuberay_opts */
+
+/* The engine's answer to a RayCluster CREATE. */
+struct wh_render_verdict {
+    bool allowed;
+    char *message;   /* malloc'd denial message; NULL when allowed */
+    cJSON *warnings; /* JSON array of strings, never NULL after success */
+};
+
+/* Validate cluster (not changed) as the webhook would. On success v holds
+ * the verdict; free it with wh_render_verdict_free(). A wh_err means the
+ * engine could not answer at all (errbuf says why). */
+WH_NODISCARD enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v,
+                                            char *errbuf);
+void wh_render_verdict_free(struct wh_render_verdict *v); /* NULL-safe */
+
+struct wh_render_result {
+    cJSON *cluster; /* the RayCluster as validated (defaults applied) */
+    struct wh_render_verdict verdict;
+    cJSON *pods;       /* the mutated pods in creation order; NULL when denied */
+    char *pod_denial;  /* malloc'd: the engine denied a pod (pods is NULL then) */
+    char *pod_denial_group; /* malloc'd: that pod's worker group */
+};
+
+/* Render one manifest object (RayCluster, RayJob or RayService). Every
+ * member of out is owned by out (wh_render_result_free). WH_ERR_KIND for
+ * another kind, WH_ERR_INVALID / WH_ERR_TOOBIG when the cluster cannot be
+ * rendered, with the reason in errbuf; a denial is not an error. */
+WH_NODISCARD enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
+                                          struct wh_render_result *out, char *errbuf);
+void wh_render_result_free(struct wh_render_result *r); /* NULL-safe */
+
+/* Append a table of the rendered pods to out: per worker group and replica,
+ * each pod's hostname, TPU_WORKER_ID (every TPU container), TPU_NAME and the
+ * sizes of TPU_WORKER_HOSTNAMES and TPU_PROCESS_ADDRESSES. */
+WH_NODISCARD enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *out);
+
+#endif /* WH_RENDER_H */

@@ -1,0 +1,369 @@
+/* check.c: one table row per TPU worker group of every Ray manifest. */
+#include "wh/check.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp, strstr */
+
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/kuberay.h"  /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
+#include "wh/podspec.h"  /* wh_container_tpu, WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
+#include "wh/render.h"   /* wh_render_validate */
+#include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
+#include "wh/yaml.h"     /* wh_yaml_load */
+
+/* Where the row is from. */
+struct origin {
+    const char *file;
+    unsigned line;
+    const char *kind, *name, *cluster;
+};
+
+static cJSON *new_row(const struct origin *o, const char *group)
+{
+    cJSON *r = cJSON_CreateObject();
+    if (!r || wh_json_set_str(r, "file", o->file) ||
+        wh_json_set(r, "line", cJSON_CreateNumber(o->line)) ||
+        wh_json_set_str(r, "kind", o->kind ? o->kind : "") ||
+        wh_json_set_str(r, "name", o->name ? o->name : "") ||
+        wh_json_set_str(r, "cluster", o->cluster ? o->cluster : "") ||
+        wh_json_set_str(r, "group", group)) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static enum wh_err finish_row(cJSON *rows, cJSON *r, struct wh_check_stats *st,
+                              const char *verdict, const char *message, cJSON *warnings)
+{
+    if (!r) {
+        cJSON_Delete(warnings);
+        return WH_ERR_NOMEM;
+    }
+    if (wh_json_set_str(r, "verdict", verdict) || wh_json_set_str(r, "message", message) ||
+        wh_json_set(r, "warnings", warnings ? warnings : cJSON_CreateArray())) {
+        cJSON_Delete(r);
+        return WH_ERR_NOMEM;
+    }
+    st->rows++;
+    st->rejected += !strcmp(verdict, "rejected");
+    st->errors += !strcmp(verdict, "error");
+    return wh_json_add(rows, r);
+}
+
+enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st, const char *file,
+                               unsigned line, const char *message)
+{
+    struct origin o = {file, line, "", "", ""};
+    return finish_row(rows, new_row(&o, "-"), st, "error", message, NULL);
+}
+
+/* The part of a denial about group g (problems are joined with "; "). */
+static bool group_part(const char *msg, const char *cluster, const char *g, int index,
+                       char *out, size_t len)
+{
+    char marker[512];
+    snprintf(marker, sizeof(marker), "worker group \"%s\" (spec.workerGroupSpecs[%d])", g, index);
+    const char *p = msg ? strstr(msg, marker) : NULL;
+    if (!p)
+        return false;
+    char next[320];
+    snprintf(next, sizeof(next), "; RayCluster \"%s\" worker group", cluster);
+    const char *end = strstr(p, next);
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p);
+    return true;
+}
+
+/* Warnings that name group g, or that name no group of the cluster. */
+static cJSON *group_warnings(const cJSON *warnings, const cJSON *groups, const char *g)
+{
+    cJSON *out = cJSON_CreateArray();
+    char quoted[320];
+    for (const cJSON *w = warnings ? warnings->child : NULL; out && w; w = w->next) {
+        if (!cJSON_IsString(w))
+            continue;
+        bool mine = false, anyone = false;
+        for (const cJSON *x = groups ? groups->child : NULL; x; x = x->next) {
+            snprintf(quoted, sizeof(quoted), "\"%s\"", wh_json_str0(x, "groupName"));
+            if (strstr(w->valuestring, quoted)) {
+                anyone = true;
+                mine = mine || !strcmp(wh_json_str0(x, "groupName"), g);
+            }
+        }
+        if ((mine || !anyone) && wh_json_add(out, cJSON_CreateString(w->valuestring))) {
+            cJSON_Delete(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Derived columns of one worker group. */
+static enum wh_err group_columns(cJSON *r, const cJSON *group)
+{
+    const cJSON *tspec = wh_json_path(group, "template", "spec", NULL);
+    const cJSON *sel = wh_json_get(tspec, "nodeSelector");
+    const cJSON *ann = wh_json_path(group, "template", "metadata", "annotations", NULL);
+    const char *topo = wh_json_str(ann, WH_ANN_SLICE_TOPOLOGY);
+    if (!wh_json_has(ann, WH_ANN_SLICE_TOPOLOGY))
+        topo = wh_json_str(sel, WH_SEL_TOPOLOGY);
+    long chips = 0;
+    const cJSON *cs = wh_json_get(tspec, "containers");
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
+        struct wh_tpu_request t;
+        char ignored[WH_ERRBUF_LEN];
+        if (!wh_container_tpu(c, &t, ignored) && t.requests_tpu)
+            chips += t.chips;
+    }
+    struct wh_topology t;
+    char ignored[WH_ERRBUF_LEN];
+    long expected = topo && !wh_topology_parse(topo, &t, ignored) ? wh_topology_hosts(&t, chips)
+                                                                  : -1;
+    long replicas, hosts;
+    wh_kuberay_group_size(group, &replicas, &hosts);
+    const cJSON *noh = wh_json_get(group, "numOfHosts");
+    if (wh_json_set_str(r, "accelerator", wh_json_str0(sel, WH_SEL_ACCELERATOR)) ||
+        wh_json_set_str(r, "topology", topo ? topo : "") ||
+        wh_json_set(r, "chipsPerHost", cJSON_CreateNumber((double)chips)) ||
+        wh_json_set(r, "hostsExpected", cJSON_CreateNumber((double)expected)) ||
+        wh_json_set(r, "numOfHosts", cJSON_IsNumber(noh) ? cJSON_CreateNumber(noh->valuedouble)
+                                                          : cJSON_CreateNull()) ||
+        wh_json_set(r, "replicas", cJSON_CreateNumber((double)replicas)))
+        return WH_ERR_NOMEM;
+    return WH_OK;
+}
+
+static bool is_tpu_group(const cJSON *group)
+{
+    const cJSON *cs = wh_json_path(group, "template", "spec", "containers", NULL);
+    if (!cJSON_IsArray(cs) || !cs->child)
+        return true; /* the engine checks (and rejects) a group with no containers */
+    for (const cJSON *c = cs->child; c; c = c->next)
+        if (wh_container_requests_tpu(c))
+            return true;
+    return false;
+}
+
+/* Does the denial name any worker group of the cluster? */
+static bool names_a_group(const struct wh_render_verdict *v, const char *cluster,
+                          const cJSON *groups)
+{
+    char part[64];
+    int i = 0;
+    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next, i++)
+        if (group_part(v->message, cluster, wh_json_str0(g, "groupName"), i, part, sizeof(part)))
+            return true;
+    return false;
+}
+
+/* A worker pod the engine denied while the cluster itself was allowed. */
+struct pod_denial {
+    const char *group; /* NULL when none */
+    const char *message;
+};
+
+static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
+                                const struct wh_render_verdict *v, const struct pod_denial *pd,
+                                cJSON *rows, struct wh_check_stats *st)
+{
+    const cJSON *groups = wh_json_path(cluster, "spec", "workerGroupSpecs", NULL);
+    if (!cJSON_IsArray(groups))
+        groups = NULL;
+    bool named = !v->allowed && names_a_group(v, o->cluster, groups);
+    size_t before = st->rows;
+    int i = 0;
+    char part[2048];
+    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next, i++) {
+        if (!is_tpu_group(g))
+            continue;
+        const char *gname = wh_json_str0(g, "groupName");
+        cJSON *r = new_row(o, gname);
+        if (!r || group_columns(r, g)) {
+            cJSON_Delete(r);
+            return WH_ERR_NOMEM;
+        }
+        const char *verdict = "ok", *message = "";
+        if (!v->allowed && !named) {
+            verdict = "rejected"; /* a denial that names no group rejects every row */
+            message = v->message ? v->message : "";
+        } else if (!v->allowed &&
+                   group_part(v->message, o->cluster, gname, i, part, sizeof(part))) {
+            verdict = "rejected";
+            message = part;
+        } else if (v->allowed && pd->group && !strcmp(pd->group, gname)) {
+            verdict = "rejected";
+            message = pd->message;
+        }
+        enum wh_err err =
+            finish_row(rows, r, st, verdict, message, group_warnings(v->warnings, groups, gname));
+        if (err)
+            return err;
+    }
+    if ((!v->allowed || pd->group) && st->rows == before)
+        return finish_row(rows, new_row(o, "-"), st, "rejected",
+                          !v->allowed && v->message ? v->message : pd->message ? pd->message : "",
+                          cJSON_Duplicate(v->warnings, 1));
+    return WH_OK;
+}
+
+/* Check one document. */
+static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
+                             struct wh_check_stats *st)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *cluster = NULL;
+    struct wh_render_verdict v = {0};
+    st->objects++;
+    enum wh_err err = wh_kuberay_cluster_of(doc, &cluster, errbuf);
+    if (!err)
+        err = wh_kuberay_apply_defaults(cluster);
+    if (!err) {
+        o->cluster = wh_json_str0(wh_json_get(cluster, "metadata"), "name");
+        err = wh_render_validate(cluster, &v, errbuf);
+    }
+    /* An allowed cluster's pods go through mutation too: the engine can deny
+     * a pod (a hostname over 63 characters, ...) that validation lets by. */
+    struct wh_render_result r = {0};
+    struct pod_denial pd = {NULL, NULL};
+    if (!err && v.allowed) {
+        char rerr[WH_ERRBUF_LEN] = "";
+        struct wh_kuberay_opts ko;
+        wh_kuberay_opts_init(&ko, 1, 6);
+        enum wh_err e2 = wh_render_object(doc, &ko, &r, rerr);
+        if (e2 == WH_ERR_NOMEM)
+            err = e2;
+        else if (!e2 && r.pod_denial)
+            pd = (struct pod_denial){r.pod_denial_group, r.pod_denial};
+        else if (e2 && wh_json_add(v.warnings, cJSON_CreateString(rerr)))
+            err = WH_ERR_NOMEM; /* rendering failed: say so, the verdict stands */
+    }
+    if (err == WH_ERR_NOMEM) {
+        /* nothing more to do */
+    } else if (err) {
+        err = finish_row(rows, new_row(o, "-"), st, "error", errbuf[0] ? errbuf : wh_strerror(err),
+                         NULL);
+    } else {
+        err = cluster_rows(o, cluster, &v, &pd, rows, st);
+    }
+    wh_render_result_free(&r);
+    wh_render_verdict_free(&v);
+    cJSON_Delete(cluster);
+    return err;
+}
+
+static bool is_ray_kind(const char *k)
+{
+    return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService"));
+}
+
+enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON *rows,
+                          struct wh_check_stats *st, char *errbuf)
+{
+    cJSON *docs = NULL;
+    unsigned *lines = NULL;
+    char yerr[WH_ERRBUF_LEN] = "";
+    st->files++;
+    enum wh_err err = wh_yaml_load(text, len, &docs, &lines, yerr);
+    if (err == WH_ERR_NOMEM)
+        return wh_fail(errbuf, err, "out of memory reading %s", file);
+    if (err)
+        return wh_check_error_row(rows, st, file, 0, yerr);
+    int i = 0;
+    for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
+        const cJSON *list = wh_json_get(d, "items");
+        bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
+        for (const cJSON *x = is_list ? list->child : d; !err && x; x = is_list ? x->next : NULL) {
+            const char *kind = wh_json_str(x, "kind");
+            if (!is_ray_kind(kind))
+                continue; /* a manifest directory holds other kinds too */
+            struct origin o = {file, lines[i], kind,
+                               wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
+            err = check_doc(&o, x, rows, st);
+        }
+    }
+    cJSON_Delete(docs);
+    free(lines);
+    if (err)
+        wh_fail(errbuf, err, "out of memory checking %s", file);
+    return err;
+}
+
+/* ---- table ------------------------------------------------------------- */
+
+static const char *const columns[] = {"FILE",        "CLUSTER",  "GROUP",      "ACCELERATOR",
+                                      "TOPOLOGY",    "CHIPS/HOST", "HOSTS",    "NUMOFHOSTS",
+                                      "VERDICT",     "WARNINGS"};
+#define N_COLUMNS (sizeof(columns) / sizeof(columns[0]))
+
+static void cell(const cJSON *r, size_t col, char *out, size_t len)
+{
+    static const char *const keys[] = {"file", "cluster", "group", "accelerator", "topology",
+                                       "chipsPerHost", "hostsExpected", "numOfHosts", "verdict"};
+    if (col == N_COLUMNS - 1) {
+        int n = cJSON_GetArraySize(wh_json_get(r, "warnings"));
+        snprintf(out, len, "%d", n);
+        return;
+    }
+    const cJSON *v = wh_json_get(r, keys[col]);
+    if (col == 1 && !wh_json_str0(r, "cluster")[0])
+        v = wh_json_get(r, "name"); /* not rendered as a cluster: name the object */
+    if (cJSON_IsString(v))
+        snprintf(out, len, "%s", v->valuestring[0] ? v->valuestring : "-");
+    else if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+        snprintf(out, len, "%.0f", v->valuedouble);
+    else if (cJSON_IsNumber(v))
+        snprintf(out, len, "?");
+    else
+        snprintf(out, len, "-");
+    if (col == 0 && cJSON_IsNumber(wh_json_get(r, "line")) &&
+        wh_json_get(r, "line")->valuedouble > 0) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, ":%.0f", wh_json_get(r, "line")->valuedouble);
+    }
+}
+
+enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, struct wh_buf *out)
+{
+    int width[N_COLUMNS];
+    char text[1024];
+    for (size_t c = 0; c < N_COLUMNS; c++)
+        width[c] = (int)strlen(columns[c]);
+    for (const cJSON *r = rows->child; r; r = r->next) {
+        for (size_t c = 0; c < N_COLUMNS; c++) {
+            cell(r, c, text, sizeof(text));
+            if ((int)strlen(text) > width[c])
+                width[c] = (int)strlen(text);
+        }
+    }
+    enum wh_err err = WH_OK;
+    for (size_t c = 0; !err && c < N_COLUMNS; c++)
+        err = wh_buf_addf(out, "%-*s%s", c + 1 < N_COLUMNS ? width[c] : 0, columns[c],
+                          c + 1 < N_COLUMNS ? "  " : "\n");
+    for (const cJSON *r = rows->child; !err && r; r = r->next) {
+        for (size_t c = 0; !err && c < N_COLUMNS; c++) {
+            cell(r, c, text, sizeof(text));
+            err = wh_buf_addf(out, "%-*s%s", c + 1 < N_COLUMNS ? width[c] : 0, text,
+                              c + 1 < N_COLUMNS ? "  " : "\n");
+        }
+    }
+    /* Then the reasons, one per rejected/erroneous row, and the warnings. */
+    for (const cJSON *r = rows->child; !err && r; r = r->next) {
+        cell(r, 0, text, sizeof(text));
+        const char *verdict = wh_json_str0(r, "verdict");
+        if (strcmp(verdict, "ok"))
+            err = wh_buf_addf(out, "\n%s: %s %s: %s", text, verdict,
+                              wh_json_str0(r, "group"), wh_json_str0(r, "message"));
+        const cJSON *ws = wh_json_get(r, "warnings");
+        for (const cJSON *w = ws ? ws->child : NULL; !err && w; w = w->next)
+            err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),
+                              cJSON_IsString(w) ? w->valuestring : "?");
+    }
+    if (!err)
+        err = wh_buf_addf(out, "\n%zu file(s), %zu Ray object(s), %zu TPU worker group(s): "
+                               "%zu rejected, %zu error(s)\n",
+                          st->files, st->objects, st->rows,
+                          st->rejected, st->errors);
+    return err;
+}

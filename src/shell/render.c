@@ -1,0 +1,325 @@
+/* render.c: a RayCluster through the engine, then its worker pods, offline.
+ *
+ * Everything goes through the engine's public entry point with real
+ * AdmissionReview bytes, so render and the webhook cannot disagree. */
+#include "wh/render.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp, strdup */
+
+#include "wh/b64.h"       /* wh_b64_decode */
+#include "wh/engine.h"    /* wh_engine_review */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
+#include "wh/podspec.h"   /* wh_env_lookup, wh_container_requests_tpu */
+#include "wh/state.h"     /* wh_memstate */
+
+/* Wrap obj in an AdmissionReview CREATE and print it. *body is the caller's
+ * (cJSON_free). */
+static enum wh_err review_bytes(const cJSON *obj, bool pod, long seq, char **body)
+{
+    enum wh_err err = WH_ERR_NOMEM;
+    cJSON *rv = cJSON_CreateObject(), *req = cJSON_CreateObject();
+    cJSON *kind = cJSON_CreateObject(), *res = cJSON_CreateObject(), *ui = cJSON_CreateObject();
+    char uid[64];
+    snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012ld", seq);
+    const cJSON *meta = wh_json_get(obj, "metadata");
+    *body = NULL;
+    if (!rv || !req || !kind || !res || !ui) {
+        cJSON_Delete(req);
+        cJSON_Delete(kind);
+        cJSON_Delete(res);
+        cJSON_Delete(ui);
+        goto out;
+    }
+    if (wh_json_set_str(rv, "apiVersion", "admission.k8s.io/v1") ||
+        wh_json_set_str(rv, "kind", "AdmissionReview") || wh_json_set(rv, "request", req)) {
+        cJSON_Delete(kind);
+        cJSON_Delete(res);
+        cJSON_Delete(ui);
+        goto out;
+    }
+    if (wh_json_set_str(req, "uid", uid) || wh_json_set(req, "kind", kind) ||
+        wh_json_set(req, "resource", res) || wh_json_set(req, "userInfo", ui) ||
+        wh_json_set_str(kind, "group", pod ? "" : "ray.io") ||
+        wh_json_set_str(kind, "version", "v1") ||
+        wh_json_set_str(kind, "kind", pod ? "Pod" : "RayCluster") ||
+        wh_json_set_str(res, "group", pod ? "" : "ray.io") ||
+        wh_json_set_str(res, "version", "v1") ||
+        wh_json_set_str(res, "resource", pod ? "pods" : "rayclusters") ||
+        wh_json_set_str(ui, "username", "system:serviceaccount:ray-system:kuberay-operator") ||
+        wh_json_set_str(req, "name", pod ? "" : wh_json_str0(meta, "name")) ||
+        wh_json_set_str(req, "namespace", wh_json_str0(meta, "namespace")) ||
+        wh_json_set_str(req, "operation", "CREATE") ||
+        wh_json_set(req, "object", cJSON_Duplicate(obj, 1)) ||
+        wh_json_set(req, "dryRun", cJSON_CreateFalse()))
+        goto out;
+    err = wh_json_print(rv, body);
+out:
+    cJSON_Delete(rv);
+    return err;
+}
+
+/* Run obj through the engine; *resp is the parsed response object. */
+static enum wh_err ask_engine(const cJSON *obj, bool pod, long seq, const struct wh_state *st,
+                              struct wh_engine_result *res, cJSON **resp, char *errbuf)
+{
+    char *body = NULL;
+    *resp = NULL;
+    enum wh_err err = review_bytes(obj, pod, seq, &body);
+    if (err)
+        return wh_fail(errbuf, err, "out of memory building an AdmissionReview");
+    err = wh_engine_review(body, strlen(body), pod ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE, st, res,
+                           errbuf);
+    cJSON_free(body);
+    if (err)
+        return err;
+    cJSON *out = NULL;
+    err = wh_json_parse(res->body, res->body_len, &out, errbuf);
+    if (err) {
+        wh_engine_result_free(res);
+        return err;
+    }
+    *resp = out;
+    return WH_OK;
+}
+
+/* An empty state for validation (no TPU nodes known, as in a fresh CI run). */
+static enum wh_err with_empty_state(struct wh_memstate **ms, struct wh_state *st, char *errbuf)
+{
+    *ms = wh_memstate_new();
+    if (!*ms)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    *st = wh_memstate_view(*ms);
+    return WH_OK;
+}
+
+enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v, char *errbuf)
+{
+    memset(v, 0, sizeof(*v));
+    struct wh_memstate *ms = NULL;
+    struct wh_state st;
+    struct wh_engine_result res = {0};
+    cJSON *resp = NULL;
+    enum wh_err err = with_empty_state(&ms, &st, errbuf);
+    if (!err)
+        err = ask_engine(cluster, false, 0, &st, &res, &resp, errbuf);
+    if (err)
+        goto out;
+    v->allowed = res.allowed;
+    if (!res.allowed && !(v->message = strdup(res.message ? res.message : "denied")))
+        err = WH_ERR_NOMEM;
+    const cJSON *w = wh_json_path(resp, "response", "warnings", NULL);
+    v->warnings = cJSON_IsArray(w) ? cJSON_Duplicate(w, 1) : cJSON_CreateArray();
+    if (!v->warnings)
+        err = WH_ERR_NOMEM;
+out:
+    if (err) {
+        wh_render_verdict_free(v);
+        if (err == WH_ERR_NOMEM)
+            wh_fail(errbuf, err, "out of memory validating the RayCluster");
+    }
+    cJSON_Delete(resp);
+    wh_engine_result_free(&res);
+    wh_memstate_free(ms);
+    return err;
+}
+
+void wh_render_verdict_free(struct wh_render_verdict *v)
+{
+    if (!v)
+        return;
+    free(v->message);
+    cJSON_Delete(v->warnings);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Apply the response's patch (base64 JSON Patch) to *pod. */
+static enum wh_err apply_patch(cJSON **pod, const cJSON *resp, char *errbuf)
+{
+    const char *b64 = wh_json_str(wh_json_get(resp, "response"), "patch");
+    if (!b64)
+        return WH_OK;
+    struct wh_buf text;
+    wh_buf_init(&text, WH_REVIEW_MAX_BYTES);
+    cJSON *patch = NULL;
+    enum wh_err err = wh_b64_decode(&text, b64, strlen(b64));
+    if (!err)
+        err = wh_json_parse(wh_buf_ptr(&text), wh_buf_len(&text), &patch, errbuf);
+    if (!err && !cJSON_IsNull(patch))
+        err = wh_jsonpatch_apply(pod, patch, errbuf);
+    if (err && !errbuf[0])
+        wh_fail(errbuf, err, "the engine's patch could not be decoded");
+    cJSON_Delete(patch);
+    wh_buf_free(&text);
+    return err;
+}
+
+/* Admit every pod in order; a denial stops the walk. */
+static enum wh_err admit_pods(cJSON *pods, struct wh_render_result *out, char *errbuf)
+{
+    struct wh_memstate *ms = wh_memstate_new();
+    if (!ms)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    enum wh_err err = WH_OK;
+    long seq = 1;
+    for (cJSON *p = pods->child; p && !err; p = p->next, seq++) {
+        struct wh_state st = wh_memstate_view(ms);
+        struct wh_engine_result res = {0};
+        cJSON *resp = NULL;
+        err = ask_engine(p, true, seq, &st, &res, &resp, errbuf);
+        if (err)
+            break;
+        if (!res.allowed) {
+            char msg[WH_ERRBUF_LEN * 4];
+            snprintf(msg, sizeof(msg), "worker pod %ld (group %s) denied: %s", seq,
+                     wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"),
+                     res.message ? res.message : "no reason given");
+            out->pod_denial = strdup(msg);
+            out->pod_denial_group = strdup(
+                wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"));
+            if (!out->pod_denial || !out->pod_denial_group)
+                err = WH_ERR_NOMEM;
+        } else {
+            /* Replace p in the list by its patched copy. */
+            cJSON *pod = cJSON_Duplicate(p, 1);
+            err = pod ? apply_patch(&pod, resp, errbuf) : WH_ERR_NOMEM;
+            if (!err)
+                err = wh_memstate_add_pods(ms, pod, NULL, errbuf);
+            if (!err && !cJSON_ReplaceItemViaPointer(pods, p, pod))
+                err = WH_ERR_NOMEM;
+            if (err)
+                cJSON_Delete(pod);
+            else
+                p = pod;
+        }
+        cJSON_Delete(resp);
+        wh_engine_result_free(&res);
+        if (out->pod_denial)
+            break;
+    }
+    wh_memstate_free(ms);
+    return err;
+}
+
+enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
+                             struct wh_render_result *out, char *errbuf)
+{
+    memset(out, 0, sizeof(*out));
+    cJSON *pods = NULL;
+    enum wh_err err = wh_kuberay_cluster_of(obj, &out->cluster, errbuf);
+    if (!err && (err = wh_kuberay_apply_defaults(out->cluster)))
+        wh_fail(errbuf, err, "out of memory");
+    if (!err)
+        err = wh_render_validate(out->cluster, &out->verdict, errbuf);
+    if (err || !out->verdict.allowed)
+        goto out;
+    err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
+    if (!err)
+        err = admit_pods(pods, out, errbuf);
+    if (!err && !out->pod_denial) {
+        out->pods = pods;
+        pods = NULL;
+    }
+out:
+    cJSON_Delete(pods);
+    if (err)
+        wh_render_result_free(out);
+    return err;
+}
+
+void wh_render_result_free(struct wh_render_result *r)
+{
+    if (!r)
+        return;
+    cJSON_Delete(r->cluster);
+    wh_render_verdict_free(&r->verdict);
+    cJSON_Delete(r->pods);
+    free(r->pod_denial);
+    free(r->pod_denial_group);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- summary ----------------------------------------------------------- */
+
+static size_t list_size(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    size_t n = 1;
+    for (; *s; s++)
+        n += *s == ',';
+    return n;
+}
+
+struct pod_facts {
+    const char *group, *hostname, *tpu_name;
+    char ids[128];
+    size_t hostnames, processes;
+    bool tpu;
+};
+
+static void facts_of(const cJSON *pod, struct pod_facts *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->group = wh_json_str0(wh_json_path(pod, "metadata", "labels", NULL), "ray.io/group");
+    f->hostname = wh_json_str(wh_json_get(pod, "spec"), "hostname");
+    const cJSON *cs = wh_json_path(pod, "spec", "containers", NULL);
+    size_t used = 0;
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        const cJSON *env = wh_json_get(c, "env");
+        struct wh_env_lookup id, name, hosts, procs;
+        wh_env_lookup(env, "TPU_WORKER_ID", &id);
+        wh_env_lookup(env, "TPU_NAME", &name);
+        wh_env_lookup(env, "TPU_WORKER_HOSTNAMES", &hosts);
+        wh_env_lookup(env, "TPU_PROCESS_ADDRESSES", &procs);
+        int n = snprintf(f->ids + used, sizeof(f->ids) - used, "%s%s", f->tpu ? "," : "",
+                         id.exists ? id.value : "-");
+        if (n > 0 && (size_t)n < sizeof(f->ids) - used)
+            used += (size_t)n;
+        if (!f->tpu) {
+            f->tpu_name = name.exists ? name.value : NULL;
+            f->hostnames = list_size(hosts.value);
+            f->processes = list_size(procs.value);
+        }
+        f->tpu = true;
+    }
+}
+
+enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *out)
+{
+    const char *name = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
+    const char *ns = wh_json_str0(wh_json_get(r->cluster, "metadata"), "namespace");
+    enum wh_err err = wh_buf_addf(out, "RayCluster %s/%s: %s, %d worker pod(s)\n", ns, name,
+                                  r->verdict.allowed ? "allowed" : "DENIED",
+                                  cJSON_GetArraySize(r->pods));
+    if (err)
+        return err;
+    const char *last_group = "", *last_name = NULL;
+    int seq = 0;
+    for (const cJSON *p = r->pods ? r->pods->child : NULL; p && !err; p = p->next, seq++) {
+        struct pod_facts f;
+        facts_of(p, &f);
+        if (strcmp(f.group, last_group)) {
+            err = wh_buf_addf(out, "  group %s\n", f.group);
+            last_name = NULL;
+        }
+        if (!err && f.tpu && (!last_name || strcmp(last_name, f.tpu_name ? f.tpu_name : ""))) {
+            err = wh_buf_addf(out, "    replica TPU_NAME=%s\n"
+                                   "      %-4s %-32s %-14s %-10s %s\n",
+                              f.tpu_name ? f.tpu_name : "(unset)", "pod", "hostname",
+                              "TPU_WORKER_ID", "hostnames", "process-addresses");
+        }
+        if (!err && f.tpu)
+            err = wh_buf_addf(out, "      %-4d %-32s %-14s %-10zu %zu\n", seq,
+                              f.hostname ? f.hostname : "-", f.ids, f.hostnames, f.processes);
+        else if (!err)
+            err = wh_buf_addf(out, "      %-4d (no TPU requested: not mutated)\n", seq);
+        last_group = f.group;
+        last_name = f.tpu_name ? f.tpu_name : "";
+    }
+    return err;
+}

@@ -1,0 +1,965 @@
+/* yaml.c: YAML <-> cJSON with Kubernetes (sigs.k8s.io/yaml) semantics.
+ *
+ * Loading is event-driven: libyaml's events build cJSON directly on a stack
+ * of open collections. Anchored nodes are copied into an anchor table so that
+ * later edits of the tree (merges) never change what an alias expands to;
+ * every node created, copies included, counts against WH_YAML_MAX_NODES
+ * BEFORE it is allocated, which is what stops alias bombs. */
+#include "wh/yaml.h"
+
+#include <limits.h> /* ULLONG_MAX, LLONG_MAX */
+#include <math.h>   /* isfinite, floor, fabs */
+#include <stdbool.h>
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free, qsort, bsearch, strtod */
+#include <string.h> /* memcmp, strcmp, strlen */
+
+#include <yaml.h> /* libyaml */
+
+#include "wh/json.h" /* wh_json_parse, wh_json_add, wh_json_set */
+
+/* ---- scalar resolution (go-yaml v2 rules) ------------------------------ */
+
+enum sval { SV_STR, SV_NULL, SV_BOOL, SV_NUM, SV_NONFINITE };
+
+static const char *const true_words[] = {"y", "Y", "yes", "Yes", "YES", "true", "True",
+                                         "TRUE", "on", "On", "ON"};
+static const char *const false_words[] = {"n", "N", "no", "No", "NO", "false", "False",
+                                          "FALSE", "off", "Off", "OFF"};
+static const char *const null_words[] = {"", "~", "null", "Null", "NULL"};
+static const char *const nonfinite_words[] = {".nan", ".NaN", ".NAN", ".inf", ".Inf",
+                                              ".INF", "+.inf", "+.Inf", "+.INF",
+                                              "-.inf", "-.Inf", "-.INF"};
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, list[i]))
+            return true;
+    return false;
+}
+#define IN_LIST(s, l) in_list((s), (l), sizeof(l) / sizeof((l)[0]))
+
+static int digit_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return 99;
+}
+
+/* Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint for unsigned
+ * values past int64 (as go-yaml does). */
+static bool go_parse_int(const char *s, double *out)
+{
+    const char *p = s;
+    bool neg = false, sign = false;
+    if (*p == '+' || *p == '-') {
+        neg = *p == '-';
+        sign = true;
+        p++;
+    }
+    int base = 10;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        base = 16, p += 2;
+    else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O'))
+        base = 8, p += 2;
+    else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
+        base = 2, p += 2;
+    else if (p[0] == '0' && p[1] != '\0')
+        base = 8, p += 1;
+    if (*p == '\0')
+        return false;
+    unsigned long long v = 0;
+    for (; *p; p++) {
+        int d = digit_value(*p);
+        if (d >= base)
+            return false;
+        if (v > (ULLONG_MAX - (unsigned)d) / (unsigned)base)
+            return false;
+        v = v * (unsigned)base + (unsigned)d;
+    }
+    if (neg) {
+        if (v > (unsigned long long)LLONG_MAX + 1ULL)
+            return false;
+        *out = -(double)v;
+    } else {
+        if (sign && v > (unsigned long long)LLONG_MAX)
+            return false; /* ParseInt overflows and ParseUint refuses a sign */
+        *out = (double)v;
+    }
+    return true;
+}
+
+/* ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
+static bool yaml_float_syntax(const char *p)
+{
+    if (*p == '+' || *p == '-')
+        p++;
+    size_t ip = 0, fp = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, ip++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++, fp++;
+        if (ip == 0 && fp == 0)
+            return false;
+    } else if (ip == 0) {
+        return false;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        size_t ep = 0;
+        while (*p >= '0' && *p <= '9')
+            p++, ep++;
+        if (ep == 0)
+            return false;
+    }
+    return *p == '\0';
+}
+
+static enum sval resolve_plain(const char *s, size_t n, double *num, bool *b)
+{
+    if (IN_LIST(s, null_words))
+        return SV_NULL;
+    if (IN_LIST(s, true_words)) {
+        *b = true;
+        return SV_BOOL;
+    }
+    if (IN_LIST(s, false_words)) {
+        *b = false;
+        return SV_BOOL;
+    }
+    if (IN_LIST(s, nonfinite_words))
+        return SV_NONFINITE;
+    char c = s[0];
+    if (c == '.') {
+        if (yaml_float_syntax(s)) {
+            *num = strtod(s, NULL);
+            return isfinite(*num) ? SV_NUM : SV_STR;
+        }
+        return SV_STR;
+    }
+    if (!((c >= '0' && c <= '9') || c == '+' || c == '-') || n > 400)
+        return SV_STR;
+    char plain[401];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '_')
+            plain[k++] = s[i];
+    plain[k] = '\0';
+    if (go_parse_int(plain, num))
+        return SV_NUM;
+    if (yaml_float_syntax(plain)) {
+        *num = strtod(plain, NULL);
+        if (isfinite(*num))
+            return SV_NUM; /* an overflowing float stays a string, as in Go */
+    }
+    return SV_STR;
+}
+
+/* ---- loader ------------------------------------------------------------ */
+
+struct keymark {
+    const char *key; /* borrowed from the item in the mapping */
+    unsigned line, col;
+};
+
+struct frame {
+    cJSON *node; /* the array or object being built */
+    bool is_map;
+    char *anchor; /* malloc'd, or NULL */
+    long size;    /* nodes in this subtree so far, this one included */
+    int height;   /* 1 + tallest child */
+    unsigned line, col;
+    /* mappings only */
+    bool have_key;
+    bool key_is_merge;
+    char *key;
+    unsigned key_line, key_col;
+    struct keymark *keys;
+    size_t n_keys, cap_keys;
+    cJSON *merges; /* array of merge sources (objects), or NULL */
+};
+
+struct anchor {
+    char *name;
+    cJSON *node; /* private copy */
+    long size;
+    int height;
+};
+
+struct loader {
+    yaml_parser_t parser;
+    bool parser_ready;
+    struct frame stack[WH_YAML_MAX_DEPTH];
+    size_t depth;
+    struct anchor *anchors;
+    size_t n_anchors, cap_anchors;
+    long nodes;
+    cJSON *docs;
+    cJSON *root; /* the current document's value */
+    unsigned doc_line;
+    unsigned *lines;
+    size_t n_lines, cap_lines;
+    char *errbuf;
+};
+
+static enum wh_err at(struct loader *L, unsigned line, unsigned col, enum wh_err err,
+                      const char *what)
+{
+    return wh_fail(L->errbuf, err, "line %u, column %u: %s", line, col, what);
+}
+
+static enum wh_err count_nodes(struct loader *L, long n, unsigned line, unsigned col)
+{
+    if (n > WH_YAML_MAX_NODES - L->nodes) {
+        return wh_fail(L->errbuf, WH_ERR_TOOBIG,
+                       "line %u, column %u: the document expands to more than %ld nodes "
+                       "(alias bomb or oversized input); split it or drop the aliases",
+                       line, col, WH_YAML_MAX_NODES);
+    }
+    L->nodes += n;
+    return WH_OK;
+}
+
+static void frame_clear(struct frame *f)
+{
+    cJSON_Delete(f->node);
+    free(f->anchor);
+    free(f->key);
+    free(f->keys);
+    cJSON_Delete(f->merges);
+    memset(f, 0, sizeof(*f));
+}
+
+static enum wh_err add_anchor(struct loader *L, const char *name, const cJSON *node, long size,
+                              int height, unsigned line, unsigned col)
+{
+    enum wh_err err = count_nodes(L, size, line, col);
+    if (err)
+        return err;
+    if (L->n_anchors == L->cap_anchors) {
+        size_t cap = L->cap_anchors ? L->cap_anchors * 2 : 16;
+        struct anchor *a = realloc(L->anchors, cap * sizeof(*a));
+        if (!a)
+            return WH_ERR_NOMEM;
+        L->anchors = a;
+        L->cap_anchors = cap;
+    }
+    struct anchor *a = &L->anchors[L->n_anchors];
+    a->name = strdup(name);
+    a->node = cJSON_Duplicate(node, 1);
+    if (!a->name || !a->node) {
+        free(a->name);
+        cJSON_Delete(a->node);
+        return WH_ERR_NOMEM;
+    }
+    a->size = size;
+    a->height = height;
+    L->n_anchors++;
+    return WH_OK;
+}
+
+/* Mapping keys become strings the way sigs.k8s.io/yaml converts them. */
+static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, unsigned col,
+                            char **out)
+{
+    char tmp[64];
+    const char *s = NULL;
+    if (cJSON_IsString(v)) {
+        s = v->valuestring;
+    } else if (cJSON_IsBool(v)) {
+        s = cJSON_IsTrue(v) ? "true" : "false";
+    } else if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == floor(d) && fabs(d) < 1e19)
+            snprintf(tmp, sizeof(tmp), "%.0f", d);
+        else
+            snprintf(tmp, sizeof(tmp), "%g", d);
+        s = tmp;
+    } else if (cJSON_IsNull(v)) {
+        return at(L, line, col, WH_ERR_INVALID,
+                  "a mapping key is null; quote it if it is meant as text");
+    } else {
+        return at(L, line, col, WH_ERR_INVALID,
+                  "a mapping key is a list or a mapping; JSON keys must be strings");
+    }
+    *out = strdup(s);
+    return *out ? WH_OK : WH_ERR_NOMEM;
+}
+
+static enum wh_err add_keymark(struct frame *f, const char *key, unsigned line, unsigned col)
+{
+    if (f->n_keys == f->cap_keys) {
+        size_t cap = f->cap_keys ? f->cap_keys * 2 : 8;
+        struct keymark *k = realloc(f->keys, cap * sizeof(*k));
+        if (!k)
+            return WH_ERR_NOMEM;
+        f->keys = k;
+        f->cap_keys = cap;
+    }
+    f->keys[f->n_keys++] = (struct keymark){key, line, col};
+    return WH_OK;
+}
+
+/* Put a finished value v (owned) into the open collection or the document. */
+static enum wh_err attach(struct loader *L, cJSON *v, long size, int height, bool merge_key,
+                          unsigned line, unsigned col)
+{
+    enum wh_err err = WH_OK;
+    if (L->depth == 0) {
+        L->root = v;
+        return WH_OK;
+    }
+    struct frame *f = &L->stack[L->depth - 1];
+    f->size += size;
+    if (height + 1 > f->height)
+        f->height = height + 1;
+    if (!f->is_map)
+        return wh_json_add(f->node, v);
+    if (!f->have_key) {
+        f->key_is_merge = merge_key;
+        err = key_text(L, v, line, col, &f->key);
+        cJSON_Delete(v);
+        if (err)
+            return err;
+        f->have_key = true;
+        f->key_line = line;
+        f->key_col = col;
+        return WH_OK;
+    }
+    f->have_key = false;
+    if (f->key_is_merge) {
+        free(f->key);
+        f->key = NULL;
+        bool ok = cJSON_IsObject(v);
+        for (const cJSON *c = cJSON_IsArray(v) ? v->child : NULL; c; c = c->next)
+            ok = cJSON_IsObject(c) && (ok || c == v->child);
+        if (cJSON_IsArray(v) && !v->child)
+            ok = false;
+        if (!ok) {
+            cJSON_Delete(v);
+            return at(L, line, col, WH_ERR_INVALID,
+                      "a merge key (<<) needs a mapping or a list of mappings");
+        }
+        if (!f->merges && !(f->merges = cJSON_CreateArray())) {
+            cJSON_Delete(v);
+            return WH_ERR_NOMEM;
+        }
+        return wh_json_add(f->merges, v);
+    }
+    char *key = f->key;
+    f->key = NULL;
+    if (!cJSON_AddItemToObject(f->node, key, v)) {
+        free(key);
+        cJSON_Delete(v);
+        return WH_ERR_NOMEM;
+    }
+    free(key);
+    /* The item's own copy of the key outlives this call. */
+    cJSON *last = f->node->child ? f->node->child->prev : NULL;
+    return add_keymark(f, last ? last->string : "", f->key_line, f->key_col);
+}
+
+static int cmp_keymark(const void *a, const void *b)
+{
+    const struct keymark *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c)
+        return c;
+    return x->line != y->line ? (x->line < y->line ? -1 : 1) : (x->col < y->col ? -1 : 1);
+}
+
+static int cmp_keystr(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, ((const struct keymark *)elem)->key);
+}
+
+/* Apply the pending merges of a finished mapping: keys it already has win,
+ * then earlier sources beat later ones (YAML merge-key spec). */
+static enum wh_err apply_merges(struct frame *f)
+{
+    for (cJSON *src = f->merges ? f->merges->child : NULL; src; src = src->next) {
+        cJSON *list = cJSON_IsArray(src) ? src->child : src;
+        for (cJSON *m = list; m; m = cJSON_IsArray(src) ? m->next : NULL) {
+            size_t known = f->n_keys;
+            while (m->child) {
+                cJSON *c = cJSON_DetachItemViaPointer(m, m->child);
+                if (known &&
+                    bsearch(c->string, f->keys, known, sizeof(*f->keys), cmp_keystr)) {
+                    cJSON_Delete(c);
+                    continue;
+                }
+                if (!cJSON_AddItemToObject(f->node, c->string, c)) {
+                    cJSON_Delete(c);
+                    return WH_ERR_NOMEM;
+                }
+                if (add_keymark(f, f->node->child->prev->string, 0, 0))
+                    return WH_ERR_NOMEM;
+            }
+            if (f->n_keys > 1)
+                qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
+        }
+    }
+    return WH_OK;
+}
+
+static enum wh_err finish_mapping(struct loader *L, struct frame *f)
+{
+    if (f->n_keys > 1)
+        qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
+    for (size_t i = 1; i < f->n_keys; i++) {
+        if (!strcmp(f->keys[i].key, f->keys[i - 1].key)) {
+            char msg[WH_ERRBUF_LEN];
+            snprintf(msg, sizeof(msg),
+                     "duplicate key \"%.200s\" in one mapping (first at line %u); "
+                     "Kubernetes would silently keep only one, remove the other",
+                     f->keys[i].key, f->keys[i - 1].line);
+            return at(L, f->keys[i].line, f->keys[i].col, WH_ERR_INVALID, msg);
+        }
+    }
+    return apply_merges(f);
+}
+
+static enum wh_err start_collection(struct loader *L, bool is_map, const char *anchor,
+                                    unsigned line, unsigned col)
+{
+    if (L->depth >= WH_YAML_MAX_DEPTH) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "nesting deeper than %d levels", WH_YAML_MAX_DEPTH);
+        return at(L, line, col, WH_ERR_TOOBIG, msg);
+    }
+    enum wh_err err = count_nodes(L, 1, line, col);
+    if (err)
+        return err;
+    struct frame *f = &L->stack[L->depth];
+    memset(f, 0, sizeof(*f));
+    f->node = is_map ? cJSON_CreateObject() : cJSON_CreateArray();
+    f->anchor = anchor ? strdup(anchor) : NULL;
+    if (!f->node || (anchor && !f->anchor)) {
+        frame_clear(f);
+        return WH_ERR_NOMEM;
+    }
+    f->is_map = is_map;
+    f->size = 1;
+    f->height = 1;
+    f->line = line;
+    f->col = col;
+    L->depth++;
+    return WH_OK;
+}
+
+static enum wh_err end_collection(struct loader *L)
+{
+    struct frame *f = &L->stack[L->depth - 1];
+    enum wh_err err = f->is_map ? finish_mapping(L, f) : WH_OK;
+    if (!err && f->anchor)
+        err = add_anchor(L, f->anchor, f->node, f->size, f->height, f->line, f->col);
+    if (err) {
+        frame_clear(f);
+        L->depth--;
+        return err;
+    }
+    cJSON *node = f->node;
+    f->node = NULL;
+    long size = f->size;
+    int height = f->height;
+    unsigned line = f->line, col = f->col;
+    frame_clear(f);
+    L->depth--;
+    return attach(L, node, size, height, false, line, col);
+}
+
+static bool is_tag(const yaml_char_t *tag, const char *name)
+{
+    static const char prefix[] = "tag:yaml.org,2002:";
+    const char *t = (const char *)tag;
+    return t && !strncmp(t, prefix, sizeof(prefix) - 1) && !strcmp(t + sizeof(prefix) - 1, name);
+}
+
+static enum wh_err scalar(struct loader *L, const yaml_event_t *ev, unsigned line, unsigned col)
+{
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t n = ev->data.scalar.length;
+    const yaml_char_t *tag = ev->data.scalar.tag;
+    if (strlen(s) != n)
+        return at(L, line, col, WH_ERR_INVALID, "a string contains a NUL character");
+    enum wh_err err = count_nodes(L, 1, line, col);
+    if (err)
+        return err;
+    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    bool as_str = !plain || is_tag(tag, "str") || is_tag(tag, "binary") ||
+                  is_tag(tag, "timestamp") || (tag && !strcmp((const char *)tag, "!"));
+    double num = 0;
+    bool b = false;
+    enum sval kind = as_str ? SV_STR : resolve_plain(s, n, &num, &b);
+    if (kind == SV_NONFINITE)
+        return at(L, line, col, WH_ERR_INVALID,
+                  "infinity/NaN cannot be represented in JSON; quote it if it is text");
+    if (tag && !as_str) {
+        static const char *const typed[] = {"int", "float", "bool", "null"};
+        static const enum sval want[] = {SV_NUM, SV_NUM, SV_BOOL, SV_NULL};
+        for (size_t i = 0; i < 4; i++) {
+            if (is_tag(tag, typed[i]) && kind != want[i]) {
+                char msg[WH_ERRBUF_LEN];
+                snprintf(msg, sizeof(msg), "\"%.100s\" is not a valid !!%s", s, typed[i]);
+                return at(L, line, col, WH_ERR_INVALID, msg);
+            }
+        }
+    }
+    cJSON *v = kind == SV_NULL   ? cJSON_CreateNull()
+               : kind == SV_BOOL ? cJSON_CreateBool(b)
+               : kind == SV_NUM  ? cJSON_CreateNumber(num)
+                                 : cJSON_CreateString(s);
+    if (!v)
+        return WH_ERR_NOMEM;
+    const char *anchor = (const char *)ev->data.scalar.anchor;
+    if (anchor && (err = add_anchor(L, anchor, v, 1, 0, line, col))) {
+        cJSON_Delete(v);
+        return err;
+    }
+    bool merge = plain && !tag && !strcmp(s, "<<");
+    return attach(L, v, 1, 0, merge, line, col);
+}
+
+static enum wh_err alias(struct loader *L, const yaml_event_t *ev, unsigned line, unsigned col)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    const struct anchor *a = NULL;
+    for (size_t i = L->n_anchors; i-- > 0;) {
+        if (!strcmp(L->anchors[i].name, name)) {
+            a = &L->anchors[i];
+            break;
+        }
+    }
+    char msg[WH_ERRBUF_LEN];
+    if (!a) {
+        snprintf(msg, sizeof(msg), "alias *%.100s names no anchor defined before it", name);
+        return at(L, line, col, WH_ERR_INVALID, msg);
+    }
+    if (L->depth + (size_t)a->height > WH_YAML_MAX_DEPTH) {
+        snprintf(msg, sizeof(msg), "alias *%.100s nests deeper than %d levels", name,
+                 WH_YAML_MAX_DEPTH);
+        return at(L, line, col, WH_ERR_TOOBIG, msg);
+    }
+    enum wh_err err = count_nodes(L, a->size, line, col);
+    if (err)
+        return err;
+    cJSON *v = cJSON_Duplicate(a->node, 1);
+    if (!v)
+        return WH_ERR_NOMEM;
+    return attach(L, v, a->size, a->height, false, line, col);
+}
+
+static enum wh_err end_document(struct loader *L)
+{
+    cJSON *doc = L->root;
+    L->root = NULL;
+    if (!doc || cJSON_IsNull(doc)) {
+        cJSON_Delete(doc);
+        return WH_OK;
+    }
+    enum wh_err err = wh_json_add(L->docs, doc);
+    if (err)
+        return err;
+    if (L->n_lines == L->cap_lines) {
+        size_t cap = L->cap_lines ? L->cap_lines * 2 : 8;
+        unsigned *l = realloc(L->lines, cap * sizeof(*l));
+        if (!l)
+            return WH_ERR_NOMEM;
+        L->lines = l;
+        L->cap_lines = cap;
+    }
+    L->lines[L->n_lines++] = L->doc_line;
+    return WH_OK;
+}
+
+static enum wh_err syntax_error(struct loader *L)
+{
+    const yaml_parser_t *p = &L->parser;
+    if (p->error == YAML_MEMORY_ERROR)
+        return wh_fail(L->errbuf, WH_ERR_NOMEM, "out of memory while parsing YAML");
+    const char *problem = p->problem ? p->problem : "syntax error";
+    if (p->context) {
+        return wh_fail(L->errbuf, WH_ERR_INVALID,
+                       "line %zu, column %zu: %s (%s at line %zu, column %zu)",
+                       p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
+                       p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+    }
+    return wh_fail(L->errbuf, WH_ERR_INVALID, "line %zu, column %zu: %s",
+                   p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
+}
+
+static enum wh_err handle_event(struct loader *L, const yaml_event_t *ev, bool *done)
+{
+    unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
+    switch (ev->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        L->doc_line = line;
+        return WH_OK;
+    case YAML_DOCUMENT_END_EVENT:
+        return end_document(L);
+    case YAML_SCALAR_EVENT:
+        return scalar(L, ev, line, col);
+    case YAML_ALIAS_EVENT:
+        return alias(L, ev, line, col);
+    case YAML_SEQUENCE_START_EVENT:
+        return start_collection(L, false, (const char *)ev->data.sequence_start.anchor, line,
+                                col);
+    case YAML_MAPPING_START_EVENT:
+        return start_collection(L, true, (const char *)ev->data.mapping_start.anchor, line,
+                                col);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        return end_collection(L);
+    case YAML_STREAM_END_EVENT:
+        *done = true;
+        return WH_OK;
+    default:
+        return WH_OK;
+    }
+}
+
+static void loader_free(struct loader *L)
+{
+    while (L->depth > 0)
+        frame_clear(&L->stack[--L->depth]);
+    for (size_t i = 0; i < L->n_anchors; i++) {
+        free(L->anchors[i].name);
+        cJSON_Delete(L->anchors[i].node);
+    }
+    free(L->anchors);
+    cJSON_Delete(L->root);
+    if (L->parser_ready)
+        yaml_parser_delete(&L->parser);
+}
+
+static enum wh_err load_yaml(const char *text, size_t len, struct loader *L)
+{
+    if (!yaml_parser_initialize(&L->parser))
+        return WH_ERR_NOMEM;
+    L->parser_ready = true;
+    yaml_parser_set_input_string(&L->parser, (const unsigned char *)text, len);
+    enum wh_err err = WH_OK;
+    bool done = false;
+    while (!err && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&L->parser, &ev))
+            return syntax_error(L);
+        err = handle_event(L, &ev, &done);
+        yaml_event_delete(&ev);
+    }
+    return err;
+}
+
+/* Depth of a cJSON tree, stopping once past limit. */
+static int json_depth(const cJSON *j, int limit)
+{
+    int best = 0;
+    for (const cJSON *c = j->child; c && best <= limit; c = c->next) {
+        int d = json_depth(c, limit - 1);
+        if (d > best)
+            best = d;
+    }
+    return (cJSON_IsArray(j) || cJSON_IsObject(j)) ? best + 1 : 0;
+}
+
+/* The fast path: one JSON value. Returns false (and no error) when the text
+ * is not plain JSON, so the YAML parser can say where it is wrong. */
+static bool try_json(const char *text, size_t len, struct loader *L)
+{
+    size_t i = 0;
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+        i = 3;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+        i++;
+    if (i >= len || (text[i] != '{' && text[i] != '['))
+        return false;
+    /* Bound the tree before cJSON allocates it: every node but the first
+     * follows a ',' or opens a collection. */
+    long tokens = 0;
+    bool in_str = false;
+    for (size_t k = i; k < len; k++) {
+        char c = text[k];
+        if (in_str) {
+            if (c == '\\')
+                k++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ',' || c == '[' || c == '{') {
+            if (++tokens > WH_YAML_MAX_NODES)
+                return false; /* the YAML path reports it with a location */
+        }
+    }
+    char ignored[WH_ERRBUF_LEN];
+    cJSON *j = NULL;
+    if (wh_json_parse(text + i, len - i, &j, ignored))
+        return false;
+    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH) {
+        cJSON_Delete(j);
+        return false; /* let the YAML path report the depth with a location */
+    }
+    L->root = j;
+    L->doc_line = 1;
+    return true;
+}
+
+enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **lines,
+                         char *errbuf)
+{
+    *docs = NULL;
+    if (lines)
+        *lines = NULL;
+    if (len > WH_YAML_MAX_BYTES)
+        return wh_fail(errbuf, WH_ERR_TOOBIG, "input is %zu bytes, over the %zu-byte limit", len,
+                       WH_YAML_MAX_BYTES);
+    struct loader *L = calloc(1, sizeof(*L));
+    if (!L)
+        return WH_ERR_NOMEM;
+    L->errbuf = errbuf;
+    enum wh_err err = WH_OK;
+    if (!(L->docs = cJSON_CreateArray())) {
+        err = WH_ERR_NOMEM;
+        goto out;
+    }
+    if (try_json(text, len, L))
+        err = end_document(L);
+    else
+        err = load_yaml(text, len, L);
+    if (err == WH_ERR_NOMEM && !errbuf[0])
+        wh_fail(errbuf, err, "out of memory while loading YAML");
+out:
+    if (!err) {
+        *docs = L->docs;
+        L->docs = NULL;
+        if (lines) {
+            *lines = L->lines;
+            L->lines = NULL;
+        }
+    }
+    loader_free(L);
+    cJSON_Delete(L->docs);
+    free(L->lines);
+    free(L);
+    return err;
+}
+
+enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc, char *errbuf)
+{
+    cJSON *docs = NULL;
+    *doc = NULL;
+    enum wh_err err = wh_yaml_load(text, len, &docs, NULL, errbuf);
+    if (err)
+        return err;
+    int n = cJSON_GetArraySize(docs);
+    if (n != 1) {
+        cJSON_Delete(docs);
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       n == 0 ? "the input holds no document"
+                              : "the input holds %d documents where one is expected",
+                       n);
+    }
+    *doc = cJSON_DetachItemFromArray(docs, 0);
+    cJSON_Delete(docs);
+    return WH_OK;
+}
+
+/* ---- emitter ----------------------------------------------------------- */
+
+#define TRY(x)                                                                                 \
+    do {                                                                                       \
+        enum wh_err try_err_ = (x);                                                            \
+        if (try_err_)                                                                          \
+            return try_err_;                                                                   \
+    } while (0)
+
+/* Byte length of a YAML 1.1 line break that is not '\n' (NEL, LS, PS), or 0. */
+static size_t unicode_break(const unsigned char *p)
+{
+    if (p[0] == 0xC2 && p[1] == 0x85)
+        return 2;
+    if (p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9))
+        return 3;
+    return 0;
+}
+
+/* A plain scalar that loads back as this very string, in block context. */
+static bool plain_safe(const char *s)
+{
+    size_t n = strlen(s);
+    double num;
+    bool b;
+    if (n == 0 || !strcmp(s, "<<") || resolve_plain(s, n, &num, &b) != SV_STR)
+        return false;
+    if (strchr("-?:,[]{}#&*!|>'\"%@`~ ", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':' ||
+        !strncmp(s, "...", 3))
+        return false;
+    /* Portability with YAML 1.1 readers (PyYAML): sexagesimal numbers like
+     * 1:20 and dates like 2001-12-14 are not strings there; quote them. */
+    if (strspn(s, "0123456789:._+-") == n)
+        return false;
+    if (n >= 5 && strspn(s, "0123456789") == 4 && s[4] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f)
+            return false; /* control bytes; non-ASCII goes quoted, to be safe */
+        if (c == ':' && s[i + 1] == ' ')
+            return false;
+        if (c == '#' && i > 0 && s[i - 1] == ' ')
+            return false;
+    }
+    return true;
+}
+
+static enum wh_err emit_quoted(struct wh_buf *b, const char *s)
+{
+    TRY(wh_buf_addc(b, '"'));
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        size_t ub = unicode_break(p);
+        if (ub) {
+            TRY(wh_buf_addf(b, "\\u%04x", p[0] == 0xC2 ? 0x85 : p[2] == 0xA8 ? 0x2028 : 0x2029));
+            p += ub - 1;
+        } else if (*p == '"' || *p == '\\') {
+            TRY(wh_buf_addc(b, '\\'));
+            TRY(wh_buf_addc(b, (char)*p));
+        } else if (*p == '\n') {
+            TRY(wh_buf_add(b, "\\n"));
+        } else if (*p == '\t') {
+            TRY(wh_buf_add(b, "\\t"));
+        } else if (*p == '\r') {
+            TRY(wh_buf_add(b, "\\r"));
+        } else if (*p < 0x20 || *p == 0x7f) {
+            TRY(wh_buf_addf(b, "\\x%02x", *p));
+        } else {
+            TRY(wh_buf_addc(b, (char)*p));
+        }
+    }
+    return wh_buf_addc(b, '"');
+}
+
+/* A multi-line string that a literal block (|) reproduces exactly. */
+static bool literal_ok(const char *s)
+{
+    if (!strchr(s, '\n') || s[0] == ' ' || s[0] == '\t' || s[0] == '\n')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || unicode_break(p))
+            return false;
+    }
+    return true;
+}
+
+static enum wh_err emit_indent(struct wh_buf *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        TRY(wh_buf_addc(b, ' '));
+    return WH_OK;
+}
+
+static enum wh_err emit_literal(struct wh_buf *b, const char *s, int indent)
+{
+    size_t n = strlen(s), trailing = 0;
+    while (trailing < n && s[n - 1 - trailing] == '\n')
+        trailing++;
+    TRY(wh_buf_add(b, trailing == 0 ? "|-\n" : trailing == 1 ? "|\n" : "|+\n"));
+    const char *p = s, *end = s + n - trailing;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (len > 0) {
+            TRY(emit_indent(b, indent));
+            TRY(wh_buf_addn(b, p, len));
+        }
+        TRY(wh_buf_addc(b, '\n'));
+        p += len + 1;
+    }
+    for (size_t i = 1; i < trailing; i++)
+        TRY(wh_buf_addc(b, '\n')); /* kept by the |+ chomping indicator */
+    return WH_OK;
+}
+
+static enum wh_err emit_string(struct wh_buf *b, const char *s, int indent, bool is_key)
+{
+    if (plain_safe(s))
+        return wh_buf_add(b, s);
+    if (!is_key && literal_ok(s))
+        return emit_literal(b, s, indent);
+    return emit_quoted(b, s);
+}
+
+static bool is_block(const cJSON *j)
+{
+    return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
+}
+
+/* A scalar or an empty collection, then the end of the line. */
+static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
+{
+    if (cJSON_IsString(j)) {
+        TRY(emit_string(b, j->valuestring, indent, false));
+        if (literal_ok(j->valuestring) && !plain_safe(j->valuestring))
+            return WH_OK; /* the block ends with its own newline */
+    } else if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        if (d == floor(d) && fabs(d) < 1e15)
+            TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
+        else
+            TRY(wh_buf_addf(b, "%.17g", d));
+    } else if (cJSON_IsBool(j)) {
+        TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
+    } else if (cJSON_IsObject(j)) {
+        TRY(wh_buf_add(b, "{}"));
+    } else if (cJSON_IsArray(j)) {
+        TRY(wh_buf_add(b, "[]"));
+    } else {
+        TRY(wh_buf_add(b, "null"));
+    }
+    return wh_buf_addc(b, '\n');
+}
+
+/* A non-empty collection at indent; when first_inline, the first line's
+ * indentation is already written ("- " of the enclosing sequence). */
+static enum wh_err emit_block(struct wh_buf *b, const cJSON *j, int indent, bool first_inline)
+{
+    for (const cJSON *c = j->child; c; c = c->next) {
+        if (c != j->child || !first_inline)
+            TRY(emit_indent(b, indent));
+        if (cJSON_IsArray(j)) {
+            TRY(wh_buf_add(b, "- "));
+            if (is_block(c))
+                TRY(emit_block(b, c, indent + 2, true));
+            else
+                TRY(emit_inline(b, c, indent + 2));
+            continue;
+        }
+        TRY(emit_string(b, c->string, indent, true));
+        if (cJSON_IsObject(c) && c->child) {
+            TRY(wh_buf_add(b, ":\n"));
+            TRY(emit_block(b, c, indent + 2, false));
+        } else if (cJSON_IsArray(c) && c->child) {
+            TRY(wh_buf_add(b, ":\n"));
+            TRY(emit_block(b, c, indent, false));
+        } else {
+            TRY(wh_buf_add(b, ": "));
+            TRY(emit_inline(b, c, indent + 2));
+        }
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_yaml_emit(const cJSON *item, struct wh_buf *out)
+{
+    if (is_block(item))
+        return emit_block(out, item, 0, false);
+    return emit_inline(out, item, 2);
+}

@@ -1,0 +1,189 @@
+/* fuzz_review.c: libFuzzer harness for the admission engine.
+ *
+ * Feeds arbitrary bytes to wh_engine_review() (WH_ROUTE_ANY, then /mutate or
+ * /validate by the input length, which must agree) with a small state: two
+ * existing legacy worker pods and four TPU nodes in two subblocks. Crashes,
+ * leaks and sanitizer reports are found by libFuzzer/ASan; on top of that the
+ * harness aborts when an answer is not well-formed:
+ *   - an error without a reason in errbuf, or a success without a body;
+ *   - a body that is not a JSON AdmissionReview response echoing the uid;
+ *   - a denial without status.code 400 and a message, or carrying a patch;
+ *   - a patch that is not base64 of a JSON array, or that does not apply
+ *     (RFC 6902, wh_jsonpatch_apply) to request.object;
+ *   - D6: the patched pod, reviewed again, gets a patch.
+ *
+ * Build and run (clang only):
+ *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DWH_FUZZ=ON
+ *   cmake --build build-fuzz -j2 --target fuzz_review
+ *   mkdir -p /tmp/fuzz-corpus
+ *   build-fuzz/tests/fuzz/fuzz_review /tmp/fuzz-corpus tests/fuzz/corpus \
+ *       -dict=tests/fuzz/review.dict -max_len=16384 -max_total_time=180 -rss_limit_mb=2048
+ * A crash leaves crash-<sha1> in the current directory; replay it with
+ *   build-fuzz/tests/fuzz/fuzz_review crash-<sha1>
+ * The same function is linked into fuzz_replay (any compiler), which ctest
+ * runs over the committed corpus tests/fuzz/corpus/.
+ */
+#include <stdint.h> /* uint8_t */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* abort */
+#include <string.h> /* strcmp */
+
+#include <cjson/cJSON.h>
+
+#include "wh/b64.h"       /* wh_b64_decode */
+#include "wh/engine.h"    /* wh_engine_review */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
+#include "wh/state.h"     /* wh_memstate */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char pods_json[] =
+    "[{\"metadata\":{\"name\":\"w0\",\"namespace\":\"default\",\"labels\":{"
+    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
+    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
+    "\"replicaIndex\":\"tpu-group-0\"}},"
+    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
+    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"}]}]}},"
+    "{\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"labels\":{"
+    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
+    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
+    "\"replicaIndex\":\"tpu-group-0\"}},"
+    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
+    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}]}]}}]";
+
+#define NODE(name, sb)                                                                    \
+    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{"                                   \
+    "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","                                 \
+    "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","                                    \
+    "\"cloud.google.com/gke-nodepool\":\"pool-a\","                                       \
+    "\"cloud.google.com/gce-topology-block\":\"b1\","                                     \
+    "\"cloud.google.com/gce-topology-subblock\":\"" sb "\","                              \
+    "\"cloud.google.com/gce-topology-host\":\"h-" name "\"}}}"
+
+static const char nodes_json[] =
+    "[" NODE("n1", "sb1") "," NODE("n2", "sb1") "," NODE("n3", "sb2") "," NODE("n4", "sb2") "]";
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "fuzz_review: check failed: %s: ", #cond);                   \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+            abort();                                                                      \
+        }                                                                                 \
+    } while (0)
+
+/* Built once; read-only afterwards. */
+static struct wh_memstate *state(void)
+{
+    static struct wh_memstate *ms;
+    if (ms)
+        return ms;
+    char errbuf[WH_ERRBUF_LEN];
+    cJSON *p = cJSON_Parse(pods_json), *n = cJSON_Parse(nodes_json);
+    ms = wh_memstate_new();
+    CHECK(p && n && ms, "setup");
+    CHECK(!wh_memstate_add_pods(ms, p, NULL, errbuf), "%s", errbuf);
+    CHECK(!wh_memstate_add_nodes(ms, n, NULL, errbuf), "%s", errbuf);
+    cJSON_Delete(p);
+    cJSON_Delete(n);
+    return ms;
+}
+
+/* D6: reviewing the mutated pod again gives no patch. Takes obj. */
+static void check_idempotent(cJSON *review, cJSON *obj, const char *first_patch)
+{
+    cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
+    if (!cJSON_AddItemToObject(req, "object", obj)) {
+        cJSON_Delete(obj);
+        return;
+    }
+    char *again = cJSON_PrintUnformatted(review);
+    CHECK(again, "print");
+    struct wh_state st = wh_memstate_view(state());
+    struct wh_engine_result res;
+    char errbuf[WH_ERRBUF_LEN];
+    enum wh_err err = wh_engine_review(again, strlen(again), WH_ROUTE_ANY, &st, &res, errbuf);
+    CHECK(!err, "second review of the mutated pod failed: %s", errbuf);
+    CHECK(res.n_ops == 0, "second review of the mutated pod patches again: %.600s\nfirst patch: %.600s",
+          res.body, first_patch);
+    wh_engine_result_free(&res);
+    cJSON_free(again);
+}
+
+/* The response must be well-formed and its patch must apply to the object. */
+static void check_response(const uint8_t *data, size_t size, const struct wh_engine_result *res)
+{
+    cJSON *out = cJSON_ParseWithLength(res->body, res->body_len);
+    CHECK(out, "response is not JSON: %.300s", res->body);
+    const cJSON *resp = wh_json_get(out, "response");
+    CHECK(!strcmp(wh_json_str0(out, "kind"), "AdmissionReview"), "%.300s", res->body);
+    CHECK(cJSON_IsObject(resp), "%.300s", res->body);
+    const cJSON *allowed = wh_json_get(resp, "allowed");
+    CHECK(cJSON_IsBool(allowed) && cJSON_IsTrue(allowed) == res->allowed, "%.300s", res->body);
+    cJSON *sent = cJSON_ParseWithLength((const char *)data, size);
+    CHECK(sent, "an accepted request does not parse");
+    CHECK(!strcmp(wh_json_str0(resp, "uid"), wh_json_str0(wh_json_get(sent, "request"), "uid")),
+          "uid not echoed: %.300s", res->body);
+    cJSON_Delete(sent);
+    const char *patch_b64 = wh_json_str(resp, "patch");
+    if (!res->allowed) {
+        const cJSON *code = wh_json_path(resp, "status", "code", NULL);
+        CHECK(cJSON_IsNumber(code) && code->valueint == 400 && res->code == 400, "%.300s", res->body);
+        CHECK(res->message && *wh_json_str0(wh_json_get(resp, "status"), "message"), "%.300s",
+              res->body);
+        CHECK(!patch_b64 && res->n_ops == 0, "a denial carries a patch: %.300s", res->body);
+    }
+    if (patch_b64) {
+        CHECK(!strcmp(wh_json_str0(resp, "patchType"), "JSONPatch"), "%.300s", res->body);
+        struct wh_buf b;
+        wh_buf_init(&b, 1 << 28);
+        CHECK(!wh_b64_decode(&b, patch_b64, strlen(patch_b64)), "patch is not base64");
+        cJSON *patch = cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
+        CHECK(cJSON_IsArray(patch) && (size_t)cJSON_GetArraySize(patch) == res->n_ops,
+              "patch is not an array of n_ops operations: %.300s", wh_buf_ptr(&b));
+        /* The same request, parsed independently, gives the object. */
+        cJSON *in = cJSON_ParseWithLength((const char *)data, size);
+        CHECK(in, "an accepted request does not parse");
+        cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(in, "request"), "object");
+        char errbuf[WH_ERRBUF_LEN];
+        enum wh_err err = wh_jsonpatch_apply(&obj, patch, errbuf);
+        CHECK(!err, "patch does not apply: %s\npatch: %.400s", errbuf, wh_buf_ptr(&b));
+        check_idempotent(in, obj, wh_buf_ptr(&b));
+        cJSON_Delete(in);
+        cJSON_Delete(patch);
+        wh_buf_free(&b);
+    } else {
+        CHECK(res->n_ops == 0, "n_ops %zu without a patch", res->n_ops);
+    }
+    cJSON_Delete(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct wh_state st = wh_memstate_view(state());
+    struct wh_engine_result res, res2;
+    char errbuf[WH_ERRBUF_LEN], errbuf2[WH_ERRBUF_LEN];
+    enum wh_err err = wh_engine_review((const char *)data, size, WH_ROUTE_ANY, &st, &res, errbuf);
+    /* A specific route gives the same answer, or refuses the kind. */
+    enum wh_route route = size % 2 ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
+    enum wh_err err2 = wh_engine_review((const char *)data, size, route, &st, &res2, errbuf2);
+    if (err2 == WH_ERR_KIND)
+        CHECK(!res2.body && errbuf2[0], "WH_ERR_KIND without a reason");
+    else
+        CHECK(err2 == err && (err || !strcmp(res.body, res2.body)),
+              "route %d answers differently from WH_ROUTE_ANY", (int)route);
+    wh_engine_result_free(&res2);
+    if (err) {
+        CHECK(errbuf[0] && !res.body, "error %s without a reason", wh_strerror(err));
+        CHECK(err == WH_ERR_INVALID || err == WH_ERR_TOOBIG, "unexpected error %s: %s",
+              wh_strerror(err), errbuf);
+        return 0;
+    }
+    CHECK(res.body && res.body_len == strlen(res.body), "success without a body");
+    check_response(data, size, &res);
+    wh_engine_result_free(&res);
+    return 0;
+}

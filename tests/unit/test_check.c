@@ -1,0 +1,123 @@
+/* test_check.c: per-group verdicts and columns of `check`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "../testutil.h"
+#include "wh/check.h"
+#include "wh/json.h"
+
+static const char two_groups[] =
+    "apiVersion: ray.io/v1\n"
+    "kind: RayCluster\n"
+    "metadata: {name: mixed}\n"
+    "spec:\n"
+    "  workerGroupSpecs:\n"
+    "  - groupName: good\n"
+    "    numOfHosts: 2\n"
+    "    template:\n"
+    "      spec:\n"
+    "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"
+    "                       cloud.google.com/gke-tpu-topology: 2x2x2}\n"
+    "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
+    "  - groupName: cpu\n"
+    "    template: {spec: {containers: [{name: w}]}}\n"
+    "  - groupName: bad\n"
+    "    template:\n"
+    "      spec:\n"
+    "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice,\n"
+    "                       cloud.google.com/gke-tpu-topology: 4x4}\n"
+    "        containers: [{name: w, resources: {limits: {google.com/tpu: '4'}}}]\n"
+    "---\n"
+    "kind: ConfigMap\n"
+    "metadata: {name: ignored}\n"
+    "---\n"
+    "kind: RayJob\n"
+    "metadata: {name: selector-job}\n"
+    "spec: {clusterSelector: {ray.io/cluster: x}}\n";
+
+static const cJSON *row_of(const cJSON *rows, const char *group)
+{
+    for (const cJSON *r = rows->child; r; r = r->next)
+        if (!strcmp(wh_json_str0(r, "group"), group))
+            return r;
+    fail_msg("no row for group %s", group);
+    return NULL;
+}
+
+static void test_per_group_verdicts(void **state)
+{
+    (void)state;
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_check_text("m.yaml", two_groups, strlen(two_groups), rows, &st, errbuf),
+                     WH_OK);
+    /* good, bad (cpu has no row), and an error row for the RayJob. */
+    assert_int_equal(cJSON_GetArraySize(rows), 3);
+    assert_int_equal(st.objects, 2);
+    assert_int_equal(st.rejected, 1);
+    assert_int_equal(st.errors, 1);
+    const cJSON *good = row_of(rows, "good");
+    assert_string_equal(wh_json_str0(good, "verdict"), "ok");
+    assert_int_equal(wh_json_get(good, "chipsPerHost")->valueint, 4);
+    assert_int_equal(wh_json_get(good, "hostsExpected")->valueint, 2);
+    assert_int_equal(wh_json_get(good, "numOfHosts")->valueint, 2);
+    assert_string_equal(wh_json_str0(good, "topology"), "2x2x2");
+    assert_int_equal(wh_json_get(good, "line")->valueint, 1);
+    const cJSON *bad = row_of(rows, "bad");
+    assert_string_equal(wh_json_str0(bad, "verdict"), "rejected");
+    /* numOfHosts absent: the CRD default 1 applies before the webhook. */
+    assert_int_equal(wh_json_get(bad, "numOfHosts")->valueint, 1);
+    assert_int_equal(wh_json_get(bad, "hostsExpected")->valueint, 4);
+    const char *msg = wh_json_str0(bad, "message");
+    assert_non_null(strstr(msg, "worker group \"bad\""));
+    assert_null(strstr(msg, "\"good\""));
+    const cJSON *job = row_of(rows, "-");
+    assert_string_equal(wh_json_str0(job, "verdict"), "error");
+    assert_string_equal(wh_json_str0(job, "name"), "selector-job");
+    assert_non_null(strstr(wh_json_str0(job, "message"), "clusterSelector"));
+
+    struct wh_buf out;
+    wh_buf_init(&out, 1 << 20);
+    assert_int_equal(wh_check_table(rows, &st, &out), WH_OK);
+    const char *t = wh_buf_ptr(&out);
+    assert_int_equal(strncmp(t, "FILE", 4), 0);
+    assert_non_null(strstr(t, "m.yaml:1"));
+    assert_non_null(strstr(t, "rejected bad: worker group \"bad\""));
+    assert_non_null(strstr(t, "1 rejected, 1 error(s)"));
+    wh_buf_free(&out);
+    cJSON_Delete(rows);
+}
+
+static void test_unreadable_inputs(void **state)
+{
+    (void)state;
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    const char *bad = "kind: RayCluster\nmetadata: {name: x\n";
+    assert_int_equal(wh_check_text("b.yaml", bad, strlen(bad), rows, &st, errbuf), WH_OK);
+    assert_int_equal(st.errors, 1);
+    assert_non_null(strstr(wh_json_str0(rows->child, "message"), "line 2"));
+    const char *none = "kind: Service\nmetadata: {name: s}\n";
+    assert_int_equal(wh_check_text("s.yaml", none, strlen(none), rows, &st, errbuf), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(rows), 1); /* other kinds give no row */
+    assert_int_equal(wh_check_error_row(rows, &st, "gone.yaml", 0, "cannot read"), WH_OK);
+    assert_int_equal(st.errors, 2);
+    assert_int_equal(st.files, 2);
+    cJSON_Delete(rows);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_per_group_verdicts),
+        cmocka_unit_test(test_unreadable_inputs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,118 @@
+/* test_decision.c: decisions (denial replaces the patch, warnings cut to
+ * WH_WARNING_MAX characters, notes). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "wh/decision.h"
+
+static void test_init_free(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_true(d.allowed);
+    assert_null(d.message);
+    assert_null(d.patch);
+    assert_null(d.warnings);
+    assert_false(d.assigned);
+    wh_decision_free(&d);
+    assert_true(d.allowed); /* left initialised */
+    wh_decision_free(&d);   /* twice is fine */
+    wh_decision_free(NULL);
+}
+
+static void test_deny(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    d.patch = cJSON_CreateArray();
+    cJSON_AddItemToArray(d.patch, cJSON_CreateString("op"));
+    d.assigned = true;
+    assert_int_equal(wh_decision_deny(&d, "Pod \"%s\": %s is %d", "ns/p", "x", 3), WH_OK);
+    assert_false(d.allowed);
+    assert_string_equal(d.message, "Pod \"ns/p\": x is 3");
+    assert_null(d.patch); /* never a partial patch with a denial */
+    assert_false(d.assigned);
+    /* a second denial replaces the message */
+    assert_int_equal(wh_decision_deny(&d, "%s", "second"), WH_OK);
+    assert_string_equal(d.message, "second");
+    /* long messages are kept whole */
+    char big[3000];
+    memset(big, 'm', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(wh_decision_deny(&d, "%s!", big), WH_OK);
+    assert_int_equal(strlen(d.message), sizeof(big));
+    wh_decision_free(&d);
+}
+
+static const char *warning(const struct wh_decision *d, int i)
+{
+    const cJSON *w = cJSON_GetArrayItem(d->warnings, i);
+    assert_true(cJSON_IsString(w));
+    return w->valuestring;
+}
+
+static void test_warnings(void **unused)
+{
+    (void)unused;
+    char text[400];
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_decision_warn(&d, "short %d", 1), WH_OK);
+    /* exactly WH_WARNING_MAX characters: kept as is */
+    memset(text, 'a', WH_WARNING_MAX);
+    text[WH_WARNING_MAX] = '\0';
+    assert_int_equal(wh_decision_warn(&d, "%s", text), WH_OK);
+    /* one more: cut to WH_WARNING_MAX with "..." */
+    memset(text, 'b', WH_WARNING_MAX + 1);
+    text[WH_WARNING_MAX + 1] = '\0';
+    assert_int_equal(wh_decision_warn(&d, "%s", text), WH_OK);
+    /* much longer */
+    memset(text, 'c', 399);
+    text[399] = '\0';
+    assert_int_equal(wh_decision_warn(&d, "group \"%s\": %s", "g", text), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 4);
+    assert_string_equal(warning(&d, 0), "short 1");
+    assert_int_equal(strlen(warning(&d, 1)), WH_WARNING_MAX);
+    assert_int_equal(strlen(warning(&d, 2)), WH_WARNING_MAX);
+    assert_memory_equal(warning(&d, 2) + WH_WARNING_MAX - 3, "...", 3);
+    assert_int_equal(warning(&d, 2)[0], 'b');
+    assert_int_equal(strlen(warning(&d, 3)), WH_WARNING_MAX);
+    assert_memory_equal(warning(&d, 3), "group \"g\": ccc", 14);
+    assert_memory_equal(warning(&d, 3) + WH_WARNING_MAX - 3, "...", 3);
+    for (int i = 0; i < 4; i++)
+        assert_true(strlen(warning(&d, i)) < 120); /* D8: under 120 characters */
+    /* warnings do not change the verdict */
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+static void test_notes(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_decision_note(&d, "skipped pod %s", "a"), WH_OK);
+    assert_int_equal(wh_decision_note(&d, "n=%d", 2), WH_OK);
+    assert_string_equal(wh_buf_ptr(&d.notes), "skipped pod a\nn=2\n");
+    wh_decision_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_free),
+        cmocka_unit_test(test_deny),
+        cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_notes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,166 @@
+/* test_topology.c: topology parsing, host counts (anchor §2.3), subsets
+ * (§3.3) and accelerator generations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "wh/topology.h"
+
+static struct wh_topology parse_ok(const char *s)
+{
+    struct wh_topology t;
+    char errbuf[WH_ERRBUF_LEN];
+    if (wh_topology_parse(s, &t, errbuf))
+        fail_msg("topology \"%s\" refused: %s", s, errbuf);
+    return t;
+}
+
+static void parse_bad(const char *s, const char *why)
+{
+    struct wh_topology t;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    if (wh_topology_parse(s, &t, errbuf) != WH_ERR_INVALID)
+        fail_msg("topology \"%s\" accepted", s ? s : "(null)");
+    if (!strstr(errbuf, why))
+        fail_msg("topology \"%s\": error \"%s\" does not mention \"%s\"", s ? s : "(null)", errbuf,
+                 why);
+}
+
+static void test_parse(void **unused)
+{
+    (void)unused;
+    struct wh_topology t = parse_ok("2x4");
+    assert_int_equal(t.ndims, 2);
+    assert_int_equal(t.dims[0], 2);
+    assert_int_equal(t.dims[1], 4);
+    assert_int_equal(t.dims[2], 1);
+    assert_int_equal(t.chips, 8);
+    t = parse_ok("2x2x2");
+    assert_int_equal(t.ndims, 3);
+    assert_int_equal(t.dims[0], 2);
+    assert_int_equal(t.dims[1], 2);
+    assert_int_equal(t.dims[2], 2);
+    assert_int_equal(t.chips, 8);
+    t = parse_ok("8x8x16");
+    assert_int_equal(t.chips, 1024);
+    t = parse_ok("1x1");
+    assert_int_equal(t.chips, 1);
+    t = parse_ok("04x4");
+    assert_int_equal(t.chips, 16);
+    t = parse_ok("4096x4096"); /* exactly the chip limit */
+    assert_int_equal(t.chips, WH_TOPOLOGY_MAX_CHIPS);
+}
+
+static void test_parse_bad(void **unused)
+{
+    (void)unused;
+    parse_bad(NULL, "empty");
+    parse_bad("", "empty");
+    parse_bad("x", "\"x\"");
+    parse_bad("2x", "not of the form");
+    parse_bad("x2", "not of the form");
+    parse_bad("2xx2", "not of the form");
+    parse_bad("8", "not of the form");
+    parse_bad("0x4", "zero dimension");
+    parse_bad("4x0", "zero dimension");
+    parse_bad("2x2x0", "zero dimension");
+    parse_bad("axb", "\"axb\"");
+    parse_bad("2X4", "not of the form");
+    parse_bad("2x4 ", "not of the form");
+    parse_bad("2x-4", "not of the form");
+    parse_bad("+2x4", "not of the form");
+    parse_bad("1x2x3x4", "not of the form");
+    parse_bad("1234567890x1", "not of the form"); /* a part of 10 digits */
+    parse_bad("99999x99999", "more than");       /* chips overflow the limit */
+    parse_bad("4097x4096", "more than");
+    parse_bad("999999999x999999999x999999999", "more than");
+}
+
+static long hosts(const char *topo, long chips_per_host)
+{
+    struct wh_topology t = parse_ok(topo);
+    return wh_topology_hosts(&t, chips_per_host);
+}
+
+static void test_hosts(void **unused)
+{
+    (void)unused;
+    /* the examples of anchor-behaviour.md §2.3 */
+    assert_int_equal(hosts("2x2x1", 4), 1); /* v4 */
+    assert_int_equal(hosts("2x2x2", 4), 2);
+    assert_int_equal(hosts("2x2x4", 4), 4);
+    assert_int_equal(hosts("2x4", 8), 1);   /* v5e, v6e */
+    assert_int_equal(hosts("2x4", 4), 2);
+    assert_int_equal(hosts("4x4", 4), 4);
+    assert_int_equal(hosts("2x2x1", 4), 1); /* tpu7x */
+    assert_int_equal(hosts("2x2x2", 4), 2);
+    assert_int_equal(hosts("2x2x2", 2 + 2), 2); /* two containers x 2 chips */
+    /* larger and degenerate cases */
+    assert_int_equal(hosts("16x16", 4), 64);
+    assert_int_equal(hosts("8x8x16", 4), 256);
+    assert_int_equal(hosts("2x2x1", 8), 1); /* more chips than the slice: at least 1 */
+    assert_int_equal(hosts("4x4", 0), 1);   /* no chips: 1 host */
+    assert_int_equal(hosts("4x4", -4), 1);
+    assert_int_equal(hosts("4x4", 3), 5);   /* integer division */
+}
+
+static void test_is_subset(void **unused)
+{
+    (void)unused;
+    assert_true(wh_topology_is_subset("2x2", "4x4"));
+    assert_true(wh_topology_is_subset("4x4", "4x4"));
+    assert_true(wh_topology_is_subset("2x2x1", "2x2x2"));
+    assert_true(wh_topology_is_subset("2x4x4", "4x4x8"));
+    assert_false(wh_topology_is_subset("4x4", "2x4"));
+    assert_false(wh_topology_is_subset("2x8", "4x4"));
+    assert_false(wh_topology_is_subset("2x2x2", "4x4"));
+    assert_false(wh_topology_is_subset("2x2", "4x4x4"));
+    assert_false(wh_topology_is_subset("axb", "4x4"));
+    assert_false(wh_topology_is_subset("2x2", "axb"));
+    assert_false(wh_topology_is_subset("", "4x4"));
+    assert_false(wh_topology_is_subset("2x2", ""));
+    assert_false(wh_topology_is_subset("2x", "4x4"));
+}
+
+static void test_generations(void **unused)
+{
+    (void)unused;
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v4-podslice"), WH_GEN_V4);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v5-lite-podslice"), WH_GEN_V5E);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v5-lite-device"), WH_GEN_V5E);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v5p-slice"), WH_GEN_V5P);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v6e-slice"), WH_GEN_V6E);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu7x"), WH_GEN_TPU7X);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu7x-standard-4t"), WH_GEN_TPU7X);
+    assert_int_equal(wh_tpu_gen_from_accelerator("nvidia-tesla-a100"), WH_GEN_UNKNOWN);
+    assert_int_equal(wh_tpu_gen_from_accelerator(""), WH_GEN_UNKNOWN);
+    assert_int_equal(wh_tpu_gen_from_accelerator(NULL), WH_GEN_UNKNOWN);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_V4), 3);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_V5E), 2);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_V5P), 3);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_V6E), 2);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_TPU7X), 3);
+    assert_int_equal(wh_tpu_gen_dims(WH_GEN_UNKNOWN), 0);
+    assert_string_equal(wh_tpu_gen_name(WH_GEN_V6E), "v6e");
+    assert_string_equal(wh_tpu_gen_name(WH_GEN_TPU7X), "tpu7x");
+    assert_string_equal(wh_tpu_gen_name(WH_GEN_UNKNOWN), "unknown");
+    assert_true(wh_is_tpu7x("tpu7x"));
+    assert_true(wh_is_tpu7x("tpu7x-standard-4t"));
+    assert_false(wh_is_tpu7x("tpu7"));
+    assert_false(wh_is_tpu7x("tpu-v6e-slice"));
+    assert_false(wh_is_tpu7x(NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_hosts),     cmocka_unit_test(test_is_subset),
+        cmocka_unit_test(test_generations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
