@@ -58,6 +58,10 @@ static void dump_log(void)
     fprintf(stderr, "--- server log (tail) ---\n");
     if (system(cmd)) {
     }
+    /* The log is shown; nothing else in the work directory is worth keeping. */
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", work);
+    if (work[0] && system(cmd)) {
+    }
 }
 
 static double now_s(void)
