@@ -1,9 +1,8 @@
 /* flags.c: Go-compatible flag parsing (see flags.h). */
 #include "wh/flags.h"
 
-#include <errno.h>  /* errno */
 #include <limits.h> /* LONG_MAX */
-#include <stdlib.h> /* strtol */
+#include <stdio.h>  /* fprintf, snprintf */
 #include <string.h> /* strcmp, strchr, strncmp */
 
 #include "wh/json.h" /* wh_parse_long */
