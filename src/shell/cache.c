@@ -589,14 +589,20 @@ static enum wh_err list_all(struct watcher *w)
     enum wh_err err = WH_OK;
     size_t items = 0;
     for (;;) {
-        char path[8192];
+        /* 3x for percent-escaping; the continue token is opaque. */
         char esc[3 * sizeof(cont)];
         escape(esc, sizeof(esc), cont);
-        snprintf(path, sizeof(path), "%s&limit=%ld%s%s", w->base, c->page_size,
-                 cont[0] ? "&continue=" : "", esc);
+        struct wh_buf pb;
+        wh_buf_init(&pb, sizeof(esc) + 1024);
+        if (wh_buf_addf(&pb, "%s&limit=%ld%s%s", w->base, c->page_size,
+                        cont[0] ? "&continue=" : "", esc)) {
+            err = WH_ERR_NOMEM;
+            break;
+        }
         long status = 0;
         wh_buf_reset(&body);
-        err = wh_kube_get(c->kube, path, &body, &status, &c->stop, errbuf);
+        err = wh_kube_get(c->kube, wh_buf_ptr(&pb), &body, &status, &c->stop, errbuf);
+        wh_buf_free(&pb);
         if (err) {
             log_failure(w, "list", 0, errbuf);
             break;
@@ -628,10 +634,15 @@ static enum wh_err list_all(struct watcher *w)
         const char *rv = wh_json_str(meta, "resourceVersion");
         if (rv)
             snprintf(w->rv, sizeof(w->rv), "%s", rv);
-        snprintf(cont, sizeof(cont), "%s", next ? next : "");
+        if (next && strlen(next) >= sizeof(cont)) {
+            log_failure(w, "list", status, "continue token longer than the client accepts");
+            err = WH_ERR_TOOBIG;
+        }
+        snprintf(cont, sizeof(cont), "%s", next && !err ? next : "");
         cJSON_Delete(json);
         if (err) {
-            log_failure(w, "list", status, "out of memory");
+            if (err == WH_ERR_NOMEM)
+                log_failure(w, "list", status, "out of memory");
             break;
         }
         if (!cont[0])
@@ -719,12 +730,13 @@ static void *watch_thread(void *arg)
             }
         }
         if (!failed) {
-            char path[8192];
+            char path[1024], rv[3 * sizeof(w->rv)];
             long to = c->watch_timeout_s ? c->watch_timeout_s
                                          : 120 + (long)(rand_r(&w->seed) % 121);
+            escape(rv, sizeof(rv), w->rv);
             snprintf(path, sizeof(path),
                      "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld",
-                     w->base, w->rv, to);
+                     w->base, rv, to);
             char errbuf[WH_ERRBUF_LEN];
             long status = 0;
             w->relist = false;

@@ -45,17 +45,22 @@ static inline void kh_sleep_ms(long ms)
         ;
 }
 
+/* A file next to this header (the fake server, review templates). */
+static inline void kh_file(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s", __FILE__);
+    char *slash = strrchr(out, '/');
+    if (slash)
+        snprintf(slash + 1, n - (size_t)(slash + 1 - out), "%s", name);
+    else
+        snprintf(out, n, "%s", name);
+}
+
 static inline const char *kh_script(void)
 {
     static char path[1024];
-    if (!path[0]) {
-        snprintf(path, sizeof(path), "%s", __FILE__);
-        char *slash = strrchr(path, '/');
-        if (slash)
-            snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "fake_apiserver.py");
-        else
-            snprintf(path, sizeof(path), "fake_apiserver.py");
-    }
+    if (!path[0])
+        kh_file(path, sizeof(path), "fake_apiserver.py");
     return path;
 }
 
