@@ -11,6 +11,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"serve", wh_cmd_serve, "serve the admission webhook over HTTPS"},
+    {"certs", wh_cmd_certs, "write a development CA and server certificate"},
     {"review", wh_cmd_review, "answer one AdmissionReview (JSON or YAML) from a file or stdin"},
     {"render", wh_cmd_render, "show the worker pods of a RayCluster/RayJob/RayService as mutated"},
     {"check", wh_cmd_check, "validate Ray manifests in files or directories (for CI)"},

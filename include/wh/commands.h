@@ -8,6 +8,10 @@
 
 /* review: one AdmissionReview in, the response out (src/shell/cmd_review.c). */
 int wh_cmd_review(int argc, char **argv);
+/* serve: the HTTPS admission webhook (src/shell/cmd_serve.c). */
+int wh_cmd_serve(int argc, char **argv);
+/* certs: development CA and server certificate (src/shell/cmd_certs.c). */
+int wh_cmd_certs(int argc, char **argv);
 /* render: the worker pods of Ray manifests as the webhook would mutate them
  * (src/shell/cmd_render.c). */
 int wh_cmd_render(int argc, char **argv);

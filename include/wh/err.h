@@ -42,6 +42,15 @@ const char *wh_strerror(enum wh_err err);
 enum wh_err wh_fail(char *errbuf, enum wh_err err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Return the error of an expression from the enclosing function, for chains
+ * of calls that need no cleanup between them. */
+#define WH_TRY(x)                                                                              \
+    do {                                                                                       \
+        enum wh_err wh_try_err_ = (x);                                                         \
+        if (wh_try_err_)                                                                       \
+            return wh_try_err_;                                                                \
+    } while (0)
+
 #if defined(__GNUC__)
 #define WH_NODISCARD __attribute__((warn_unused_result))
 #else

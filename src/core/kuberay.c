@@ -19,12 +19,6 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/quantity.h" /* wh_quantity_ceil */
 
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        enum wh_err try_err_ = (x);                                                            \
-        if (try_err_)                                                                          \
-            return try_err_;                                                                   \
-    } while (0)
 
 static const char name_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
 
@@ -334,7 +328,7 @@ static enum wh_err copy_labels(cJSON *dst, const cJSON *src, bool protect)
         if (protect && (!strcmp(l->string, "ray.io/node-type") ||
                         !strcmp(l->string, "ray.io/group") || !strcmp(l->string, "ray.io/cluster")))
             continue;
-        TRY(put(dst, l->string, cJSON_Duplicate(l, 1)));
+        WH_TRY(put(dst, l->string, cJSON_Duplicate(l, 1)));
     }
     return WH_OK;
 }
@@ -352,29 +346,29 @@ static enum wh_err labels(const struct ctx *c, const cJSON *group, const char *g
         memmove(ident, ident + (n - 63), 64); /* CheckLabel keeps the last 63 */
     if (ispunct((unsigned char)ident[0]))
         ident[0] = 'r';
-    TRY(put_str(l, "ray.io/is-ray-node", "yes"));
-    TRY(put_str(l, "ray.io/cluster", c->name));
-    TRY(put_str(l, "ray.io/node-type", "worker"));
-    TRY(put_str(l, "ray.io/group", gname));
-    TRY(put_str(l, "ray.io/identifier", ident));
-    TRY(put_str(l, "app.kubernetes.io/name", "kuberay"));
-    TRY(put_str(l, "app.kubernetes.io/created-by", "kuberay-operator"));
+    WH_TRY(put_str(l, "ray.io/is-ray-node", "yes"));
+    WH_TRY(put_str(l, "ray.io/cluster", c->name));
+    WH_TRY(put_str(l, "ray.io/node-type", "worker"));
+    WH_TRY(put_str(l, "ray.io/group", gname));
+    WH_TRY(put_str(l, "ray.io/identifier", ident));
+    WH_TRY(put_str(l, "app.kubernetes.io/name", "kuberay"));
+    WH_TRY(put_str(l, "app.kubernetes.io/created-by", "kuberay-operator"));
     /* User labels go on top, the group's top-level labels (1.5+) winning. */
-    TRY(copy_labels(l, wh_json_path(group, "template", "metadata", "labels", NULL), true));
+    WH_TRY(copy_labels(l, wh_json_path(group, "template", "metadata", "labels", NULL), true));
     if (at_least(c->opts, 1, 5))
-        TRY(copy_labels(l, wh_json_get(group, "labels"), true));
+        WH_TRY(copy_labels(l, wh_json_get(group, "labels"), true));
     if (s->replica >= 0) {
         char num[32];
         snprintf(num, sizeof(num), "%ld", s->replica);
-        TRY(put_str(l, "ray.io/worker-group-replica-index", num));
+        WH_TRY(put_str(l, "ray.io/worker-group-replica-index", num));
         if (hosts > 1) {
-            TRY(put_str(l, "ray.io/worker-group-replica-name", s->replica_name));
+            WH_TRY(put_str(l, "ray.io/worker-group-replica-name", s->replica_name));
             snprintf(num, sizeof(num), "%ld", s->host);
-            TRY(put_str(l, "ray.io/replica-host-index", num));
+            WH_TRY(put_str(l, "ray.io/replica-host-index", num));
         }
     }
     if (c->from_rayservice)
-        TRY(put_str(l, "ray.io/serve", "true"));
+        WH_TRY(put_str(l, "ray.io/serve", "true"));
     return sort_object(l);
 }
 
@@ -387,9 +381,9 @@ static enum wh_err annotations(const struct ctx *c, const cJSON *group, cJSON *m
     if (!a)
         return WH_ERR_NOMEM;
     for (const cJSON *x = cJSON_IsObject(src) ? src->child : NULL; x; x = x->next)
-        TRY(put(a, x->string, cJSON_Duplicate(x, 1)));
+        WH_TRY(put(a, x->string, cJSON_Duplicate(x, 1)));
     if (c->overwrite_cmd)
-        TRY(put_str(a, "ray.io/overwrite-container-cmd", "true"));
+        WH_TRY(put_str(a, "ray.io/overwrite-container-cmd", "true"));
     return sort_object(a);
 }
 
@@ -400,14 +394,14 @@ static enum wh_err owner_ref(const struct ctx *c, cJSON *meta)
         cJSON_Delete(r);
         return WH_ERR_NOMEM;
     }
-    TRY(wh_json_add(refs, r));
-    TRY(put_str(r, "apiVersion", "ray.io/v1"));
-    TRY(put_str(r, "kind", "RayCluster"));
-    TRY(put_str(r, "name", c->name));
+    WH_TRY(wh_json_add(refs, r));
+    WH_TRY(put_str(r, "apiVersion", "ray.io/v1"));
+    WH_TRY(put_str(r, "kind", "RayCluster"));
+    WH_TRY(put_str(r, "name", c->name));
     const char *uid = wh_json_str(wh_json_get(c->cluster, "metadata"), "uid");
     if (uid && uid[0])
-        TRY(put_str(r, "uid", uid));
-    TRY(put(r, "controller", cJSON_CreateTrue()));
+        WH_TRY(put_str(r, "uid", uid));
+    WH_TRY(put(r, "controller", cJSON_CreateTrue()));
     return put(r, "blockOwnerDeletion", cJSON_CreateTrue());
 }
 
@@ -420,14 +414,14 @@ static enum wh_err wait_gcs_ready(const struct ctx *c, cJSON *spec, const cJSON 
         cJSON_Delete(ic);
         return WH_ERR_NOMEM;
     }
-    TRY(wh_json_add(inits, ic));
-    TRY(put_str(ic, "name", "wait-gcs-ready"));
+    WH_TRY(wh_json_add(inits, ic));
+    WH_TRY(put_str(ic, "name", "wait-gcs-ready"));
     static const char *const copied[] = {"image", "imagePullPolicy"};
     for (size_t i = 0; i < 2; i++)
         if (wh_json_has(ray, copied[i]))
-            TRY(put(ic, copied[i], cJSON_Duplicate(wh_json_get(ray, copied[i]), 1)));
+            WH_TRY(put(ic, copied[i], cJSON_Duplicate(wh_json_get(ray, copied[i]), 1)));
     static const char *const cmd[] = {"/bin/bash", "-c", "--"};
-    TRY(put(ic, "command", cJSON_CreateStringArray(cmd, 3)));
+    WH_TRY(put(ic, "command", cJSON_CreateStringArray(cmd, 3)));
     /* The operator's script, in substance: poll `ray health-check` every 5 s,
      * quietly for the first 120 s. */
     char script[2048];
@@ -451,23 +445,23 @@ static enum wh_err wait_gcs_ready(const struct ctx *c, cJSON *spec, const cJSON 
              "done\n",
              c->fqdn, c->port, c->fqdn, c->port);
     const char *args[] = {script};
-    TRY(put(ic, "args", cJSON_CreateStringArray(args, 1)));
+    WH_TRY(put(ic, "args", cJSON_CreateStringArray(args, 1)));
     static const char *const more[] = {"securityContext", "env", "volumeMounts"};
     for (size_t i = 0; i < 3; i++)
         if (wh_json_has(ray, more[i]))
-            TRY(put(ic, more[i], cJSON_Duplicate(wh_json_get(ray, more[i]), 1)));
+            WH_TRY(put(ic, more[i], cJSON_Duplicate(wh_json_get(ray, more[i]), 1)));
     cJSON *res = cJSON_CreateObject();
     if (!res)
         return WH_ERR_NOMEM;
-    TRY(put(ic, "resources", res));
+    WH_TRY(put(ic, "resources", res));
     static const char *const kinds[] = {"limits", "requests"};
     for (size_t i = 0; i < 2; i++) {
         cJSON *q = cJSON_CreateObject();
         if (!q)
             return WH_ERR_NOMEM;
-        TRY(wh_json_set(res, kinds[i], q));
-        TRY(put_str(q, "cpu", "200m"));
-        TRY(put_str(q, "memory", "256Mi"));
+        WH_TRY(wh_json_set(res, kinds[i], q));
+        WH_TRY(put_str(q, "cpu", "200m"));
+        WH_TRY(put_str(q, "memory", "256Mi"));
     }
     return WH_OK;
 }
@@ -479,16 +473,16 @@ static enum wh_err start_params(const struct ctx *c, const cJSON *group, const c
     char num[64];
     const cJSON *user = wh_json_get(group, "rayStartParams");
     for (const cJSON *p = cJSON_IsObject(user) ? user->child : NULL; p; p = p->next)
-        TRY(put_str(params, p->string, scalar_text(p, num, sizeof(num))));
+        WH_TRY(put_str(params, p->string, scalar_text(p, num, sizeof(num))));
     char addr[600];
     snprintf(addr, sizeof(addr), "%s:%s", c->fqdn, c->port);
     if (!wh_json_has(params, "address"))
-        TRY(put_str(params, "address", addr));
+        WH_TRY(put_str(params, "address", addr));
     if (!wh_json_has(params, "metrics-export-port"))
-        TRY(put_str(params, "metrics-export-port", "8080"));
-    TRY(put_str(params, "block", "true"));
+        WH_TRY(put_str(params, "metrics-export-port", "8080"));
+    WH_TRY(put_str(params, "block", "true"));
     if (!wh_json_has(params, "dashboard-agent-listen-port"))
-        TRY(put_str(params, "dashboard-agent-listen-port", DEFAULT_AGENT_PORT));
+        WH_TRY(put_str(params, "dashboard-agent-listen-port", DEFAULT_AGENT_PORT));
     const cJSON *limits = wh_json_path(ray, "resources", "limits", NULL);
     const cJSON *requests = wh_json_path(ray, "resources", "requests", NULL);
     long cpus;
@@ -496,12 +490,12 @@ static enum wh_err start_params(const struct ctx *c, const cJSON *group, const c
                                                   : wh_json_get(requests, "cpu");
     if (!wh_json_has(params, "num-cpus") && cpu && wh_quantity_ceil(cpu, &cpus)) {
         snprintf(num, sizeof(num), "%ld", cpus);
-        TRY(put_str(params, "num-cpus", num));
+        WH_TRY(put_str(params, "num-cpus", num));
     }
     double bytes;
     if (!wh_json_has(params, "memory") && quantity_units(wh_json_get(limits, "memory"), &bytes)) {
         snprintf(num, sizeof(num), "%.0f", bytes);
-        TRY(put_str(params, "memory", num));
+        WH_TRY(put_str(params, "memory", num));
     }
     for (const cJSON *l = cJSON_IsObject(limits) ? limits->child : NULL; l; l = l->next) {
         size_t n = strlen(l->string);
@@ -509,7 +503,7 @@ static enum wh_err start_params(const struct ctx *c, const cJSON *group, const c
         if (n >= 3 && !strcmp(l->string + n - 3, "gpu") && !wh_json_has(params, "num-gpus") &&
             wh_quantity_ceil(l, &gpus) && gpus > 0) {
             snprintf(num, sizeof(num), "%ld", gpus);
-            TRY(put_str(params, "num-gpus", num));
+            WH_TRY(put_str(params, "num-gpus", num));
         }
     }
     long tpus;
@@ -518,7 +512,7 @@ static enum wh_err start_params(const struct ctx *c, const cJSON *group, const c
      * into it unless it names TPU already). */
     if (wh_quantity_ceil(wh_json_get(limits, "google.com/tpu"), &tpus) && tpus > 0 && !res) {
         snprintf(num, sizeof(num), "'{\"TPU\":%ld}'", tpus);
-        TRY(put_str(params, "resources", num));
+        WH_TRY(put_str(params, "resources", num));
     }
     const cJSON *glabels = wh_json_get(group, "labels");
     if (at_least(c->opts, 1, 5) && cJSON_IsObject(glabels) && glabels->child &&
@@ -534,24 +528,24 @@ static enum wh_err start_params(const struct ctx *c, const cJSON *group, const c
         if (!err)
             err = put_str(params, "labels", wh_buf_ptr(&b));
         wh_buf_free(&b);
-        TRY(err);
+        WH_TRY(err);
     }
     return sort_object(params);
 }
 
 static enum wh_err start_command(const cJSON *params, struct wh_buf *b)
 {
-    TRY(wh_buf_add(b, "ray start "));
+    WH_TRY(wh_buf_add(b, "ray start "));
     for (const cJSON *p = params->child; p; p = p->next) {
         const char *v = p->valuestring;
         if (!strcasecmp(v, "true")) {
-            TRY(wh_buf_addf(b, " --%s ", p->string));
+            WH_TRY(wh_buf_addf(b, " --%s ", p->string));
         } else if (!strcasecmp(v, "false") && strcmp(p->string, "log-color") &&
                    strcmp(p->string, "include-dashboard") &&
                    strcmp(p->string, "include-log-monitor")) {
             continue;
         } else {
-            TRY(wh_buf_addf(b, " --%s=%s ", p->string, v));
+            WH_TRY(wh_buf_addf(b, " --%s=%s ", p->string, v));
         }
     }
     return WH_OK;
@@ -568,8 +562,8 @@ static enum wh_err metrics_port(cJSON *ray)
     cJSON *p = cJSON_CreateObject();
     if (!p)
         return WH_ERR_NOMEM;
-    TRY(wh_json_add(ports, p));
-    TRY(put_str(p, "name", "metrics"));
+    WH_TRY(wh_json_add(ports, p));
+    WH_TRY(put_str(p, "name", "metrics"));
     return put(p, "containerPort", cJSON_CreateNumber(8080));
 }
 
@@ -592,21 +586,21 @@ static enum wh_err shared_memory(cJSON *spec, cJSON *ray, const cJSON *params)
         cJSON_Delete(ed);
         return WH_ERR_NOMEM;
     }
-    TRY(put_str(v, "name", "shared-mem"));
-    TRY(put(v, "emptyDir", ed));
-    TRY(put_str(ed, "medium", "Memory"));
+    WH_TRY(put_str(v, "name", "shared-mem"));
+    WH_TRY(put(v, "emptyDir", ed));
+    WH_TRY(put_str(ed, "medium", "Memory"));
     const cJSON *mem = wh_json_path(ray, "resources", "limits", "memory", NULL);
     if (!mem)
         mem = wh_json_path(ray, "resources", "requests", "memory", NULL);
     if (mem)
-        TRY(put(ed, "sizeLimit", cJSON_Duplicate(mem, 1)));
+        WH_TRY(put(ed, "sizeLimit", cJSON_Duplicate(mem, 1)));
     cJSON *ms = child_of(ray, "volumeMounts", true), *m = cJSON_CreateObject();
     if (!ms || !m) {
         cJSON_Delete(m);
         return WH_ERR_NOMEM;
     }
-    TRY(wh_json_add(ms, m));
-    TRY(put_str(m, "name", "shared-mem"));
+    WH_TRY(wh_json_add(ms, m));
+    WH_TRY(put_str(m, "name", "shared-mem"));
     return put_str(m, "mountPath", "/dev/shm");
 }
 
@@ -616,8 +610,8 @@ static enum wh_err join_strings(const cJSON *arr, struct wh_buf *b)
         if (!cJSON_IsString(s))
             continue;
         if (wh_buf_len(b))
-            TRY(wh_buf_addc(b, ' '));
-        TRY(wh_buf_add(b, s->valuestring));
+            WH_TRY(wh_buf_addc(b, ' '));
+        WH_TRY(wh_buf_add(b, s->valuestring));
     }
     return WH_OK;
 }
@@ -659,8 +653,8 @@ static enum wh_err init_env(const struct ctx *c, cJSON *spec)
         cJSON *env = child_of(ic, "env", true);
         if (!env)
             return WH_ERR_NOMEM;
-        TRY(env_put(env, "FQ_RAY_IP", c->fqdn, true));
-        TRY(env_put(env, "RAY_IP", c->head_svc, true));
+        WH_TRY(env_put(env, "FQ_RAY_IP", c->fqdn, true));
+        WH_TRY(env_put(env, "RAY_IP", c->head_svc, true));
     }
     return WH_OK;
 }
@@ -671,9 +665,9 @@ static enum wh_err ray_env(const struct ctx *c, cJSON *ray, const char *start)
     if (!env)
         return WH_ERR_NOMEM;
     if (c->ft)
-        TRY(env_put(env, "RAY_gcs_rpc_server_reconnect_timeout_s", "600", false));
+        WH_TRY(env_put(env, "RAY_gcs_rpc_server_reconnect_timeout_s", "600", false));
     if (c->token_auth) {
-        TRY(env_put(env, "RAY_AUTH_MODE", "token", true));
+        WH_TRY(env_put(env, "RAY_AUTH_MODE", "token", true));
         const char *secret =
             wh_json_str(wh_json_path(c->cluster, "spec", "authOptions", NULL), "secretName");
         char name[128];
@@ -685,34 +679,34 @@ static enum wh_err ray_env(const struct ctx *c, cJSON *ray, const char *start)
             cJSON_Delete(ref);
             return WH_ERR_NOMEM;
         }
-        TRY(wh_json_add(env, e));
+        WH_TRY(wh_json_add(env, e));
         if (wh_json_set(vf, "secretKeyRef", ref)) {
             cJSON_Delete(vf);
             return WH_ERR_NOMEM;
         }
-        TRY(put_str(e, "name", "RAY_AUTH_TOKEN"));
-        TRY(put(e, "valueFrom", vf));
-        TRY(put_str(ref, "name", secret && secret[0] ? secret : name));
-        TRY(put_str(ref, "key", "auth_token"));
+        WH_TRY(put_str(e, "name", "RAY_AUTH_TOKEN"));
+        WH_TRY(put(e, "valueFrom", vf));
+        WH_TRY(put_str(ref, "name", secret && secret[0] ? secret : name));
+        WH_TRY(put_str(ref, "key", "auth_token"));
     }
-    TRY(env_put(env, "FQ_RAY_IP", c->fqdn, true));
-    TRY(env_put(env, "RAY_IP", c->head_svc, true));
-    TRY(env_put_field(env, "RAY_CLUSTER_NAME", "metadata.labels['ray.io/cluster']"));
+    WH_TRY(env_put(env, "FQ_RAY_IP", c->fqdn, true));
+    WH_TRY(env_put(env, "RAY_IP", c->head_svc, true));
+    WH_TRY(env_put_field(env, "RAY_CLUSTER_NAME", "metadata.labels['ray.io/cluster']"));
     if (at_least(c->opts, 1, 6))
-        TRY(env_put_field(env, "RAY_CLUSTER_NAMESPACE", "metadata.namespace"));
-    TRY(env_put_field(env, "RAY_CLOUD_INSTANCE_ID", "metadata.name"));
-    TRY(env_put_field(env, "RAY_NODE_TYPE_NAME", "metadata.labels['ray.io/group']"));
-    TRY(env_put(env, "KUBERAY_GEN_RAY_START_CMD", start, true));
-    TRY(env_put(env, "RAY_PORT", c->port, false));
+        WH_TRY(env_put_field(env, "RAY_CLUSTER_NAMESPACE", "metadata.namespace"));
+    WH_TRY(env_put_field(env, "RAY_CLOUD_INSTANCE_ID", "metadata.name"));
+    WH_TRY(env_put_field(env, "RAY_NODE_TYPE_NAME", "metadata.labels['ray.io/group']"));
+    WH_TRY(env_put(env, "KUBERAY_GEN_RAY_START_CMD", start, true));
+    WH_TRY(env_put(env, "RAY_PORT", c->port, false));
     if (c->from_rayservice) {
-        TRY(env_put(env, "RAY_timeout_ms_task_wait_for_death_info", "0", false));
-        TRY(env_put(env, "RAY_gcs_server_request_timeout_seconds", "5", false));
-        TRY(env_put(env, "RAY_SERVE_KV_TIMEOUT_S", "5", false));
+        WH_TRY(env_put(env, "RAY_timeout_ms_task_wait_for_death_info", "0", false));
+        WH_TRY(env_put(env, "RAY_gcs_server_request_timeout_seconds", "5", false));
+        WH_TRY(env_put(env, "RAY_SERVE_KV_TIMEOUT_S", "5", false));
     }
     char addr[600];
     snprintf(addr, sizeof(addr), "%s:%s", c->fqdn, c->port);
-    TRY(env_put(env, "RAY_ADDRESS", addr, false));
-    TRY(env_put(env, "RAY_USAGE_STATS_KUBERAY_IN_USE", "1", false));
+    WH_TRY(env_put(env, "RAY_ADDRESS", addr, false));
+    WH_TRY(env_put(env, "RAY_USAGE_STATS_KUBERAY_IN_USE", "1", false));
     return env_put(env, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1", false);
 }
 
@@ -735,16 +729,16 @@ static enum wh_err probe(const struct ctx *c, cJSON *ray, const char *key, const
     cJSON *p = cJSON_CreateObject();
     if (!p)
         return WH_ERR_NOMEM;
-    TRY(wh_json_set(ray, key, p));
+    WH_TRY(wh_json_set(ray, key, p));
     bool serve = readiness && c->from_rayservice;
     if (c->new_ray && at_least(c->opts, 1, 6) && !serve) {
         cJSON *h = cJSON_CreateObject();
         if (!h)
             return WH_ERR_NOMEM;
-        TRY(wh_json_set(p, "httpGet", h));
-        TRY(put_str(h, "path", "/api/healthz"));
+        WH_TRY(wh_json_set(p, "httpGet", h));
+        WH_TRY(put_str(h, "path", "/api/healthz"));
         long port = strtol(agent, NULL, 10);
-        TRY(put(h, "port", cJSON_CreateNumber((double)(port > 0 ? port : 52365))));
+        WH_TRY(put(h, "port", cJSON_CreateNumber((double)(port > 0 ? port : 52365))));
     } else {
         char cmd[512];
         int n = snprintf(cmd, sizeof(cmd), LEGACY_PROBE_CMD, agent);
@@ -757,13 +751,13 @@ static enum wh_err probe(const struct ctx *c, cJSON *ray, const char *key, const
         cJSON *ex = cJSON_CreateObject();
         if (!ex)
             return WH_ERR_NOMEM;
-        TRY(wh_json_set(p, "exec", ex));
-        TRY(put(ex, "command", cJSON_CreateStringArray(argv, 3)));
+        WH_TRY(wh_json_set(p, "exec", ex));
+        WH_TRY(put(ex, "command", cJSON_CreateStringArray(argv, 3)));
     }
-    TRY(put(p, "initialDelaySeconds", cJSON_CreateNumber(readiness ? 10 : 30)));
-    TRY(put(p, "timeoutSeconds", cJSON_CreateNumber(2)));
-    TRY(put(p, "periodSeconds", cJSON_CreateNumber(5)));
-    TRY(put(p, "successThreshold", cJSON_CreateNumber(1)));
+    WH_TRY(put(p, "initialDelaySeconds", cJSON_CreateNumber(readiness ? 10 : 30)));
+    WH_TRY(put(p, "timeoutSeconds", cJSON_CreateNumber(2)));
+    WH_TRY(put(p, "periodSeconds", cJSON_CreateNumber(5)));
+    WH_TRY(put(p, "successThreshold", cJSON_CreateNumber(1)));
     return put(p, "failureThreshold", cJSON_CreateNumber(readiness ? (serve ? 1 : 10) : 120));
 }
 
@@ -775,7 +769,7 @@ static enum wh_err build_spec(const struct ctx *c, const cJSON *group, cJSON *sp
     cJSON *ray = cJSON_IsArray(containers) ? containers->child : NULL;
     if (!cJSON_IsObject(ray))
         return WH_ERR_INVALID; /* checked by the caller with a message */
-    TRY(wait_gcs_ready(c, spec, ray));
+    WH_TRY(wait_gcs_ready(c, spec, ray));
     cJSON *params = cJSON_CreateObject();
     if (!params)
         return WH_ERR_NOMEM;
@@ -812,21 +806,21 @@ static enum wh_err build_pod(const struct ctx *c, const cJSON *group, const char
     cJSON *pod = cJSON_CreateObject();
     if (!pod)
         return WH_ERR_NOMEM;
-    TRY(wh_json_add(pods, pod));
-    TRY(put_str(pod, "apiVersion", "v1"));
-    TRY(put_str(pod, "kind", "Pod"));
+    WH_TRY(wh_json_add(pods, pod));
+    WH_TRY(put_str(pod, "apiVersion", "v1"));
+    WH_TRY(put_str(pod, "kind", "Pod"));
     cJSON *meta = child_of(pod, "metadata", false);
     if (!meta)
         return WH_ERR_NOMEM;
-    TRY(generate_name(c, gname, meta));
-    TRY(put_str(meta, "namespace", c->ns));
-    TRY(labels(c, group, gname, s, hosts, meta));
-    TRY(annotations(c, group, meta));
-    TRY(owner_ref(c, meta));
+    WH_TRY(generate_name(c, gname, meta));
+    WH_TRY(put_str(meta, "namespace", c->ns));
+    WH_TRY(labels(c, group, gname, s, hosts, meta));
+    WH_TRY(annotations(c, group, meta));
+    WH_TRY(owner_ref(c, meta));
     cJSON *spec = cJSON_Duplicate(wh_json_path(group, "template", "spec", NULL), 1);
     if (!spec)
         return WH_ERR_NOMEM;
-    TRY(wh_json_set(pod, "spec", spec));
+    WH_TRY(wh_json_set(pod, "spec", spec));
     return build_spec(c, group, spec);
 }
 
@@ -860,7 +854,7 @@ static enum wh_err group_pods(const struct ctx *c, const cJSON *group, const cha
         snprintf(rname, sizeof(rname), "%s-%s", gname, sfx);
         for (long h = 0; h < hosts; h++) {
             struct slot s = {native ? r : -1, h, rname};
-            TRY(build_pod(c, group, gname, &s, hosts, pods));
+            WH_TRY(build_pod(c, group, gname, &s, hosts, pods));
         }
     }
     return WH_OK;
@@ -913,7 +907,7 @@ enum wh_err wh_kuberay_worker_pods(const cJSON *cluster, const struct wh_kuberay
 {
     struct ctx c;
     *pods = NULL;
-    TRY(ctx_init(&c, cluster, opts, errbuf));
+    WH_TRY(ctx_init(&c, cluster, opts, errbuf));
     const cJSON *groups = wh_json_path(cluster, "spec", "workerGroupSpecs", NULL);
     if (groups && !cJSON_IsArray(groups))
         return wh_fail(errbuf, WH_ERR_INVALID,
@@ -922,7 +916,7 @@ enum wh_err wh_kuberay_worker_pods(const cJSON *cluster, const struct wh_kuberay
     int i = 0;
     for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next, i++) {
         const char *gname;
-        TRY(check_group(&c, g, i, &gname));
+        WH_TRY(check_group(&c, g, i, &gname));
         long r, h;
         wh_kuberay_group_size(g, &r, &h);
         if ((double)r * (double)h > (double)(WH_KUBERAY_MAX_PODS - total))
@@ -952,12 +946,12 @@ enum wh_err wh_kuberay_apply_defaults(cJSON *cluster)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(cluster, "metadata");
     if (cJSON_IsObject(meta) && !wh_json_str(meta, "namespace"))
-        TRY(put_str(meta, "namespace", "default"));
+        WH_TRY(put_str(meta, "namespace", "default"));
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(cluster, "spec");
     cJSON *groups = cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs");
     for (cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g; g = g->next)
         if (cJSON_IsObject(g) && !wh_json_has(g, "numOfHosts"))
-            TRY(put(g, "numOfHosts", cJSON_CreateNumber(1)));
+            WH_TRY(put(g, "numOfHosts", cJSON_CreateNumber(1)));
     return WH_OK;
 }
 
@@ -978,17 +972,17 @@ static enum wh_err wrap_cluster(const cJSON *obj, const char *kind, const cJSON 
         cJSON_Delete(l);
         return WH_ERR_NOMEM;
     }
-    TRY(put_str(c, "apiVersion", "ray.io/v1"));
-    TRY(put_str(c, "kind", "RayCluster"));
+    WH_TRY(put_str(c, "apiVersion", "ray.io/v1"));
+    WH_TRY(put_str(c, "kind", "RayCluster"));
     char sfx[6], cname[320];
     invent_suffix(name, 0, sfx);
     snprintf(cname, sizeof(cname), "%s-%s", name, sfx);
-    TRY(put_str(m, "name", cname));
+    WH_TRY(put_str(m, "name", cname));
     if (wh_json_str(meta, "namespace"))
-        TRY(put_str(m, "namespace", wh_json_str(meta, "namespace")));
-    TRY(wh_json_set(m, "labels", l));
-    TRY(put_str(l, "ray.io/originated-from-crd", kind));
-    TRY(put_str(l, "ray.io/originated-from-cr-name", name));
+        WH_TRY(put_str(m, "namespace", wh_json_str(meta, "namespace")));
+    WH_TRY(wh_json_set(m, "labels", l));
+    WH_TRY(put_str(l, "ray.io/originated-from-crd", kind));
+    WH_TRY(put_str(l, "ray.io/originated-from-cr-name", name));
     return wh_json_set(c, "spec", cJSON_Duplicate(cspec, 1));
 }
 

@@ -775,12 +775,6 @@ enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc, char *er
 
 /* ---- emitter ----------------------------------------------------------- */
 
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        enum wh_err try_err_ = (x);                                                            \
-        if (try_err_)                                                                          \
-            return try_err_;                                                                   \
-    } while (0)
 
 /* Byte length of a YAML 1.1 line break that is not '\n' (NEL, LS, PS), or 0. */
 static size_t unicode_break(const unsigned char *p)
@@ -823,25 +817,25 @@ static bool plain_safe(const char *s)
 
 static enum wh_err emit_quoted(struct wh_buf *b, const char *s)
 {
-    TRY(wh_buf_addc(b, '"'));
+    WH_TRY(wh_buf_addc(b, '"'));
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         size_t ub = unicode_break(p);
         if (ub) {
-            TRY(wh_buf_addf(b, "\\u%04x", p[0] == 0xC2 ? 0x85 : p[2] == 0xA8 ? 0x2028 : 0x2029));
+            WH_TRY(wh_buf_addf(b, "\\u%04x", p[0] == 0xC2 ? 0x85 : p[2] == 0xA8 ? 0x2028 : 0x2029));
             p += ub - 1;
         } else if (*p == '"' || *p == '\\') {
-            TRY(wh_buf_addc(b, '\\'));
-            TRY(wh_buf_addc(b, (char)*p));
+            WH_TRY(wh_buf_addc(b, '\\'));
+            WH_TRY(wh_buf_addc(b, (char)*p));
         } else if (*p == '\n') {
-            TRY(wh_buf_add(b, "\\n"));
+            WH_TRY(wh_buf_add(b, "\\n"));
         } else if (*p == '\t') {
-            TRY(wh_buf_add(b, "\\t"));
+            WH_TRY(wh_buf_add(b, "\\t"));
         } else if (*p == '\r') {
-            TRY(wh_buf_add(b, "\\r"));
+            WH_TRY(wh_buf_add(b, "\\r"));
         } else if (*p < 0x20 || *p == 0x7f) {
-            TRY(wh_buf_addf(b, "\\x%02x", *p));
+            WH_TRY(wh_buf_addf(b, "\\x%02x", *p));
         } else {
-            TRY(wh_buf_addc(b, (char)*p));
+            WH_TRY(wh_buf_addc(b, (char)*p));
         }
     }
     return wh_buf_addc(b, '"');
@@ -862,7 +856,7 @@ static bool literal_ok(const char *s)
 static enum wh_err emit_indent(struct wh_buf *b, int n)
 {
     for (int i = 0; i < n; i++)
-        TRY(wh_buf_addc(b, ' '));
+        WH_TRY(wh_buf_addc(b, ' '));
     return WH_OK;
 }
 
@@ -871,20 +865,20 @@ static enum wh_err emit_literal(struct wh_buf *b, const char *s, int indent)
     size_t n = strlen(s), trailing = 0;
     while (trailing < n && s[n - 1 - trailing] == '\n')
         trailing++;
-    TRY(wh_buf_add(b, trailing == 0 ? "|-\n" : trailing == 1 ? "|\n" : "|+\n"));
+    WH_TRY(wh_buf_add(b, trailing == 0 ? "|-\n" : trailing == 1 ? "|\n" : "|+\n"));
     const char *p = s, *end = s + n - trailing;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
         if (len > 0) {
-            TRY(emit_indent(b, indent));
-            TRY(wh_buf_addn(b, p, len));
+            WH_TRY(emit_indent(b, indent));
+            WH_TRY(wh_buf_addn(b, p, len));
         }
-        TRY(wh_buf_addc(b, '\n'));
+        WH_TRY(wh_buf_addc(b, '\n'));
         p += len + 1;
     }
     for (size_t i = 1; i < trailing; i++)
-        TRY(wh_buf_addc(b, '\n')); /* kept by the |+ chomping indicator */
+        WH_TRY(wh_buf_addc(b, '\n')); /* kept by the |+ chomping indicator */
     return WH_OK;
 }
 
@@ -906,23 +900,23 @@ static bool is_block(const cJSON *j)
 static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
 {
     if (cJSON_IsString(j)) {
-        TRY(emit_string(b, j->valuestring, indent, false));
+        WH_TRY(emit_string(b, j->valuestring, indent, false));
         if (literal_ok(j->valuestring) && !plain_safe(j->valuestring))
             return WH_OK; /* the block ends with its own newline */
     } else if (cJSON_IsNumber(j)) {
         double d = j->valuedouble;
         if (d == floor(d) && fabs(d) < 1e15)
-            TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
+            WH_TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
         else
-            TRY(wh_buf_addf(b, "%.17g", d));
+            WH_TRY(wh_buf_addf(b, "%.17g", d));
     } else if (cJSON_IsBool(j)) {
-        TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
+        WH_TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
     } else if (cJSON_IsObject(j)) {
-        TRY(wh_buf_add(b, "{}"));
+        WH_TRY(wh_buf_add(b, "{}"));
     } else if (cJSON_IsArray(j)) {
-        TRY(wh_buf_add(b, "[]"));
+        WH_TRY(wh_buf_add(b, "[]"));
     } else {
-        TRY(wh_buf_add(b, "null"));
+        WH_TRY(wh_buf_add(b, "null"));
     }
     return wh_buf_addc(b, '\n');
 }
@@ -933,25 +927,25 @@ static enum wh_err emit_block(struct wh_buf *b, const cJSON *j, int indent, bool
 {
     for (const cJSON *c = j->child; c; c = c->next) {
         if (c != j->child || !first_inline)
-            TRY(emit_indent(b, indent));
+            WH_TRY(emit_indent(b, indent));
         if (cJSON_IsArray(j)) {
-            TRY(wh_buf_add(b, "- "));
+            WH_TRY(wh_buf_add(b, "- "));
             if (is_block(c))
-                TRY(emit_block(b, c, indent + 2, true));
+                WH_TRY(emit_block(b, c, indent + 2, true));
             else
-                TRY(emit_inline(b, c, indent + 2));
+                WH_TRY(emit_inline(b, c, indent + 2));
             continue;
         }
-        TRY(emit_string(b, c->string, indent, true));
+        WH_TRY(emit_string(b, c->string, indent, true));
         if (cJSON_IsObject(c) && c->child) {
-            TRY(wh_buf_add(b, ":\n"));
-            TRY(emit_block(b, c, indent + 2, false));
+            WH_TRY(wh_buf_add(b, ":\n"));
+            WH_TRY(emit_block(b, c, indent + 2, false));
         } else if (cJSON_IsArray(c) && c->child) {
-            TRY(wh_buf_add(b, ":\n"));
-            TRY(emit_block(b, c, indent, false));
+            WH_TRY(wh_buf_add(b, ":\n"));
+            WH_TRY(emit_block(b, c, indent, false));
         } else {
-            TRY(wh_buf_add(b, ": "));
-            TRY(emit_inline(b, c, indent + 2));
+            WH_TRY(wh_buf_add(b, ": "));
+            WH_TRY(emit_inline(b, c, indent + 2));
         }
     }
     return WH_OK;

@@ -1,0 +1,55 @@
+/* flags.h: command-line flags parsed the way Go's flag package does.
+ *
+ * Accepted forms, for every flag: -name value, --name value, -name=value,
+ * --name=value. A boolean flag takes no separate value: -name sets it,
+ * -name=true|false|1|0 chooses. "--" ends the flags. -h, -help and --help
+ * are reported as WH_FLAGS_HELP so the caller prints its usage and exits 0.
+ *
+ * The table is owned by the caller; parsing writes through each flag's dst
+ * (a const char * for STR, long for INT, long milliseconds for DURATION,
+ * bool for BOOL) and marks it set. STR values borrow from argv.
+ */
+#ifndef WH_FLAGS_H
+#define WH_FLAGS_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdio.h>   /* FILE */
+
+#include "wh/err.h" /* enum wh_err */
+
+enum wh_flag_type {
+    WH_FLAG_STR,      /* const char ** */
+    WH_FLAG_INT,      /* long *, within [min, max] */
+    WH_FLAG_BOOL,     /* bool * */
+    WH_FLAG_DURATION, /* long * milliseconds, Go syntax: 1h2m3s, 500ms; within [min, max] ms */
+};
+
+struct wh_flag {
+    const char *name; /* without dashes */
+    enum wh_flag_type type;
+    void *dst;
+    long min, max;    /* INT and DURATION bounds (ignored when min == max == 0) */
+    const char *help; /* one line; "" hides the flag from usage */
+    bool set;         /* out: given on the command line */
+};
+
+/* Returned (as WH_OK with *help set) when the user asked for help. */
+enum wh_flags_result { WH_FLAGS_OK, WH_FLAGS_HELP };
+
+/* Parse argv[1..argc-1] against flags[0..n-1]. Positional arguments are an
+ * error (none of our subcommands takes any after its flags). On failure
+ * errbuf names the flag, the bad value and what is expected. */
+WH_NODISCARD enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **argv,
+                                        enum wh_flags_result *result, char *errbuf);
+
+/* Parse a Go duration ("300ms", "10s", "1m30s", "0") into milliseconds. */
+bool wh_flags_parse_duration(const char *s, long *ms);
+
+/* Print one line per visible flag: "  --name value   help". */
+void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out);
+
+/* The flag by name, or NULL. */
+const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name);
+
+#endif /* WH_FLAGS_H */

@@ -1,0 +1,81 @@
+/* server.h: the HTTPS admission server on libmicrohttpd (shell only).
+ *
+ * Routes: POST /mutate and POST /validate (AdmissionReview v1 through the
+ * admission pipeline), GET / ("kuberay-tpu-webhook", what the reference's
+ * probes expect), GET /healthz, GET /readyz, GET /metrics (Prometheus text).
+ * Errors are Kubernetes Status objects in JSON: 400 not an AdmissionReview
+ * (or the wrong kind for the route), 404 unknown path, 405 wrong method,
+ * 413 body over max_body (refused from Content-Length before reading it),
+ * 500/503 when the pipeline cannot answer.
+ *
+ * Threads: a fixed pool of libmicrohttpd threads, each with its own epoll
+ * set; connections are kept alive and no thread is created per request.
+ * Each request owns one struct on MHD's per-request pointer, freed in the
+ * request-completed callback. A connection that does not deliver its
+ * request headers within header_timeout_ms (or its whole request within
+ * request_timeout_ms) is cut off by wh_server_tick(), so byte-by-byte slow
+ * clients cannot hold connections.
+ *
+ * The server borrows the pipeline, the metrics and the TLS material (served
+ * through wh_tls_retrieve); they must outlive it.
+ */
+#ifndef WH_SERVER_H
+#define WH_SERVER_H
+
+#include <stdbool.h>    /* bool */
+#include <stddef.h>     /* size_t */
+#include <sys/socket.h> /* struct sockaddr_storage, socklen_t */
+
+#include "wh/admit.h"   /* struct wh_admit */
+#include "wh/err.h"     /* enum wh_err */
+#include "wh/metrics.h" /* struct wh_metrics */
+
+#define WH_SERVER_MAX_BODY_DEFAULT ((size_t)3 * 1024 * 1024)
+
+struct wh_server_opts {
+    const char *bind;          /* Go syntax: ":443", "127.0.0.1:8443", "[::1]:8443", port 0 = any */
+    unsigned threads;          /* request threads, >= 1 */
+    unsigned max_connections;  /* served at once; more wait in the listen queue */
+    long idle_timeout_ms;      /* keep-alive connection with no traffic */
+    long header_timeout_ms;    /* connect (incl. TLS handshake) to complete request headers */
+    long request_timeout_ms;   /* request headers to complete answer (body upload included) */
+    size_t max_body;           /* request body limit in bytes */
+};
+
+struct wh_server;
+
+/* Parse a Go listen address into a socket address. ":port" is every
+ * address (IPv6 dual stack, ss_family AF_INET6 with in6addr_any); host must
+ * be an IP literal or "localhost" (start-up never waits on DNS). */
+WH_NODISCARD enum wh_err wh_server_parse_bind(const char *bind, struct sockaddr_storage *ss,
+                                              socklen_t *len, char *errbuf);
+
+/* Bind, listen and start the threads. NULL with the reason in errbuf. */
+struct wh_server *wh_server_start(const struct wh_server_opts *opts, struct wh_admit *ad,
+                                  struct wh_metrics *m, char *errbuf);
+
+/* The bound port (useful with port 0). */
+unsigned wh_server_port(const struct wh_server *s);
+
+/* Housekeeping, every ~100 ms from one thread: cut off connections past
+ * their deadline. */
+void wh_server_tick(struct wh_server *s);
+
+/* Shut down gracefully: /readyz answers 503 at once, but requests and new
+ * connections are served as usual for delay_ms; then stop accepting
+ * connections, answer what is in flight (answers now carry "Connection:
+ * close") and return when nothing is in flight or after timeout_ms more.
+ * True when every accepted request was answered. */
+bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms);
+
+struct wh_server_counts {
+    long long accepted; /* requests whose headers were read */
+    long long answered; /* answers sent completely */
+    long long aborted;  /* ended without a complete answer (client gone, shutdown) */
+};
+void wh_server_counts(const struct wh_server *s, struct wh_server_counts *c);
+
+/* Stop the threads, close every connection, free. NULL-safe. */
+void wh_server_free(struct wh_server *s);
+
+#endif /* WH_SERVER_H */

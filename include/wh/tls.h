@@ -1,0 +1,77 @@
+/* tls.h: the serving certificate, hot-reloaded (shell only).
+ *
+ * A struct wh_tls holds the key pair new TLS handshakes use. When it was
+ * loaded from files it can re-read them (wh_tls_poll): a new pair replaces
+ * the old one only if both PEMs parse and the key matches the certificate;
+ * otherwise the old pair keeps serving and the reason is logged once per
+ * change. Handshakes pick the pair through wh_tls_retrieve(), the GnuTLS
+ * certificate callback handed to libmicrohttpd (MHD_OPTION_HTTPS_CERT_CALLBACK).
+ * GnuTLS gives that callback no user pointer, so the most recently created
+ * wh_tls is the one it serves: one wh_tls per process.
+ *
+ * Certificate inspection (match check, not-after, serial) uses OpenSSL.
+ */
+#ifndef WH_TLS_H
+#define WH_TLS_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <time.h>    /* time_t */
+
+#include <gnutls/abstract.h> /* gnutls_pcert_st, gnutls_privkey_t */
+
+#include "wh/err.h" /* enum wh_err */
+
+/* GnuTLS priorities: TLS 1.2 and 1.3 only, AEAD ciphers, ECDHE key exchange. */
+#define WH_TLS_PRIORITIES                                                                     \
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
+
+/* Warn when the certificate expires in fewer than this many days. */
+#define WH_TLS_WARN_DAYS 15
+
+struct wh_cert_info {
+    time_t not_after;
+    char serial[80];  /* upper-case hex */
+    char subject[256];
+};
+
+/* Check that key_pem is the private key of the first certificate in
+ * cert_pem (OpenSSL) and describe that certificate. WH_ERR_TLS with the
+ * reason (bad PEM, no certificate, key mismatch, encrypted key) in errbuf. */
+WH_NODISCARD enum wh_err wh_tls_check_pair(const char *cert_pem, size_t cert_len,
+                                           const char *key_pem, size_t key_len,
+                                           struct wh_cert_info *info, char *errbuf);
+
+struct wh_tls_opts {
+    /* Either both files (watched) ... */
+    const char *cert_file;
+    const char *key_file;
+    /* ... or both PEMs in memory (static; copied). */
+    const char *cert_pem;
+    size_t cert_len;
+    const char *key_pem;
+    size_t key_len;
+};
+
+struct wh_tls;
+
+/* Load the first pair. NULL with the reason in errbuf when it does not load.
+ * Free with wh_tls_free() after the server using it has stopped. */
+struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf);
+void wh_tls_free(struct wh_tls *tls); /* NULL-safe */
+
+/* Re-read the files if they changed. Returns 1 when a new pair was
+ * installed, -1 when a change was rejected (logged), 0 otherwise. Call from
+ * one thread only. A no-op for in-memory pairs. */
+int wh_tls_poll(struct wh_tls *tls);
+
+/* Facts about the pair now serving. */
+void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info);
+
+/* The GnuTLS retrieve callback (gnutls_certificate_retrieve_function2). */
+int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey);
+
+#endif /* WH_TLS_H */

@@ -1,0 +1,277 @@
+/* cmd_serve.c: `tpu-webhook serve`, the HTTPS admission webhook.
+ *
+ * Flags are the reference's (--bind-address, --tls-cert-file,
+ * --tls-private-key-file, --server-cert, --server-key, --kube-config-path,
+ * --v) plus limits of our own. Choosing the TLS source follows the
+ * reference: the file pair when both are set, else the base64 pair when both
+ * are set, else the default files; mixing the two kinds is fatal. Unlike the
+ * reference, the default files are watched too (cert-manager renewals apply
+ * without a restart).
+ *
+ * The main thread owns signals and housekeeping: it waits for SIGTERM or
+ * SIGINT while ticking the server (slow-client cut-off) and polling the
+ * certificate files; on a signal it drains the server and exits 0.
+ */
+#include <signal.h> /* sigtimedwait */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strlen */
+#include <time.h>   /* time */
+#include <unistd.h> /* sysconf */
+
+#include "wh/admit.h"    /* wh_admit_new */
+#include "wh/b64.h"      /* wh_b64_decode */
+#include "wh/commands.h" /* wh_cmd_serve */
+#include "wh/flags.h"    /* wh_flags_parse */
+#include "wh/log.h"      /* wh_log */
+#include "wh/metrics.h"  /* wh_metrics_new */
+#include "wh/server.h"   /* wh_server_start */
+#include "wh/tls.h"      /* wh_tls_new */
+
+#define DEFAULT_CERT_FILE "/etc/kuberay-tpu-webhook/tls/tls.crt"
+#define DEFAULT_KEY_FILE "/etc/kuberay-tpu-webhook/tls/tls.key"
+#define TICK_MS 100
+
+static const char usage_head[] =
+    "usage: tpu-webhook serve [flags]\n"
+    "\n"
+    "Serves the admission webhook over HTTPS: POST /mutate (TPU worker pods),\n"
+    "POST /validate (RayClusters), GET / (200 kuberay-tpu-webhook), /healthz,\n"
+    "/readyz and /metrics. Flags accept -flag, --flag, -flag=value and\n"
+    "--flag value. TLS comes from --tls-cert-file/--tls-private-key-file (watched\n"
+    "and reloaded), else --server-cert/--server-key (base64 PEM), else\n"
+    "" DEFAULT_CERT_FILE " and tls.key beside it (watched); the two\n"
+    "kinds of flags may not be combined. SIGTERM or SIGINT: /readyz turns 503,\n"
+    "serving goes on for --shutdown-delay, then stop accepting, answer what is in\n"
+    "flight, exit 0.\n"
+    "\n"
+    "flags:\n";
+
+struct config {
+    const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig;
+    const char *klog_str; /* klog flags we accept and ignore */
+    bool standalone, klog_bool;
+    long v, max_body, threads, max_conns;
+    long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
+};
+
+static long default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 2 ? 2 : n > 16 ? 16 : n;
+}
+
+/* Base64 as Go's StdEncoding reads it: line breaks (base64 without -w0) are
+ * skipped. */
+static enum wh_err decode_b64(const char *text, struct wh_buf *out)
+{
+    struct wh_buf flat;
+    wh_buf_init(&flat, 4 << 20);
+    enum wh_err err = WH_OK;
+    for (const char *p = text; *p && !err; p++)
+        if (*p != '\n' && *p != '\r')
+            err = wh_buf_addc(&flat, *p);
+    if (!err)
+        err = wh_b64_decode(out, wh_buf_ptr(&flat), wh_buf_len(&flat));
+    wh_buf_free(&flat);
+    return err;
+}
+
+/* The TLS source, by the reference's rules. */
+static int tls_options(const struct config *c, const struct wh_flag *flags, size_t n,
+                       struct wh_tls_opts *t, struct wh_buf *cert, struct wh_buf *key)
+{
+    bool file_any = wh_flags_find(flags, n, "tls-cert-file")->set ||
+                    wh_flags_find(flags, n, "tls-private-key-file")->set;
+    bool b64_any = wh_flags_find(flags, n, "server-cert")->set ||
+                   wh_flags_find(flags, n, "server-key")->set;
+    if (file_any && b64_any) {
+        fprintf(stderr, "Configuration error: both TLS base64 and path flags defined at the same "
+                        "time.\nUse either --tls-cert-file/--tls-private-key-file or "
+                        "--server-cert/--server-key.\n");
+        return -1;
+    }
+    memset(t, 0, sizeof(*t));
+    if (c->cert_file && *c->cert_file && c->key_file && *c->key_file) {
+        t->cert_file = c->cert_file;
+        t->key_file = c->key_file;
+    } else if (c->cert_b64 && *c->cert_b64 && c->key_b64 && *c->key_b64) {
+        const char *which = "cert";
+        if (decode_b64(c->cert_b64, cert) || (which = "key", decode_b64(c->key_b64, key))) {
+            fprintf(stderr, "failed to decode server %s: --server-%s is not valid base64 "
+                            "(encode the PEM file with base64 -w0)\n", which, which);
+            return -1;
+        }
+        t->cert_pem = wh_buf_ptr(cert);
+        t->cert_len = wh_buf_len(cert);
+        t->key_pem = wh_buf_ptr(key);
+        t->key_len = wh_buf_len(key);
+    } else {
+        t->cert_file = DEFAULT_CERT_FILE;
+        t->key_file = DEFAULT_KEY_FILE;
+    }
+    return 0;
+}
+
+static void update_cert_metric(struct wh_tls *tls, struct wh_metrics *m)
+{
+    struct wh_cert_info info;
+    wh_tls_current(tls, &info);
+    wh_metrics_cert(m, info.not_after);
+}
+
+/* Wait for SIGTERM/SIGINT, doing housekeeping every tick. */
+static int run_until_signal(const struct config *c, const sigset_t *set, struct wh_server *srv,
+                            struct wh_tls *tls, struct wh_metrics *m)
+{
+    struct timespec tick = {0, TICK_MS * 1000000L};
+    long since_poll = 0;
+    for (;;) {
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT)
+            return sig;
+        wh_server_tick(srv);
+        since_poll += TICK_MS;
+        if (since_poll >= c->poll_ms) {
+            since_poll = 0;
+            int r = wh_tls_poll(tls);
+            if (r)
+                wh_metrics_tls_reload(m, r > 0);
+            if (r > 0)
+                update_cert_metric(tls, m);
+        }
+    }
+}
+
+static int serve(const struct config *c, const struct wh_tls_opts *topts)
+{
+    int rc = 1;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_tls *tls = NULL;
+    struct wh_admit *ad = NULL;
+    struct wh_server *srv = NULL;
+    struct wh_metrics *m = wh_metrics_new();
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    /* Before any thread exists, so that only sigtimedwait sees them. */
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (!m) {
+        fprintf(stderr, "tpu-webhook serve: out of memory\n");
+        goto out;
+    }
+    tls = wh_tls_new(topts, errbuf);
+    if (!tls) {
+        wh_log(WH_LOG_ERROR, "startup_failed", "reason", WH_F_STR, "failed to build TLS config",
+               "detail", WH_F_STR, errbuf, (char *)NULL);
+        fprintf(stderr, "Failed to start server: failed to build TLS config: %s\n", errbuf);
+        goto out;
+    }
+    update_cert_metric(tls, m);
+    struct wh_admit_opts aopts = {.standalone = c->standalone,
+                                  .kubeconfig_path = c->kubeconfig,
+                                  .reservation_ttl_ms = c->reservation_ttl_ms};
+    ad = wh_admit_new(&aopts, errbuf);
+    if (!ad) {
+        fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
+        goto out;
+    }
+    struct wh_server_opts sopts = {.bind = c->bind, .threads = (unsigned)c->threads,
+                                   .max_connections = (unsigned)c->max_conns,
+                                   .idle_timeout_ms = c->idle_ms, .header_timeout_ms = c->header_ms,
+                                   .request_timeout_ms = c->request_ms,
+                                   .max_body = (size_t)c->max_body};
+    srv = wh_server_start(&sopts, ad, m, errbuf);
+    if (!srv) {
+        fprintf(stderr, "Failed to start server: %s\n", errbuf);
+        goto out;
+    }
+    wh_log(WH_LOG_INFO, "listening", "bind_address", WH_F_STR, c->bind, "port", WH_F_INT,
+           (long long)wh_server_port(srv), "standalone", WH_F_BOOL, (int)c->standalone, "threads",
+           WH_F_INT, (long long)c->threads, (char *)NULL);
+    int sig = run_until_signal(c, &set, srv, tls, m);
+    wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
+           "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
+           (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
+    bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
+    struct wh_server_counts counts;
+    wh_server_counts(srv, &counts);
+    wh_server_free(srv);
+    srv = NULL;
+    wh_log(clean ? WH_LOG_INFO : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
+           "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered,
+           "aborted", WH_F_INT, counts.aborted, (char *)NULL);
+    rc = 0;
+out:
+    wh_server_free(srv);
+    wh_admit_free(ad);
+    wh_tls_free(tls);
+    wh_metrics_free(m);
+    return rc;
+}
+
+int wh_cmd_serve(int argc, char **argv)
+{
+    struct config c = {.bind = ":443", .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
+                       .threads = default_threads(), .max_conns = 1024, .idle_ms = 90000,
+                       .header_ms = 10000, .request_ms = 30000, .shutdown_ms = 20000,
+                       .poll_ms = 1000};
+    struct wh_flag flags[] = {
+        {"bind-address", WH_FLAG_STR, &c.bind, 0, 0, "listen address [host]:port (default :443)", false},
+        {"tls-cert-file", WH_FLAG_STR, &c.cert_file, 0, 0, "PEM certificate file, watched and reloaded", false},
+        {"tls-private-key-file", WH_FLAG_STR, &c.key_file, 0, 0, "PEM private key file, watched and reloaded", false},
+        {"server-cert", WH_FLAG_STR, &c.cert_b64, 0, 0, "base64 of a PEM certificate (static)", false},
+        {"server-key", WH_FLAG_STR, &c.key_b64, 0, 0, "base64 of a PEM private key (static)", false},
+        {"kube-config-path", WH_FLAG_STR, &c.kubeconfig, 0, 0, "kubeconfig file; empty: in-cluster config", false},
+        {"v", WH_FLAG_INT, &c.v, 0, 10, "log verbosity: 0 errors and warnings, 1 one line per admission, 2 debug", false},
+        {"standalone", WH_FLAG_BOOL, &c.standalone, 0, 0, "no Kubernetes API: legacy indices come from this process's own admissions", false},
+        {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
+        {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
+        {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
+        {"idle-timeout", WH_FLAG_DURATION, &c.idle_ms, 1000, 3600000, "close kept-alive connections idle this long (default 90s)", false},
+        {"header-timeout", WH_FLAG_DURATION, &c.header_ms, 100, 600000, "connect to complete request headers, TLS handshake included (default 10s)", false},
+        {"request-timeout", WH_FLAG_DURATION, &c.request_ms, 100, 600000, "request headers to complete answer (default 30s)", false},
+        {"shutdown-timeout", WH_FLAG_DURATION, &c.shutdown_ms, 0, 600000, "longest wait for in-flight requests on SIGTERM (default 20s)", false},
+        {"shutdown-delay", WH_FLAG_DURATION, &c.delay_ms, 0, 600000, "after SIGTERM, keep serving this long while /readyz says 503 (default 0s)", false},
+        {"cert-poll-interval", WH_FLAG_DURATION, &c.poll_ms, 100, 3600000, "how often certificate files are checked (default 1s)", false},
+        {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
+        /* klog flags the reference's manifests might pass: accepted, ignored. */
+        {"logtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
+        {"alsologtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
+        {"stderrthreshold", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
+        {"vmodule", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
+        {"log_dir", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
+    };
+    size_t n = sizeof(flags) / sizeof(flags[0]);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    if (wh_flags_parse(flags, n, argc, argv, &fr, errbuf)) {
+        fprintf(stderr, "tpu-webhook serve: %s\nRun 'tpu-webhook serve --help' for the flags.\n",
+                errbuf);
+        return 2;
+    }
+    if (fr == WH_FLAGS_HELP) {
+        fputs(usage_head, stdout);
+        wh_flags_usage(flags, n, stdout);
+        return 0;
+    }
+    wh_log_set_verbosity((int)c.v);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (wh_server_parse_bind(c.bind, &ss, &sl, errbuf)) {
+        fprintf(stderr, "tpu-webhook serve: %s\n", errbuf);
+        return 2;
+    }
+    struct wh_buf cert, key;
+    wh_buf_init(&cert, 1 << 20);
+    wh_buf_init(&key, 1 << 20);
+    struct wh_tls_opts topts;
+    int rc = 1;
+    if (!tls_options(&c, flags, n, &topts, &cert, &key))
+        rc = serve(&c, &topts);
+    wh_buf_free(&cert);
+    wh_buf_free(&key);
+    return rc;
+}

@@ -1,0 +1,710 @@
+/* server.c: HTTPS admission server on libmicrohttpd (see server.h). */
+#include "wh/server.h"
+
+#include <arpa/inet.h>  /* inet_pton */
+#include <errno.h>      /* errno */
+#include <fcntl.h>      /* fcntl */
+#include <netdb.h>      /* getnameinfo */
+#include <netinet/in.h> /* sockaddr_in6 */
+#include <pthread.h>    /* pthread_mutex_t */
+#include <stdarg.h>     /* va_list */
+#include <stdatomic.h>  /* atomic_* */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* calloc, free, strtoull */
+#include <string.h>     /* strcmp, strerror */
+#include <time.h>       /* clock_gettime, nanosleep */
+#include <unistd.h>     /* close */
+
+#include <microhttpd.h>
+
+#include "wh/buf.h"  /* wh_buf */
+#include "wh/json.h" /* wh_json_parse, wh_json_path */
+#include "wh/log.h"  /* wh_log */
+#include "wh/tls.h"  /* wh_tls_retrieve, WH_TLS_PRIORITIES */
+
+#define ROOT_BODY "kuberay-tpu-webhook"
+#define ADDR_LEN 64
+
+/* One open connection, for the slow-client deadline. Linked into the
+ * server's list from MHD's connection-started to connection-closed
+ * notification; the fd stays valid in between. */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    atomic_llong deadline_ms;
+    bool cut;
+    char client[ADDR_LEN];
+};
+
+/* One request; lives on MHD's con_cls from the first handler call to the
+ * request-completed callback. */
+struct request {
+    enum wh_mpath path;
+    long long start_us;
+    struct wh_buf body;
+    bool too_big;
+    size_t discarded; /* body bytes dropped after too_big */
+    unsigned status; /* answer queued, 0 until then */
+};
+
+struct wh_server {
+    struct MHD_Daemon *d;
+    int listen_fd;
+    unsigned port;
+    struct wh_server_opts o;
+    struct wh_admit *ad;
+    struct wh_metrics *m;
+    atomic_bool unready;  /* /readyz answers 503 */
+    atomic_bool draining; /* listener closed, answers close their connection */
+    atomic_llong active;   /* requests between first call and completion */
+    atomic_llong accepted;
+    atomic_llong answered;
+    atomic_llong aborted;
+    atomic_llong n_conns;
+    pthread_mutex_t lock; /* the conn list */
+    struct conn *conns;
+};
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static long long now_ms(void)
+{
+    return now_us() / 1000;
+}
+
+/* ---- listen address ---------------------------------------------------- */
+
+enum wh_err wh_server_parse_bind(const char *bind, struct sockaddr_storage *ss, socklen_t *len,
+                                 char *errbuf)
+{
+    memset(ss, 0, sizeof(*ss));
+    const char *colon = bind ? strrchr(bind, ':') : NULL;
+    if (!colon)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "--bind-address \"%s\": expected [host]:port, e.g. :443 or 127.0.0.1:8443",
+                       bind ? bind : "");
+    long port;
+    if (!wh_parse_long(colon + 1, &port) || port < 0 || port > 65535)
+        return wh_fail(errbuf, WH_ERR_INVALID, "--bind-address \"%s\": port must be 0 to 65535",
+                       bind);
+    char host[128];
+    size_t hlen = (size_t)(colon - bind);
+    if (hlen >= sizeof(host))
+        return wh_fail(errbuf, WH_ERR_INVALID, "--bind-address \"%s\": host too long", bind);
+    memcpy(host, bind, hlen);
+    host[hlen] = '\0';
+    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+        memmove(host, host + 1, hlen - 2);
+        host[hlen - 2] = '\0';
+    }
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (!strcmp(host, "localhost"))
+        snprintf(host, sizeof(host), "127.0.0.1");
+    if (!host[0] || !strcmp(host, "::") || !strcmp(host, "0.0.0.0")) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_addr = in6addr_any;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*v6);
+        if (!strcmp(host, "0.0.0.0")) {
+            v4->sin_family = AF_INET;
+            v4->sin_addr.s_addr = htonl(INADDR_ANY);
+            v4->sin_port = htons((uint16_t)port);
+            *len = sizeof(*v4);
+        }
+    } else if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *len = sizeof(*v4);
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*v6);
+    } else {
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "--bind-address \"%s\": host must be an IP address or localhost "
+                       "(names are not resolved)",
+                       bind);
+    }
+    return WH_OK;
+}
+
+static enum wh_err open_listener(const struct sockaddr_storage *ss, socklen_t len,
+                                 const char *where, int *out, char *errbuf)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_storage any4;
+    if (fd < 0 && ss->ss_family == AF_INET6 &&
+        IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr)) {
+        /* No IPv6 on this host: every IPv4 address instead. */
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&any4;
+        memset(&any4, 0, sizeof(any4));
+        v4->sin_family = AF_INET;
+        v4->sin_port = ((const struct sockaddr_in6 *)ss)->sin6_port;
+        ss = &any4;
+        len = sizeof(*v4);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    }
+    if (fd < 0)
+        return wh_fail(errbuf, WH_ERR_IO, "socket for %s: %s", where, strerror(errno));
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss->ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, 1024)) {
+        int e = errno;
+        close(fd);
+        return wh_fail(errbuf, WH_ERR_IO, "cannot listen on %s: %s%s", where, strerror(e),
+                       e == EACCES ? " (ports below 1024 need CAP_NET_BIND_SERVICE)" : "");
+    }
+    *out = fd;
+    return WH_OK;
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                             unsigned status, const char *ctype, const char *body, size_t len,
+                             const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (ok)
+        ok = MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (ok && allow)
+        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    /* Draining, or a body we refused to read: the connection cannot go on. */
+    if (ok && (atomic_load(&s->draining) || status == MHD_HTTP_CONTENT_TOO_LARGE))
+        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (ok)
+        ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    if (ok)
+        rq->status = status;
+    return ok;
+}
+
+static const char *reason_of(unsigned status)
+{
+    switch (status) {
+    case 400: return "BadRequest";
+    case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 413: return "RequestEntityTooLarge";
+    case 503: return "ServiceUnavailable";
+    default: return "InternalError";
+    }
+}
+
+/* A Kubernetes Status object naming the problem. */
+static enum MHD_Result reply_error(struct wh_server *s, struct MHD_Connection *c,
+                                   struct request *rq, unsigned status, const char *msg,
+                                   const char *allow)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, 8192);
+    enum wh_err err = wh_buf_add(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                                     "\"status\":\"Failure\",\"message\":\"");
+    if (!err)
+        err = wh_buf_add_json_escaped(&b, msg, strlen(msg));
+    if (!err)
+        err = wh_buf_addf(&b, "\",\"reason\":\"%s\",\"code\":%u}", reason_of(status), status);
+    enum MHD_Result ret =
+        err ? MHD_NO
+            : reply(s, c, rq, status, "application/json", wh_buf_ptr(&b), wh_buf_len(&b), allow);
+    wh_buf_free(&b);
+    return ret;
+}
+
+static enum MHD_Result reply_text(struct wh_server *s, struct MHD_Connection *c,
+                                  struct request *rq, unsigned status, const char *text)
+{
+    return reply(s, c, rq, status, "text/plain; charset=utf-8", text, strlen(text), NULL);
+}
+
+/* ---- admission ---------------------------------------------------------- */
+
+static void client_of(struct MHD_Connection *c, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    out[0] = '\0';
+    if (!ci || !ci->client_addr)
+        return;
+    socklen_t sl = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                          : sizeof(struct sockaddr_in);
+    if (getnameinfo(ci->client_addr, sl, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
+        out[0] = '\0';
+}
+
+/* What the log line says about a review (parsed only when logging it). */
+struct described {
+    cJSON *json;
+    const char *uid, *kind, *ns, *name, *cluster, *group;
+};
+
+static void describe(const char *body, size_t len, struct described *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->uid = d->kind = d->ns = d->name = d->cluster = d->group = "";
+    char errbuf[WH_ERRBUF_LEN];
+    if (wh_json_parse(body, len, &d->json, errbuf))
+        return;
+    const cJSON *req = wh_json_get(d->json, "request");
+    const cJSON *meta = wh_json_path(req, "object", "metadata", NULL);
+    const cJSON *labels = wh_json_get(meta, "labels");
+    d->uid = wh_json_str0(req, "uid");
+    d->kind = wh_json_str0(wh_json_get(req, "kind"), "kind");
+    d->ns = wh_json_str(meta, "namespace") ? wh_json_str(meta, "namespace") : wh_json_str0(req, "namespace");
+    d->name = wh_json_str(meta, "name") ? wh_json_str(meta, "name") : wh_json_str0(meta, "generateName");
+    if (!strcmp(d->kind, "RayCluster")) {
+        d->cluster = d->name;
+    } else {
+        d->cluster = wh_json_str0(labels, "ray.io/cluster");
+        d->group = wh_json_str0(labels, "ray.io/group");
+    }
+}
+
+static unsigned status_of(enum wh_err err)
+{
+    switch (err) {
+    case WH_ERR_INVALID:
+    case WH_ERR_TOOBIG:
+    case WH_ERR_KIND: return 400;
+    case WH_ERR_UNAVAILABLE: return 503;
+    default: return 500;
+    }
+}
+
+static void log_admission(struct MHD_Connection *c, const struct request *rq, unsigned status,
+                          const struct wh_engine_result *res, const char *problem,
+                          long long latency_us)
+{
+    enum wh_log_level level = status >= 500 ? WH_LOG_ERROR : status >= 400 ? WH_LOG_WARN : WH_LOG_INFO;
+    if (!wh_log_enabled(level))
+        return;
+    struct described d;
+    describe(wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), &d);
+    char client[ADDR_LEN];
+    client_of(c, client, sizeof(client));
+    const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
+    wh_log(level, "admission", "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid", WH_F_STR,
+           d.uid, "kind", WH_F_STR, d.kind, "namespace", WH_F_STR, d.ns, "name", WH_F_STR, d.name,
+           "cluster", WH_F_STR, d.cluster, "group", WH_F_STR, d.group, "decision", WH_F_STR,
+           decision, "status", WH_F_INT, (long long)status, "patch_ops", WH_F_INT,
+           (long long)(status == 200 ? res->n_ops : 0), "replica", WH_F_INT,
+           (long long)(status == 200 && res->assigned ? res->replica : -1), "host", WH_F_INT,
+           (long long)(status == 200 && res->assigned ? res->host : -1), "latency_us", WH_F_INT,
+           latency_us, "message", WH_F_STR,
+           problem ? problem : (res->message ? res->message : ""), "client", WH_F_STR, client,
+           (char *)NULL);
+    cJSON_Delete(d.json);
+}
+
+static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
+{
+    struct wh_engine_result res;
+    memset(&res, 0, sizeof(res));
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_route route = rq->path == WH_MPATH_MUTATE ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
+    enum wh_err err = wh_admit_review(s->ad, wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), route,
+                                      &res, errbuf);
+    enum MHD_Result ret;
+    unsigned status = 200;
+    if (err) {
+        status = status_of(err);
+        char msg[WH_ERRBUF_LEN + 64];
+        const char *what = err == WH_ERR_KIND ? "wrong kind of object for this path"
+                           : status == 400    ? "not an AdmissionReview"
+                                              : "cannot answer the review";
+        snprintf(msg, sizeof(msg), "%s: %s: %s", wh_metrics_path_label(rq->path), what,
+                 errbuf[0] ? errbuf : wh_strerror(err));
+        ret = reply_error(s, c, rq, status, msg, NULL);
+        log_admission(c, rq, status, &res, msg, now_us() - rq->start_us);
+    } else {
+        ret = reply(s, c, rq, 200, "application/json", res.body, res.body_len, NULL);
+        wh_metrics_admission(s->m, rq->path, res.allowed, res.n_ops);
+        log_admission(c, rq, 200, &res, NULL, now_us() - rq->start_us);
+    }
+    wh_engine_result_free(&res);
+    return ret;
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+static enum wh_mpath classify(const char *url)
+{
+    static const struct {
+        const char *path;
+        enum wh_mpath id;
+    } routes[] = {{"/mutate", WH_MPATH_MUTATE},   {"/validate", WH_MPATH_VALIDATE},
+                  {"/", WH_MPATH_ROOT},           {"/healthz", WH_MPATH_HEALTHZ},
+                  {"/readyz", WH_MPATH_READYZ},   {"/metrics", WH_MPATH_METRICS}};
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        if (!strcmp(url, routes[i].path))
+            return routes[i].id;
+    return WH_MPATH_OTHER;
+}
+
+static bool is_get(const char *method)
+{
+    return !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+}
+
+static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
+{
+    char why[256] = "";
+    switch (rq->path) {
+    case WH_MPATH_ROOT: return reply_text(s, c, rq, 200, ROOT_BODY);
+    case WH_MPATH_HEALTHZ: return reply_text(s, c, rq, 200, "ok\n");
+    case WH_MPATH_READYZ:
+        if (atomic_load(&s->unready))
+            return reply_text(s, c, rq, 503, "shutting down\n");
+        if (!wh_admit_ready(s->ad, why, sizeof(why))) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "not ready: %s\n", why);
+            return reply_text(s, c, rq, 503, msg);
+        }
+        return reply_text(s, c, rq, 200, "ok\n");
+    default: break;
+    }
+    struct wh_admit_stats st;
+    memset(&st, 0, sizeof(st));
+    wh_admit_stats(s->ad, &st);
+    struct wh_buf b;
+    wh_buf_init(&b, 1 << 20);
+    enum MHD_Result ret;
+    if (wh_metrics_render(s->m, &st, &b))
+        ret = reply_error(s, c, rq, 500, "metrics do not fit in 1 MiB", NULL);
+    else
+        ret = reply(s, c, rq, 200, "text/plain; version=0.0.4; charset=utf-8", wh_buf_ptr(&b),
+                    wh_buf_len(&b), NULL);
+    wh_buf_free(&b);
+    return ret;
+}
+
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (struct conn *)ci->socket_context : NULL;
+}
+
+static struct request *request_new(struct wh_server *s, struct MHD_Connection *c, const char *url)
+{
+    struct request *rq = calloc(1, sizeof(*rq));
+    if (!rq)
+        return NULL;
+    rq->path = classify(url);
+    rq->start_us = now_us();
+    wh_buf_init(&rq->body, s->o.max_body);
+    struct conn *cn = conn_of(c);
+    if (cn)
+        atomic_store(&cn->deadline_ms, now_ms() + s->o.request_timeout_ms);
+    atomic_fetch_add(&s->active, 1);
+    atomic_fetch_add(&s->accepted, 1);
+    wh_metrics_begin(s->m);
+    return rq;
+}
+
+/* First call for a request: answer what needs no body, vet what does. */
+static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
+                                  struct request *rq, const char *method)
+{
+    bool admission = rq->path == WH_MPATH_MUTATE || rq->path == WH_MPATH_VALIDATE;
+    if (rq->path == WH_MPATH_OTHER)
+        return reply_error(s, c, rq, 404,
+                           "no such path; the webhook serves POST /mutate, POST /validate, "
+                           "GET /, /healthz, /readyz and /metrics",
+                           NULL);
+    if (admission && strcmp(method, MHD_HTTP_METHOD_POST))
+        return reply_error(s, c, rq, 405, "use POST with an AdmissionReview body", "POST");
+    if (!admission && !is_get(method))
+        return reply_error(s, c, rq, 405, "use GET", "GET, HEAD");
+    if (!admission)
+        return serve_get(s, c, rq);
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        bool unreadable = errno || end == cl;
+        if (unreadable || n > s->o.max_body) {
+            /* A client waiting for "100 Continue" never sends the body, and a
+             * grossly oversized one is not worth reading: answer now. Any
+             * other client is already sending; closing on it would lose the
+             * answer in a TCP reset, so that body is discarded as it comes
+             * (never stored) and the 413 follows. */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            if ((expect && strcasestr(expect, "100-continue")) || unreadable ||
+                n > 2 * (unsigned long long)s->o.max_body) {
+                char msg[160];
+                snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit",
+                         cl, s->o.max_body);
+                return reply_error(s, c, rq, 413, msg, NULL);
+            }
+            rq->too_big = true;
+        }
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct wh_server *s = cls;
+    struct request *rq = *con_cls;
+    if (!rq) {
+        rq = request_new(s, c, url);
+        if (!rq)
+            return MHD_NO;
+        *con_cls = rq;
+        return first_call(s, c, rq, method);
+    }
+    if (rq->status) { /* answered already; drop whatever still arrives */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        /* A body that outgrows the limit: MHD cannot answer mid-upload, so
+         * the rest is discarded (never stored) up to twice the limit, then
+         * the connection is closed without an answer. */
+        if (rq->too_big) {
+            rq->discarded += *upload_size;
+        } else if (wh_buf_addn(&rq->body, upload, *upload_size)) {
+            rq->too_big = true; /* the buffer freed itself */
+            rq->discarded = *upload_size;
+        }
+        *upload_size = 0;
+        return rq->discarded > 2 * s->o.max_body ? MHD_NO : MHD_YES;
+    }
+    if (rq->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
+        return reply_error(s, c, rq, 413, msg, NULL);
+    }
+    return admit(s, c, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct wh_server *s = cls;
+    struct request *rq = *con_cls;
+    if (!rq)
+        return;
+    *con_cls = NULL;
+    bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->status;
+    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, now_us() - rq->start_us);
+    atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
+    struct conn *cn = conn_of(c);
+    if (cn)
+        atomic_store(&cn->deadline_ms,
+                     now_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+    wh_buf_free(&rq->body);
+    free(rq);
+    atomic_fetch_sub(&s->active, 1);
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct wh_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn *cn = calloc(1, sizeof(*cn));
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!cn || !ci) {
+            free(cn); /* without a record the connection only has MHD's idle timeout */
+            *socket_context = NULL;
+            return;
+        }
+        cn->fd = ci->connect_fd;
+        atomic_store(&cn->deadline_ms, now_ms() + s->o.header_timeout_ms);
+        client_of(c, cn->client, sizeof(cn->client));
+        pthread_mutex_lock(&s->lock);
+        cn->next = s->conns;
+        if (s->conns)
+            s->conns->prev = cn;
+        s->conns = cn;
+        pthread_mutex_unlock(&s->lock);
+        atomic_fetch_add(&s->n_conns, 1);
+        *socket_context = cn;
+        return;
+    }
+    struct conn *cn = *socket_context;
+    if (!cn)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (cn->prev)
+        cn->prev->next = cn->next;
+    else
+        s->conns = cn->next;
+    if (cn->next)
+        cn->next->prev = cn->prev;
+    pthread_mutex_unlock(&s->lock);
+    atomic_fetch_sub(&s->n_conns, 1);
+    *socket_context = NULL;
+    free(cn);
+}
+
+void wh_server_tick(struct wh_server *s)
+{
+    long long now = now_ms();
+    pthread_mutex_lock(&s->lock);
+    for (struct conn *cn = s->conns; cn; cn = cn->next) {
+        if (cn->cut || atomic_load(&cn->deadline_ms) > now)
+            continue;
+        /* The MHD thread sees end-of-stream and closes the connection itself;
+         * the fd is not closed here, so it cannot be reused under MHD. */
+        shutdown(cn->fd, SHUT_RDWR);
+        cn->cut = true;
+        wh_metrics_timeout(s->m);
+        wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, cn->client, "reason",
+               WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    /* Mostly per-connection noise (failed handshakes, resets): --v=2. */
+    wh_log(WH_LOG_DEBUG, "mhd", "message", WH_F_STR, msg, (char *)NULL);
+}
+
+struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admit *ad,
+                                  struct wh_metrics *m, char *errbuf)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (wh_server_parse_bind(o->bind, &ss, &sl, errbuf))
+        return NULL;
+    if (o->threads < 1 || o->max_connections < 1 || o->max_body < 1 || o->idle_timeout_ms < 1000 ||
+        o->header_timeout_ms < 1 || o->request_timeout_ms < 1) {
+        wh_fail(errbuf, WH_ERR_INVALID, "server limits must be positive (idle timeout >= 1s)");
+        return NULL;
+    }
+    struct wh_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->o = *o;
+    s->ad = ad;
+    s->m = m;
+    s->listen_fd = -1;
+    pthread_mutex_init(&s->lock, NULL);
+    if (open_listener(&ss, sl, o->bind, &s->listen_fd, errbuf))
+        goto fail;
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof(bound);
+    if (!getsockname(s->listen_fd, (struct sockaddr *)&bound, &bl))
+        s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                    : ((struct sockaddr_in *)&bound)->sin_port);
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
+        MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
+        wh_tls_retrieve, MHD_OPTION_END);
+    if (!s->d) {
+        wh_fail(errbuf, WH_ERR_TLS,
+                "libmicrohttpd did not start on %s (TLS priorities or thread limits; run with "
+                "--v=2 for its log)",
+                o->bind);
+        goto fail;
+    }
+    return s;
+fail:
+    wh_server_free(s);
+    return NULL;
+}
+
+unsigned wh_server_port(const struct wh_server *s)
+{
+    return s->port;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
+{
+    /* Endpoints controllers and load balancers need a moment to see the
+     * 503 from /readyz; until then new connections are still welcome. */
+    atomic_store(&s->unready, true);
+    long long serve_until = now_ms() + delay_ms;
+    while (now_ms() < serve_until) {
+        wh_server_tick(s);
+        sleep_ms(20);
+    }
+    atomic_store(&s->draining, true);
+    if (s->listen_fd >= 0) {
+        MHD_socket l = MHD_quiesce_daemon(s->d);
+        if (l != MHD_INVALID_SOCKET)
+            close(l);
+        s->listen_fd = -1;
+    }
+    long long deadline = now_ms() + timeout_ms, quiet_since = 0;
+    /* A request may still be on the wire to a kept-alive connection: after
+     * the last answer, wait a little before closing the idle connections. */
+    const long settle_ms = 300;
+    while (now_ms() < deadline) {
+        wh_server_tick(s);
+        if (atomic_load(&s->active) > 0) {
+            quiet_since = 0;
+        } else if (atomic_load(&s->n_conns) == 0) {
+            break;
+        } else if (!quiet_since) {
+            quiet_since = now_ms();
+        } else if (now_ms() - quiet_since >= settle_ms) {
+            break;
+        }
+        sleep_ms(10);
+    }
+    return atomic_load(&s->active) == 0;
+}
+
+void wh_server_counts(const struct wh_server *s, struct wh_server_counts *c)
+{
+    c->accepted = atomic_load(&((struct wh_server *)s)->accepted);
+    c->answered = atomic_load(&((struct wh_server *)s)->answered);
+    c->aborted = atomic_load(&((struct wh_server *)s)->aborted);
+}
+
+void wh_server_free(struct wh_server *s)
+{
+    if (!s)
+        return;
+    if (s->d)
+        MHD_stop_daemon(s->d);
+    else if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    /* MHD closed every connection and notified us; nothing is left linked. */
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

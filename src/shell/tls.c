@@ -1,0 +1,367 @@
+/* tls.c: serving certificate with hot reload (see tls.h). */
+#include "wh/tls.h"
+
+#include <stdatomic.h> /* _Atomic */
+#include <stdlib.h>    /* calloc, free */
+#include <string.h>    /* memcmp, strcmp */
+
+#include <openssl/bio.h>  /* BIO_new_mem_buf */
+#include <openssl/bn.h>   /* BN_bn2hex */
+#include <openssl/err.h>  /* ERR_get_error */
+#include <openssl/pem.h>  /* PEM_read_bio_X509 */
+#include <openssl/x509.h> /* X509_check_private_key */
+
+#include "wh/buf.h"    /* wh_buf */
+#include "wh/fileio.h" /* wh_read_file */
+#include "wh/log.h"    /* wh_log */
+
+#define MAX_CHAIN 8
+#define PEM_MAX ((size_t)1024 * 1024)
+/* A replaced pair may still be in the middle of a handshake that picked it;
+ * handshakes are bounded by the server's header timeout (seconds), so a pair
+ * is freed this long after it was replaced. */
+#define RETIRE_GRACE_S 600
+#define EXPIRY_CHECK_S 3600
+
+struct pair {
+    gnutls_pcert_st pcerts[MAX_CHAIN];
+    unsigned n_pcerts;
+    gnutls_privkey_t key;
+    struct wh_cert_info info;
+    time_t retired_at;
+    struct pair *next_retired;
+};
+
+struct wh_tls {
+    _Atomic(struct pair *) cur;
+    char *cert_file; /* NULL for an in-memory pair */
+    char *key_file;
+    struct wh_buf seen_cert; /* file contents last tried */
+    struct wh_buf seen_key;
+    char last_problem[WH_ERRBUF_LEN]; /* last logged read failure */
+    struct pair *retired;
+    time_t next_expiry_check;
+};
+
+static _Atomic(struct wh_tls *) active;
+
+/* Pending OpenSSL errors as text (this thread's queue), then cleared. */
+static const char *ssl_reason(char *buf, size_t len)
+{
+    unsigned long e = ERR_get_error();
+    if (!e) {
+        snprintf(buf, len, "no detail");
+    } else {
+        ERR_error_string_n(e, buf, len);
+    }
+    ERR_clear_error();
+    return buf;
+}
+
+/* Never prompt for a passphrase: an encrypted key is an error. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
+}
+
+static enum wh_err describe(X509 *x, struct wh_cert_info *info, char *errbuf)
+{
+    memset(info, 0, sizeof(*info));
+    struct tm tm;
+    if (!ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm))
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate has an unreadable notAfter");
+    info->not_after = timegm(&tm);
+    BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+    char *hex = bn ? BN_bn2hex(bn) : NULL;
+    snprintf(info->serial, sizeof(info->serial), "%s", hex ? hex : "");
+    OPENSSL_free(hex);
+    BN_free(bn);
+    X509_NAME_oneline(X509_get_subject_name(x), info->subject, (int)sizeof(info->subject));
+    return WH_OK;
+}
+
+enum wh_err wh_tls_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
+                              size_t key_len, struct wh_cert_info *info, char *errbuf)
+{
+    enum wh_err err = WH_OK;
+    char why[256];
+    X509 *x = NULL;
+    EVP_PKEY *k = NULL;
+    ERR_clear_error();
+    if (cert_len > PEM_MAX || key_len > PEM_MAX)
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate or key larger than %zu bytes", PEM_MAX);
+    BIO *cb = BIO_new_mem_buf(cert_pem, (int)cert_len);
+    BIO *kb = BIO_new_mem_buf(key_pem, (int)key_len);
+    if (!cb || !kb) {
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory reading PEM");
+        goto out;
+    }
+    x = PEM_read_bio_X509(cb, NULL, no_password, NULL);
+    if (!x) {
+        err = wh_fail(errbuf, WH_ERR_TLS, "certificate: no PEM CERTIFICATE block could be read (%s)",
+                      ssl_reason(why, sizeof(why)));
+        goto out;
+    }
+    k = PEM_read_bio_PrivateKey(kb, NULL, no_password, NULL);
+    if (!k) {
+        err = wh_fail(errbuf, WH_ERR_TLS,
+                      "private key: no unencrypted PEM private key could be read (%s)",
+                      ssl_reason(why, sizeof(why)));
+        goto out;
+    }
+    if (X509_check_private_key(x, k) != 1) {
+        ERR_clear_error();
+        err = wh_fail(errbuf, WH_ERR_TLS,
+                      "private key does not match the certificate (public keys differ)");
+        goto out;
+    }
+    err = describe(x, info, errbuf);
+out:
+    X509_free(x);
+    EVP_PKEY_free(k);
+    BIO_free(cb);
+    BIO_free(kb);
+    return err;
+}
+
+static void pair_free(struct pair *p)
+{
+    if (!p)
+        return;
+    for (unsigned i = 0; i < p->n_pcerts; i++)
+        gnutls_pcert_deinit(&p->pcerts[i]);
+    gnutls_privkey_deinit(p->key);
+    free(p);
+}
+
+static enum wh_err pair_load(const char *cert_pem, size_t cert_len, const char *key_pem,
+                             size_t key_len, struct pair **out, char *errbuf)
+{
+    *out = NULL;
+    struct wh_cert_info info;
+    enum wh_err err = wh_tls_check_pair(cert_pem, cert_len, key_pem, key_len, &info, errbuf);
+    if (err)
+        return err;
+    struct pair *p = calloc(1, sizeof(*p));
+    if (!p)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory loading the certificate");
+    p->info = info;
+    gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)cert_len};
+    gnutls_datum_t kd = {(unsigned char *)key_pem, (unsigned)key_len};
+    unsigned n = MAX_CHAIN;
+    int rc = gnutls_pcert_list_import_x509_raw(p->pcerts, &n, &cd, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0) {
+        free(p);
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate chain: %s (at most %d certificates)",
+                       gnutls_strerror(rc), MAX_CHAIN);
+    }
+    p->n_pcerts = n;
+    rc = gnutls_privkey_init(&p->key);
+    if (rc >= 0)
+        rc = gnutls_privkey_import_x509_raw(p->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
+    if (rc < 0) {
+        pair_free(p);
+        return wh_fail(errbuf, WH_ERR_TLS, "private key: %s", gnutls_strerror(rc));
+    }
+    *out = p;
+    return WH_OK;
+}
+
+static void warn_if_expiring(const struct wh_cert_info *info)
+{
+    double days = difftime(info->not_after, time(NULL)) / 86400.0;
+    if (days < WH_TLS_WARN_DAYS)
+        wh_log(WH_LOG_WARN, "tls_cert_expiring", "serial", WH_F_STR, info->serial, "subject",
+               WH_F_STR, info->subject, "not_after", WH_F_INT, (long long)info->not_after,
+               "days_left", WH_F_DBL, days, "fix", WH_F_STR,
+               "renew the certificate; the server picks up new files without a restart",
+               (char *)NULL);
+}
+
+static void log_pair(const char *event, const struct wh_cert_info *info, const char *source)
+{
+    wh_log(WH_LOG_INFO, event, "source", WH_F_STR, source, "serial", WH_F_STR, info->serial,
+           "subject", WH_F_STR, info->subject, "not_after", WH_F_INT, (long long)info->not_after,
+           (char *)NULL);
+}
+
+/* Read both files into the two buffers; errbuf names the file on failure. */
+static enum wh_err read_pair(const struct wh_tls *tls, struct wh_buf *cert, struct wh_buf *key,
+                             char *errbuf)
+{
+    char why[WH_ERRBUF_LEN] = "";
+    enum wh_err err = wh_read_file(tls->cert_file, cert, why);
+    if (err)
+        return wh_fail(errbuf, err, "failed to read server cert file %s: %s", tls->cert_file,
+                       why[0] ? why : wh_strerror(err));
+    err = wh_read_file(tls->key_file, key, why);
+    if (err)
+        return wh_fail(errbuf, err, "failed to read server key file %s: %s", tls->key_file,
+                       why[0] ? why : wh_strerror(err));
+    return WH_OK;
+}
+
+struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf)
+{
+    struct wh_tls *tls = calloc(1, sizeof(*tls));
+    struct pair *p = NULL;
+    if (!tls) {
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    wh_buf_init(&tls->seen_cert, PEM_MAX);
+    wh_buf_init(&tls->seen_key, PEM_MAX);
+    enum wh_err err;
+    if (opts->cert_file && opts->key_file) {
+        tls->cert_file = strdup(opts->cert_file);
+        tls->key_file = strdup(opts->key_file);
+        if (!tls->cert_file || !tls->key_file) {
+            wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        err = read_pair(tls, &tls->seen_cert, &tls->seen_key, errbuf);
+        if (!err)
+            err = pair_load(wh_buf_ptr(&tls->seen_cert), wh_buf_len(&tls->seen_cert),
+                            wh_buf_ptr(&tls->seen_key), wh_buf_len(&tls->seen_key), &p, errbuf);
+    } else if (opts->cert_pem && opts->key_pem) {
+        err = pair_load(opts->cert_pem, opts->cert_len, opts->key_pem, opts->key_len, &p, errbuf);
+    } else {
+        err = wh_fail(errbuf, WH_ERR_INVALID, "no certificate and key given");
+    }
+    if (err)
+        goto fail;
+    atomic_store(&tls->cur, p);
+    atomic_store(&active, tls);
+    log_pair("tls_loaded", &p->info, tls->cert_file ? tls->cert_file : "flags");
+    warn_if_expiring(&p->info);
+    tls->next_expiry_check = time(NULL) + EXPIRY_CHECK_S;
+    return tls;
+fail:
+    wh_tls_free(tls);
+    return NULL;
+}
+
+static void free_retired(struct wh_tls *tls, bool all)
+{
+    time_t now = time(NULL);
+    struct pair **pp = &tls->retired;
+    while (*pp) {
+        struct pair *p = *pp;
+        if (all || now - p->retired_at > RETIRE_GRACE_S) {
+            *pp = p->next_retired;
+            pair_free(p);
+        } else {
+            pp = &p->next_retired;
+        }
+    }
+}
+
+void wh_tls_free(struct wh_tls *tls)
+{
+    if (!tls)
+        return;
+    struct wh_tls *expected = tls;
+    atomic_compare_exchange_strong(&active, &expected, NULL);
+    pair_free(atomic_load(&tls->cur));
+    free_retired(tls, true);
+    wh_buf_free(&tls->seen_cert);
+    wh_buf_free(&tls->seen_key);
+    free(tls->cert_file);
+    free(tls->key_file);
+    free(tls);
+}
+
+static bool same(const struct wh_buf *a, const struct wh_buf *b)
+{
+    return wh_buf_len(a) == wh_buf_len(b) && !memcmp(wh_buf_ptr(a), wh_buf_ptr(b), wh_buf_len(a));
+}
+
+/* Move the contents of src into dst (both bounded by PEM_MAX). */
+static void take_buf(struct wh_buf *dst, struct wh_buf *src)
+{
+    wh_buf_free(dst);
+    *dst = *src;
+    wh_buf_init(src, PEM_MAX);
+}
+
+static void check_expiry(struct wh_tls *tls)
+{
+    time_t now = time(NULL);
+    if (now < tls->next_expiry_check)
+        return;
+    tls->next_expiry_check = now + EXPIRY_CHECK_S;
+    warn_if_expiring(&atomic_load(&tls->cur)->info);
+}
+
+int wh_tls_poll(struct wh_tls *tls)
+{
+    if (!tls)
+        return 0;
+    check_expiry(tls);
+    free_retired(tls, false);
+    if (!tls->cert_file)
+        return 0;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf cert, key;
+    wh_buf_init(&cert, PEM_MAX);
+    wh_buf_init(&key, PEM_MAX);
+    int rc = 0;
+    struct pair *p = NULL;
+    enum wh_err err = read_pair(tls, &cert, &key, errbuf);
+    if (err) {
+        /* Mid-rotation (a file briefly missing) is normal; say it once. */
+        if (strcmp(errbuf, tls->last_problem)) {
+            snprintf(tls->last_problem, sizeof(tls->last_problem), "%s", errbuf);
+            wh_log(WH_LOG_WARN, "tls_reload_rejected", "reason", WH_F_STR, errbuf, "action",
+                   WH_F_STR, "keeping the certificate already loaded", (char *)NULL);
+            rc = -1;
+        }
+        goto out;
+    }
+    tls->last_problem[0] = '\0';
+    if (same(&cert, &tls->seen_cert) && same(&key, &tls->seen_key))
+        goto out;
+    err = pair_load(wh_buf_ptr(&cert), wh_buf_len(&cert), wh_buf_ptr(&key), wh_buf_len(&key), &p,
+                    errbuf);
+    take_buf(&tls->seen_cert, &cert);
+    take_buf(&tls->seen_key, &key);
+    if (err) {
+        wh_log(WH_LOG_ERROR, "tls_reload_rejected", "cert_file", WH_F_STR, tls->cert_file,
+               "key_file", WH_F_STR, tls->key_file, "reason", WH_F_STR, errbuf, "action",
+               WH_F_STR, "keeping the certificate already loaded", (char *)NULL);
+        rc = -1;
+        goto out;
+    }
+    struct pair *old = atomic_exchange(&tls->cur, p);
+    old->retired_at = time(NULL);
+    old->next_retired = tls->retired;
+    tls->retired = old;
+    log_pair("tls_reloaded", &p->info, tls->cert_file);
+    warn_if_expiring(&p->info);
+    rc = 1;
+out:
+    wh_buf_free(&cert);
+    wh_buf_free(&key);
+    return rc;
+}
+
+void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info)
+{
+    *info = atomic_load(&tls->cur)->info;
+}
+
+int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+    (void)session, (void)req_ca_dn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
+    struct wh_tls *tls = atomic_load(&active);
+    struct pair *p = tls ? atomic_load(&tls->cur) : NULL;
+    if (!p)
+        return -1;
+    *pcert = p->pcerts;
+    *pcert_length = p->n_pcerts;
+    *pkey = p->key;
+    return 0;
+}

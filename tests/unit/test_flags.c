@@ -1,0 +1,146 @@
+/* test_flags.c: Go-compatible flag parsing (the forms the reference's
+ * manifests and users pass), durations, bounds and error texts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "../testutil.h"
+#include "wh/flags.h"
+
+struct vals {
+    const char *bind, *cert;
+    long v, ms;
+    bool standalone;
+};
+
+#define FLAGS(x)                                                                 \
+    struct wh_flag flags[] = {                                                   \
+        {"bind-address", WH_FLAG_STR, &(x).bind, 0, 0, "listen address", false}, \
+        {"tls-cert-file", WH_FLAG_STR, &(x).cert, 0, 0, "cert", false},          \
+        {"v", WH_FLAG_INT, &(x).v, 0, 10, "verbosity", false},                   \
+        {"timeout", WH_FLAG_DURATION, &(x).ms, 100, 600000, "timeout", false},    \
+        {"standalone", WH_FLAG_BOOL, &(x).standalone, 0, 0, "", false},          \
+    };                                                                           \
+    size_t n_flags = sizeof(flags) / sizeof(flags[0])
+
+static enum wh_err parse(struct wh_flag *flags, size_t n, char **argv, enum wh_flags_result *fr,
+                         char *errbuf)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    return wh_flags_parse(flags, n, argc, argv, fr, errbuf);
+}
+
+static void test_all_forms(void **st)
+{
+    (void)st;
+    struct vals x = {.bind = ":443"};
+    FLAGS(x);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    char *argv[] = {"serve", "--bind-address", ":8443", "-tls-cert-file=/a.crt", "-v=2",
+                    "--timeout", "1m30s", "-standalone", NULL};
+    if (parse(flags, n_flags, argv, &fr, errbuf))
+        fail_msg("%s", errbuf);
+    assert_int_equal(fr, WH_FLAGS_OK);
+    assert_string_equal(x.bind, ":8443");
+    assert_string_equal(x.cert, "/a.crt");
+    assert_int_equal(x.v, 2);
+    assert_int_equal(x.ms, 90000);
+    assert_true(x.standalone);
+    assert_true(wh_flags_find(flags, n_flags, "v")->set);
+    assert_null(wh_flags_find(flags, n_flags, "nope"));
+
+}
+
+static void test_separate_values_and_false(void **st)
+{
+    (void)st;
+    struct vals y = {.bind = ":443", .standalone = true};
+    FLAGS(y);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    char *argv2[] = {"serve", "-v", "1", "--standalone=false", "--bind-address=", NULL};
+    assert_int_equal(parse(flags, n_flags, argv2, &fr, errbuf), WH_OK);
+    assert_int_equal(y.v, 1);
+    assert_false(y.standalone);
+    assert_string_equal(y.bind, "");
+    assert_true(wh_flags_find(flags, n_flags, "bind-address")->set);
+    assert_false(wh_flags_find(flags, n_flags, "tls-cert-file")->set);
+}
+
+static void test_help(void **st)
+{
+    (void)st;
+    struct vals x = {0};
+    FLAGS(x);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    const char *forms[] = {"-h", "--help", "-help"};
+    for (size_t i = 0; i < 3; i++) {
+        char *argv[] = {"serve", "-v=1", (char *)forms[i], "--bogus", NULL};
+        assert_int_equal(parse(flags, n_flags, argv, &fr, errbuf), WH_OK);
+        assert_int_equal(fr, WH_FLAGS_HELP);
+    }
+}
+
+static void expect_error(char **argv, const char *text)
+{
+    struct vals x = {0};
+    FLAGS(x);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    assert_int_equal(parse(flags, n_flags, argv, &fr, errbuf), WH_ERR_INVALID);
+    if (!strstr(errbuf, text))
+        fail_msg("error \"%s\" lacks \"%s\"", errbuf, text);
+}
+
+static void test_errors(void **st)
+{
+    (void)st;
+    expect_error((char *[]){"serve", "--nope", NULL}, "flag provided but not defined: -nope");
+    expect_error((char *[]){"serve", "--v", NULL}, "flag needs an argument: -v");
+    expect_error((char *[]){"serve", "--v=11", NULL}, "invalid value \"11\" for flag -v");
+    expect_error((char *[]){"serve", "--v=1x", NULL}, "from 0 to 10");
+    expect_error((char *[]){"serve", "--standalone=yes", NULL}, "expected true or false");
+    expect_error((char *[]){"serve", "--timeout=10", NULL}, "duration");
+    expect_error((char *[]){"serve", "--timeout=50ms", NULL}, "from 100ms to 600000ms");
+    expect_error((char *[]){"serve", "extra", NULL}, "unexpected argument \"extra\"");
+    expect_error((char *[]){"serve", "---v=1", NULL}, "bad flag syntax");
+    expect_error((char *[]){"serve", "--=1", NULL}, "bad flag syntax");
+    expect_error((char *[]){"serve", "--", "x", NULL}, "unexpected argument \"x\"");
+}
+
+static void test_durations(void **st)
+{
+    (void)st;
+    long ms = -1;
+    assert_true(wh_flags_parse_duration("0", &ms));
+    assert_int_equal(ms, 0);
+    assert_true(wh_flags_parse_duration("250ms", &ms));
+    assert_int_equal(ms, 250);
+    assert_true(wh_flags_parse_duration("2h1m3s", &ms));
+    assert_int_equal(ms, 7263000);
+    assert_false(wh_flags_parse_duration("", &ms));
+    assert_false(wh_flags_parse_duration("5", &ms));
+    assert_false(wh_flags_parse_duration("5x", &ms));
+    assert_false(wh_flags_parse_duration("-5s", &ms));
+    assert_false(wh_flags_parse_duration("99999999999999999999h", &ms));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_forms),
+        cmocka_unit_test(test_separate_values_and_false),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_durations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
