@@ -600,6 +600,50 @@ static void test_standalone_recreated_cluster(void **st)
     wh_admit_free(ad);
 }
 
+static bool wait_reservations(struct wh_admit *ad, size_t want, long ms)
+{
+    struct wh_admit_stats as;
+    for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20)) {
+        wh_admit_stats(ad, &as);
+        if (as.reservations == want)
+            return true;
+    }
+    return false;
+}
+
+/* Kubernetes mode: a reservation whose pod never appears (a later admission
+ * plugin rejected it) is released after the TTL; one whose pod appears is
+ * confirmed and the pod itself holds the id from then on. */
+static void test_reservation_lifecycle(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN];
+    path_in(p, sizeof(p), "kc-admit");
+    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    assert_non_null(ad);
+    assert_true(wait_ready(ad, 10000));
+    long r;
+    assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
+    assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 1); /* seen at once */
+    assert_true(wait_reservations(ad, 0, 5000));            /* never created: released */
+    assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
+    /* This time the pod is created: confirmed, and the id stays taken. */
+    char *body = kh_review(tmpl16, "ttl", "tpu");
+    char *pod = kh_created_pod(body, "ttl-w-0", 0, 0, 1);
+    assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0);
+    assert_true(wait_reservations(ad, 0, 5000));
+    kh_sleep_ms(1000); /* past the TTL */
+    assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 1);
+    /* Deleting the pod frees its id (through the cache). */
+    assert_int_equal(kh_control(&srv, "pods/delete", pod, NULL), 0);
+    assert_true(wait_reservations(ad, 0, 5000));
+    assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
+    free(pod);
+    free(body);
+    wh_admit_free(ad);
+}
+
 static void test_1024_hosts_back_to_back(void **st)
 {
     (void)st;
@@ -725,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
         cmocka_unit_test(test_concurrent_legacy_standalone),
         cmocka_unit_test(test_standalone_recreated_cluster),
+        cmocka_unit_test(test_reservation_lifecycle),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
