@@ -857,7 +857,13 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
-    pthread_rwlock_init(&c->lock, NULL);
+    /* Writers first: a steady stream of admissions must not hold watch
+     * events (and so confirmations) back; each write is short. */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     static const char pods_base[] = "/api/v1/pods?labelSelector=ray.io%2Fnode-type%3Dworker%2C"
                                     "app.kubernetes.io%2Fcreated-by%3Dkuberay-operator";
     static const char nodes_base[] = "/api/v1/nodes?labelSelector="
