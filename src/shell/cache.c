@@ -713,6 +713,12 @@ static void *watch_thread(void *arg)
     bool need_list = true, first = true, expired = false;
     while (!atomic_load(&c->stop)) {
         bool failed = false;
+        /* Back after longer than the cache is trusted: resuming the watch
+         * would trust the cache before the missed events have been replayed,
+         * so take a fresh snapshot first. */
+        long down = atomic_load(&w->down_since);
+        if (!first && down >= 0 && now_ms(c) - down > c->trust_ms)
+            need_list = true;
         if (need_list) {
             if (!first)
                 atomic_fetch_add(&w->relists, 1);
