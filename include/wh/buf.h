@@ -38,6 +38,8 @@ WH_NODISCARD enum wh_err wh_buf_add(struct wh_buf *b, const char *s);
 WH_NODISCARD enum wh_err wh_buf_addc(struct wh_buf *b, char c);
 WH_NODISCARD enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Append the decimal digits of v (cheaper than addf on hot paths). */
+WH_NODISCARD enum wh_err wh_buf_addu(struct wh_buf *b, unsigned long v);
 /* va_list form of wh_buf_addf. */
 WH_NODISCARD enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));

@@ -80,6 +80,17 @@ enum wh_err wh_buf_addc(struct wh_buf *b, char c)
     return wh_buf_addn(b, &c, 1);
 }
 
+enum wh_err wh_buf_addu(struct wh_buf *b, unsigned long v)
+{
+    char digits[24];
+    size_t n = sizeof(digits);
+    do {
+        digits[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return wh_buf_addn(b, digits + n, sizeof(digits) - n);
+}
+
 enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list ap)
 {
     char small[256];

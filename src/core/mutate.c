@@ -344,18 +344,33 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
 
 /* ---- values ------------------------------------------------------------- */
 
-/* "<group>-<r>-<h>.<headless>" for h in 0..n-1, each followed by suffix(h). */
+/* "<group>-<r>-<h>.<headless>" for h in 0..n-1, joined by ','; with
+ * per_host_ports, each host repeated with ":<8471+k>" for k < per_host_ports.
+ * Written with plain appends: for the largest slices this runs for every pod
+ * and printf would dominate the review. */
 static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b, unsigned per_host_ports)
 {
-    enum wh_err err = WH_OK;
+    char prefix[400];
+    int pl = snprintf(prefix, sizeof(prefix), "%s-%ld-", c->group, c->replica);
+    size_t hl = strlen(c->headless);
+    unsigned per = per_host_ports ? per_host_ports : 1;
+    enum wh_err err = wh_buf_reserve(b, (size_t)c->n_hosts * per * ((size_t)pl + hl + 20));
     for (long h = 0; h < c->n_hosts && !err; h++) {
-        for (unsigned k = 0; k < (per_host_ports ? per_host_ports : 1) && !err; k++) {
+        for (unsigned k = 0; k < per && !err; k++) {
             if (b->len)
                 err = wh_buf_addc(b, ',');
             if (!err)
-                err = wh_buf_addf(b, "%s-%ld-%ld.%s", c->group, c->replica, h, c->headless);
+                err = wh_buf_addn(b, prefix, (size_t)pl);
+            if (!err)
+                err = wh_buf_addu(b, (unsigned long)h);
+            if (!err)
+                err = wh_buf_addc(b, '.');
+            if (!err)
+                err = wh_buf_addn(b, c->headless, hl);
             if (!err && per_host_ports)
-                err = wh_buf_addf(b, ":%u", WH_TPU_PROCESS_PORT_BASE + k);
+                err = wh_buf_addc(b, ':');
+            if (!err && per_host_ports)
+                err = wh_buf_addu(b, WH_TPU_PROCESS_PORT_BASE + k);
         }
     }
     return err;
@@ -372,7 +387,8 @@ static enum wh_err torch_addresses(const struct pod_ctx *c, const char *hostname
     *too_many = per_host * hosts > MAX_TORCH_ADDRESSES;
     if (*too_many)
         return WH_OK;
-    enum wh_err err = WH_OK;
+    enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
+                                            (size_t)(per_host * hosts) * 8);
     const char *start = hostnames;
     for (long h = 0; h < hosts && !err; h++) {
         const char *end = strchr(start, ',');
@@ -383,7 +399,9 @@ static enum wh_err torch_addresses(const struct pod_ctx *c, const char *hostname
             if (!err)
                 err = wh_buf_addn(b, start, len);
             if (!err)
-                err = wh_buf_addf(b, ":%ld", WH_TPU_PROCESS_PORT_BASE + k);
+                err = wh_buf_addc(b, ':');
+            if (!err)
+                err = wh_buf_addu(b, (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k));
         }
         start = end ? end + 1 : start + len;
     }
