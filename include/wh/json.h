@@ -39,6 +39,12 @@ WH_NODISCARD enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out
 /* Print unformatted; malloc'd text the caller frees with cJSON_free. */
 WH_NODISCARD enum wh_err wh_json_print(const cJSON *item, char **out);
 
+/* Append item as compact JSON to b (the same text as cJSON_PrintUnformatted
+ * for the values we build). Escapes runs with memcpy, so long strings such
+ * as address lists cost little more than a copy. */
+struct wh_buf;
+WH_NODISCARD enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item);
+
 /* Strict base-10 integer (optional leading '-' or '+', digits only, no
  * spaces, fits in long). */
 bool wh_parse_long(const char *s, long *out);

@@ -2,8 +2,24 @@
 #include "wh/b64.h"
 
 #include <stdint.h> /* uint32_t */
+#include <string.h> /* memcpy */
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Every 12-bit value as its two base64 characters, computed by the
+ * compiler: the encoder then does two lookups per 3 bytes instead of four.
+ * (Patches of the largest slices are several hundred KiB.) */
+#define B64_CHAR(x)                                                                            \
+    (char)((x) < 26 ? 'A' + (x) : (x) < 52 ? 'a' + (x)-26 : (x) < 62 ? '0' + (x)-52 : (x) == 62 ? '+' : '/')
+#define B64_P1(i) {B64_CHAR((i) >> 6), B64_CHAR((i)&63)},
+#define B64_P4(i) B64_P1(i) B64_P1((i) + 1) B64_P1((i) + 2) B64_P1((i) + 3)
+#define B64_P16(i) B64_P4(i) B64_P4((i) + 4) B64_P4((i) + 8) B64_P4((i) + 12)
+#define B64_P64(i) B64_P16(i) B64_P16((i) + 16) B64_P16((i) + 32) B64_P16((i) + 48)
+#define B64_P256(i) B64_P64(i) B64_P64((i) + 64) B64_P64((i) + 128) B64_P64((i) + 192)
+#define B64_P1024(i) B64_P256(i) B64_P256((i) + 256) B64_P256((i) + 512) B64_P256((i) + 768)
+static const char pairs[4096][2] = {
+    B64_P1024(0) B64_P1024(1024) B64_P1024(2048) B64_P1024(3072)
+};
 
 enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
 {
@@ -13,12 +29,10 @@ enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
         return err;
     char *out = b->ptr + b->len;
     size_t i = 0, o = 0;
-    for (; i + 2 < n; i += 3) {
+    for (; i + 2 < n; i += 3, o += 4) {
         uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = alphabet[v >> 18 & 63];
-        out[o++] = alphabet[v >> 12 & 63];
-        out[o++] = alphabet[v >> 6 & 63];
-        out[o++] = alphabet[v & 63];
+        memcpy(out + o, pairs[v >> 12], 2);
+        memcpy(out + o + 2, pairs[v & 4095], 2);
     }
     if (i < n) {
         uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);

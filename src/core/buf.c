@@ -2,6 +2,8 @@
 #include "wh/buf.h"
 
 #include <stdarg.h> /* va_list */
+#include <stdbool.h> /* bool */
+#include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* vsnprintf */
 #include <stdlib.h> /* malloc, realloc, free */
 #include <string.h> /* memcpy, strlen */
@@ -119,13 +121,43 @@ enum wh_err wh_buf_addf(struct wh_buf *b, const char *fmt, ...)
     return err;
 }
 
+/* Bytes that JSON strings must escape: control characters, '"' and '\\'. */
+static const unsigned char must_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10 */
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20: '"' */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x30 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x40 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* 0x50: '\\' */
+};
+
+/* Whether any of 8 bytes is < 0x20, '"' or '\\' (exact; the classic
+ * "has a byte less than n / equal to c" word tricks). Address lists of large
+ * slices are hundreds of KiB with nothing to escape, so they are scanned a
+ * word at a time. */
+static bool word_needs_escape(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs;
+}
+
 enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (word_needs_escape(w))
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        if (!must_escape[c])
             continue;
         enum wh_err err = wh_buf_addn(b, s + run, i - run);
         if (err)

@@ -47,15 +47,16 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
     }
     *n_ops = d->allowed ? (size_t)cJSON_GetArraySize(d->patch) : 0;
     if (!err && *n_ops) {
-        char *patch = NULL;
-        err = wh_json_print(d->patch, &patch);
+        struct wh_buf patch;
+        wh_buf_init(&patch, RESPONSE_MAX);
+        err = wh_json_write(&patch, d->patch);
         if (!err)
             err = wh_buf_add(b, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
         if (!err)
-            err = wh_b64_encode(b, patch, strlen(patch));
+            err = wh_b64_encode(b, patch.ptr, patch.len);
         if (!err)
             err = wh_buf_addc(b, '"');
-        cJSON_free(patch);
+        wh_buf_free(&patch);
     }
     if (!err && cJSON_GetArraySize(d->warnings) > 0) {
         err = wh_buf_add(b, ",\"warnings\":[");

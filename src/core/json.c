@@ -4,7 +4,11 @@
 #include <errno.h>  /* errno */
 #include <limits.h> /* LONG_MAX */
 #include <stdarg.h> /* va_list */
+#include <math.h>   /* isfinite, floor */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strlen */
+
+#include "wh/buf.h" /* wh_buf */
 
 const cJSON *wh_json_get(const cJSON *obj, const char *key)
 {
@@ -118,4 +122,57 @@ bool wh_parse_long(const char *s, long *out)
     }
     *out = neg ? -v : v;
     return true;
+}
+
+static enum wh_err write_string(struct wh_buf *b, const char *s)
+{
+    enum wh_err err = wh_buf_addc(b, '"');
+    if (!err)
+        err = wh_buf_add_json_escaped(b, s, strlen(s));
+    if (!err)
+        err = wh_buf_addc(b, '"');
+    return err;
+}
+
+static enum wh_err write_number(struct wh_buf *b, double d)
+{
+    char num[32];
+    if (!isfinite(d))
+        return wh_buf_add(b, "null");
+    if (d == floor(d) && fabs(d) < 1e15)
+        snprintf(num, sizeof(num), "%.0f", d);
+    else
+        snprintf(num, sizeof(num), "%.17g", d);
+    return wh_buf_add(b, num);
+}
+
+enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item)
+{
+    if (!item)
+        return WH_ERR_INVALID;
+    switch (item->type & 0xff) {
+    case cJSON_NULL: return wh_buf_add(b, "null");
+    case cJSON_False: return wh_buf_add(b, "false");
+    case cJSON_True: return wh_buf_add(b, "true");
+    case cJSON_Number: return write_number(b, item->valuedouble);
+    case cJSON_String: return write_string(b, item->valuestring ? item->valuestring : "");
+    case cJSON_Raw: return wh_buf_add(b, item->valuestring ? item->valuestring : "null");
+    case cJSON_Array:
+    case cJSON_Object: {
+        bool obj = cJSON_IsObject(item);
+        enum wh_err err = wh_buf_addc(b, obj ? '{' : '[');
+        for (const cJSON *c = item->child; c && !err; c = c->next) {
+            if (c != item->child)
+                err = wh_buf_addc(b, ',');
+            if (!err && obj)
+                err = write_string(b, c->string ? c->string : "");
+            if (!err && obj)
+                err = wh_buf_addc(b, ':');
+            if (!err)
+                err = wh_json_write(b, c);
+        }
+        return err ? err : wh_buf_addc(b, obj ? '}' : ']');
+    }
+    default: return WH_ERR_INVALID;
+    }
 }
