@@ -83,6 +83,12 @@ struct wh_engine_result {
     unsigned n_tpu_containers;
     /* Newline-separated notes worth logging (skipped pods, ...); may be NULL. */
     char *notes;
+    /* Who the review was about, for the log line ("" when absent); the
+     * strings live in ids_block, owned by the result. */
+    struct {
+        const char *uid, *kind, *ns, *name, *cluster, *group;
+    } ids;
+    char *ids_block;
 };
 
 /* Decide. Fails only when the request cannot be answered at all (route/kind

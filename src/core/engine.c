@@ -75,6 +75,26 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
     return err;
 }
 
+/* Copy the review's identity into one block owned by the result. */
+static enum wh_err copy_ids(const struct wh_review_info *in, struct wh_engine_result *res)
+{
+    const char *src[6] = {in->uid, in->kind_name, in->ns, in->name, in->cluster, in->group};
+    const char **dst[6] = {&res->ids.uid, &res->ids.kind, &res->ids.ns,
+                           &res->ids.name, &res->ids.cluster, &res->ids.group};
+    size_t len[6], total = 0;
+    for (int i = 0; i < 6; i++)
+        total += (len[i] = strlen(src[i])) + 1;
+    char *p = res->ids_block = malloc(total);
+    if (!p)
+        return WH_ERR_NOMEM;
+    for (int i = 0; i < 6; i++) {
+        memcpy(p, src[i], len[i] + 1);
+        *dst[i] = p;
+        p += len[i] + 1;
+    }
+    return WH_OK;
+}
+
 static char *take_notes(struct wh_buf *notes)
 {
     if (!notes->len)
@@ -129,7 +149,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->n_tpu_containers = d.n_tpu_containers;
     res->notes = take_notes(&d.notes);
     wh_decision_free(&d);
-    if (!res->body) {
+    if (!res->body || copy_ids(in, res)) {
         wh_engine_result_free(res);
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
@@ -157,5 +177,6 @@ void wh_engine_result_free(struct wh_engine_result *res)
     free(res->body);
     free(res->message);
     free(res->notes);
+    free(res->ids_block);
     memset(res, 0, sizeof(*res));
 }

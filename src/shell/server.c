@@ -291,7 +291,17 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
     if (!wh_log_enabled(level))
         return;
     struct described d;
-    describe(wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), &d);
+    if (res->ids_block) { /* the engine already read the review */
+        memset(&d, 0, sizeof(d));
+        d.uid = res->ids.uid;
+        d.kind = res->ids.kind;
+        d.ns = res->ids.ns;
+        d.name = res->ids.name;
+        d.cluster = res->ids.cluster;
+        d.group = res->ids.group;
+    } else { /* the review could not be answered: read what we can */
+        describe(wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), &d);
+    }
     char client[ADDR_LEN];
     client_of(c, client, sizeof(client));
     const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
