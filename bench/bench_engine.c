@@ -19,6 +19,7 @@
 #include <time.h>   /* clock_gettime */
 
 #include "allocwrap.h" /* wh_allocwrap_* */
+#include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
 #include "wh/json.h"   /* wh_json_* */
@@ -200,6 +201,7 @@ static int run_case(const struct bench_case *bc, int runs)
 
 int main(int argc, char **argv)
 {
+    wh_memtune_server(); /* as `serve` runs */
     int runs = argc > 1 ? atoi(argv[1]) : 51;
     if (runs < 1 || runs > 10000) {
         fprintf(stderr, "usage: wh-bench-engine [RUNS (1-10000, default 51)]\n");

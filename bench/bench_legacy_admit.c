@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../tests/kube/harness.h"
+#include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/admit.h"
 #include "wh/log.h"
 
@@ -155,6 +156,7 @@ static void run_once(struct wh_admit *ad, const char *cluster, int threads, cons
 
 int main(void)
 {
+    wh_memtune_server(); /* as `serve` runs */
     wh_log_set_verbosity(-1);
     char p[1024];
     kh_file(p, sizeof(p), "legacy-v5p-1024.json");

@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/admit.h"
 #include "wh/certs.h"
 #include "wh/log.h"
@@ -146,6 +147,7 @@ static void bench_route(const char *name, const char *url, const char *body, con
 
 int main(int argc, char **argv)
 {
+    wh_memtune_server(); /* as `serve` runs */
     double seconds = argc > 1 ? atof(argv[1]) : 3.0;
     int n_clients = argc > 2 ? atoi(argv[2]) : 4;
     unsigned threads = argc > 3 ? (unsigned)atoi(argv[3]) : 2;

@@ -20,6 +20,7 @@
 #include <unistd.h> /* sysconf */
 
 #include "wh/admit.h"    /* wh_admit_new */
+#include "wh/memtune.h"  /* wh_memtune_server */
 #include "wh/b64.h"      /* wh_b64_decode */
 #include "wh/commands.h" /* wh_cmd_serve */
 #include "wh/flags.h"    /* wh_flags_parse */
@@ -173,6 +174,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     struct wh_admit_opts aopts = {.standalone = c->standalone,
                                   .kubeconfig_path = c->kubeconfig,
                                   .reservation_ttl_ms = c->reservation_ttl_ms};
+    wh_memtune_server();
     ad = wh_admit_new(&aopts, errbuf);
     if (!ad) {
         fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
