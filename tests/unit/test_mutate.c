@@ -1,0 +1,190 @@
+/* test_mutate.c: wh_mutate_pod() at the function level (the end-to-end
+ * fixture suite, tests/engine/, covers every rule through the binary; these
+ * pin the decision data the shell relies on: assignment fields, notes,
+ * denials without patches, D4/D6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../testutil.h"
+#include "wh/decision.h"
+#include "wh/json.h"
+#include "wh/jsonpatch.h"
+#include "wh/mutate.h"
+#include "wh/state.h"
+
+#define LABELS(extra)                                                                          \
+    "\"labels\":{\"ray.io/cluster\":\"rc\",\"ray.io/group\":\"g\",\"ray.io/node-type\":"       \
+    "\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\"" extra "}"
+#define POD(extra_labels, env)                                                                 \
+    "{\"metadata\":{\"generateName\":\"rc-g-worker-\",\"namespace\":\"ns\"," LABELS(extra_labels) \
+    "},\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","  \
+    "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","           \
+    "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}"
+
+/* Run wh_mutate_pod on a CREATE request for pod_json against ms. */
+static void decide(const char *pod_json, const char *op, struct wh_memstate *ms,
+                   struct wh_decision *d)
+{
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(req);
+    assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
+    assert_int_equal(wh_json_set(req, "object", wh_test_parse(pod_json)), WH_OK);
+    struct wh_state st = wh_memstate_view(ms);
+    char errbuf[WH_ERRBUF_LEN];
+    wh_decision_init(d);
+    assert_int_equal(wh_mutate_pod(req, &st, d, errbuf), WH_OK);
+    cJSON_Delete(req);
+}
+
+static const char *env_of(const cJSON *pod, const char *name)
+{
+    const cJSON *env = wh_json_path(pod, "spec", "containers", NULL);
+    env = wh_json_get(cJSON_GetArrayItem(env, 0), "env");
+    for (const cJSON *e = env ? env->child : NULL; e; e = e->next)
+        if (!strcmp(wh_json_str0(e, "name"), name))
+            return wh_json_str(e, "value");
+    return NULL;
+}
+
+static void test_legacy_assignment_fields(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_decision d;
+    decide(POD("", ""), "CREATE", ms, &d);
+    assert_true(d.allowed);
+    assert_true(d.assigned);
+    assert_int_equal(d.replica, 0);
+    assert_int_equal(d.host, 0);
+    assert_int_equal(d.n_hosts, 4);
+    assert_int_equal(d.n_tpu_containers, 1);
+    /* the patch applies and carries the identity */
+    cJSON *pod = wh_test_parse(POD("", ""));
+    char errbuf[WH_ERRBUF_LEN];
+    assert_int_equal(wh_jsonpatch_apply(&pod, d.patch, errbuf), WH_OK);
+    assert_string_equal(env_of(pod, "TPU_WORKER_ID"), "0");
+    assert_string_equal(wh_json_str0(wh_json_path(pod, "metadata", "labels", NULL), "replicaIndex"),
+                        "g-0");
+
+    /* the mutated pod, once cached, moves the next one to host 1 */
+    size_t added = 0;
+    assert_int_equal(wh_memstate_add_pods(ms, pod, &added, errbuf), WH_OK);
+    assert_int_equal(added, 1);
+    struct wh_decision d2;
+    decide(POD("", ""), "CREATE", ms, &d2);
+    assert_int_equal(d2.host, 1);
+    assert_int_equal(d2.replica, 0);
+
+    /* reviewing the mutated pod again: no patch, no new assignment (D6) */
+    char *text = cJSON_PrintUnformatted(pod);
+    struct wh_decision d3;
+    decide(text, "CREATE", ms, &d3);
+    assert_true(d3.allowed);
+    assert_null(d3.patch);
+    assert_false(d3.assigned);
+    assert_int_equal(d3.host, 0);
+    cJSON_free(text);
+    cJSON_Delete(pod);
+    wh_decision_free(&d);
+    wh_decision_free(&d2);
+    wh_decision_free(&d3);
+    wh_memstate_free(ms);
+}
+
+static void test_native_path_assigns_nothing(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_decision d;
+    decide(POD(",\"ray.io/worker-group-replica-index\":\"2\",\"ray.io/replica-host-index\":\"3\","
+               "\"ray.io/worker-group-replica-name\":\"rn\"",
+               ""),
+           "CREATE", ms, &d);
+    assert_true(d.allowed);
+    assert_false(d.assigned);
+    assert_int_equal(d.replica, 2);
+    assert_int_equal(d.host, 3);
+    assert_non_null(d.patch);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
+static void test_denial_has_no_patch_and_names_the_field(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_decision d;
+    decide(POD(",\"ray.io/worker-group-replica-index\":\"x\",\"ray.io/replica-host-index\":\"0\"", ""),
+           "CREATE", ms, &d);
+    assert_false(d.allowed);
+    assert_null(d.patch);
+    assert_false(d.assigned);
+    assert_non_null(strstr(d.message, "ray.io/worker-group-replica-index"));
+    assert_non_null(strstr(d.message, "\"x\""));
+    assert_non_null(strstr(d.message, "Pod \"ns/rc-g-worker-\""));
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
+static void test_update_is_admitted_unchanged(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_decision d;
+    decide(POD("", ""), "UPDATE", ms, &d);
+    assert_true(d.allowed);
+    assert_null(d.patch);
+    assert_false(d.assigned);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
+static void test_skipped_pod_is_noted(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    char errbuf[WH_ERRBUF_LEN];
+    cJSON *old = wh_test_parse(POD(",\"replicaIndex\":\"g-0\"", ""));
+    assert_int_equal(wh_json_set_str(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "name", "old-pod"),
+                     WH_OK);
+    assert_int_equal(wh_memstate_add_pods(ms, old, NULL, errbuf), WH_OK);
+    struct wh_decision d;
+    decide(POD("", ""), "CREATE", ms, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.host, 0); /* D7: the id-less pod is skipped, not fatal */
+    assert_non_null(strstr(wh_buf_ptr(&d.notes), "ns/old-pod"));
+    cJSON_Delete(old);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
+static void test_is_legacy(void **unused)
+{
+    (void)unused;
+    cJSON *p = wh_test_parse(POD("", ""));
+    assert_true(wh_mutate_is_legacy(p));
+    cJSON_Delete(p);
+    p = wh_test_parse(POD(",\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"0\"", ""));
+    assert_false(wh_mutate_is_legacy(p));
+    cJSON_Delete(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_legacy_assignment_fields),
+        cmocka_unit_test(test_native_path_assigns_nothing),
+        cmocka_unit_test(test_denial_has_no_patch_and_names_the_field),
+        cmocka_unit_test(test_update_is_admitted_unchanged),
+        cmocka_unit_test(test_skipped_pod_is_noted),
+        cmocka_unit_test(test_is_legacy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

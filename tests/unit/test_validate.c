@@ -1,0 +1,102 @@
+/* test_validate.c: wh_validate_raycluster() at the function level (the
+ * fixture suite, tests/engine/, covers the rules through the binary). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../testutil.h"
+#include "wh/decision.h"
+#include "wh/json.h"
+#include "wh/state.h"
+#include "wh/validate.h"
+
+#define GROUP(name, hosts, topo, chips, env)                                                   \
+    "{\"groupName\":\"" name "\",\"numOfHosts\":" hosts ",\"template\":{\"spec\":{"            \
+    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","           \
+    "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"},\"containers\":[{\"name\":\"w\","    \
+    "\"resources\":{\"limits\":{\"google.com/tpu\":\"" chips "\"}}" env "}]}}}"
+#define CLUSTER(groups)                                                                        \
+    "{\"metadata\":{\"name\":\"rc\",\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" groups "]}}"
+
+static void decide(const char *rc, const char *op, struct wh_decision *d)
+{
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(req);
+    assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
+    assert_int_equal(wh_json_set(req, "object", wh_test_parse(rc)), WH_OK);
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_state st = wh_memstate_view(ms);
+    char errbuf[WH_ERRBUF_LEN];
+    wh_decision_init(d);
+    assert_int_equal(wh_validate_raycluster(req, &st, d, errbuf), WH_OK);
+    wh_memstate_free(ms);
+    cJSON_Delete(req);
+}
+
+static void test_matching_groups_admitted(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    decide(CLUSTER(GROUP("a", "4", "4x4", "4", "") "," GROUP("b", "1", "2x4", "8", "")), "CREATE", &d);
+    assert_true(d.allowed);
+    assert_null(d.message);
+    assert_null(d.patch);
+    assert_null(d.warnings);
+    wh_decision_free(&d);
+}
+
+static void test_every_failing_group_in_one_message(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    decide(CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4", "") ","
+                   GROUP("b", "5", "4x4", "3", "")),
+           "UPDATE", &d);
+    assert_false(d.allowed);
+    assert_non_null(strstr(d.message, "worker group \"a\" (spec.workerGroupSpecs[0])"));
+    assert_non_null(strstr(d.message, "must be 4, not 2"));
+    assert_non_null(strstr(d.message, "worker group \"b\" (spec.workerGroupSpecs[2])"));
+    assert_non_null(strstr(d.message, "does not divide"));
+    assert_null(strstr(d.message, "\"ok\""));
+    wh_decision_free(&d);
+}
+
+static void test_other_operations_admitted(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    decide(CLUSTER(GROUP("a", "2", "4x4", "4", "")), "DELETE", &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+static void test_warnings_are_short(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    decide(CLUSTER(GROUP("a-very-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-and-on", "1",
+                         "2x2x1", "4", ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
+           "CREATE", &d);
+    assert_true(d.allowed);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 2); /* megascale single host; 3-D on v6e */
+    for (const cJSON *w = d.warnings->child; w; w = w->next)
+        assert_true(strlen(w->valuestring) < 120);
+    wh_decision_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matching_groups_admitted),
+        cmocka_unit_test(test_every_failing_group_in_one_message),
+        cmocka_unit_test(test_other_operations_admitted),
+        cmocka_unit_test(test_warnings_are_short),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
