@@ -80,10 +80,22 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
 {
     char errbuf[WH_ERRBUF_LEN];
     *ok = false;
+    const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
+    if (nh && !cJSON_IsNull(nh) &&
+        (!cJSON_IsNumber(nh) || nh->valuedouble != (double)(long)nh->valuedouble)) {
+        char *text = cJSON_PrintUnformatted(nh);
+        if (!text)
+            return WH_ERR_NOMEM;
+        enum wh_err err = problem(g, "numOfHosts is %.64s, not a whole number; set numOfHosts to "
+                                     "the number of TPU hosts of one slice",
+                                  text);
+        cJSON_free(text);
+        return err;
+    }
     if (g->num_hosts <= 0)
         return problem(g, "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
                           "slice (1 for a single-host slice)",
-                       wh_json_has(g->spec, "numOfHosts") ? "0" : "not set");
+                       !nh || cJSON_IsNull(nh) ? "not set" : g->num_hosts ? "negative" : "0");
     g->from_annotation = wh_meta_has_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY);
     g->topology = g->from_annotation ? wh_meta_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY)
                                      : wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);

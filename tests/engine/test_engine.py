@@ -651,6 +651,13 @@ class Validation(unittest.TestCase):
         self.assertFalse(r.allowed)
         self.assertIn("numOfHosts is not set", r.message)
 
+    def test_num_of_hosts_of_wrong_type_denied_D1(self):
+        for bad, shown in (("2", '"2"'), (1.5, "1.5"), (-2, "negative")):
+            g = group(hosts=bad)
+            r = validate(raycluster([g]))
+            self.assertFalse(r.allowed)
+            self.assertIn("numOfHosts is " + shown, r.message)
+
     def test_group_without_containers_denied_D1(self):
         r = validate(raycluster([group(containers=[])]))
         self.assertFalse(r.allowed)
