@@ -35,7 +35,8 @@ struct wh_tpu_request {
 };
 
 /* Read container's google.com/tpu request. WH_ERR_INVALID with the reason
- * when a quantity does not parse. */
+ * when a quantity does not parse; WH_ERR_NOMEM when even that cannot be
+ * said. */
 WH_NODISCARD enum wh_err wh_container_tpu(const cJSON *container, struct wh_tpu_request *out,
                                           char *errbuf);
 /* Lenient form for records of existing pods: a bad quantity counts as 0. */

@@ -65,7 +65,10 @@ static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *contai
     int i = 0;
     for (const cJSON *k = containers->child; k; k = k->next, i++) {
         struct wh_tpu_request rq;
-        if (wh_container_tpu(k, &rq, errbuf)) {
+        enum wh_err qerr = wh_container_tpu(k, &rq, errbuf);
+        if (qerr == WH_ERR_NOMEM)
+            return qerr;
+        if (qerr) {
             describe(c, who, sizeof(who));
             *denied = true;
             return wh_decision_deny(c->d, "%s: spec.containers[%d]: %s", who, i, errbuf);

@@ -24,10 +24,12 @@ enum wh_err wh_container_tpu(const cJSON *container, struct wh_tpu_request *out,
         const char *which = lim < 0 ? "limits" : "requests";
         const cJSON *q = wh_json_path(container, "resources", which, WH_TPU_RESOURCE, NULL);
         char *text = cJSON_PrintUnformatted(q);
+        if (!text)
+            return WH_ERR_NOMEM;
         wh_fail(errbuf, WH_ERR_INVALID,
                 "container \"%s\": resources.%s[\"google.com/tpu\"] is %.64s, which is not a "
                 "Kubernetes quantity; set a whole number of chips such as \"4\"",
-                wh_json_str0(container, "name"), which, text ? text : "?");
+                wh_json_str0(container, "name"), which, text);
         cJSON_free(text);
         return WH_ERR_INVALID;
     }

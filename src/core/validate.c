@@ -63,7 +63,10 @@ static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
     *bad = false;
     for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next) {
         struct wh_tpu_request rq;
-        if (wh_container_tpu(k, &rq, errbuf)) {
+        enum wh_err qerr = wh_container_tpu(k, &rq, errbuf);
+        if (qerr == WH_ERR_NOMEM)
+            return qerr;
+        if (qerr) {
             *bad = true;
             *is_tpu = true;
             return problem(g, "%s", errbuf);
