@@ -175,6 +175,7 @@ struct watcher {
     unsigned seed;
     atomic_ulong relists, reconnects;
     bool relist; /* set by a 410 inside the stream */
+    bool stream_failed; /* an ERROR event (not 410) or a torn line ended the stream */
     unsigned long stream_lines; /* lines received in the current stream */
     bool healthy;
 };
@@ -676,7 +677,9 @@ static int on_event(void *arg, const char *line, size_t len)
     w->stream_lines++;
     if (wh_json_parse(line, len, &ev, errbuf)) {
         log_failure(w, "watch", 200, errbuf);
-        return 1; /* a torn stream: reconnect from the last good version */
+        /* A torn stream: reconnect (with backoff) from the last good version. */
+        w->stream_failed = true;
+        return 1;
     }
     const char *type = wh_json_str0(ev, "type");
     const cJSON *obj = wh_json_get(ev, "object");
@@ -695,10 +698,12 @@ static int on_event(void *arg, const char *line, size_t len)
     } else {
         /* ERROR event, or a non-2xx answer whose body is the Status itself. */
         const cJSON *st = obj ? obj : ev;
-        if (status_code(st) == 410)
+        if (status_code(st) == 410) {
             w->relist = true;
-        else
+        } else {
             log_failure(w, "watch", status_code(st), wh_json_str0(st, "message"));
+            w->stream_failed = true;
+        }
         stop = 1;
     }
     cJSON_Delete(ev);
@@ -747,7 +752,7 @@ static void *watch_thread(void *arg)
                      w->base, rv, to);
             char errbuf[WH_ERRBUF_LEN];
             long status = 0;
-            w->relist = false;
+            w->relist = w->stream_failed = false;
             w->stream_lines = 0;
             long opened = now_ms(c);
             enum wh_err err = wh_kube_stream(c->kube, path, on_open, on_event, w, &status,
@@ -760,7 +765,9 @@ static void *watch_thread(void *arg)
             } else if (status == 410 || w->relist) {
                 need_list = true; /* resourceVersion too old: start over */
                 continue;
-            } else if (status != 200) {
+            } else if (status != 200 || w->stream_failed) {
+                /* Backoff: a server that answers every watch with an error
+                 * must not be hammered in a tight loop. */
                 failed = true;
             } else if (w->stream_lines == 0 && now_ms(c) - opened < 1000) {
                 /* Ended at once with nothing said: do not spin on a server

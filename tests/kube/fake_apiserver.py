@@ -37,6 +37,7 @@ class State:
         self.tokens = set()
         self.epoch = 0           # bumped to cut open watches
         self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
+        self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
 
     @staticmethod
@@ -189,6 +190,10 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.min_rv = STATE.rv + 1
                 STATE.epoch += 1
                 STATE.gone_epoch = STATE.epoch if (body or {}).get("in_stream") else -1
+            elif parts[0] == "watch_error":
+                # {"code": 500}: every new watch answers one ERROR event and
+                # ends (a sick API server); {"code": 0} heals it.
+                STATE.watch_error = int((body or {}).get("code") or 0)
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
             elif parts[0] == "compact":
@@ -261,6 +266,7 @@ class Handler(BaseHTTPRequestHandler):
             gone = rv < STATE.min_rv - 1 or (rv and rv > STATE.rv)
             if gone:
                 STATE.stats["gone"] += 1
+            sick = STATE.watch_error
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -270,6 +276,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         try:
+            if sick and not gone:
+                send({"type": "ERROR", "object": {
+                    "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": sick,
+                    "reason": "InternalError", "message": "etcdserver: request timed out"}})
+                return
             if gone:
                 send({"type": "ERROR", "object": {
                     "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,

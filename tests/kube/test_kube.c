@@ -366,6 +366,31 @@ static void test_cache_restart_and_gone(void **st)
     wh_cache_free(c);
 }
 
+/* A server that answers every watch with an ERROR event (not 410) must be
+ * retried with backoff, not in a tight loop; the cache converges once it
+ * heals. */
+static void test_watch_error_backs_off(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-sick", NULL), 0);
+    struct wh_cache *c = start_cache("kc-sick", NULL);
+    assert_true(wait_synced(c, 10000));
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":500}", NULL), 0);
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    long before = kh_stat(&srv, "watches");
+    kh_sleep_ms(2000);
+    long during = kh_stat(&srv, "watches") - before;
+    /* Heal first, so that a failure here does not sink the next tests. */
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":0}", NULL), 0);
+    /* Two watchers with backoff capped at 400 ms open about 12 watches in
+     * 2 s; a tight loop opens hundreds. Roomy bound for a loaded machine. */
+    if (during > 60)
+        fail_msg("%ld watches in 2 s against a failing server: no backoff", during);
+    put_pods("sick", "p", 0, 3, false);
+    assert_true(wait_group(c, "ns", "sick", "tpu", 3, 10000));
+    wh_cache_free(c);
+}
+
 static void test_token_rotation(void **st)
 {
     (void)st;
@@ -765,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_kubeconfig_errors),
         cmocka_unit_test(test_in_cluster),
         cmocka_unit_test(test_cache_restart_and_gone),
+        cmocka_unit_test(test_watch_error_backs_off),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
         cmocka_unit_test(test_concurrent_legacy_standalone),
