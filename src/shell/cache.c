@@ -571,11 +571,27 @@ static long status_code(const cJSON *st)
     return cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
 }
 
+/* What an operator should check for a status, or "" (401/403 are the
+ * usual deployment mistakes and look alike in a bare status line). */
+static const char *failure_hint(long status)
+{
+    if (status == 401)
+        return "the API server rejected the webhook's credentials: check the bearer token "
+               "(service-account token or kubeconfig token/tokenFile) or client certificate";
+    if (status == 403)
+        return "RBAC: the webhook's service account is not allowed to list and watch pods and "
+               "nodes; bind it to a ClusterRole granting get, list and watch on pods and nodes";
+    return "";
+}
+
 static void log_failure(struct watcher *w, const char *op, long status, const char *why)
 {
     wh_log(WH_LOG_WARN, "kube_request_failed", "resource", WH_F_STR, w->what, "op", WH_F_STR, op,
            "status", WH_F_INT, (long long)status, "error", WH_F_STR, why, "source", WH_F_STR,
-           wh_kube_source(w->c->kube), (char *)NULL);
+           wh_kube_source(w->c->kube),
+           /* no hint: a NULL key ends the fields here */
+           *failure_hint(status) ? "hint" : (char *)NULL, WH_F_STR, failure_hint(status),
+           (char *)NULL);
 }
 
 /* LIST with paging; on success the cache holds exactly the listed objects

@@ -35,6 +35,7 @@ class State:
         self.objs = {"pods": {}, "nodes": {}}
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
+        self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
         self.epoch = 0           # bumped to cut open watches
         self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
@@ -196,6 +197,8 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.watch_error = int((body or {}).get("code") or 0)
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
+            elif parts[0] == "forbidden":
+                STATE.forbidden = set(body)
             elif parts[0] == "compact":
                 STATE.events.clear()
                 STATE.min_rv = STATE.rv + 1
@@ -218,6 +221,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not self.authorized():
             self.status(401, "Unauthorized", "Unauthorized")
+            return
+        if self.headers.get("Authorization", "")[7:] in STATE.forbidden:
+            self.status(403, "Forbidden", '%s is forbidden: User "system:serviceaccount:x:y" '
+                        'cannot list resource "%s" in API group "" at the cluster scope'
+                        % (kind, kind))
             return
         terms = parse_selector(q.get("labelSelector"))
         if q.get("watch") in ("1", "true"):

@@ -391,6 +391,51 @@ static void test_watch_error_backs_off(void **st)
     wh_cache_free(c);
 }
 
+static bool file_has_all(const char *path, const char *a, const char *b)
+{
+    char *t = kh_slurp(path);
+    bool ok = t && strstr(t, a) && strstr(t, b);
+    free(t);
+    return ok;
+}
+
+/* 401 and 403 get a log line that says what to fix (credentials, RBAC),
+ * and never the token. */
+static void test_auth_failures_logged(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"forbidden-1\"]", NULL), 0);
+    assert_int_equal(kh_control(&srv, "forbidden", "[\"forbidden-1\"]", NULL), 0);
+    assert_int_equal(kh_kubeconfig(&srv, "kc-401", "    token: wrong-token-xyz\n"), 0);
+    assert_int_equal(kh_kubeconfig(&srv, "kc-403", "    token: forbidden-1\n"), 0);
+    char logp[512];
+    path_in(logp, sizeof(logp), "auth.log");
+    fflush(stderr);
+    int saved = dup(2), fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    wh_log_set_verbosity(0);
+    struct wh_cache *c401 = start_cache("kc-401", NULL), *c403 = start_cache("kc-403", NULL);
+    bool seen = false;
+    for (long end = kh_now_ms() + 10000; !seen && kh_now_ms() < end; kh_sleep_ms(50))
+        seen = file_has_all(logp, "\"status\":401", "\"status\":403");
+    wh_cache_free(c401);
+    wh_cache_free(c403);
+    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(kh_control(&srv, "forbidden", "[]", NULL), 0);
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\"]", NULL), 0);
+    assert_true(seen);
+    assert_true(file_has_all(logp, "check the bearer token", "RBAC: the webhook's service account"));
+    char *text = kh_slurp(logp);
+    assert_non_null(text);
+    assert_null(strstr(text, "wrong-token-xyz"));
+    assert_null(strstr(text, "forbidden-1"));
+    free(text);
+}
+
 static void test_token_rotation(void **st)
 {
     (void)st;
@@ -791,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_in_cluster),
         cmocka_unit_test(test_cache_restart_and_gone),
         cmocka_unit_test(test_watch_error_backs_off),
+        cmocka_unit_test(test_auth_failures_logged),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
         cmocka_unit_test(test_concurrent_legacy_standalone),
