@@ -723,6 +723,9 @@ static int on_event(void *arg, const char *line, size_t len)
         stop = 1;
     }
     cJSON_Delete(ev);
+    /* After applying: what was heard is in the cache (and confirmed). */
+    if (!stop && w->kind == RES_PODS && w->c->ledger)
+        wh_ledger_set_heard(w->c->ledger, now_ms(w->c));
     return stop;
 }
 
@@ -743,6 +746,7 @@ static void *watch_thread(void *arg)
         if (need_list) {
             if (!first)
                 atomic_fetch_add(&w->relists, 1);
+            long listed_at = now_ms(c);
             enum wh_err lerr = list_all(w);
             if (lerr == WH_ERR_NOTFOUND && !expired) {
                 expired = true; /* retry at once, but only once in a row */
@@ -755,6 +759,10 @@ static void *watch_thread(void *arg)
                 need_list = first = false;
                 atomic_store(&w->synced, true);
                 mark_healthy(w);
+                /* The snapshot is as of the LIST: from here on reservations
+                 * expire only as fast as the watch is heard (ledger.h). */
+                if (w->kind == RES_PODS && c->ledger)
+                    wh_ledger_set_heard(c->ledger, listed_at);
                 backoff = MIN_BACKOFF_MS;
             }
         }

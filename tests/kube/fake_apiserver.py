@@ -38,6 +38,7 @@ class State:
         self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
         self.epoch = 0           # bumped to cut open watches
         self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
+        self.stalled = False     # open watches go silent (a half-dead connection)
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
 
@@ -191,6 +192,10 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.min_rv = STATE.rv + 1
                 STATE.epoch += 1
                 STATE.gone_epoch = STATE.epoch if (body or {}).get("in_stream") else -1
+            elif parts[0] == "stall":
+                # {"on": true}: open watches send nothing (events are held
+                # back, no bookmarks) until {"on": false}.
+                STATE.stalled = bool((body or {}).get("on"))
             elif parts[0] == "watch_error":
                 # {"code": 500}: every new watch answers one ERROR event and
                 # ends (a sick API server); {"code": 0} heals it.
@@ -307,6 +312,9 @@ class Handler(BaseHTTPRequestHandler):
                                     "code": 410, "reason": "Expired",
                                     "message": "too old resource version"}})
                             return
+                        if STATE.stalled and time.monotonic() < deadline:
+                            STATE.cv.wait(0.2)
+                            continue
                         i = bisect.bisect_right(STATE.events, rv, key=lambda e: e[0])
                         pending = [e for e in STATE.events[i:] if e[1] == kind]
                         now = time.monotonic()

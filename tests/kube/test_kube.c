@@ -714,6 +714,36 @@ static void test_reservation_lifecycle(void **st)
     wh_admit_free(ad);
 }
 
+/* A watch that stays open but goes silent (a half-dead connection) holds
+ * back the pod a reservation waits for: the reservation must outlive the
+ * TTL, or the pod's id is handed out a second time. */
+static void test_silent_watch_keeps_reservations(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN];
+    path_in(p, sizeof(p), "kc-admit");
+    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    assert_non_null(ad);
+    assert_true(wait_ready(ad, 10000));
+    long r;
+    assert_int_equal(admit_host(ad, tmpl16, "silent", &r), 0);
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":true}", NULL), 0);
+    char *body = kh_review(tmpl16, "silent", "tpu");
+    char *pod = kh_created_pod(body, "silent-w-0", 0, 0, 1);
+    assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0); /* its event is held back */
+    kh_sleep_ms(2000); /* > 3 TTLs of silence */
+    long host = admit_host(ad, tmpl16, "silent", &r);
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":false}", NULL), 0);
+    assert_int_equal(host, 1);
+    /* Heard again: the pod confirms host 0, host 1 (never created) expires. */
+    assert_true(wait_reservations(ad, 0, 10000));
+    assert_int_equal(admit_host(ad, tmpl16, "silent", &r), 1);
+    free(pod);
+    free(body);
+    wh_admit_free(ad);
+}
+
 static void test_1024_hosts_back_to_back(void **st)
 {
     (void)st;
@@ -842,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_legacy_standalone),
         cmocka_unit_test(test_standalone_recreated_cluster),
         cmocka_unit_test(test_reservation_lifecycle),
+        cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
