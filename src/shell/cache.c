@@ -176,6 +176,8 @@ struct watcher {
     atomic_ulong relists, reconnects;
     bool relist; /* set by a 410 inside the stream */
     bool stream_failed; /* an ERROR event (not 410) or a torn line ended the stream */
+    bool opened;        /* the current watch answered 2xx */
+    bool logged;        /* on_event logged why the current watch failed */
     unsigned long stream_lines; /* lines received in the current stream */
     bool healthy;
 };
@@ -682,7 +684,9 @@ static enum wh_err list_all(struct watcher *w)
 
 static void on_open(void *arg)
 {
-    mark_healthy(arg);
+    struct watcher *w = arg;
+    w->opened = true;
+    mark_healthy(w);
 }
 
 static int on_event(void *arg, const char *line, size_t len)
@@ -692,8 +696,13 @@ static int on_event(void *arg, const char *line, size_t len)
     cJSON *ev = NULL;
     w->stream_lines++;
     if (wh_json_parse(line, len, &ev, errbuf)) {
-        log_failure(w, "watch", 200, errbuf);
-        /* A torn stream: reconnect (with backoff) from the last good version. */
+        /* A torn stream: reconnect (with backoff) from the last good version.
+         * Not opened: an error answer that is not a Status (a proxy's page),
+         * logged with its HTTP status by the watch loop. */
+        if (w->opened) {
+            log_failure(w, "watch", 200, errbuf);
+            w->logged = true;
+        }
         w->stream_failed = true;
         return 1;
     }
@@ -718,7 +727,7 @@ static int on_event(void *arg, const char *line, size_t len)
             w->relist = true;
         } else {
             log_failure(w, "watch", status_code(st), wh_json_str0(st, "message"));
-            w->stream_failed = true;
+            w->stream_failed = w->logged = true;
         }
         stop = 1;
     }
@@ -776,7 +785,7 @@ static void *watch_thread(void *arg)
                      w->base, rv, to);
             char errbuf[WH_ERRBUF_LEN];
             long status = 0;
-            w->relist = w->stream_failed = false;
+            w->relist = w->stream_failed = w->opened = w->logged = false;
             w->stream_lines = 0;
             long opened = now_ms(c);
             enum wh_err err = wh_kube_stream(c->kube, path, on_open, on_event, w, &status,
@@ -792,6 +801,8 @@ static void *watch_thread(void *arg)
             } else if (status != 200 || w->stream_failed) {
                 /* Backoff: a server that answers every watch with an error
                  * must not be hammered in a tight loop. */
+                if (!w->logged)
+                    log_failure(w, "watch", status, "error answer without a Kubernetes Status");
                 failed = true;
             } else if (w->stream_lines == 0 && now_ms(c) - opened < 1000) {
                 /* Ended at once with nothing said: do not spin on a server

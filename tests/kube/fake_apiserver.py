@@ -39,6 +39,7 @@ class State:
         self.epoch = 0           # bumped to cut open watches
         self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
         self.stalled = False     # open watches go silent (a half-dead connection)
+        self.watch_error_html = False  # ... answered as a proxy's HTML page instead
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
 
@@ -200,6 +201,7 @@ class Handler(BaseHTTPRequestHandler):
                 # {"code": 500}: every new watch answers one ERROR event and
                 # ends (a sick API server); {"code": 0} heals it.
                 STATE.watch_error = int((body or {}).get("code") or 0)
+                STATE.watch_error_html = bool((body or {}).get("html"))
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
             elif parts[0] == "forbidden":
@@ -280,6 +282,15 @@ class Handler(BaseHTTPRequestHandler):
             if gone:
                 STATE.stats["gone"] += 1
             sick = STATE.watch_error
+            html = STATE.watch_error_html
+        if sick and html and not gone:
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n"
+            self.send_response(sick)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -289,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         try:
-            if sick and not gone:
+            if sick and not html and not gone:
                 send({"type": "ERROR", "object": {
                     "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": sick,
                     "reason": "InternalError", "message": "etcdserver: request timed out"}})

@@ -399,6 +399,25 @@ static bool file_has_all(const char *path, const char *a, const char *b)
     return ok;
 }
 
+/* Send the log (fd 2) to a file until log_restore(); returns the saved fd. */
+static int log_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    wh_log_set_verbosity(0);
+    return saved;
+}
+
+static void log_restore(int saved)
+{
+    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1);
+    dup2(saved, 2);
+    close(saved);
+}
+
 /* 401 and 403 get a log line that says what to fix (credentials, RBAC),
  * and never the token. */
 static void test_auth_failures_logged(void **st)
@@ -410,21 +429,14 @@ static void test_auth_failures_logged(void **st)
     assert_int_equal(kh_kubeconfig(&srv, "kc-403", "    token: forbidden-1\n"), 0);
     char logp[512];
     path_in(logp, sizeof(logp), "auth.log");
-    fflush(stderr);
-    int saved = dup(2), fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(saved >= 0 && fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    wh_log_set_verbosity(0);
+    int saved = log_to(logp);
     struct wh_cache *c401 = start_cache("kc-401", NULL), *c403 = start_cache("kc-403", NULL);
     bool seen = false;
     for (long end = kh_now_ms() + 30000; !seen && kh_now_ms() < end; kh_sleep_ms(50))
         seen = file_has_all(logp, "\"status\":401", "\"status\":403");
     wh_cache_free(c401);
     wh_cache_free(c403);
-    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1);
-    dup2(saved, 2);
-    close(saved);
+    log_restore(saved);
     assert_int_equal(kh_control(&srv, "forbidden", "[]", NULL), 0);
     assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\"]", NULL), 0);
     assert_true(seen);
@@ -433,6 +445,32 @@ static void test_auth_failures_logged(void **st)
     assert_non_null(text);
     assert_null(strstr(text, "wrong-token-xyz"));
     assert_null(strstr(text, "forbidden-1"));
+    free(text);
+}
+
+/* A watch answered with a proxy's error page (not a Status) is logged with
+ * its HTTP status, not as a torn stream of a 200. */
+static void test_watch_error_page_logged(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-proxy", NULL), 0);
+    struct wh_cache *c = start_cache("kc-proxy", NULL);
+    assert_true(wait_synced(c, 30000));
+    char logp[512];
+    path_in(logp, sizeof(logp), "proxy.log");
+    int saved = log_to(logp);
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":502,\"html\":true}", NULL), 0);
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    bool seen = false;
+    for (long end = kh_now_ms() + 30000; !seen && kh_now_ms() < end; kh_sleep_ms(50))
+        seen = file_has_all(logp, "\"status\":502", "without a Kubernetes Status");
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":0}", NULL), 0);
+    wh_cache_free(c);
+    log_restore(saved);
+    assert_true(seen);
+    char *text = kh_slurp(logp);
+    assert_non_null(text);
+    assert_null(strstr(text, "\"status\":200"));
     free(text);
 }
 
@@ -876,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_in_cluster),
         cmocka_unit_test(test_cache_restart_and_gone),
         cmocka_unit_test(test_watch_error_backs_off),
+        cmocka_unit_test(test_watch_error_page_logged),
         cmocka_unit_test(test_auth_failures_logged),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
