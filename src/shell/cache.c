@@ -738,6 +738,58 @@ static int on_event(void *arg, const char *line, size_t len)
     return stop;
 }
 
+/* How a watch ended, and so what the loop does next. */
+enum watch_end {
+    END_RESUME, /* the server ended the stream: watch again from w->rv */
+    END_RELIST, /* 410 Gone (or the cache missed an event): LIST again */
+    END_EMPTY,  /* ended at once with nothing said: pause, but not a failure */
+    END_FAILED, /* transport error or error answer: back off, the cache ages */
+    END_STOP,   /* wh_cache_free() */
+};
+
+/* One WATCH from w->rv until the stream ends. */
+static enum watch_end watch_once(struct watcher *w)
+{
+    struct wh_cache *c = w->c;
+    char path[1024], rv[3 * sizeof(w->rv)];
+    long to = c->watch_timeout_s ? c->watch_timeout_s : 120 + (long)(rand_r(&w->seed) % 121);
+    escape(rv, sizeof(rv), w->rv);
+    snprintf(path, sizeof(path),
+             "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld", w->base,
+             rv, to);
+    char errbuf[WH_ERRBUF_LEN];
+    long status = 0;
+    w->relist = w->stream_failed = w->opened = w->logged = false;
+    w->stream_lines = 0;
+    long opened = now_ms(c);
+    enum wh_err err =
+        wh_kube_stream(c->kube, path, on_open, on_event, w, &status, &c->stop, errbuf);
+    if (atomic_load(&c->stop))
+        return END_STOP;
+    if (err) {
+        log_failure(w, "watch", 0, errbuf);
+        return END_FAILED;
+    }
+    if (status == 410 || w->relist)
+        return END_RELIST;
+    if (status != 200 || w->stream_failed) {
+        /* A failure, so backed off: a server that answers every watch with
+         * an error must not be hammered in a tight loop. */
+        if (!w->logged)
+            log_failure(w, "watch", status, "error answer without a Kubernetes Status");
+        return END_FAILED;
+    }
+    /* Do not spin on a server (or proxy) that keeps ending watches at once. */
+    if (w->stream_lines == 0 && now_ms(c) - opened < 1000)
+        return END_EMPTY;
+    return END_RESUME;
+}
+
+static long next_backoff(const struct wh_cache *c, long backoff)
+{
+    return backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+}
+
 static void *watch_thread(void *arg)
 {
     struct watcher *w = arg;
@@ -776,52 +828,32 @@ static void *watch_thread(void *arg)
             }
         }
         if (!failed) {
-            char path[1024], rv[3 * sizeof(w->rv)];
-            long to = c->watch_timeout_s ? c->watch_timeout_s
-                                         : 120 + (long)(rand_r(&w->seed) % 121);
-            escape(rv, sizeof(rv), w->rv);
-            snprintf(path, sizeof(path),
-                     "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld",
-                     w->base, rv, to);
-            char errbuf[WH_ERRBUF_LEN];
-            long status = 0;
-            w->relist = w->stream_failed = w->opened = w->logged = false;
-            w->stream_lines = 0;
-            long opened = now_ms(c);
-            enum wh_err err = wh_kube_stream(c->kube, path, on_open, on_event, w, &status,
-                                             &c->stop, errbuf);
-            if (atomic_load(&c->stop))
-                break;
-            if (err) {
-                log_failure(w, "watch", 0, errbuf);
-                failed = true;
-            } else if (status == 410 || w->relist) {
-                need_list = true; /* resourceVersion too old: start over */
+            switch (watch_once(w)) {
+            case END_STOP:
+                return NULL;
+            case END_RELIST:
+                need_list = true;
                 continue;
-            } else if (status != 200 || w->stream_failed) {
-                /* Backoff: a server that answers every watch with an error
-                 * must not be hammered in a tight loop. */
-                if (!w->logged)
-                    log_failure(w, "watch", status, "error answer without a Kubernetes Status");
-                failed = true;
-            } else if (w->stream_lines == 0 && now_ms(c) - opened < 1000) {
-                /* Ended at once with nothing said: do not spin on a server
-                 * (or proxy) that keeps doing that. Not a failure. */
+            case END_RESUME:
+                backoff = MIN_BACKOFF_MS;
+                continue;
+            case END_EMPTY: {
                 long sleep = backoff;
-                backoff = backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+                backoff = next_backoff(c, backoff);
                 if (!nap(c, sleep))
-                    break;
+                    return NULL;
                 continue;
-            } else {
-                backoff = MIN_BACKOFF_MS; /* the server ended the stream: resume */
-                continue;
+            }
+            case END_FAILED:
+                failed = true;
+                break;
             }
         }
         if (failed) {
             mark_down(w);
             atomic_fetch_add(&w->reconnects, 1);
             long sleep = backoff / 2 + (long)(rand_r(&w->seed) % (unsigned)(backoff / 2 + 1));
-            backoff = backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+            backoff = next_backoff(c, backoff);
             if (!nap(c, sleep))
                 break;
         }
