@@ -57,7 +57,10 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
 void wh_cache_free(struct wh_cache *c);
 
 /* Walk the cached pods of a worker group under the reader lock; *stopped
- * gets the visitor's non-zero value, else 0. */
+ * gets the visitor's non-zero value, else 0. The visitor must not call back
+ * into the cache (the same holds for wh_cache_each_node()): the lock prefers
+ * writers, so a nested read lock deadlocks once a watch event waits. The
+ * records are valid only during the call. */
 WH_NODISCARD enum wh_err wh_cache_each_group_pod(struct wh_cache *c, const char *ns,
                                                  const char *cluster, const char *group,
                                                  wh_pod_visit_fn fn, void *arg, int *stopped,

@@ -16,9 +16,11 @@
  *     the watch shows a live pod with the same (ns, cluster, group,
  *     replicaIndex label, TPU_WORKER_ID) - wh_ledger_confirm();
  *   - released when the pod never shows up: once the watch has been healthy
- *     for ttl_ms after both the reservation and the last (re)sync. While
- *     the watch is down nothing expires (a pod created meanwhile would be
- *     missed, and forgetting its id could hand it out twice).
+ *     for ttl_ms after both the reservation and the last (re)sync, and has
+ *     delivered an event or bookmark that late (wh_ledger_set_heard()).
+ *     While the watch is down or silent nothing expires (a pod created
+ *     meanwhile would be missed, and forgetting its id could hand it out
+ *     twice).
  * A pod deleted after its confirmation frees its ids through the cache.
  * A DELETED event never releases a *pending* reservation: the only pods that
  * can share its ids are older pods that were already terminating when the
@@ -93,6 +95,13 @@ long wh_ledger_now(const struct wh_ledger *lg);
 /* Since when (now_ms clock) the watch has been continuously healthy, or -1
  * when it is not (nothing expires then). Set by the cache. */
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms);
+
+/* The pod watch delivered something (an event or a bookmark) at at_ms,
+ * after applying it. Once called, reservations expire by this time instead
+ * of the clock: a watch that is open but silent (a half-dead connection the
+ * kernel has not noticed yet) may be holding back the very pod a
+ * reservation waits for. Set by the cache. */
+void wh_ledger_set_heard(struct wh_ledger *lg, long at_ms);
 
 /* Drop expired reservations everywhere and free idle empty group entries.
  * Never waits on a busy group (it is skipped). */

@@ -175,6 +175,9 @@ struct watcher {
     unsigned seed;
     atomic_ulong relists, reconnects;
     bool relist; /* set by a 410 inside the stream */
+    bool stream_failed; /* an ERROR event (not 410) or a torn line ended the stream */
+    bool opened;        /* the current watch answered 2xx */
+    bool logged;        /* on_event logged why the current watch failed */
     unsigned long stream_lines; /* lines received in the current stream */
     bool healthy;
 };
@@ -570,11 +573,27 @@ static long status_code(const cJSON *st)
     return cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
 }
 
+/* What an operator should check for a status, or "" (401/403 are the
+ * usual deployment mistakes and look alike in a bare status line). */
+static const char *failure_hint(long status)
+{
+    if (status == 401)
+        return "the API server rejected the webhook's credentials: check the bearer token "
+               "(service-account token or kubeconfig token/tokenFile) or client certificate";
+    if (status == 403)
+        return "RBAC: the webhook's service account is not allowed to list and watch pods and "
+               "nodes; bind it to a ClusterRole granting get, list and watch on pods and nodes";
+    return "";
+}
+
 static void log_failure(struct watcher *w, const char *op, long status, const char *why)
 {
     wh_log(WH_LOG_WARN, "kube_request_failed", "resource", WH_F_STR, w->what, "op", WH_F_STR, op,
            "status", WH_F_INT, (long long)status, "error", WH_F_STR, why, "source", WH_F_STR,
-           wh_kube_source(w->c->kube), (char *)NULL);
+           wh_kube_source(w->c->kube),
+           /* no hint: a NULL key ends the fields here */
+           *failure_hint(status) ? "hint" : (char *)NULL, WH_F_STR, failure_hint(status),
+           (char *)NULL);
 }
 
 /* LIST with paging; on success the cache holds exactly the listed objects
@@ -665,7 +684,9 @@ static enum wh_err list_all(struct watcher *w)
 
 static void on_open(void *arg)
 {
-    mark_healthy(arg);
+    struct watcher *w = arg;
+    w->opened = true;
+    mark_healthy(w);
 }
 
 static int on_event(void *arg, const char *line, size_t len)
@@ -675,8 +696,15 @@ static int on_event(void *arg, const char *line, size_t len)
     cJSON *ev = NULL;
     w->stream_lines++;
     if (wh_json_parse(line, len, &ev, errbuf)) {
-        log_failure(w, "watch", 200, errbuf);
-        return 1; /* a torn stream: reconnect from the last good version */
+        /* A torn stream: reconnect (with backoff) from the last good version.
+         * Not opened: an error answer that is not a Status (a proxy's page),
+         * logged with its HTTP status by the watch loop. */
+        if (w->opened) {
+            log_failure(w, "watch", 200, errbuf);
+            w->logged = true;
+        }
+        w->stream_failed = true;
+        return 1;
     }
     const char *type = wh_json_str0(ev, "type");
     const cJSON *obj = wh_json_get(ev, "object");
@@ -695,14 +723,71 @@ static int on_event(void *arg, const char *line, size_t len)
     } else {
         /* ERROR event, or a non-2xx answer whose body is the Status itself. */
         const cJSON *st = obj ? obj : ev;
-        if (status_code(st) == 410)
+        if (status_code(st) == 410) {
             w->relist = true;
-        else
+        } else {
             log_failure(w, "watch", status_code(st), wh_json_str0(st, "message"));
+            w->stream_failed = w->logged = true;
+        }
         stop = 1;
     }
     cJSON_Delete(ev);
+    /* After applying: what was heard is in the cache (and confirmed). */
+    if (!stop && w->kind == RES_PODS && w->c->ledger)
+        wh_ledger_set_heard(w->c->ledger, now_ms(w->c));
     return stop;
+}
+
+/* How a watch ended, and so what the loop does next. */
+enum watch_end {
+    END_RESUME, /* the server ended the stream: watch again from w->rv */
+    END_RELIST, /* 410 Gone (or the cache missed an event): LIST again */
+    END_EMPTY,  /* ended at once with nothing said: pause, but not a failure */
+    END_FAILED, /* transport error or error answer: back off, the cache ages */
+    END_STOP,   /* wh_cache_free() */
+};
+
+/* One WATCH from w->rv until the stream ends. */
+static enum watch_end watch_once(struct watcher *w)
+{
+    struct wh_cache *c = w->c;
+    char path[1024], rv[3 * sizeof(w->rv)];
+    long to = c->watch_timeout_s ? c->watch_timeout_s : 120 + (long)(rand_r(&w->seed) % 121);
+    escape(rv, sizeof(rv), w->rv);
+    snprintf(path, sizeof(path),
+             "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld", w->base,
+             rv, to);
+    char errbuf[WH_ERRBUF_LEN];
+    long status = 0;
+    w->relist = w->stream_failed = w->opened = w->logged = false;
+    w->stream_lines = 0;
+    long opened = now_ms(c);
+    enum wh_err err =
+        wh_kube_stream(c->kube, path, on_open, on_event, w, &status, &c->stop, errbuf);
+    if (atomic_load(&c->stop))
+        return END_STOP;
+    if (err) {
+        log_failure(w, "watch", 0, errbuf);
+        return END_FAILED;
+    }
+    if (status == 410 || w->relist)
+        return END_RELIST;
+    if (status != 200 || w->stream_failed) {
+        /* A failure, so backed off: a server that answers every watch with
+         * an error must not be hammered in a tight loop. */
+        if (!w->logged)
+            log_failure(w, "watch", status, "error answer without a Kubernetes Status");
+        return END_FAILED;
+    }
+    /* Do not spin on a server (or proxy) that keeps ending watches at once. */
+    if (w->stream_lines == 0 && now_ms(c) - opened < 1000)
+        return END_EMPTY;
+    return END_RESUME;
+}
+
+static long next_backoff(const struct wh_cache *c, long backoff)
+{
+    return backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
 }
 
 static void *watch_thread(void *arg)
@@ -722,6 +807,7 @@ static void *watch_thread(void *arg)
         if (need_list) {
             if (!first)
                 atomic_fetch_add(&w->relists, 1);
+            long listed_at = now_ms(c);
             enum wh_err lerr = list_all(w);
             if (lerr == WH_ERR_NOTFOUND && !expired) {
                 expired = true; /* retry at once, but only once in a row */
@@ -734,52 +820,40 @@ static void *watch_thread(void *arg)
                 need_list = first = false;
                 atomic_store(&w->synced, true);
                 mark_healthy(w);
+                /* The snapshot is as of the LIST: from here on reservations
+                 * expire only as fast as the watch is heard (ledger.h). */
+                if (w->kind == RES_PODS && c->ledger)
+                    wh_ledger_set_heard(c->ledger, listed_at);
                 backoff = MIN_BACKOFF_MS;
             }
         }
         if (!failed) {
-            char path[1024], rv[3 * sizeof(w->rv)];
-            long to = c->watch_timeout_s ? c->watch_timeout_s
-                                         : 120 + (long)(rand_r(&w->seed) % 121);
-            escape(rv, sizeof(rv), w->rv);
-            snprintf(path, sizeof(path),
-                     "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld",
-                     w->base, rv, to);
-            char errbuf[WH_ERRBUF_LEN];
-            long status = 0;
-            w->relist = false;
-            w->stream_lines = 0;
-            long opened = now_ms(c);
-            enum wh_err err = wh_kube_stream(c->kube, path, on_open, on_event, w, &status,
-                                             &c->stop, errbuf);
-            if (atomic_load(&c->stop))
-                break;
-            if (err) {
-                log_failure(w, "watch", 0, errbuf);
-                failed = true;
-            } else if (status == 410 || w->relist) {
-                need_list = true; /* resourceVersion too old: start over */
+            switch (watch_once(w)) {
+            case END_STOP:
+                return NULL;
+            case END_RELIST:
+                need_list = true;
                 continue;
-            } else if (status != 200) {
-                failed = true;
-            } else if (w->stream_lines == 0 && now_ms(c) - opened < 1000) {
-                /* Ended at once with nothing said: do not spin on a server
-                 * (or proxy) that keeps doing that. Not a failure. */
+            case END_RESUME:
+                backoff = MIN_BACKOFF_MS;
+                continue;
+            case END_EMPTY: {
                 long sleep = backoff;
-                backoff = backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+                backoff = next_backoff(c, backoff);
                 if (!nap(c, sleep))
-                    break;
+                    return NULL;
                 continue;
-            } else {
-                backoff = MIN_BACKOFF_MS; /* the server ended the stream: resume */
-                continue;
+            }
+            case END_FAILED:
+                failed = true;
+                break;
             }
         }
         if (failed) {
             mark_down(w);
             atomic_fetch_add(&w->reconnects, 1);
             long sleep = backoff / 2 + (long)(rand_r(&w->seed) % (unsigned)(backoff / 2 + 1));
-            backoff = backoff * 2 > c->max_backoff_ms ? c->max_backoff_ms : backoff * 2;
+            backoff = next_backoff(c, backoff);
             if (!nap(c, sleep))
                 break;
         }

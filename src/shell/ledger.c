@@ -48,6 +48,7 @@ struct wh_ledger {
     size_t max_per_group;
     long (*now_ms)(void);
     atomic_long fresh_since;
+    atomic_long heard; /* see wh_ledger_set_heard(); -1: not tracked, use the clock */
     atomic_size_t pending;
     atomic_size_t groups;
     struct shard shards[SHARDS];
@@ -82,6 +83,7 @@ struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts)
                                                     : WH_LEDGER_DEFAULT_MAX_PER_GROUP;
     lg->now_ms = opts && opts->now_ms ? opts->now_ms : monotonic_ms;
     atomic_init(&lg->fresh_since, -1L);
+    atomic_init(&lg->heard, -1L);
     atomic_init(&lg->pending, 0);
     atomic_init(&lg->groups, 0);
     for (size_t i = 0; i < SHARDS; i++)
@@ -230,7 +232,10 @@ static void expire(struct wh_ledger_group *g)
     long fresh = atomic_load(&lg->fresh_since);
     if (lg->ttl_ms < 0 || fresh < 0 || g->n == 0)
         return;
-    long now = lg->now_ms();
+    /* Time as far as the watch has shown it: a silent stream may be sitting
+     * on the very pod a reservation waits for. */
+    long heard = atomic_load(&lg->heard);
+    long now = heard >= 0 ? heard : lg->now_ms();
     for (size_t i = g->n; i-- > 0;) {
         long from = g->res[i].at_ms > fresh ? g->res[i].at_ms : fresh;
         if (now - from >= lg->ttl_ms)
@@ -451,6 +456,11 @@ long wh_ledger_now(const struct wh_ledger *lg)
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms)
 {
     atomic_store(&lg->fresh_since, since_ms);
+}
+
+void wh_ledger_set_heard(struct wh_ledger *lg, long at_ms)
+{
+    atomic_store(&lg->heard, at_ms);
 }
 
 void wh_ledger_sweep(struct wh_ledger *lg)

@@ -35,8 +35,12 @@ class State:
         self.objs = {"pods": {}, "nodes": {}}
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
+        self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
         self.epoch = 0           # bumped to cut open watches
         self.gone_epoch = -1     # the epoch whose cut sends a 410 ERROR first
+        self.stalled = False     # open watches go silent (a half-dead connection)
+        self.watch_error_html = False  # ... answered as a proxy's HTML page instead
+        self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
 
     @staticmethod
@@ -189,8 +193,19 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.min_rv = STATE.rv + 1
                 STATE.epoch += 1
                 STATE.gone_epoch = STATE.epoch if (body or {}).get("in_stream") else -1
+            elif parts[0] == "stall":
+                # {"on": true}: open watches send nothing (events are held
+                # back, no bookmarks) until {"on": false}.
+                STATE.stalled = bool((body or {}).get("on"))
+            elif parts[0] == "watch_error":
+                # {"code": 500}: every new watch answers one ERROR event and
+                # ends (a sick API server); {"code": 0} heals it.
+                STATE.watch_error = int((body or {}).get("code") or 0)
+                STATE.watch_error_html = bool((body or {}).get("html"))
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
+            elif parts[0] == "forbidden":
+                STATE.forbidden = set(body)
             elif parts[0] == "compact":
                 STATE.events.clear()
                 STATE.min_rv = STATE.rv + 1
@@ -213,6 +228,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not self.authorized():
             self.status(401, "Unauthorized", "Unauthorized")
+            return
+        if self.headers.get("Authorization", "")[7:] in STATE.forbidden:
+            self.status(403, "Forbidden", '%s is forbidden: User "system:serviceaccount:x:y" '
+                        'cannot list resource "%s" in API group "" at the cluster scope'
+                        % (kind, kind))
             return
         terms = parse_selector(q.get("labelSelector"))
         if q.get("watch") in ("1", "true"):
@@ -261,6 +281,16 @@ class Handler(BaseHTTPRequestHandler):
             gone = rv < STATE.min_rv - 1 or (rv and rv > STATE.rv)
             if gone:
                 STATE.stats["gone"] += 1
+            sick = STATE.watch_error
+            html = STATE.watch_error_html
+        if sick and html and not gone:
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n"
+            self.send_response(sick)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -270,6 +300,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         try:
+            if sick and not html and not gone:
+                send({"type": "ERROR", "object": {
+                    "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": sick,
+                    "reason": "InternalError", "message": "etcdserver: request timed out"}})
+                return
             if gone:
                 send({"type": "ERROR", "object": {
                     "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
@@ -288,6 +323,9 @@ class Handler(BaseHTTPRequestHandler):
                                     "code": 410, "reason": "Expired",
                                     "message": "too old resource version"}})
                             return
+                        if STATE.stalled and time.monotonic() < deadline:
+                            STATE.cv.wait(0.2)
+                            continue
                         i = bisect.bisect_right(STATE.events, rv, key=lambda e: e[0])
                         pending = [e for e in STATE.events[i:] if e[1] == kind]
                         now = time.monotonic()

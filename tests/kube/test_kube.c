@@ -319,8 +319,8 @@ static void test_cache_restart_and_gone(void **st)
                                 "\"ray.io/node-type\":\"head\"}},\"spec\":{\"containers\":[]}}]",
                                 NULL), 0);
     struct wh_cache *c = start_cache("kc-cache", NULL);
-    assert_true(wait_synced(c, 10000));
-    assert_true(wait_group(c, "ns", "restart", "tpu", 20, 5000));
+    assert_true(wait_synced(c, 30000));
+    assert_true(wait_group(c, "ns", "restart", "tpu", 20, 30000));
     struct wh_cache_stats cs;
     wh_cache_stats(c, &cs);
     assert_int_equal(cs.nodes, 4);
@@ -329,7 +329,7 @@ static void test_cache_restart_and_gone(void **st)
     /* Watch events flow. */
     put_pods("restart", "p", 20, 30, false);
     put_pods("restart", "p", 0, 5, true);
-    assert_true(wait_group(c, "ns", "restart", "tpu", 25, 5000));
+    assert_true(wait_group(c, "ns", "restart", "tpu", 25, 30000));
 
     /* Stop the server mid-watch, change nothing meanwhile, restart it: the
      * watch resumes; then changes after the restart arrive. */
@@ -339,7 +339,7 @@ static void test_cache_restart_and_gone(void **st)
     assert_int_equal(kh_server_start(&srv, args), 0);
     put_pods("restart", "p", 30, 40, false);
     put_pods("restart", "p", 5, 10, true);
-    assert_true(wait_group(c, "ns", "restart", "tpu", 30, 10000));
+    assert_true(wait_group(c, "ns", "restart", "tpu", 30, 30000));
     wh_cache_stats(c, &cs);
     assert_true(cs.reconnects >= 1);
     assert_int_equal(cs.nodes, 4);
@@ -356,7 +356,7 @@ static void test_cache_restart_and_gone(void **st)
         put_pods_silent("restart", "p", 10 + round * 5, 15 + round * 5, true);
         assert_int_equal(kh_control(&srv, "expire", round ? "{\"in_stream\":true}" : NULL, NULL),
                          0);
-        assert_true(wait_group(c, "ns", "restart", "tpu", 33 + round * 3, 10000));
+        assert_true(wait_group(c, "ns", "restart", "tpu", 33 + round * 3, 30000));
         wh_cache_stats(c, &cs);
         assert_true(cs.relists > relists);
         assert_true(kh_stat(&srv, "gone") > gone);
@@ -366,6 +366,114 @@ static void test_cache_restart_and_gone(void **st)
     wh_cache_free(c);
 }
 
+/* A server that answers every watch with an ERROR event (not 410) must be
+ * retried with backoff, not in a tight loop; the cache converges once it
+ * heals. */
+static void test_watch_error_backs_off(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-sick", NULL), 0);
+    struct wh_cache *c = start_cache("kc-sick", NULL);
+    assert_true(wait_synced(c, 30000));
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":500}", NULL), 0);
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    long before = kh_stat(&srv, "watches");
+    kh_sleep_ms(2000);
+    long during = kh_stat(&srv, "watches") - before;
+    /* Heal first, so that a failure here does not sink the next tests. */
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":0}", NULL), 0);
+    /* Two watchers with backoff capped at 400 ms open about 12 watches in
+     * 2 s; a tight loop opens hundreds. Roomy bound for a loaded machine. */
+    if (during > 60)
+        fail_msg("%ld watches in 2 s against a failing server: no backoff", during);
+    put_pods("sick", "p", 0, 3, false);
+    assert_true(wait_group(c, "ns", "sick", "tpu", 3, 30000));
+    wh_cache_free(c);
+}
+
+static bool file_has_all(const char *path, const char *a, const char *b)
+{
+    char *t = kh_slurp(path);
+    bool ok = t && strstr(t, a) && strstr(t, b);
+    free(t);
+    return ok;
+}
+
+/* Send the log (fd 2) to a file until log_restore(); returns the saved fd. */
+static int log_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    wh_log_set_verbosity(0);
+    return saved;
+}
+
+static void log_restore(int saved)
+{
+    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1);
+    dup2(saved, 2);
+    close(saved);
+}
+
+/* 401 and 403 get a log line that says what to fix (credentials, RBAC),
+ * and never the token. */
+static void test_auth_failures_logged(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"forbidden-1\"]", NULL), 0);
+    assert_int_equal(kh_control(&srv, "forbidden", "[\"forbidden-1\"]", NULL), 0);
+    assert_int_equal(kh_kubeconfig(&srv, "kc-401", "    token: wrong-token-xyz\n"), 0);
+    assert_int_equal(kh_kubeconfig(&srv, "kc-403", "    token: forbidden-1\n"), 0);
+    char logp[512];
+    path_in(logp, sizeof(logp), "auth.log");
+    int saved = log_to(logp);
+    struct wh_cache *c401 = start_cache("kc-401", NULL), *c403 = start_cache("kc-403", NULL);
+    bool seen = false;
+    for (long end = kh_now_ms() + 30000; !seen && kh_now_ms() < end; kh_sleep_ms(50))
+        seen = file_has_all(logp, "\"status\":401", "\"status\":403");
+    wh_cache_free(c401);
+    wh_cache_free(c403);
+    log_restore(saved);
+    assert_int_equal(kh_control(&srv, "forbidden", "[]", NULL), 0);
+    assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\"]", NULL), 0);
+    assert_true(seen);
+    assert_true(file_has_all(logp, "check the bearer token", "RBAC: the webhook's service account"));
+    char *text = kh_slurp(logp);
+    assert_non_null(text);
+    assert_null(strstr(text, "wrong-token-xyz"));
+    assert_null(strstr(text, "forbidden-1"));
+    free(text);
+}
+
+/* A watch answered with a proxy's error page (not a Status) is logged with
+ * its HTTP status, not as a torn stream of a 200. */
+static void test_watch_error_page_logged(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-proxy", NULL), 0);
+    struct wh_cache *c = start_cache("kc-proxy", NULL);
+    assert_true(wait_synced(c, 30000));
+    char logp[512];
+    path_in(logp, sizeof(logp), "proxy.log");
+    int saved = log_to(logp);
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":502,\"html\":true}", NULL), 0);
+    assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
+    bool seen = false;
+    for (long end = kh_now_ms() + 30000; !seen && kh_now_ms() < end; kh_sleep_ms(50))
+        seen = file_has_all(logp, "\"status\":502", "without a Kubernetes Status");
+    assert_int_equal(kh_control(&srv, "watch_error", "{\"code\":0}", NULL), 0);
+    wh_cache_free(c);
+    log_restore(saved);
+    assert_true(seen);
+    char *text = kh_slurp(logp);
+    assert_non_null(text);
+    assert_null(strstr(text, "\"status\":200"));
+    free(text);
+}
+
 static void test_token_rotation(void **st)
 {
     (void)st;
@@ -373,21 +481,23 @@ static void test_token_rotation(void **st)
     assert_int_equal(kh_kubeconfig(&srv, "kc-rot", "    tokenFile: rot-token\n"), 0);
     assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"rotate-1\"]", NULL), 0);
     struct wh_cache *c = start_cache("kc-rot", NULL);
-    assert_true(wait_synced(c, 10000));
+    assert_true(wait_synced(c, 30000));
     put_pods("rot", "r", 0, 3, false);
-    assert_true(wait_group(c, "ns", "rot", "tpu", 3, 5000));
+    assert_true(wait_group(c, "ns", "rot", "tpu", 3, 30000));
 
     /* The old token stops working; the watch is cut. */
     assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\",\"rotate-2\"]", NULL), 0);
     long unauthorized = kh_stat(&srv, "unauthorized");
     assert_int_equal(kh_control(&srv, "close_watches", NULL, NULL), 0);
     put_pods("rot", "r", 3, 6, false);
-    kh_sleep_ms(800);
+    for (long end = kh_now_ms() + 30000;
+         kh_stat(&srv, "unauthorized") <= unauthorized && kh_now_ms() < end;)
+        kh_sleep_ms(50);
     assert_true(kh_stat(&srv, "unauthorized") > unauthorized);
     assert_int_equal(group_size(c, "ns", "rot", "tpu"), 3);
     /* The kubelet rotates the file: picked up on the next reconnect. */
     assert_int_equal(kh_write(srv.dir, "rot-token", "rotate-2\n"), 0);
-    assert_true(wait_group(c, "ns", "rot", "tpu", 6, 10000));
+    assert_true(wait_group(c, "ns", "rot", "tpu", 6, 30000));
     wh_cache_free(c);
     assert_int_equal(kh_control(&srv, "tokens", "[\"" KH_TOKEN "\"]", NULL), 0);
 }
@@ -503,7 +613,7 @@ static void test_concurrent_legacy_kubernetes(void **st)
     (void)st;
     assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
     struct wh_admit *ad = start_admit("kc-admit", false);
-    assert_true(wait_ready(ad, 10000));
+    assert_true(wait_ready(ad, 30000));
     for (int round = 0; round < 12; round++) {
         char cluster[64];
         snprintf(cluster, sizeof(cluster), "race-%d", round);
@@ -622,33 +732,71 @@ static void test_reservation_lifecycle(void **st)
     struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     assert_non_null(ad);
-    assert_true(wait_ready(ad, 10000));
+    assert_true(wait_ready(ad, 30000));
     long r;
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 1); /* seen at once */
-    assert_true(wait_reservations(ad, 0, 5000));            /* never created: released */
+    assert_true(wait_reservations(ad, 0, 30000)); /* never created: released */
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
     /* This time the pod is created: confirmed, and the id stays taken. */
     char *body = kh_review(tmpl16, "ttl", "tpu");
     char *pod = kh_created_pod(body, "ttl-w-0", 0, 0, 1);
     assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0);
-    assert_true(wait_reservations(ad, 0, 5000));
+    assert_true(wait_reservations(ad, 0, 30000));
     kh_sleep_ms(1000); /* past the TTL */
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 1);
     /* Deleting the pod frees its id (through the cache). */
     assert_int_equal(kh_control(&srv, "pods/delete", pod, NULL), 0);
-    assert_true(wait_reservations(ad, 0, 5000));
+    assert_true(wait_reservations(ad, 0, 30000));
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
     free(pod);
     free(body);
     wh_admit_free(ad);
 }
 
+/* A watch that stays open but goes silent (a half-dead connection) holds
+ * back the pod a reservation waits for: the reservation must outlive the
+ * TTL, or the pod's id is handed out a second time. */
+static void test_silent_watch_keeps_reservations(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN];
+    path_in(p, sizeof(p), "kc-admit");
+    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    assert_non_null(ad);
+    assert_true(wait_ready(ad, 30000));
+    long r;
+    assert_int_equal(admit_host(ad, tmpl16, "silent", &r), 0);
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":true}", NULL), 0);
+    char *body = kh_review(tmpl16, "silent", "tpu");
+    char *pod = kh_created_pod(body, "silent-w-0", 0, 0, 1);
+    assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0); /* its event is held back */
+    kh_sleep_ms(2000); /* > 3 TTLs of silence */
+    long host = admit_host(ad, tmpl16, "silent", &r);
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":false}", NULL), 0);
+    assert_int_equal(host, 1);
+    /* Heard again: the pod confirms host 0, host 1 (never created) expires. */
+    assert_true(wait_reservations(ad, 0, 30000));
+    assert_int_equal(admit_host(ad, tmpl16, "silent", &r), 1);
+    free(pod);
+    free(body);
+    /* Shutting down never hangs on a watch blocked in libcurl. */
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":true}", NULL), 0);
+    kh_sleep_ms(300);
+    long t0 = kh_now_ms();
+    wh_admit_free(ad);
+    long took = kh_now_ms() - t0;
+    assert_int_equal(kh_control(&srv, "stall", "{\"on\":false}", NULL), 0);
+    if (took > 10000)
+        fail_msg("wh_admit_free took %ld ms with silent watches open", took);
+}
+
 static void test_1024_hosts_back_to_back(void **st)
 {
     (void)st;
     struct wh_admit *ad = start_admit("kc-admit", false);
-    assert_true(wait_ready(ad, 10000));
+    assert_true(wait_ready(ad, 30000));
     char *body = kh_review(tmpl1024, "big", "tpu");
     static char seen[1024];
     memset(seen, 0, sizeof(seen));
@@ -735,16 +883,16 @@ static void test_api_server_lost_after_sync(void **st)
 {
     (void)st;
     struct wh_admit *ad = start_admit("kc-admit", false);
-    assert_true(wait_ready(ad, 10000));
+    assert_true(wait_ready(ad, 30000));
     expect_review(ad, tmpl16, true, NULL);
     kh_server_stop(&srv);
-    kh_sleep_ms(fast.trust_ms + 700);
+    kh_sleep_ms(fast.trust_ms + 2500); /* roomy: the loss is noticed at once */
     expect_review(ad, tmpl16, false, "trusted");
     expect_review(ad, tmpl_native, true, NULL);
     static const char *const args[] = {"--bookmark-interval", "0.5", NULL};
     assert_int_equal(kh_server_start(&srv, args), 0);
     bool back = false;
-    for (long end = kh_now_ms() + 10000; !back && kh_now_ms() < end; kh_sleep_ms(50)) {
+    for (long end = kh_now_ms() + 30000; !back && kh_now_ms() < end; kh_sleep_ms(50)) {
         char errbuf[WH_ERRBUF_LEN];
         char *body = kh_review(tmpl16, "lonely", "tpu");
         struct wh_engine_result res;
@@ -765,11 +913,15 @@ int main(void)
         cmocka_unit_test(test_kubeconfig_errors),
         cmocka_unit_test(test_in_cluster),
         cmocka_unit_test(test_cache_restart_and_gone),
+        cmocka_unit_test(test_watch_error_backs_off),
+        cmocka_unit_test(test_watch_error_page_logged),
+        cmocka_unit_test(test_auth_failures_logged),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_concurrent_legacy_kubernetes),
         cmocka_unit_test(test_concurrent_legacy_standalone),
         cmocka_unit_test(test_standalone_recreated_cluster),
         cmocka_unit_test(test_reservation_lifecycle),
+        cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),

@@ -128,6 +128,33 @@ static void test_expiry_waits_for_a_healthy_watch(void **st)
     wh_ledger_free(lg);
 }
 
+/* Fed by a watch, reservations expire by what the watch has delivered, not
+ * by the clock: a silent stream may be holding the reserved pod back. */
+static void test_expiry_follows_what_the_watch_heard(void **st)
+{
+    (void)st;
+    char errbuf[WH_ERRBUF_LEN];
+    atomic_store(&fake_now, 1000);
+    struct wh_ledger_opts o = {.ttl_ms = 100, .now_ms = fake_clock};
+    struct wh_ledger *lg = wh_ledger_new(&o);
+    wh_ledger_set_fresh_since(lg, 500);
+    wh_ledger_set_heard(lg, 900); /* the LIST */
+    struct wh_ledger_group *g;
+    assert_int_equal(wh_ledger_lock(lg, "ns", "c", "g", &g, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 0, 1, errbuf), WH_OK);
+    wh_ledger_unlock(g);
+    atomic_store(&fake_now, 100000); /* long silence */
+    wh_ledger_sweep(lg);
+    assert_int_equal(wh_ledger_pending(lg), 1);
+    wh_ledger_set_heard(lg, 1099); /* not yet a TTL after the reservation */
+    wh_ledger_sweep(lg);
+    assert_int_equal(wh_ledger_pending(lg), 1);
+    wh_ledger_set_heard(lg, 1100);
+    wh_ledger_sweep(lg);
+    assert_int_equal(wh_ledger_pending(lg), 0);
+    wh_ledger_free(lg);
+}
+
 static void test_standalone_never_expires_and_drop_cluster(void **st)
 {
     (void)st;
@@ -253,6 +280,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_and_visit),
         cmocka_unit_test(test_expiry_waits_for_a_healthy_watch),
+        cmocka_unit_test(test_expiry_follows_what_the_watch_heard),
         cmocka_unit_test(test_standalone_never_expires_and_drop_cluster),
         cmocka_unit_test(test_concurrent_reservations_unique),
     };
