@@ -22,6 +22,7 @@ struct wh_decision {
     bool assigned;
     long replica, host, n_hosts;
     unsigned n_tpu_containers;
+    long worker_id; /* first TPU container's TPU_WORKER_ID as assigned */
 };
 
 /* Zero d and mark it allowed. */

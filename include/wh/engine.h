@@ -81,6 +81,10 @@ struct wh_engine_result {
     long host;
     long n_hosts;
     unsigned n_tpu_containers;
+    /* The TPU_WORKER_ID the engine gives the pod's first TPU container
+     * (host, or host x TPU containers on TPU7x): what a watch will show and
+     * what a reservation must hold to be read back as this host. */
+    long worker_id;
     /* Newline-separated notes worth logging (skipped pods, ...); may be NULL. */
     char *notes;
     /* Who the review was about, for the log line ("" when absent); the

@@ -68,7 +68,7 @@ void wh_ledger_unlock(struct wh_ledger_group *g); /* NULL-safe */
 
 /* Visit the locked group's pending reservations that wh_ledger_mark() did
  * not mark since wh_ledger_clear_marks(), as pod records: replica_label
- * "<group>-<replica>", worker_id host * n_tpu_containers, name
+ * "<group>-<replica>", the reserved worker_id, name
  * "(reserved <group>-<replica>-<host>)". Returns the visitor's non-zero
  * value, else 0. */
 int wh_ledger_each(struct wh_ledger_group *g, wh_pod_visit_fn fn, void *arg);
@@ -78,11 +78,15 @@ int wh_ledger_each(struct wh_ledger_group *g, wh_pod_visit_fn fn, void *arg);
 void wh_ledger_clear_marks(struct wh_ledger_group *g);
 bool wh_ledger_mark(struct wh_ledger_group *g, const char *replica_label, long worker_id);
 
-/* Reserve (replica, host) in the locked group. WH_ERR_TOOBIG when the group
- * holds max_per_group pending reservations, WH_ERR_NOMEM. Reserving an id
- * that is already pending refreshes it. */
+/* Reserve (replica, host) in the locked group; worker_id is the
+ * TPU_WORKER_ID the pod's first TPU container gets (struct
+ * wh_engine_result.worker_id), which the reservation shows and the watch
+ * confirms. WH_ERR_TOOBIG when the group holds max_per_group pending
+ * reservations, WH_ERR_NOMEM. Reserving an id that is already pending
+ * refreshes it. */
 WH_NODISCARD enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host,
-                                           unsigned n_tpu_containers, char *errbuf);
+                                           long worker_id, unsigned n_tpu_containers,
+                                           char *errbuf);
 
 /* A live pod with these ids showed up in the watch: drop the matching
  * pending reservation. Returns true when one matched. */

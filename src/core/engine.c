@@ -147,6 +147,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->host = d.host;
     res->n_hosts = d.n_hosts;
     res->n_tpu_containers = d.n_tpu_containers;
+    res->worker_id = d.worker_id;
     res->notes = take_notes(&d.notes);
     wh_decision_free(&d);
     if (!res->body || copy_ids(in, res)) {

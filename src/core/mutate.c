@@ -208,6 +208,7 @@ struct scan {
     struct slot *slots;
     size_t n, cap;
     bool oom;
+    bool tpu7x; /* the group's pods share the incoming pod's node selector */
     struct wh_decision *d;
 };
 
@@ -244,7 +245,10 @@ static int scan_pod(void *arg, const struct wh_pod_rec *p)
         sc->cap = nc;
     }
     sc->slots[sc->n].replica = label_replica(p->replica_label);
-    sc->slots[sc->n].host = p->worker_id / (long)p->n_tpu_containers;
+    /* Only TPU7x numbers its containers host x containers + c (§2.7.3); the
+     * reference divides every pod's id, which misreads other multi-container
+     * pods. */
+    sc->slots[sc->n].host = sc->tpu7x ? p->worker_id / (long)p->n_tpu_containers : p->worker_id;
     sc->n++;
     return 0;
 }
@@ -317,7 +321,7 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
                                 "created now and KubeRay will retry",
                                 who, c->cluster, c->group, why);
     }
-    struct scan sc = {.d = c->d};
+    struct scan sc = {.d = c->d, .tpu7x = c->tpu7x};
     enum wh_err err = st->ops->each_group_pod(st->impl, c->ns, c->cluster, c->group, scan_pod, &sc,
                                               errbuf);
     if (!err && sc.oom)
@@ -669,6 +673,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         return err;
     c->d->replica = c->replica;
     c->d->host = c->host;
+    c->d->worker_id = c->tpu7x ? c->host * (long)c->n_tpu : c->host;
     c->d->n_hosts = c->n_hosts;
     snprintf(c->headless, sizeof(c->headless), "%s-headless", c->cluster); /* D2 */
     snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);

@@ -188,7 +188,8 @@ enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
         goto out;
     /* A dry run (sideEffects: None) must leave nothing behind. */
     if (res->assigned && g && !info->dry_run) {
-        err = wh_ledger_reserve(g, res->replica, res->host, res->n_tpu_containers, errbuf);
+        err = wh_ledger_reserve(g, res->replica, res->host, res->worker_id,
+                                res->n_tpu_containers, errbuf);
         if (err) {
             wh_engine_result_free(res);
             goto out;

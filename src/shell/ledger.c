@@ -379,11 +379,9 @@ bool wh_ledger_mark(struct wh_ledger_group *g, const char *replica_label, long w
 }
 
 enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host,
-                              unsigned n_tpu_containers, char *errbuf)
+                              long worker_id, unsigned n_tpu_containers, char *errbuf)
 {
     struct wh_ledger *lg = g->lg;
-    unsigned n_tpu = n_tpu_containers ? n_tpu_containers : 1;
-    long worker_id = host * (long)n_tpu;
     long i = lookup(g, replica, worker_id);
     if (i >= 0) {
         g->res[i].at_ms = lg->now_ms();

@@ -258,6 +258,15 @@ class Legacy(unittest.TestCase):
         r = self.ids([p])
         self.assertEqual(r.env()["TPU_WORKER_ID"], "0")
 
+    def test_other_multi_container_ids_not_divided(self):
+        # Outside TPU7x every TPU container carries the host index itself
+        # (§2.7.3), so existing pods are read back as host = id (the
+        # reference divides by the container count and misreads them).
+        state = [existing(host=h, ncont=2, chips="2") for h in (0, 1)]
+        r = self.ids(state, topo="4x4", chips="2", ncont=2)
+        self.assertEqual(r.env(0)["TPU_WORKER_ID"], "2")
+        self.assertEqual(r.env(1)["TPU_WORKER_ID"], "2")
+
     def test_tpu7x_existing_ids_divided_by_containers(self):
         # host 0 holds ids 0,1; host 1 holds 2,3 -> next host is 2 -> ids 4,5
         state = [existing(host=h, ncont=2, chips="2", accel="tpu7x") for h in (0, 1)]

@@ -44,9 +44,9 @@ static void test_reserve_and_visit(void **st)
     assert_non_null(lg);
     struct wh_ledger_group *g;
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "workers", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 3, 2, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 1, 0, 2, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 1, 0, 2, errbuf), WH_OK); /* refresh, not a second */
+    assert_int_equal(wh_ledger_reserve(g, 0, 3, 6, 2, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 1, 0, 0, 2, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 1, 0, 0, 2, errbuf), WH_OK); /* refresh, not a second */
     struct collect c = {0};
     assert_int_equal(wh_ledger_each(g, collect_fn, &c), 0);
     assert_int_equal(c.n, 2);
@@ -92,7 +92,7 @@ static void test_expiry_waits_for_a_healthy_watch(void **st)
     struct wh_ledger *lg = wh_ledger_new(&o);
     struct wh_ledger_group *g;
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "g", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 0, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 0, 0, 1, errbuf), WH_OK);
     wh_ledger_unlock(g);
 
     /* Watch down: nothing expires however long it takes. */
@@ -116,7 +116,7 @@ static void test_expiry_waits_for_a_healthy_watch(void **st)
 
     /* Reserved while healthy: expires ttl after the reservation. */
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "g", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 1, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 1, 1, 1, errbuf), WH_OK);
     wh_ledger_unlock(g);
     atomic_store(&fake_now, 100150);
     wh_ledger_sweep(lg);
@@ -141,7 +141,7 @@ static void test_expiry_follows_what_the_watch_heard(void **st)
     wh_ledger_set_heard(lg, 900); /* the LIST */
     struct wh_ledger_group *g;
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "g", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 0, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 0, 0, 1, errbuf), WH_OK);
     wh_ledger_unlock(g);
     atomic_store(&fake_now, 100000); /* long silence */
     wh_ledger_sweep(lg);
@@ -166,15 +166,15 @@ static void test_standalone_never_expires_and_drop_cluster(void **st)
     struct wh_ledger_group *g;
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "a", &g, errbuf), WH_OK);
     for (long h = 0; h < 3; h++)
-        assert_int_equal(wh_ledger_reserve(g, 0, h, 1, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 3, 1, errbuf), WH_ERR_TOOBIG);
+        assert_int_equal(wh_ledger_reserve(g, 0, h, h, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 3, 3, 1, errbuf), WH_ERR_TOOBIG);
     assert_non_null(strstr(errbuf, "ns/c/a"));
     wh_ledger_unlock(g);
     assert_int_equal(wh_ledger_lock(lg, "ns", "c", "b", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 0, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 0, 0, 1, errbuf), WH_OK);
     wh_ledger_unlock(g);
     assert_int_equal(wh_ledger_lock(lg, "ns", "other", "a", &g, errbuf), WH_OK);
-    assert_int_equal(wh_ledger_reserve(g, 0, 0, 1, errbuf), WH_OK);
+    assert_int_equal(wh_ledger_reserve(g, 0, 0, 0, 1, errbuf), WH_OK);
     wh_ledger_unlock(g);
     atomic_store(&fake_now, 1L << 40);
     wh_ledger_sweep(lg);
@@ -234,7 +234,7 @@ static void *racer(void *arg)
                 pick_r = r;
                 pick_h = h;
             }
-    if (pick_r < 0 || wh_ledger_reserve(g, pick_r, pick_h, 2, errbuf))
+    if (pick_r < 0 || wh_ledger_reserve(g, pick_r, pick_h, pick_h * 2, 2, errbuf))
         atomic_fetch_add(&rc->errors, 1);
     wh_ledger_unlock(g);
     return NULL;
