@@ -200,6 +200,36 @@ static void test_alias_bomb(void **state)
     expect_error(mlol, strlen(mlol), WH_ERR_TOOBIG, "alias bomb");
 }
 
+/* A mapping with many keys of its own and many merge sources: merging must
+ * not re-sort the keys once per source (that took minutes; ctest's timeout
+ * catches a regression). Explicit keys still win, then the first source. */
+static void test_merge_many(void **state)
+{
+    (void)state;
+    enum { KEYS = 40000, SOURCES = 40000 };
+    struct wh_buf b;
+    wh_buf_init(&b, 8u << 20);
+    assert_int_equal(wh_buf_add(&b, "a: &a {x: 1, k7: 99}\nc: &c {x: 2, z: 3}\nb:\n"), WH_OK);
+    for (int i = 0; i < KEYS; i++)
+        assert_int_equal(wh_buf_addf(&b, "  k%d: %d\n", i, i), WH_OK);
+    assert_int_equal(wh_buf_add(&b, "  <<: [*a"), WH_OK);
+    for (int i = 1; i < SOURCES; i++)
+        assert_int_equal(wh_buf_add(&b, i == SOURCES / 2 ? ", *c" : ", *a"), WH_OK);
+    assert_int_equal(wh_buf_add(&b, "]\n"), WH_OK);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *doc = NULL;
+    enum wh_err err = wh_yaml_load_one(b.ptr, b.len, &doc, errbuf);
+    if (err)
+        fail_msg("load failed: %s", errbuf);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "b");
+    assert_int_equal(cJSON_GetArraySize(m), KEYS + 2);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "k7")->valueint, 7);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "x")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "z")->valueint, 3);
+    cJSON_Delete(doc);
+    wh_buf_free(&b);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -315,7 +345,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalar_table),  cmocka_unit_test(test_multi_document),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_limits),        cmocka_unit_test(test_emit_roundtrip),
+        cmocka_unit_test(test_merge_many), cmocka_unit_test(test_limits),        cmocka_unit_test(test_emit_roundtrip),
         cmocka_unit_test(test_emit_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
