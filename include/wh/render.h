@@ -29,7 +29,9 @@ struct wh_render_verdict {
 
 /* Validate cluster (not changed) as the webhook would. On success v holds
  * the verdict; free it with wh_render_verdict_free(). A wh_err means the
- * engine could not answer at all (errbuf says why). */
+ * engine could not answer at all (errbuf says why), or WH_ERR_INVALID: a
+ * worker-group field has a type the RayCluster CRD schema refuses (the API
+ * server would reject the object before any webhook saw it). */
 WH_NODISCARD enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v,
                                             char *errbuf);
 void wh_render_verdict_free(struct wh_render_verdict *v); /* NULL-safe */

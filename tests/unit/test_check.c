@@ -113,11 +113,52 @@ static void test_unreadable_inputs(void **state)
     cJSON_Delete(rows);
 }
 
+/* A worker-group field of the wrong type is what the API server refuses
+ * (CRD schema); the engine alone would read it as absent and blame
+ * something else ("numOfHosts is 0"). The error names the embedded path. */
+static void test_wrong_types(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *needle;
+    } cases[] = {
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, numOfHosts: \"2\"}\n",
+         "spec.workerGroupSpecs[0].numOfHosts is \"2\" (a string)"},
+        {"kind: RayJob\nmetadata: {name: j}\nspec:\n  rayClusterSpec:\n    workerGroupSpecs:\n"
+         "    - {groupName: g, replicas: 1.5}\n",
+         "spec.rayClusterSpec.workerGroupSpecs[0].replicas is 1.5 (a number)"},
+        {"kind: RayService\nmetadata: {name: s}\nspec:\n  rayClusterConfig:\n"
+         "    workerGroupSpecs: {groupName: g}\n",
+         "spec.rayClusterConfig.workerGroupSpecs is {\"groupName\":\"g\"} (a mapping)"},
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: 7}\n",
+         "spec.workerGroupSpecs[0].groupName is 7 (a number)"},
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, suspend: \"true\"}\n",
+         "spec.workerGroupSpecs[0].suspend is \"true\" (a string)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *rows = cJSON_CreateArray();
+        struct wh_check_stats st = {0};
+        char errbuf[WH_ERRBUF_LEN] = "";
+        assert_int_equal(
+            wh_check_text("t.yaml", cases[i].yaml, strlen(cases[i].yaml), rows, &st, errbuf),
+            WH_OK);
+        const char *msg = wh_json_str0(rows->child, "message");
+        if (st.errors != 1 || !strstr(msg, cases[i].needle))
+            fail_msg("case %zu: %zu error(s), message '%s' lacks '%s'", i, st.errors, msg,
+                     cases[i].needle);
+        cJSON_Delete(rows);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_group_verdicts),
         cmocka_unit_test(test_unreadable_inputs),
+        cmocka_unit_test(test_wrong_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
