@@ -708,6 +708,34 @@ static int json_depth(const cJSON *j, int limit)
     return (cJSON_IsArray(j) || cJSON_IsObject(j)) ? best + 1 : 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF), as
+ * libyaml's reader demands; cJSON would pass any bytes through. */
+static bool utf8_ok(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
+                                          : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+        if (k == 0 || n - i <= k)
+            return false;
+        unsigned long cp = c & (0x3F >> k);
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
 /* The fast path: one JSON value. Returns false (and no error) when the text
  * is not plain JSON, so the YAML parser can say where it is wrong. */
 static bool try_json(const char *text, size_t len, struct loader *L)
@@ -726,6 +754,10 @@ static bool try_json(const char *text, size_t len, struct loader *L)
     for (size_t k = i; k < len; k++) {
         char c = text[k];
         if (in_str) {
+            /* cJSON ends a string at an escaped NUL and silently drops the
+             * rest; the YAML path refuses it with a location. */
+            if (c == '\\' && k + 5 < len && !memcmp(text + k + 1, "u0000", 5))
+                return false;
             if (c == '\\')
                 k++;
             else if (c == '"')
@@ -737,6 +769,8 @@ static bool try_json(const char *text, size_t len, struct loader *L)
                 return false; /* the YAML path reports it with a location */
         }
     }
+    if (!utf8_ok((const unsigned char *)text + i, len - i))
+        return false; /* the YAML path names the bad byte's place */
     char ignored[WH_ERRBUF_LEN];
     cJSON *j = NULL;
     if (wh_json_parse(text + i, len - i, &j, ignored))

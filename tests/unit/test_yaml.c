@@ -174,6 +174,16 @@ static void test_errors(void **state)
     assert_null(docs);
     const char *badutf8 = "a: \xff\xfe\n";
     expect_error(badutf8, strlen(badutf8), WH_ERR_INVALID, "line");
+    /* JSON input gets the same answers as YAML: cJSON alone would cut
+     * "Ray\u0000x" to "Ray" and pass bad UTF-8 (or a UTF-8 surrogate) on. */
+    const char *json_nul = "{\"kind\": \"Ray\\u0000x\"}";
+    expect_error(json_nul, strlen(json_nul), WH_ERR_INVALID, "NUL");
+    const char *json_utf8 = "{\"kind\": \"Ray\xffx\"}";
+    expect_error(json_utf8, strlen(json_utf8), WH_ERR_INVALID, "line 1");
+    const char *json_surrogate = "{\"kind\": \"\xed\xa0\x80\"}";
+    expect_error(json_surrogate, strlen(json_surrogate), WH_ERR_INVALID, "line 1");
+    expect_json("{\"k\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"u\": \"\\u00e9\"}",
+                "{\"k\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"u\": \"\xc3\xa9\"}");
 }
 
 static void test_alias_bomb(void **state)
