@@ -1012,6 +1012,11 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     else
         return wh_fail(errbuf, WH_ERR_KIND,
                        "%s %s is not a RayCluster, RayJob or RayService", kind, name);
+    if (!name[0]) /* the RayCluster is named after it: "-xxxxx" is no name */
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "%s has no metadata.name; give it a name (KubeRay names its RayCluster "
+                       "<name>-<5 characters>)",
+                       kind);
     const cJSON *cspec = wh_json_path(obj, "spec", field, NULL);
     if (!cJSON_IsObject(cspec)) {
         bool selector = wh_json_has(wh_json_get(obj, "spec"), "clusterSelector");

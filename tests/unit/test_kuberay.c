@@ -293,6 +293,14 @@ static void test_wrappers_and_errors(void **state)
     cJSON_Delete(cl);
     cJSON_Delete(svc);
 
+    /* A nameless wrapper would give a RayCluster named "-xxxxx". */
+    cJSON *anon = load("kind: RayJob\nmetadata: {namespace: q}\n"
+                       "spec: {rayClusterSpec: {workerGroupSpecs: []}}\n");
+    assert_int_equal(wh_kuberay_cluster_of(anon, &cl, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "RayJob has no metadata.name"));
+    assert_null(cl);
+    cJSON_Delete(anon);
+
     cJSON *dep = load("kind: Deployment\nmetadata: {name: d}\n");
     assert_int_equal(wh_kuberay_cluster_of(dep, &cl, errbuf), WH_ERR_KIND);
     assert_non_null(strstr(errbuf, "Deployment d is not a RayCluster"));
