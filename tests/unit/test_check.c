@@ -103,7 +103,16 @@ static void test_unreadable_inputs(void **state)
     const char *bad = "kind: RayCluster\nmetadata: {name: x\n";
     assert_int_equal(wh_check_text("b.yaml", bad, strlen(bad), rows, &st, errbuf), WH_OK);
     assert_int_equal(st.errors, 1);
-    assert_non_null(strstr(wh_json_str0(rows->child, "message"), "line 2"));
+    assert_non_null(strstr(wh_json_str0(rows->child, "message"), "line 3"));
+    /* The row carries the error's line (b.yaml:3 in the table), and the
+     * summary counts no worker group for it. */
+    assert_int_equal(wh_json_get(rows->child, "line")->valueint, 3);
+    struct wh_buf t;
+    wh_buf_init(&t, 1 << 16);
+    assert_int_equal(wh_check_table(rows, &st, &t), WH_OK);
+    assert_non_null(strstr(wh_buf_ptr(&t), "\nb.yaml:3: error -: line 3"));
+    assert_non_null(strstr(wh_buf_ptr(&t), "0 TPU worker group(s)"));
+    wh_buf_free(&t);
     const char *none = "kind: Service\nmetadata: {name: s}\n";
     assert_int_equal(wh_check_text("s.yaml", none, strlen(none), rows, &st, errbuf), WH_OK);
     assert_int_equal(cJSON_GetArraySize(rows), 1); /* other kinds give no row */
