@@ -17,8 +17,8 @@
  *     the last one silently, which hides manifest bugs);
  *   - anchors, aliases and merge keys (<<) work; explicit keys win over
  *     merged ones, earlier merge sources over later ones.
- * Every document's nodes, alias expansions included, count against
- * WH_YAML_MAX_NODES, so an alias bomb (billion laughs) fails cleanly before
+ * The nodes of all documents of the stream together, alias expansions and
+ * empty documents included, count against WH_YAML_MAX_NODES, so an alias bomb (billion laughs) fails cleanly before
  * it allocates; nesting is capped at WH_YAML_MAX_DEPTH. Errors name the line
  * and column (1-based).
  *

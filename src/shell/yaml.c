@@ -221,7 +221,7 @@ static enum wh_err count_nodes(struct loader *L, long n, unsigned line, unsigned
 {
     if (n > WH_YAML_MAX_NODES - L->nodes) {
         return wh_fail(L->errbuf, WH_ERR_TOOBIG,
-                       "line %u, column %u: the document expands to more than %ld nodes "
+                       "line %u, column %u: the input expands to more than %ld nodes "
                        "(alias bomb or oversized input); split it or drop the aliases",
                        line, col, WH_YAML_MAX_NODES);
     }
