@@ -307,6 +307,18 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
         err = wh_render_validate(out->cluster, &out->verdict, errbuf);
     if (err || !out->verdict.allowed)
         goto out;
+    /* KubeRay 1.4+ validates the name itself (MaxRayClusterNameLength,
+     * sized so "<name>-headless" and "-serve-svc" fit in 63) and creates no
+     * pods for a longer one, whatever the webhook said. */
+    const char *name = wh_json_str0(wh_json_get(out->cluster, "metadata"), "name");
+    if (!strcmp(wh_json_str0(obj, "kind"), "RayCluster") &&
+        (opts->major > 1 || opts->minor >= 4) && strlen(name) > 53) {
+        err = wh_fail(errbuf, WH_ERR_INVALID,
+                      "metadata.name \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
+                      "RayCluster names over 53 and creates no pods: shorten the name",
+                      name, strlen(name) > 80 ? "..." : "", strlen(name));
+        goto out;
+    }
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
         err = admit_pods(pods, out, errbuf);

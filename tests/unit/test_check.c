@@ -162,12 +162,43 @@ static void test_wrong_types(void **state)
     }
 }
 
+/* KubeRay 1.4+ creates no pods for a RayCluster named over 53 characters:
+ * check says so (a warning; the webhook's verdict stands). */
+static void test_long_cluster_name(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "kind: RayCluster\n"
+        "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"
+        "spec:\n"
+        "  workerGroupSpecs:\n"
+        "  - groupName: g\n"
+        "    numOfHosts: 2\n"
+        "    replicas: 1\n"
+        "    template:\n"
+        "      spec:\n"
+        "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"
+        "                       cloud.google.com/gke-tpu-topology: 2x2x2}\n"
+        "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n";
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_check_text("l.yaml", yaml, strlen(yaml), rows, &st, errbuf), WH_OK);
+    const cJSON *r = row_of(rows, "g");
+    assert_string_equal(wh_json_str0(r, "verdict"), "ok");
+    const cJSON *w = wh_json_get(r, "warnings");
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_non_null(strstr(w->child->valuestring, "is 58 characters; KubeRay 1.4+ refuses"));
+    cJSON_Delete(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_group_verdicts),
         cmocka_unit_test(test_unreadable_inputs),
         cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_long_cluster_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
