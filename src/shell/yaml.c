@@ -962,6 +962,29 @@ static enum wh_err emit_string(struct wh_buf *b, const char *s, int indent, bool
     return emit_quoted(b, s);
 }
 
+/* YAML caps an implicit key at 1024 characters; a longer one is written as
+ * an explicit key ("? key"), which has no limit. Quoting at most quadruples
+ * a key, so only long keys need the trial rendering. */
+#define IMPLICIT_KEY_MAX 1000
+
+static enum wh_err emit_key(struct wh_buf *b, const char *key, int indent, bool *explicit_key)
+{
+    *explicit_key = false;
+    if (strlen(key) * 4 + 2 <= IMPLICIT_KEY_MAX)
+        return emit_string(b, key, indent, true);
+    struct wh_buf k;
+    wh_buf_init(&k, b->max);
+    enum wh_err err = emit_string(&k, key, indent, true);
+    if (!err && wh_buf_len(&k) > IMPLICIT_KEY_MAX) {
+        *explicit_key = true;
+        err = wh_buf_add(b, "? ");
+    }
+    if (!err)
+        err = wh_buf_addn(b, wh_buf_ptr(&k), wh_buf_len(&k));
+    wh_buf_free(&k);
+    return err;
+}
+
 static bool is_block(const cJSON *j)
 {
     return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
@@ -1007,8 +1030,18 @@ static enum wh_err emit_block(struct wh_buf *b, const cJSON *j, int indent, bool
                 WH_TRY(emit_inline(b, c, indent + 2));
             continue;
         }
-        WH_TRY(emit_string(b, c->string, indent, true));
-        if (cJSON_IsObject(c) && c->child) {
+        bool explicit_key = false;
+        WH_TRY(emit_key(b, c->string, indent, &explicit_key));
+        if (explicit_key) {
+            /* "? key" NEWLINE ": value", the value in compact form. */
+            WH_TRY(wh_buf_addc(b, '\n'));
+            WH_TRY(emit_indent(b, indent));
+            WH_TRY(wh_buf_add(b, ": "));
+            if (is_block(c))
+                WH_TRY(emit_block(b, c, indent + 2, true));
+            else
+                WH_TRY(emit_inline(b, c, indent + 2));
+        } else if (cJSON_IsObject(c) && c->child) {
             WH_TRY(wh_buf_add(b, ":\n"));
             WH_TRY(emit_block(b, c, indent + 2, false));
         } else if (cJSON_IsArray(c) && c->child) {

@@ -327,6 +327,16 @@ static void test_emit_roundtrip(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         roundtrip(cases[i]);
+    /* Keys past YAML's 1024-character cap on implicit keys, with every kind
+     * of value (they once came out as YAML that does not load). */
+    char big[2048], json[16384];
+    memset(big, 'k', 1100);
+    big[1100] = '\0';
+    snprintf(json, sizeof(json),
+             "{\"a\":{\"%s1\":{\"c\":1,\"d\":[1,{\"e\":2}]},\"%s2\":[1,[2],{\"g\":4}],"
+             "\"%s3\":{},\"%s4\":\"x\\ny\\n\",\"%s5\":null},\"%s6\":\"v\"}",
+             big, big, big, big, big, big);
+    roundtrip(json);
 }
 
 static void test_emit_shape(void **state)
