@@ -239,7 +239,7 @@ def test_rejections_and_errors():
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-numofhosts.yaml")])
     check(rc == 1 and "numOfHosts" in err and "wrong-hosts" in err and out == "",
           "rejected render: rc %d err %s" % (rc, err))
-    check("bad-numofhosts.yaml: line 1: RayCluster wrong-hosts would be rejected" in err,
+    check("bad-numofhosts.yaml: line 2: RayCluster wrong-hosts would be rejected" in err,
           "a rejection names the file and line: %s" % err)
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-long-group.yaml")])
     check(rc == 1 and "over the DNS label limit of 63" in err and out == "",
