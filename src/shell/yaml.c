@@ -736,6 +736,40 @@ static bool utf8_ok(const unsigned char *p, size_t n)
     return true;
 }
 
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* True when some object in j (depth already bounded) repeats a key, or when
+ * memory runs out (the YAML path then decides). cJSON keeps both copies, and
+ * our getters would read the first where Kubernetes (Go's encoding/json)
+ * keeps the last: the YAML path refuses it instead, with a location. */
+static bool has_duplicate_key(const cJSON *j)
+{
+    if (cJSON_IsObject(j) && j->child && j->child->next) {
+        size_t n = 0, k = 0;
+        for (const cJSON *c = j->child; c; c = c->next)
+            n++;
+        const char **keys = malloc(n * sizeof(*keys));
+        if (!keys)
+            return true;
+        for (const cJSON *c = j->child; c; c = c->next)
+            keys[k++] = c->string;
+        qsort(keys, n, sizeof(*keys), cmp_strp);
+        bool dup = false;
+        for (size_t i = 1; i < n && !dup; i++)
+            dup = !strcmp(keys[i], keys[i - 1]);
+        free(keys);
+        if (dup)
+            return true;
+    }
+    for (const cJSON *c = j->child; c; c = c->next)
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && has_duplicate_key(c))
+            return true;
+    return false;
+}
+
 /* The fast path: one JSON value. Returns false (and no error) when the text
  * is not plain JSON, so the YAML parser can say where it is wrong. */
 static bool try_json(const char *text, size_t len, struct loader *L)
@@ -775,9 +809,9 @@ static bool try_json(const char *text, size_t len, struct loader *L)
     cJSON *j = NULL;
     if (wh_json_parse(text + i, len - i, &j, ignored))
         return false;
-    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH) {
+    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH || has_duplicate_key(j)) {
         cJSON_Delete(j);
-        return false; /* let the YAML path report the depth with a location */
+        return false; /* let the YAML path report it with a location */
     }
     L->root = j;
     L->doc_line = 1;

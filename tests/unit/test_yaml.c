@@ -178,6 +178,11 @@ static void test_errors(void **state)
      * "Ray\u0000x" to "Ray" and pass bad UTF-8 (or a UTF-8 surrogate) on. */
     const char *json_nul = "{\"kind\": \"Ray\\u0000x\"}";
     expect_error(json_nul, strlen(json_nul), WH_ERR_INVALID, "NUL");
+    /* cJSON keeps both copies of a repeated key (our getters read the first,
+     * Kubernetes keeps the last); JSON gets YAML's duplicate-key error. */
+    const char *json_dup = "{\"spec\": {\"numOfHosts\": 1,\n  \"numOfHosts\": 4}}";
+    expect_error(json_dup, strlen(json_dup), WH_ERR_INVALID,
+                 "line 2, column 3: duplicate key \"numOfHosts\"");
     const char *json_utf8 = "{\"kind\": \"Ray\xffx\"}";
     expect_error(json_utf8, strlen(json_utf8), WH_ERR_INVALID, "line 1");
     const char *json_surrogate = "{\"kind\": \"\xed\xa0\x80\"}";
