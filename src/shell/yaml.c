@@ -1024,6 +1024,18 @@ static bool is_block(const cJSON *j)
     return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
 }
 
+/* The shortest text that reads back as d: 0.1, not 0.10000000000000001. */
+static enum wh_err emit_double(struct wh_buf *b, double d)
+{
+    char text[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(text, sizeof(text), "%.*g", prec, d);
+        if (strtod(text, NULL) == d)
+            break;
+    }
+    return wh_buf_add(b, text);
+}
+
 /* A scalar or an empty collection, then the end of the line. */
 static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
 {
@@ -1036,7 +1048,7 @@ static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
         if (d == floor(d) && fabs(d) < 1e15)
             WH_TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
         else
-            WH_TRY(wh_buf_addf(b, "%.17g", d));
+            WH_TRY(emit_double(b, d));
     } else if (cJSON_IsBool(j)) {
         WH_TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
     } else if (cJSON_IsObject(j)) {

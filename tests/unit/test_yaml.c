@@ -363,6 +363,14 @@ static void test_emit_shape(void **state)
                                         "      value: \"4\"\n");
     wh_buf_free(&b);
     cJSON_Delete(j);
+    /* Numbers in their shortest exact form. */
+    j = wh_test_parse("[0.1, 0.5, 1e-7, 123456789012345678, 3.141592653589793, 1e300]");
+    wh_buf_init(&b, 4096);
+    assert_int_equal(wh_yaml_emit(j, &b), WH_OK);
+    assert_string_equal(wh_buf_ptr(&b), "- 0.1\n- 0.5\n- 1e-07\n- 1.2345678901234568e+17\n"
+                                        "- 3.141592653589793\n- 1e+300\n");
+    wh_buf_free(&b);
+    cJSON_Delete(j);
 }
 
 int main(void)
@@ -370,7 +378,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalar_table),  cmocka_unit_test(test_multi_document),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_merge_many), cmocka_unit_test(test_limits),        cmocka_unit_test(test_emit_roundtrip),
+        cmocka_unit_test(test_merge_many),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_emit_roundtrip),
         cmocka_unit_test(test_emit_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
