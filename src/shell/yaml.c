@@ -211,6 +211,20 @@ struct loader {
     char *errbuf;
 };
 
+/* Room for one more element in a growing array of n elements: arr itself
+ * or a bigger copy (*cap updated), NULL when out of memory (arr is then
+ * still valid and still the caller's). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(arr, c * size);
+    if (p)
+        *cap = c;
+    return p;
+}
+
 static enum wh_err at(struct loader *L, unsigned line, unsigned col, enum wh_err err,
                       const char *what)
 {
@@ -245,14 +259,10 @@ static enum wh_err add_anchor(struct loader *L, const char *name, const cJSON *n
     enum wh_err err = count_nodes(L, size, line, col);
     if (err)
         return err;
-    if (L->n_anchors == L->cap_anchors) {
-        size_t cap = L->cap_anchors ? L->cap_anchors * 2 : 16;
-        struct anchor *a = realloc(L->anchors, cap * sizeof(*a));
-        if (!a)
-            return WH_ERR_NOMEM;
-        L->anchors = a;
-        L->cap_anchors = cap;
-    }
+    struct anchor *grown = grow(L->anchors, &L->cap_anchors, L->n_anchors, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    L->anchors = grown;
     struct anchor *a = &L->anchors[L->n_anchors];
     a->name = strdup(name);
     a->node = cJSON_Duplicate(node, 1);
@@ -297,14 +307,10 @@ static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, uns
 
 static enum wh_err add_keymark(struct frame *f, const char *key, unsigned line, unsigned col)
 {
-    if (f->n_keys == f->cap_keys) {
-        size_t cap = f->cap_keys ? f->cap_keys * 2 : 8;
-        struct keymark *k = realloc(f->keys, cap * sizeof(*k));
-        if (!k)
-            return WH_ERR_NOMEM;
-        f->keys = k;
-        f->cap_keys = cap;
-    }
+    struct keymark *grown = grow(f->keys, &f->cap_keys, f->n_keys, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    f->keys = grown;
     f->keys[f->n_keys++] = (struct keymark){key, line, col};
     return WH_OK;
 }
@@ -606,14 +612,10 @@ static enum wh_err end_document(struct loader *L)
     enum wh_err err = wh_json_add(L->docs, doc);
     if (err)
         return err;
-    if (L->n_lines == L->cap_lines) {
-        size_t cap = L->cap_lines ? L->cap_lines * 2 : 8;
-        unsigned *l = realloc(L->lines, cap * sizeof(*l));
-        if (!l)
-            return WH_ERR_NOMEM;
-        L->lines = l;
-        L->cap_lines = cap;
-    }
+    unsigned *grown = grow(L->lines, &L->cap_lines, L->n_lines, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    L->lines = grown;
     L->lines[L->n_lines++] = L->doc_line;
     return WH_OK;
 }
