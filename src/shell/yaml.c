@@ -743,12 +743,17 @@ static int cmp_strp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* True when some object in j (depth already bounded) repeats a key, or when
- * memory runs out (the YAML path then decides). cJSON keeps both copies, and
- * our getters would read the first where Kubernetes (Go's encoding/json)
- * keeps the last: the YAML path refuses it instead, with a location. */
-static bool has_duplicate_key(const cJSON *j)
+/* True when cJSON's reading of j (depth already bounded) differs from
+ * kubectl's, so that the YAML path must decide (it refuses or converts with a
+ * location), or when memory runs out:
+ *   - an object repeats a key: cJSON keeps both, our getters read the first
+ *     where Kubernetes keeps the last;
+ *   - a number overflows (1e400): cJSON makes it infinity, printed as null;
+ *     go-yaml, and so the YAML path, keeps the text as a string. */
+static bool json_needs_yaml(const cJSON *j)
 {
+    if (cJSON_IsNumber(j))
+        return !isfinite(j->valuedouble);
     if (cJSON_IsObject(j) && j->child && j->child->next) {
         size_t n = 0, k = 0;
         for (const cJSON *c = j->child; c; c = c->next)
@@ -767,7 +772,7 @@ static bool has_duplicate_key(const cJSON *j)
             return true;
     }
     for (const cJSON *c = j->child; c; c = c->next)
-        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && has_duplicate_key(c))
+        if (json_needs_yaml(c))
             return true;
     return false;
 }
@@ -811,7 +816,7 @@ static bool try_json(const char *text, size_t len, struct loader *L)
     cJSON *j = NULL;
     if (wh_json_parse(text + i, len - i, &j, ignored))
         return false;
-    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH || has_duplicate_key(j)) {
+    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH || json_needs_yaml(j)) {
         cJSON_Delete(j);
         return false; /* let the YAML path report it with a location */
     }

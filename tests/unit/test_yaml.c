@@ -183,6 +183,10 @@ static void test_errors(void **state)
     const char *json_dup = "{\"spec\": {\"numOfHosts\": 1,\n  \"numOfHosts\": 4}}";
     expect_error(json_dup, strlen(json_dup), WH_ERR_INVALID,
                  "line 2, column 3: duplicate key \"numOfHosts\"");
+    /* An overflowing number: cJSON would make it infinity (printed null);
+     * go-yaml keeps the text. */
+    expect_json("{\"a\": 1e400, \"b\": [-1e999], \"c\": 1.5}",
+                "{\"a\": \"1e400\", \"b\": [\"-1e999\"], \"c\": 1.5}");
     const char *json_utf8 = "{\"kind\": \"Ray\xffx\"}";
     expect_error(json_utf8, strlen(json_utf8), WH_ERR_INVALID, "line 1");
     const char *json_surrogate = "{\"kind\": \"\xed\xa0\x80\"}";
