@@ -164,6 +164,17 @@ static enum sval resolve_plain(const char *s, size_t n, double *num, bool *b)
     return SV_STR;
 }
 
+/* The shortest %g text that reads back as d (as Go's FormatFloat(d, 'g',
+ * -1) picks): 0.1, not 0.10000000000000001 or %g's 6-digit rounding. */
+static void shortest_double(double d, char out[32])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 32, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
 /* ---- loader ------------------------------------------------------------ */
 
 struct keymark {
@@ -292,7 +303,7 @@ static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, uns
         if (d == floor(d) && fabs(d) < 1e19)
             snprintf(tmp, sizeof(tmp), "%.0f", d);
         else
-            snprintf(tmp, sizeof(tmp), "%g", d);
+            shortest_double(d, tmp);
         s = tmp;
     } else if (cJSON_IsNull(v)) {
         return at(L, line, col, WH_ERR_INVALID,
@@ -1031,15 +1042,10 @@ static bool is_block(const cJSON *j)
     return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
 }
 
-/* The shortest text that reads back as d: 0.1, not 0.10000000000000001. */
 static enum wh_err emit_double(struct wh_buf *b, double d)
 {
     char text[32];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(text, sizeof(text), "%.*g", prec, d);
-        if (strtod(text, NULL) == d)
-            break;
-    }
+    shortest_double(d, text);
     return wh_buf_add(b, text);
 }
 

@@ -187,6 +187,10 @@ static void test_errors(void **state)
      * go-yaml keeps the text. */
     expect_json("{\"a\": 1e400, \"b\": [-1e999], \"c\": 1.5}",
                 "{\"a\": \"1e400\", \"b\": [\"-1e999\"], \"c\": 1.5}");
+    /* Number keys become their shortest exact text (not %g's 6 digits,
+     * which also made 1.0000001 and 1.0000002 a "duplicate"). */
+    expect_json("{1.0000001: a, 1.0000002: b, 0.5: c, 7: d}",
+                "{\"1.0000001\": \"a\", \"1.0000002\": \"b\", \"0.5\": \"c\", \"7\": \"d\"}");
     const char *json_utf8 = "{\"kind\": \"Ray\xffx\"}";
     expect_error(json_utf8, strlen(json_utf8), WH_ERR_INVALID, "line 1");
     const char *json_surrogate = "{\"kind\": \"\xed\xa0\x80\"}";
