@@ -3,7 +3,11 @@
  * Every RayCluster, RayJob (spec.rayClusterSpec) and RayService
  * (spec.rayClusterConfig) in a YAML/JSON stream gets the CRD defaults and
  * goes through the engine's validation (wh_render_validate), so `check` and
- * the webhook never disagree. An allowed cluster's worker pods (wh_render,
+ * the webhook never disagree, with one exception: a subsliced multi-host
+ * group (slice-topology annotation) is judged against the cluster's TPU
+ * nodes, and check knows none, so it gets the webhook's "targets zero nodes"
+ * warning where a live cluster might reject it (no Dynamic Slicing, or no
+ * node domain of exactly numOfHosts nodes). An allowed cluster's worker pods (wh_render,
  * KubeRay 1.6) then go through the engine's mutation as well, because it can
  * deny a pod that validation lets by (a hostname over 63 characters). The
  * table's derived columns (chips per host,

@@ -29,7 +29,9 @@ struct wh_render_verdict {
 
 /* Validate cluster (not changed) as the webhook would. On success v holds
  * the verdict; free it with wh_render_verdict_free(). A wh_err means the
- * engine could not answer at all (errbuf says why). */
+ * engine could not answer at all (errbuf says why), or WH_ERR_INVALID: a
+ * worker-group field has a type the RayCluster CRD schema refuses (the API
+ * server would reject the object before any webhook saw it). */
 WH_NODISCARD enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v,
                                             char *errbuf);
 void wh_render_verdict_free(struct wh_render_verdict *v); /* NULL-safe */
@@ -45,7 +47,9 @@ struct wh_render_result {
 /* Render one manifest object (RayCluster, RayJob or RayService). Every
  * member of out is owned by out (wh_render_result_free). WH_ERR_KIND for
  * another kind, WH_ERR_INVALID / WH_ERR_TOOBIG when the cluster cannot be
- * rendered, with the reason in errbuf; a denial is not an error. */
+ * rendered, with the reason in errbuf (a RayCluster named over 53
+ * characters with KubeRay 1.4+, which refuses it); a denial is not an
+ * error. */
 WH_NODISCARD enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
                                           struct wh_render_result *out, char *errbuf);
 void wh_render_result_free(struct wh_render_result *r); /* NULL-safe */

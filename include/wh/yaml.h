@@ -17,10 +17,10 @@
  *     the last one silently, which hides manifest bugs);
  *   - anchors, aliases and merge keys (<<) work; explicit keys win over
  *     merged ones, earlier merge sources over later ones.
- * Every document's nodes, alias expansions included, count against
- * WH_YAML_MAX_NODES, so an alias bomb (billion laughs) fails cleanly before
- * it allocates; nesting is capped at WH_YAML_MAX_DEPTH. Errors name the line
- * and column (1-based).
+ * The nodes of all documents of the stream together, alias expansions and
+ * empty documents included, count against WH_YAML_MAX_NODES, so an alias
+ * bomb (billion laughs) fails cleanly before it allocates; nesting is capped
+ * at WH_YAML_MAX_DEPTH. Errors name the line and column (1-based).
  *
  * Input whose first non-blank byte is '{' or '[' is tried as JSON first
  * (cJSON, fast); if that fails it is parsed as YAML, which gives a located

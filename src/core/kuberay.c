@@ -307,8 +307,13 @@ static enum wh_err generate_name(const struct ctx *c, const char *group, cJSON *
         prefix[50 < strlen(prefix) ? 50 : strlen(prefix)] = '\0';
         snprintf(name, sizeof(name), "%s-worker-", prefix);
     } else {
-        char raw[512];
-        snprintf(raw, sizeof(raw), "%s-worker-%s-", c->name, group);
+        /* CheckName keeps the last 50 bytes of the whole string; cutting
+         * name and group to their last 50 first keeps those bytes and lets
+         * no fixed buffer truncate the end. */
+        char raw[128];
+        size_t nn = strlen(c->name), gn = strlen(group);
+        snprintf(raw, sizeof(raw), "%s-worker-%s-", c->name + (nn > 50 ? nn - 50 : 0),
+                 group + (gn > 50 ? gn - 50 : 0));
         check_name(raw, name, sizeof(name));
     }
     for (char *q = name; *q; q++)
@@ -339,11 +344,12 @@ static enum wh_err labels(const struct ctx *c, const cJSON *group, const char *g
     cJSON *l = child_of(meta, "labels", false);
     if (!l)
         return WH_ERR_NOMEM;
-    char ident[128];
-    snprintf(ident, sizeof(ident), "%s-worker", c->name);
-    size_t n = strlen(ident);
-    if (n > 63)
-        memmove(ident, ident + (n - 63), 64); /* CheckLabel keeps the last 63 */
+    /* CheckLabel keeps the last 63 bytes of the whole "<cluster>-worker",
+     * so cut the name before formatting (a long name must still end in
+     * "-worker"). */
+    char ident[64];
+    size_t n = strlen(c->name) + sizeof("-worker") - 1;
+    snprintf(ident, sizeof(ident), "%s-worker", c->name + (n > 63 ? n - 63 : 0));
     if (ispunct((unsigned char)ident[0]))
         ident[0] = 'r';
     WH_TRY(put_str(l, "ray.io/is-ray-node", "yes"));
@@ -1006,6 +1012,11 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     else
         return wh_fail(errbuf, WH_ERR_KIND,
                        "%s %s is not a RayCluster, RayJob or RayService", kind, name);
+    if (!name[0]) /* the RayCluster is named after it: "-xxxxx" is no name */
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "%s has no metadata.name; give it a name (KubeRay names its RayCluster "
+                       "<name>-<5 characters>)",
+                       kind);
     const cJSON *cspec = wh_json_path(obj, "spec", field, NULL);
     if (!cJSON_IsObject(cspec)) {
         bool selector = wh_json_has(wh_json_get(obj, "spec"), "clusterSelector");

@@ -1,7 +1,7 @@
 /* check.c: one table row per TPU worker group of every Ray manifest. */
 #include "wh/check.h"
 
-#include <stdio.h>  /* snprintf */
+#include <stdio.h>  /* snprintf, sscanf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strstr */
 
@@ -268,8 +268,12 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
     enum wh_err err = wh_yaml_load(text, len, &docs, &lines, yerr);
     if (err == WH_ERR_NOMEM)
         return wh_fail(errbuf, err, "out of memory reading %s", file);
-    if (err)
-        return wh_check_error_row(rows, st, file, 0, yerr);
+    if (err) {
+        unsigned line = 0; /* the loader's messages start "line N, column M: " */
+        if (sscanf(yerr, "line %u,", &line) != 1)
+            line = 0;
+        return wh_check_error_row(rows, st, file, line, yerr);
+    }
     int i = 0;
     for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
         const cJSON *list = wh_json_get(d, "items");
@@ -360,10 +364,13 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
             err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),
                               cJSON_IsString(w) ? w->valuestring : "?");
     }
+    /* Rows of group "-" stand for a whole file or object, not a group. */
+    size_t groups = 0;
+    for (const cJSON *r = rows->child; r; r = r->next)
+        groups += strcmp(wh_json_str0(r, "group"), "-") != 0;
     if (!err)
         err = wh_buf_addf(out, "\n%zu file(s), %zu Ray object(s), %zu TPU worker group(s): "
                                "%zu rejected, %zu error(s)\n",
-                          st->files, st->objects, st->rows,
-                          st->rejected, st->errors);
+                          st->files, st->objects, groups, st->rejected, st->errors);
     return err;
 }

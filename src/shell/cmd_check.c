@@ -156,13 +156,23 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
         return;
     }
     if (S_ISDIR(sb.st_mode)) {
-        if (depth < CHECK_MAX_DEPTH)
+        if (depth < CHECK_MAX_DEPTH) {
             walk_dir(w, path, depth);
+            return;
+        }
+        char msg[WH_ERRBUF_LEN];
+        snprintf(msg, sizeof(msg), "directory nested deeper than %d levels: not searched; "
+                 "pass it as an argument of its own", CHECK_MAX_DEPTH);
+        w->st.files++;
+        if (wh_check_error_row(w->rows, &w->st, path, 0, msg))
+            w->failed = 1;
         return;
     }
-    if (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return;
-    if (explicit || (manifest_name(path) && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))))
+    /* Found in a directory: only regular files (a symlink's target too). A
+     * FIFO named x.yaml would block the read forever. */
+    if (S_ISLNK(sb.st_mode) && stat(path, &sb) != 0)
+        return; /* dangling */
+    if (explicit || (manifest_name(path) && S_ISREG(sb.st_mode)))
         check_file(w, path);
 }
 

@@ -146,26 +146,32 @@ static void render_one(const struct opts *o, const cJSON *d, unsigned line, stru
     const char *kind = wh_json_str(d, "kind");
     const char *name = wh_json_str0(wh_json_get(d, "metadata"), "name");
     if (!is_ray_kind(d)) {
-        fprintf(stderr, "tpu-webhook render: %s: document at line %u: skipped %s%s%s\n",
-                o->input, line, kind ? kind : "(an object without kind)", name[0] ? " " : "",
-                name);
+        fprintf(stderr, "tpu-webhook render: %s: line %u: skipped %s%s%s\n", o->input, line,
+                !cJSON_IsObject(d)          ? "(not a mapping)"
+                : kind                      ? kind
+                : wh_json_has(d, "kind")    ? "(kind is not a string)"
+                                            : "(an object without kind)",
+                name[0] ? " " : "", name);
         return;
     }
     (*n_ray)++;
+    const char *sep = name[0] ? " " : "";
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_render_result r;
     enum wh_err err = wh_render_object(d, &o->kuberay, &r, errbuf);
     if (err) {
-        fprintf(stderr, "tpu-webhook render: %s: line %u: %s %s: %s\n", o->input, line, kind,
-                name, errbuf[0] ? errbuf : wh_strerror(err));
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: %s\n", o->input, line, kind,
+                sep, name, errbuf[0] ? errbuf : wh_strerror(err));
         *rc = 2;
         return;
     }
+    /* Every line names the file and the document, like the errors above. */
     for (const cJSON *w = r.verdict.warnings->child; w; w = w->next)
-        fprintf(stderr, "tpu-webhook render: %s %s: warning: %s\n", kind, name,
-                cJSON_IsString(w) ? w->valuestring : "?");
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: warning: %s\n", o->input,
+                line, kind, sep, name, cJSON_IsString(w) ? w->valuestring : "?");
     if (!r.verdict.allowed || r.pod_denial) {
-        fprintf(stderr, "tpu-webhook render: %s %s would be rejected: %s\n", kind, name,
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s would be rejected: %s\n",
+                o->input, line, kind, sep, name,
                 r.pod_denial ? r.pod_denial : r.verdict.message);
         if (*rc == 0)
             *rc = 1;

@@ -4,6 +4,7 @@
  * AdmissionReview bytes, so render and the webhook cannot disagree. */
 #include "wh/render.h"
 
+#include <stdint.h> /* int32_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strdup */
@@ -95,9 +96,100 @@ static enum wh_err with_empty_state(struct wh_memstate **ms, struct wh_state *st
     return WH_OK;
 }
 
+/* ---- CRD schema types ------------------------------------------------ */
+
+/* The API server checks a RayCluster against the CRD's OpenAPI schema
+ * before any webhook sees it, so a worker group field of the wrong type
+ * ("numOfHosts: \"2\"") never reaches the engine in a cluster. Offline, the
+ * engine would read such a field as absent and give a misleading reason
+ * ("numOfHosts is 0"); say what the API server would say instead. */
+
+static const char *json_type(const cJSON *v)
+{
+    return cJSON_IsString(v)   ? "a string"
+           : cJSON_IsNumber(v) ? "a number"
+           : cJSON_IsBool(v)   ? "a boolean"
+           : cJSON_IsArray(v)  ? "a list"
+           : cJSON_IsObject(v) ? "a mapping"
+                               : "null";
+}
+
+/* "spec" or, for a cluster made from a RayJob/RayService, its embedded spec. */
+static const char *spec_path(const cJSON *cluster)
+{
+    const char *from = wh_json_str0(wh_json_path(cluster, "metadata", "labels", NULL),
+                                    "ray.io/originated-from-crd");
+    return !strcmp(from, "RayJob")       ? "spec.rayClusterSpec"
+           : !strcmp(from, "RayService") ? "spec.rayClusterConfig"
+                                         : "spec";
+}
+
+static enum wh_err type_error(const cJSON *cluster, const char *field, const cJSON *v,
+                              const char *want, const char *fix, char *errbuf)
+{
+    char *text = cJSON_PrintUnformatted(v);
+    enum wh_err err = wh_fail(errbuf, WH_ERR_INVALID,
+                              "%s.%s is %.60s (%s) where the RayCluster CRD wants %s; the API "
+                              "server would refuse the object: %s",
+                              spec_path(cluster), field, text ? text : "?", json_type(v), want,
+                              fix);
+    cJSON_free(text);
+    return err;
+}
+
+static enum wh_err group_types(const cJSON *cluster, const cJSON *g, int i, char *errbuf)
+{
+    char field[96];
+    if (!cJSON_IsObject(g)) {
+        snprintf(field, sizeof(field), "workerGroupSpecs[%d]", i);
+        return type_error(cluster, field, g, "a mapping", "write the group as key: value pairs",
+                          errbuf);
+    }
+    static const char *const ints[] = {"replicas", "minReplicas", "maxReplicas", "numOfHosts"};
+    for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++) {
+        const cJSON *v = wh_json_get(g, ints[k]);
+        if (!v || cJSON_IsNull(v))
+            continue;
+        double d = cJSON_IsNumber(v) ? v->valuedouble : 0.5;
+        if (d == (double)(int32_t)d)
+            continue;
+        snprintf(field, sizeof(field), "workerGroupSpecs[%d].%s", i, ints[k]);
+        return type_error(cluster, field, v, "a whole number (int32)",
+                          "write it as a plain number without quotes, e.g. 2", errbuf);
+    }
+    const cJSON *v = wh_json_get(g, "groupName");
+    if (v && !cJSON_IsString(v)) {
+        snprintf(field, sizeof(field), "workerGroupSpecs[%d].groupName", i);
+        return type_error(cluster, field, v, "a string", "quote the name", errbuf);
+    }
+    v = wh_json_get(g, "suspend");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v)) {
+        snprintf(field, sizeof(field), "workerGroupSpecs[%d].suspend", i);
+        return type_error(cluster, field, v, "true or false", "write true or false unquoted",
+                          errbuf);
+    }
+    return WH_OK;
+}
+
+static enum wh_err schema_types(const cJSON *cluster, char *errbuf)
+{
+    const cJSON *spec = wh_json_get(cluster, "spec");
+    const cJSON *groups = wh_json_get(spec, "workerGroupSpecs");
+    if (!groups || cJSON_IsNull(groups))
+        return WH_OK;
+    if (!cJSON_IsArray(groups))
+        return type_error(cluster, "workerGroupSpecs", groups, "a list",
+                          "write each worker group as a list item (- groupName: ...)", errbuf);
+    int i = 0;
+    for (const cJSON *g = groups->child; g; g = g->next, i++)
+        WH_TRY(group_types(cluster, g, i, errbuf));
+    return WH_OK;
+}
+
 enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v, char *errbuf)
 {
     memset(v, 0, sizeof(*v));
+    WH_TRY(schema_types(cluster, errbuf));
     struct wh_memstate *ms = NULL;
     struct wh_state st;
     struct wh_engine_result res = {0};
@@ -215,6 +307,18 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
         err = wh_render_validate(out->cluster, &out->verdict, errbuf);
     if (err || !out->verdict.allowed)
         goto out;
+    /* KubeRay 1.4+ validates the name itself (MaxRayClusterNameLength,
+     * sized so "<name>-headless" and "-serve-svc" fit in 63) and creates no
+     * pods for a longer one, whatever the webhook said. */
+    const char *name = wh_json_str0(wh_json_get(out->cluster, "metadata"), "name");
+    if (!strcmp(wh_json_str0(obj, "kind"), "RayCluster") &&
+        (opts->major > 1 || opts->minor >= 4) && strlen(name) > 53) {
+        err = wh_fail(errbuf, WH_ERR_INVALID,
+                      "metadata.name \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
+                      "RayCluster names over 53 and creates no pods: shorten the name",
+                      name, strlen(name) > 80 ? "..." : "", strlen(name));
+        goto out;
+    }
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
         err = admit_pods(pods, out, errbuf);

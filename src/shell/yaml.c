@@ -164,6 +164,17 @@ static enum sval resolve_plain(const char *s, size_t n, double *num, bool *b)
     return SV_STR;
 }
 
+/* The shortest %g text that reads back as d (as Go's FormatFloat(d, 'g',
+ * -1) picks): 0.1, not 0.10000000000000001 or %g's 6-digit rounding. */
+static void shortest_double(double d, char out[32])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 32, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
 /* ---- loader ------------------------------------------------------------ */
 
 struct keymark {
@@ -211,6 +222,20 @@ struct loader {
     char *errbuf;
 };
 
+/* Room for one more element in a growing array of n elements: arr itself
+ * or a bigger copy (*cap updated), NULL when out of memory (arr is then
+ * still valid and still the caller's). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(arr, c * size);
+    if (p)
+        *cap = c;
+    return p;
+}
+
 static enum wh_err at(struct loader *L, unsigned line, unsigned col, enum wh_err err,
                       const char *what)
 {
@@ -221,7 +246,7 @@ static enum wh_err count_nodes(struct loader *L, long n, unsigned line, unsigned
 {
     if (n > WH_YAML_MAX_NODES - L->nodes) {
         return wh_fail(L->errbuf, WH_ERR_TOOBIG,
-                       "line %u, column %u: the document expands to more than %ld nodes "
+                       "line %u, column %u: the input expands to more than %ld nodes "
                        "(alias bomb or oversized input); split it or drop the aliases",
                        line, col, WH_YAML_MAX_NODES);
     }
@@ -245,14 +270,10 @@ static enum wh_err add_anchor(struct loader *L, const char *name, const cJSON *n
     enum wh_err err = count_nodes(L, size, line, col);
     if (err)
         return err;
-    if (L->n_anchors == L->cap_anchors) {
-        size_t cap = L->cap_anchors ? L->cap_anchors * 2 : 16;
-        struct anchor *a = realloc(L->anchors, cap * sizeof(*a));
-        if (!a)
-            return WH_ERR_NOMEM;
-        L->anchors = a;
-        L->cap_anchors = cap;
-    }
+    struct anchor *grown = grow(L->anchors, &L->cap_anchors, L->n_anchors, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    L->anchors = grown;
     struct anchor *a = &L->anchors[L->n_anchors];
     a->name = strdup(name);
     a->node = cJSON_Duplicate(node, 1);
@@ -282,7 +303,7 @@ static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, uns
         if (d == floor(d) && fabs(d) < 1e19)
             snprintf(tmp, sizeof(tmp), "%.0f", d);
         else
-            snprintf(tmp, sizeof(tmp), "%g", d);
+            shortest_double(d, tmp);
         s = tmp;
     } else if (cJSON_IsNull(v)) {
         return at(L, line, col, WH_ERR_INVALID,
@@ -297,14 +318,10 @@ static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, uns
 
 static enum wh_err add_keymark(struct frame *f, const char *key, unsigned line, unsigned col)
 {
-    if (f->n_keys == f->cap_keys) {
-        size_t cap = f->cap_keys ? f->cap_keys * 2 : 8;
-        struct keymark *k = realloc(f->keys, cap * sizeof(*k));
-        if (!k)
-            return WH_ERR_NOMEM;
-        f->keys = k;
-        f->cap_keys = cap;
-    }
+    struct keymark *grown = grow(f->keys, &f->cap_keys, f->n_keys, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    f->keys = grown;
     f->keys[f->n_keys++] = (struct keymark){key, line, col};
     return WH_OK;
 }
@@ -382,33 +399,70 @@ static int cmp_keystr(const void *key, const void *elem)
     return strcmp((const char *)key, ((const struct keymark *)elem)->key);
 }
 
+/* A key offered by a merge source, with its place among all sources. */
+struct offer {
+    cJSON *parent, *item; /* item is still a child of parent */
+    size_t ord;
+    bool take;
+};
+
+static int cmp_offer_key(const void *a, const void *b)
+{
+    const struct offer *x = a, *y = b;
+    int c = strcmp(x->item->string, y->item->string);
+    return c ? c : (x->ord < y->ord ? -1 : x->ord > y->ord);
+}
+
+static int cmp_offer_ord(const void *a, const void *b)
+{
+    const struct offer *x = a, *y = b;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
 /* Apply the pending merges of a finished mapping: keys it already has win,
- * then earlier sources beat later ones (YAML merge-key spec). */
+ * then earlier sources beat later ones (YAML merge-key spec). All offers are
+ * sorted once (by key, then source order), so a mapping with many keys and
+ * many merge sources costs n log n, not n * m. Merged keys are appended in
+ * source order. f->keys must be sorted. */
 static enum wh_err apply_merges(struct frame *f)
 {
-    for (cJSON *src = f->merges ? f->merges->child : NULL; src; src = src->next) {
-        cJSON *list = cJSON_IsArray(src) ? src->child : src;
-        for (cJSON *m = list; m; m = cJSON_IsArray(src) ? m->next : NULL) {
-            size_t known = f->n_keys;
-            while (m->child) {
-                cJSON *c = cJSON_DetachItemViaPointer(m, m->child);
-                if (known &&
-                    bsearch(c->string, f->keys, known, sizeof(*f->keys), cmp_keystr)) {
-                    cJSON_Delete(c);
-                    continue;
-                }
-                if (!cJSON_AddItemToObject(f->node, c->string, c)) {
-                    cJSON_Delete(c);
-                    return WH_ERR_NOMEM;
-                }
-                if (add_keymark(f, f->node->child->prev->string, 0, 0))
-                    return WH_ERR_NOMEM;
-            }
-            if (f->n_keys > 1)
-                qsort(f->keys, f->n_keys, sizeof(*f->keys), cmp_keymark);
+    size_t n = 0;
+    for (cJSON *src = f->merges ? f->merges->child : NULL; src; src = src->next)
+        for (cJSON *m = cJSON_IsArray(src) ? src->child : src; m;
+             m = cJSON_IsArray(src) ? m->next : NULL)
+            for (cJSON *c = m->child; c; c = c->next)
+                n++;
+    if (n == 0)
+        return WH_OK;
+    struct offer *o = malloc(n * sizeof(*o));
+    if (!o)
+        return WH_ERR_NOMEM;
+    size_t k = 0;
+    for (cJSON *src = f->merges->child; src; src = src->next)
+        for (cJSON *m = cJSON_IsArray(src) ? src->child : src; m;
+             m = cJSON_IsArray(src) ? m->next : NULL)
+            for (cJSON *c = m->child; c; c = c->next, k++)
+                o[k] = (struct offer){m, c, k, false};
+    qsort(o, n, sizeof(*o), cmp_offer_key);
+    for (size_t i = 0; i < n; i++) {
+        bool first = i == 0 || strcmp(o[i].item->string, o[i - 1].item->string);
+        o[i].take = first && !(f->n_keys && bsearch(o[i].item->string, f->keys, f->n_keys,
+                                                    sizeof(*f->keys), cmp_keystr));
+    }
+    qsort(o, n, sizeof(*o), cmp_offer_ord);
+    enum wh_err err = WH_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        if (!o[i].take)
+            continue;
+        /* The rest of the source is freed with f->merges. */
+        cJSON *c = cJSON_DetachItemViaPointer(o[i].parent, o[i].item);
+        if (!cJSON_AddItemToObject(f->node, c->string, c)) {
+            cJSON_Delete(c);
+            err = WH_ERR_NOMEM;
         }
     }
-    return WH_OK;
+    free(o);
+    return err;
 }
 
 static enum wh_err finish_mapping(struct loader *L, struct frame *f)
@@ -569,14 +623,10 @@ static enum wh_err end_document(struct loader *L)
     enum wh_err err = wh_json_add(L->docs, doc);
     if (err)
         return err;
-    if (L->n_lines == L->cap_lines) {
-        size_t cap = L->cap_lines ? L->cap_lines * 2 : 8;
-        unsigned *l = realloc(L->lines, cap * sizeof(*l));
-        if (!l)
-            return WH_ERR_NOMEM;
-        L->lines = l;
-        L->cap_lines = cap;
-    }
+    unsigned *grown = grow(L->lines, &L->cap_lines, L->n_lines, sizeof(*grown));
+    if (!grown)
+        return WH_ERR_NOMEM;
+    L->lines = grown;
     L->lines[L->n_lines++] = L->doc_line;
     return WH_OK;
 }
@@ -671,6 +721,73 @@ static int json_depth(const cJSON *j, int limit)
     return (cJSON_IsArray(j) || cJSON_IsObject(j)) ? best + 1 : 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF), as
+ * libyaml's reader demands; cJSON would pass any bytes through. */
+static bool utf8_ok(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
+                                          : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+        if (k == 0 || n - i <= k)
+            return false;
+        unsigned long cp = c & (0x3F >> k);
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* True when cJSON's reading of j (depth already bounded) differs from
+ * kubectl's, so that the YAML path must decide (it refuses or converts with a
+ * location), or when memory runs out:
+ *   - an object repeats a key: cJSON keeps both, our getters read the first
+ *     where Kubernetes keeps the last;
+ *   - a number overflows (1e400): cJSON makes it infinity, printed as null;
+ *     go-yaml, and so the YAML path, keeps the text as a string. */
+static bool json_needs_yaml(const cJSON *j)
+{
+    if (cJSON_IsNumber(j))
+        return !isfinite(j->valuedouble);
+    if (cJSON_IsObject(j) && j->child && j->child->next) {
+        size_t n = 0, k = 0;
+        for (const cJSON *c = j->child; c; c = c->next)
+            n++;
+        const char **keys = malloc(n * sizeof(*keys));
+        if (!keys)
+            return true;
+        for (const cJSON *c = j->child; c; c = c->next)
+            keys[k++] = c->string;
+        qsort(keys, n, sizeof(*keys), cmp_strp);
+        bool dup = false;
+        for (size_t i = 1; i < n && !dup; i++)
+            dup = !strcmp(keys[i], keys[i - 1]);
+        free(keys);
+        if (dup)
+            return true;
+    }
+    for (const cJSON *c = j->child; c; c = c->next)
+        if (json_needs_yaml(c))
+            return true;
+    return false;
+}
+
 /* The fast path: one JSON value. Returns false (and no error) when the text
  * is not plain JSON, so the YAML parser can say where it is wrong. */
 static bool try_json(const char *text, size_t len, struct loader *L)
@@ -689,6 +806,10 @@ static bool try_json(const char *text, size_t len, struct loader *L)
     for (size_t k = i; k < len; k++) {
         char c = text[k];
         if (in_str) {
+            /* cJSON ends a string at an escaped NUL and silently drops the
+             * rest; the YAML path refuses it with a location. */
+            if (c == '\\' && k + 5 < len && !memcmp(text + k + 1, "u0000", 5))
+                return false;
             if (c == '\\')
                 k++;
             else if (c == '"')
@@ -700,13 +821,15 @@ static bool try_json(const char *text, size_t len, struct loader *L)
                 return false; /* the YAML path reports it with a location */
         }
     }
+    if (!utf8_ok((const unsigned char *)text + i, len - i))
+        return false; /* the YAML path names the bad byte's place */
     char ignored[WH_ERRBUF_LEN];
     cJSON *j = NULL;
     if (wh_json_parse(text + i, len - i, &j, ignored))
         return false;
-    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH) {
+    if (json_depth(j, WH_YAML_MAX_DEPTH) > WH_YAML_MAX_DEPTH || json_needs_yaml(j)) {
         cJSON_Delete(j);
-        return false; /* let the YAML path report the depth with a location */
+        return false; /* let the YAML path report it with a location */
     }
     L->root = j;
     L->doc_line = 1;
@@ -891,9 +1014,39 @@ static enum wh_err emit_string(struct wh_buf *b, const char *s, int indent, bool
     return emit_quoted(b, s);
 }
 
+/* YAML caps an implicit key at 1024 characters; a longer one is written as
+ * an explicit key ("? key"), which has no limit. Quoting at most quadruples
+ * a key, so only long keys need the trial rendering. */
+#define IMPLICIT_KEY_MAX 1000
+
+static enum wh_err emit_key(struct wh_buf *b, const char *key, int indent, bool *explicit_key)
+{
+    *explicit_key = false;
+    if (strlen(key) * 4 + 2 <= IMPLICIT_KEY_MAX)
+        return emit_string(b, key, indent, true);
+    struct wh_buf k;
+    wh_buf_init(&k, b->max);
+    enum wh_err err = emit_string(&k, key, indent, true);
+    if (!err && wh_buf_len(&k) > IMPLICIT_KEY_MAX) {
+        *explicit_key = true;
+        err = wh_buf_add(b, "? ");
+    }
+    if (!err)
+        err = wh_buf_addn(b, wh_buf_ptr(&k), wh_buf_len(&k));
+    wh_buf_free(&k);
+    return err;
+}
+
 static bool is_block(const cJSON *j)
 {
     return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
+}
+
+static enum wh_err emit_double(struct wh_buf *b, double d)
+{
+    char text[32];
+    shortest_double(d, text);
+    return wh_buf_add(b, text);
 }
 
 /* A scalar or an empty collection, then the end of the line. */
@@ -908,7 +1061,7 @@ static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
         if (d == floor(d) && fabs(d) < 1e15)
             WH_TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
         else
-            WH_TRY(wh_buf_addf(b, "%.17g", d));
+            WH_TRY(emit_double(b, d));
     } else if (cJSON_IsBool(j)) {
         WH_TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
     } else if (cJSON_IsObject(j)) {
@@ -936,8 +1089,18 @@ static enum wh_err emit_block(struct wh_buf *b, const cJSON *j, int indent, bool
                 WH_TRY(emit_inline(b, c, indent + 2));
             continue;
         }
-        WH_TRY(emit_string(b, c->string, indent, true));
-        if (cJSON_IsObject(c) && c->child) {
+        bool explicit_key = false;
+        WH_TRY(emit_key(b, c->string, indent, &explicit_key));
+        if (explicit_key) {
+            /* "? key" NEWLINE ": value", the value in compact form. */
+            WH_TRY(wh_buf_addc(b, '\n'));
+            WH_TRY(emit_indent(b, indent));
+            WH_TRY(wh_buf_add(b, ": "));
+            if (is_block(c))
+                WH_TRY(emit_block(b, c, indent + 2, true));
+            else
+                WH_TRY(emit_inline(b, c, indent + 2));
+        } else if (cJSON_IsObject(c) && c->child) {
             WH_TRY(wh_buf_add(b, ":\n"));
             WH_TRY(emit_block(b, c, indent + 2, false));
         } else if (cJSON_IsArray(c) && c->child) {

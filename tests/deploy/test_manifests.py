@@ -5,6 +5,7 @@ rendered objects form a consistent webhook install (deploylib.check_install).
 import copy
 import glob
 import os
+import re
 import sys
 import unittest
 
@@ -81,6 +82,38 @@ class Manifests(unittest.TestCase):
                 self.assertNotIn("annotations", o["metadata"], "%s: %s" % (path, key(o)))
                 for w in o.get("webhooks", []):
                     self.assertNotIn("caBundle", w.get("clientConfig", {}), path)
+
+    def test_doc_label_selectors_find_every_kind(self):
+        # docs/deploy.md's `kubectl -n ray-system get|delete KIND,KIND -l SEL` lines:
+        # each listed kind of the install carries the label, else the command
+        # silently shows or deletes nothing of it. Endpoints take their
+        # Service's labels; pods the Deployment template's.
+        objs = dl.kustomize_render(DEFAULT) if dl.kubectl() else None
+        self.assertIsNotNone(objs, "kubectl not found: run scripts/setup.sh")
+        kinds = {"deployment": ["Deployment"], "pods": ["Pod"], "service": ["Service"],
+                 "endpoints": ["Service"], "pdb": ["PodDisruptionBudget"],
+                 "serviceaccount": ["ServiceAccount"], "certificate": ["Certificate"],
+                 "issuer": ["Issuer"]}
+        with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
+            lines = [ln for ln in f if re.search(r"kubectl -n ray-system .*\b(get|delete) \S+ -l \S+", ln)]
+        self.assertGreaterEqual(len(lines), 2)
+        for ln in lines:
+            m = re.search(r"\b(?:get|delete) (\S+) -l (\S+)=(\S+)", ln)
+            with self.subTest(line=ln.strip()):
+                self.assertIsNotNone(m, "unparsed selector line")
+                lkey, lval = m.group(2), m.group(3)
+                for k in m.group(1).split(","):
+                    self.assertIn(k, kinds, "kind %s unknown to this test" % k)
+                    for kind in kinds[k]:
+                        if kind == "Pod":
+                            found = [d["spec"]["template"]["metadata"].get("labels", {})
+                                     for d in dl.find(objs, "Deployment")]
+                        else:
+                            found = [o["metadata"].get("labels", {}) for o in dl.find(objs, kind)]
+                        self.assertTrue(found, "no %s in the install" % kind)
+                        for labels in found:
+                            self.assertEqual(labels.get(lkey), lval,
+                                             "%s lacks label %s=%s" % (kind, lkey, lval))
 
 
 if __name__ == "__main__":

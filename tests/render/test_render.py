@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -238,6 +239,8 @@ def test_rejections_and_errors():
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-numofhosts.yaml")])
     check(rc == 1 and "numOfHosts" in err and "wrong-hosts" in err and out == "",
           "rejected render: rc %d err %s" % (rc, err))
+    check("bad-numofhosts.yaml: line 2: RayCluster wrong-hosts would be rejected" in err,
+          "a rejection names the file and line: %s" % err)
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-long-group.yaml")])
     check(rc == 1 and "over the DNS label limit of 63" in err and out == "",
           "pod denied by mutation: rc %d err %s" % (rc, err))
@@ -302,6 +305,23 @@ def test_check():
     check(rc == 1 and "cannot read" in out, "check missing path: %d %s" % (rc, out))
     rc, out, err = run(["check"])
     check(rc == 2, "check without paths")
+    # In a searched directory only regular files are read (a FIFO named
+    # x.yaml, or a symlink to one, would block the read). Directories past
+    # the depth limit give an error row; they were once skipped silently.
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(os.path.join(MANIFESTS, "tpu7x-single-host.yaml"), os.path.join(d, "a.yaml"))
+        os.mkfifo(os.path.join(d, "fifo.yaml"))
+        os.symlink(os.path.join(d, "fifo.yaml"), os.path.join(d, "link.yaml"))
+        deep = os.path.join(d, *(["d"] * 40))
+        os.makedirs(deep)
+        try:
+            rc, out, err = run(["check", "--output", "json", d], timeout=20)
+            rep = json.loads(out)
+            check(rc == 1 and rep["files"] == 2 and rep["errors"] == 1
+                  and "deeper than" in rep["rows"][-1]["message"],
+                  "check skips FIFOs and reports deep dirs: %d %s" % (rc, rep))
+        except subprocess.TimeoutExpired:
+            check(False, "check hung on a FIFO in a directory")
 
 
 def test_review_yaml():

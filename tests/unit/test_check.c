@@ -103,7 +103,16 @@ static void test_unreadable_inputs(void **state)
     const char *bad = "kind: RayCluster\nmetadata: {name: x\n";
     assert_int_equal(wh_check_text("b.yaml", bad, strlen(bad), rows, &st, errbuf), WH_OK);
     assert_int_equal(st.errors, 1);
-    assert_non_null(strstr(wh_json_str0(rows->child, "message"), "line 2"));
+    assert_non_null(strstr(wh_json_str0(rows->child, "message"), "line 3"));
+    /* The row carries the error's line (b.yaml:3 in the table), and the
+     * summary counts no worker group for it. */
+    assert_int_equal(wh_json_get(rows->child, "line")->valueint, 3);
+    struct wh_buf t;
+    wh_buf_init(&t, 1 << 16);
+    assert_int_equal(wh_check_table(rows, &st, &t), WH_OK);
+    assert_non_null(strstr(wh_buf_ptr(&t), "\nb.yaml:3: error -: line 3"));
+    assert_non_null(strstr(wh_buf_ptr(&t), "0 TPU worker group(s)"));
+    wh_buf_free(&t);
     const char *none = "kind: Service\nmetadata: {name: s}\n";
     assert_int_equal(wh_check_text("s.yaml", none, strlen(none), rows, &st, errbuf), WH_OK);
     assert_int_equal(cJSON_GetArraySize(rows), 1); /* other kinds give no row */
@@ -113,11 +122,83 @@ static void test_unreadable_inputs(void **state)
     cJSON_Delete(rows);
 }
 
+/* A worker-group field of the wrong type is what the API server refuses
+ * (CRD schema); the engine alone would read it as absent and blame
+ * something else ("numOfHosts is 0"). The error names the embedded path. */
+static void test_wrong_types(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *needle;
+    } cases[] = {
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, numOfHosts: \"2\"}\n",
+         "spec.workerGroupSpecs[0].numOfHosts is \"2\" (a string)"},
+        {"kind: RayJob\nmetadata: {name: j}\nspec:\n  rayClusterSpec:\n    workerGroupSpecs:\n"
+         "    - {groupName: g, replicas: 1.5}\n",
+         "spec.rayClusterSpec.workerGroupSpecs[0].replicas is 1.5 (a number)"},
+        {"kind: RayService\nmetadata: {name: s}\nspec:\n  rayClusterConfig:\n"
+         "    workerGroupSpecs: {groupName: g}\n",
+         "spec.rayClusterConfig.workerGroupSpecs is {\"groupName\":\"g\"} (a mapping)"},
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: 7}\n",
+         "spec.workerGroupSpecs[0].groupName is 7 (a number)"},
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, suspend: \"true\"}\n",
+         "spec.workerGroupSpecs[0].suspend is \"true\" (a string)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *rows = cJSON_CreateArray();
+        struct wh_check_stats st = {0};
+        char errbuf[WH_ERRBUF_LEN] = "";
+        assert_int_equal(
+            wh_check_text("t.yaml", cases[i].yaml, strlen(cases[i].yaml), rows, &st, errbuf),
+            WH_OK);
+        const char *msg = wh_json_str0(rows->child, "message");
+        if (st.errors != 1 || !strstr(msg, cases[i].needle))
+            fail_msg("case %zu: %zu error(s), message '%s' lacks '%s'", i, st.errors, msg,
+                     cases[i].needle);
+        cJSON_Delete(rows);
+    }
+}
+
+/* KubeRay 1.4+ creates no pods for a RayCluster named over 53 characters:
+ * check says so (a warning; the webhook's verdict stands). */
+static void test_long_cluster_name(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "kind: RayCluster\n"
+        "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"
+        "spec:\n"
+        "  workerGroupSpecs:\n"
+        "  - groupName: g\n"
+        "    numOfHosts: 2\n"
+        "    replicas: 1\n"
+        "    template:\n"
+        "      spec:\n"
+        "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"
+        "                       cloud.google.com/gke-tpu-topology: 2x2x2}\n"
+        "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n";
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_check_text("l.yaml", yaml, strlen(yaml), rows, &st, errbuf), WH_OK);
+    const cJSON *r = row_of(rows, "g");
+    assert_string_equal(wh_json_str0(r, "verdict"), "ok");
+    const cJSON *w = wh_json_get(r, "warnings");
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_non_null(strstr(w->child->valuestring, "is 58 characters; KubeRay 1.4+ refuses"));
+    cJSON_Delete(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_group_verdicts),
         cmocka_unit_test(test_unreadable_inputs),
+        cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_long_cluster_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,6 +176,38 @@ static void test_versions(void **state)
     assert_int_equal(wh_kuberay_parse_version("1.6beta", &major, &minor, errbuf), WH_ERR_INVALID);
 }
 
+/* CheckLabel / CheckName keep the END of the whole string, however long the
+ * names are (a fixed buffer once cut the end off first). */
+static void test_long_names(void **state)
+{
+    (void)state;
+    char name[201], group[321], yaml[2048];
+    memset(name, 'n', 200);
+    name[200] = '\0';
+    name[199] = 'z';
+    memset(group, 'g', 320);
+    group[320] = '\0';
+    group[319] = 'q';
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: %s}\n"
+             "spec:\n  headGroupSpec: {template: {spec: {containers: [{name: h}]}}}\n"
+             "  workerGroupSpecs:\n  - groupName: %s\n    replicas: 1\n"
+             "    template: {spec: {containers: [{name: w, image: ray}]}}\n",
+             name, group);
+    cJSON *rc = load(yaml);
+    cJSON *pods = pods_of(rc, 1, 6);
+    const char *ident = label(pods->child, "ray.io/identifier");
+    assert_int_equal(strlen(ident), 63);
+    assert_string_equal(ident + 63 - 9, "nz-worker");
+    cJSON_Delete(pods);
+    pods = pods_of(rc, 1, 1);
+    const char *gen = wh_json_str(wh_json_get(pods->child, "metadata"), "generateName");
+    assert_int_equal(strlen(gen), 50);
+    assert_string_equal(gen + 50 - 3, "gq-");
+    cJSON_Delete(pods);
+    cJSON_Delete(rc);
+}
+
 static void test_order_and_sizes(void **state)
 {
     (void)state;
@@ -261,6 +293,14 @@ static void test_wrappers_and_errors(void **state)
     cJSON_Delete(cl);
     cJSON_Delete(svc);
 
+    /* A nameless wrapper would give a RayCluster named "-xxxxx". */
+    cJSON *anon = load("kind: RayJob\nmetadata: {namespace: q}\n"
+                       "spec: {rayClusterSpec: {workerGroupSpecs: []}}\n");
+    assert_int_equal(wh_kuberay_cluster_of(anon, &cl, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "RayJob has no metadata.name"));
+    assert_null(cl);
+    cJSON_Delete(anon);
+
     cJSON *dep = load("kind: Deployment\nmetadata: {name: d}\n");
     assert_int_equal(wh_kuberay_cluster_of(dep, &cl, errbuf), WH_ERR_KIND);
     assert_non_null(strstr(errbuf, "Deployment d is not a RayCluster"));
@@ -302,6 +342,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v6e_16_native),
         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_long_names),
         cmocka_unit_test(test_order_and_sizes),
         cmocka_unit_test(test_wrappers_and_errors),
     };

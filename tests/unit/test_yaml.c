@@ -174,6 +174,29 @@ static void test_errors(void **state)
     assert_null(docs);
     const char *badutf8 = "a: \xff\xfe\n";
     expect_error(badutf8, strlen(badutf8), WH_ERR_INVALID, "line");
+    /* JSON input gets the same answers as YAML: cJSON alone would cut
+     * "Ray\u0000x" to "Ray" and pass bad UTF-8 (or a UTF-8 surrogate) on. */
+    const char *json_nul = "{\"kind\": \"Ray\\u0000x\"}";
+    expect_error(json_nul, strlen(json_nul), WH_ERR_INVALID, "NUL");
+    /* cJSON keeps both copies of a repeated key (our getters read the first,
+     * Kubernetes keeps the last); JSON gets YAML's duplicate-key error. */
+    const char *json_dup = "{\"spec\": {\"numOfHosts\": 1,\n  \"numOfHosts\": 4}}";
+    expect_error(json_dup, strlen(json_dup), WH_ERR_INVALID,
+                 "line 2, column 3: duplicate key \"numOfHosts\"");
+    /* An overflowing number: cJSON would make it infinity (printed null);
+     * go-yaml keeps the text. */
+    expect_json("{\"a\": 1e400, \"b\": [-1e999], \"c\": 1.5}",
+                "{\"a\": \"1e400\", \"b\": [\"-1e999\"], \"c\": 1.5}");
+    /* Number keys become their shortest exact text (not %g's 6 digits,
+     * which also made 1.0000001 and 1.0000002 a "duplicate"). */
+    expect_json("{1.0000001: a, 1.0000002: b, 0.5: c, 7: d}",
+                "{\"1.0000001\": \"a\", \"1.0000002\": \"b\", \"0.5\": \"c\", \"7\": \"d\"}");
+    const char *json_utf8 = "{\"kind\": \"Ray\xffx\"}";
+    expect_error(json_utf8, strlen(json_utf8), WH_ERR_INVALID, "line 1");
+    const char *json_surrogate = "{\"kind\": \"\xed\xa0\x80\"}";
+    expect_error(json_surrogate, strlen(json_surrogate), WH_ERR_INVALID, "line 1");
+    expect_json("{\"k\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"u\": \"\\u00e9\"}",
+                "{\"k\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"u\": \"\xc3\xa9\"}");
 }
 
 static void test_alias_bomb(void **state)
@@ -198,6 +221,36 @@ static void test_alias_bomb(void **state)
                        "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
                        "g: {<<: *a, y: *f}\n";
     expect_error(mlol, strlen(mlol), WH_ERR_TOOBIG, "alias bomb");
+}
+
+/* A mapping with many keys of its own and many merge sources: merging must
+ * not re-sort the keys once per source (that took minutes; ctest's timeout
+ * catches a regression). Explicit keys still win, then the first source. */
+static void test_merge_many(void **state)
+{
+    (void)state;
+    enum { KEYS = 40000, SOURCES = 40000 };
+    struct wh_buf b;
+    wh_buf_init(&b, 8u << 20);
+    assert_int_equal(wh_buf_add(&b, "a: &a {x: 1, k7: 99}\nc: &c {x: 2, z: 3}\nb:\n"), WH_OK);
+    for (int i = 0; i < KEYS; i++)
+        assert_int_equal(wh_buf_addf(&b, "  k%d: %d\n", i, i), WH_OK);
+    assert_int_equal(wh_buf_add(&b, "  <<: [*a"), WH_OK);
+    for (int i = 1; i < SOURCES; i++)
+        assert_int_equal(wh_buf_add(&b, i == SOURCES / 2 ? ", *c" : ", *a"), WH_OK);
+    assert_int_equal(wh_buf_add(&b, "]\n"), WH_OK);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *doc = NULL;
+    enum wh_err err = wh_yaml_load_one(b.ptr, b.len, &doc, errbuf);
+    if (err)
+        fail_msg("load failed: %s", errbuf);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "b");
+    assert_int_equal(cJSON_GetArraySize(m), KEYS + 2);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "k7")->valueint, 7);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "x")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "z")->valueint, 3);
+    cJSON_Delete(doc);
+    wh_buf_free(&b);
 }
 
 static void test_limits(void **state)
@@ -287,6 +340,16 @@ static void test_emit_roundtrip(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         roundtrip(cases[i]);
+    /* Keys past YAML's 1024-character cap on implicit keys, with every kind
+     * of value (they once came out as YAML that does not load). */
+    char big[2048], json[16384];
+    memset(big, 'k', 1100);
+    big[1100] = '\0';
+    snprintf(json, sizeof(json),
+             "{\"a\":{\"%s1\":{\"c\":1,\"d\":[1,{\"e\":2}]},\"%s2\":[1,[2],{\"g\":4}],"
+             "\"%s3\":{},\"%s4\":\"x\\ny\\n\",\"%s5\":null},\"%s6\":\"v\"}",
+             big, big, big, big, big, big);
+    roundtrip(json);
 }
 
 static void test_emit_shape(void **state)
@@ -308,6 +371,14 @@ static void test_emit_shape(void **state)
                                         "      value: \"4\"\n");
     wh_buf_free(&b);
     cJSON_Delete(j);
+    /* Numbers in their shortest exact form. */
+    j = wh_test_parse("[0.1, 0.5, 1e-7, 123456789012345678, 3.141592653589793, 1e300]");
+    wh_buf_init(&b, 4096);
+    assert_int_equal(wh_yaml_emit(j, &b), WH_OK);
+    assert_string_equal(wh_buf_ptr(&b), "- 0.1\n- 0.5\n- 1e-07\n- 1.2345678901234568e+17\n"
+                                        "- 3.141592653589793\n- 1e+300\n");
+    wh_buf_free(&b);
+    cJSON_Delete(j);
 }
 
 int main(void)
@@ -315,7 +386,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalar_table),  cmocka_unit_test(test_multi_document),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_limits),        cmocka_unit_test(test_emit_roundtrip),
+        cmocka_unit_test(test_merge_many),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_emit_roundtrip),
         cmocka_unit_test(test_emit_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
