@@ -639,6 +639,11 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         s, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
         wh_tls_retrieve, MHD_OPTION_END);
     if (!s->d) {
+        /* The socket was handed over: libmicrohttpd closes it on most of its
+         * failure paths (not on a rejected option). Closing it again could
+         * close a descriptor another thread (the Kubernetes client) has just
+         * been given the same number, so at worst it leaks on this fatal path. */
+        s->listen_fd = -1;
         wh_fail(errbuf, WH_ERR_TLS,
                 "libmicrohttpd did not start on %s (TLS priorities or thread limits; run with "
                 "--v=2 for its log)",
