@@ -49,7 +49,10 @@ struct request {
 
 struct wh_server {
     struct MHD_Daemon *d;
+    /* Ours before MHD starts; MHD's from then on; ours again after
+     * MHD_quiesce_daemon, but closed only after MHD_stop_daemon. */
     int listen_fd;
+    bool quiesced;
     unsigned port;
     struct wh_server_opts o;
     struct wh_admit *ad;
@@ -678,11 +681,17 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
         sleep_ms(20);
     }
     atomic_store(&s->draining, true);
-    if (s->listen_fd >= 0) {
+    if (!s->quiesced) {
+        /* MHD's threads let go of the socket some time after quiesce
+         * returns; libmicrohttpd says not to close it before
+         * MHD_stop_daemon (a close here raced their epoll_ctl, and the
+         * number could be reused under them). shutdown() ends the listening
+         * now, so new connections are refused at once. */
         MHD_socket l = MHD_quiesce_daemon(s->d);
         if (l != MHD_INVALID_SOCKET)
-            close(l);
-        s->listen_fd = -1;
+            shutdown(l, SHUT_RDWR);
+        s->listen_fd = l;
+        s->quiesced = true;
     }
     long long deadline = now_ms() + timeout_ms, quiet_since = 0;
     /* A request may still be on the wire to a kept-alive connection: after
@@ -717,7 +726,7 @@ void wh_server_free(struct wh_server *s)
         return;
     if (s->d)
         MHD_stop_daemon(s->d);
-    else if (s->listen_fd >= 0)
+    if ((!s->d || s->quiesced) && s->listen_fd >= 0)
         close(s->listen_fd);
     /* MHD closed every connection and notified us; nothing is left linked. */
     pthread_mutex_destroy(&s->lock);
