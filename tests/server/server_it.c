@@ -735,7 +735,8 @@ struct loader {
     atomic_bool stop;
     const char *body;
     size_t len;
-    int ok, failed;
+    atomic_int ok; /* read while the poster runs (shutdown_delay) */
+    int failed;
     long connects;
     char first_error[256];
 };
@@ -751,7 +752,7 @@ static void *keepalive_poster(void *arg)
         curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &n);
         l->connects += n;
         if (r.rc == CURLE_OK && r.status == 200) {
-            l->ok++;
+            atomic_fetch_add(&l->ok, 1);
         } else {
             if (!l->failed)
                 snprintf(l->first_error, sizeof(l->first_error), "%s / HTTP %ld",
@@ -907,7 +908,7 @@ static void case_shutdown_delay(void)
     CHECK(r.rc == CURLE_OK && r.status == 200, "new connection during the delay: %s %ld",
           curl_easy_strerror(r.rc), r.status);
     CHECK(now_s() - t0 < 2.3, "checks took too long to mean anything");
-    int ok_during_delay = l.ok;
+    int ok_during_delay = atomic_load(&l.ok);
     int st = 0;
     while (now_s() - t0 < 10 && waitpid(server_pid, &st, WNOHANG) != server_pid)
         sleep_ms(10);
