@@ -570,9 +570,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     free(cn);
 }
 
+/* Connections cut per tick that get a log line of their own. */
+#define TICK_LOG_MAX 16
+
 void wh_server_tick(struct wh_server *s)
 {
     long long now = now_ms();
+    char clients[TICK_LOG_MAX][ADDR_LEN];
+    size_t n_cut = 0;
     pthread_mutex_lock(&s->lock);
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
         if (cn->cut || atomic_load(&cn->deadline_ms) > now)
@@ -581,11 +586,24 @@ void wh_server_tick(struct wh_server *s)
          * the fd is not closed here, so it cannot be reused under MHD. */
         shutdown(cn->fd, SHUT_RDWR);
         cn->cut = true;
-        wh_metrics_timeout(s->m);
-        wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, cn->client, "reason",
-               WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
+        if (n_cut < TICK_LOG_MAX)
+            memcpy(clients[n_cut], cn->client, ADDR_LEN);
+        n_cut++;
     }
     pthread_mutex_unlock(&s->lock);
+    /* Logged outside the lock: MHD threads take it for every connection
+     * opened or closed, and a write to a slow stderr must not stall them. */
+    for (size_t i = 0; i < n_cut; i++) {
+        wh_metrics_timeout(s->m);
+        if (i < TICK_LOG_MAX)
+            wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
+                   WH_F_STR, "request not received in time (slow or stalled client)",
+                   (char *)NULL);
+    }
+    if (n_cut > TICK_LOG_MAX)
+        wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,
+               (long long)(n_cut - TICK_LOG_MAX), "reason", WH_F_STR,
+               "request not received in time (slow or stalled clients)", (char *)NULL);
 }
 
 /* ---- life cycle --------------------------------------------------------- */
