@@ -27,6 +27,14 @@ static enum wh_err ssl_fail(char *errbuf, const char *what)
     return wh_fail(errbuf, WH_ERR_TLS, "%s: %s", what, why);
 }
 
+/* Never prompt for a passphrase: OpenSSL's default asks on the terminal,
+ * or reads stdin when there is none, and blocks. An encrypted key fails. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
+}
+
 static enum wh_err bio_to_buf(BIO *bio, struct wh_buf *out, char *errbuf)
 {
     char *data = NULL;
@@ -163,12 +171,13 @@ enum wh_err wh_certs_make_server(const char *ca_cert_pem, size_t ca_cert_len,
         goto out;
     BIO *cb = BIO_new_mem_buf(ca_cert_pem, (int)ca_cert_len);
     BIO *kb = BIO_new_mem_buf(ca_key_pem, (int)ca_key_len);
-    ca = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
-    cak = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    ca = cb ? PEM_read_bio_X509(cb, NULL, no_password, NULL) : NULL;
+    cak = kb ? PEM_read_bio_PrivateKey(kb, NULL, no_password, NULL) : NULL;
     BIO_free(cb);
     BIO_free(kb);
     if (!ca || !cak || X509_check_private_key(ca, cak) != 1) {
-        err = ssl_fail(errbuf, "the CA certificate and key do not load or do not match");
+        err = ssl_fail(errbuf, "the CA certificate and key do not load (an encrypted key is not "
+                               "supported) or do not match");
         goto out;
     }
     k = EVP_EC_gen("P-256");

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>   /* kill */
 #include <sys/stat.h>
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* fork, pipe, dup2 */
 
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -70,6 +73,61 @@ static void test_server_cert(void **st)
     assert_int_equal(wh_certs_make_server(wh_buf_ptr(&cac), wh_buf_len(&cac), wh_buf_ptr(&k),
                                           wh_buf_len(&k), sans, 3, 5, &c, &k, errbuf),
                      WH_ERR_TLS);
+    wh_buf_free(&cac);
+    wh_buf_free(&cak);
+    wh_buf_free(&c);
+    wh_buf_free(&k);
+}
+
+/* An encrypted CA key is refused at once: never a passphrase prompt, which
+ * (with no terminal) would read from stdin and block. */
+static void test_encrypted_ca_key(void **st)
+{
+    (void)st;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf cac, cak, c, k;
+    wh_buf_init(&cac, 1 << 16);
+    wh_buf_init(&cak, 1 << 16);
+    wh_buf_init(&c, 1 << 16);
+    wh_buf_init(&k, 1 << 16);
+    assert_int_equal(wh_certs_make_ca("CA", 10, &cac, &cak, errbuf), WH_OK);
+    BIO *in = BIO_new_mem_buf(wh_buf_ptr(&cak), (int)wh_buf_len(&cak));
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(in, NULL, NULL, NULL);
+    BIO_free(in);
+    assert_non_null(key);
+    BIO *out = BIO_new(BIO_s_mem());
+    assert_int_equal(PEM_write_bio_PrivateKey(out, key, EVP_aes_128_cbc(), NULL, 0, NULL,
+                                              (void *)"secret"),
+                     1);
+    char *enc = NULL;
+    long enc_len = BIO_get_mem_data(out, &enc);
+    /* In a child whose stdin is a pipe that stays open and silent: a
+     * passphrase prompt there blocks for good (OpenSSL takes over the
+     * signals while it reads, so an alarm cannot end it). */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[0], STDIN_FILENO);
+        const char *sans[] = {"DNS:localhost"};
+        enum wh_err err = wh_certs_make_server(wh_buf_ptr(&cac), wh_buf_len(&cac), enc,
+                                               (size_t)enc_len, sans, 1, 5, &c, &k, errbuf);
+        _exit(err == WH_ERR_TLS && strstr(errbuf, "CA") ? 0 : 1);
+    }
+    int status = -1;
+    for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) != pid; i++)
+        usleep(10000);
+    close(fds[0]);
+    close(fds[1]);
+    if (status == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("blocked asking for the CA key's passphrase");
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    BIO_free(out);
+    EVP_PKEY_free(key);
     wh_buf_free(&cac);
     wh_buf_free(&cak);
     wh_buf_free(&c);
@@ -147,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_cert),
         cmocka_unit_test(test_write_dir),
+        cmocka_unit_test(test_encrypted_ca_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
