@@ -17,6 +17,8 @@
 
 #include "wh/fileio.h" /* wh_read_file */
 
+#define DNS_NAME_MAX 253
+
 static enum wh_err ssl_fail(char *errbuf, const char *what)
 {
     char why[256] = "no detail";
@@ -304,12 +306,22 @@ enum wh_err wh_certs_write(const struct wh_certs_opts *o, bool *ca_reused, char 
         if (err)
             goto out;
     }
-    snprintf(names[0], sizeof(names[0]), "DNS:%s.%s.svc", o->service, o->ns);
-    snprintf(names[1], sizeof(names[1]), "DNS:%s.%s.svc.cluster.local", o->service, o->ns);
-    snprintf(names[2], sizeof(names[2]), "DNS:%s.%s", o->service, o->ns);
-    snprintf(names[3], sizeof(names[3]), "DNS:%s", o->service);
-    for (size_t i = 0; i < 4; i++)
+    /* service.ns.svc, service.ns.svc.cluster.local, service.ns, service */
+    static const char *const suffixes[4] = {".svc", ".svc.cluster.local", "", NULL};
+    for (size_t i = 0; i < 4; i++) {
+        /* A cut name would be a certificate for some other name. */
+        int len = suffixes[i] ? snprintf(names[i], sizeof(names[i]), "DNS:%s.%s%s", o->service,
+                                         o->ns, suffixes[i])
+                              : snprintf(names[i], sizeof(names[i]), "DNS:%s", o->service);
+        if (len < 0 || len - 4 > DNS_NAME_MAX) {
+            err = wh_fail(errbuf, WH_ERR_INVALID,
+                          "--service/--namespace: %s.%s.svc.cluster.local is longer than a "
+                          "DNS name may be (%d characters); shorten them",
+                          o->service, o->ns, DNS_NAME_MAX);
+            goto out;
+        }
         sans[n++] = names[i];
+    }
     sans[n++] = "DNS:localhost";
     sans[n++] = "IP:127.0.0.1";
     for (size_t i = 0; i < o->n_extra_sans && n < WH_CERTS_MAX_SANS; i++)

@@ -191,6 +191,14 @@ static void test_write_dir(void **st)
     assert_string_not_equal(ca1, ca3);
     free(ca1), free(ca2), free(ca3), free(crt1), free(crt2);
     wh_buf_free(&b);
+    /* A service name that would not fit a DNS name is refused, not cut. */
+    char long_service[300];
+    memset(long_service, 'a', sizeof(long_service) - 1);
+    long_service[sizeof(long_service) - 1] = '\0';
+    o.service = long_service;
+    assert_int_equal(wh_certs_write(&o, &reused, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "--service/--namespace"));
+    o.service = "kuberay-tpu-webhook";
     /* A directory that cannot be made. */
     o.dir = "/proc/no/such/dir";
     assert_int_not_equal(wh_certs_write(&o, &reused, errbuf), WH_OK);
