@@ -23,7 +23,7 @@
 #include "wh/memtune.h"  /* wh_memtune_server */
 #include "wh/b64.h"      /* wh_b64_decode */
 #include "wh/commands.h" /* wh_cmd_serve */
-#include "wh/flags.h"    /* wh_flags_parse */
+#include "wh/flags.h"    /* wh_flags_command */
 #include "wh/log.h"      /* wh_log */
 #include "wh/metrics.h"  /* wh_metrics_new */
 #include "wh/server.h"   /* wh_server_start */
@@ -247,18 +247,10 @@ int wh_cmd_serve(int argc, char **argv)
         {"log_dir", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
     };
     size_t n = sizeof(flags) / sizeof(flags[0]);
+    int exit_now = wh_flags_command(flags, n, argc, argv, "serve", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_flags_result fr;
-    if (wh_flags_parse(flags, n, argc, argv, &fr, errbuf)) {
-        fprintf(stderr, "tpu-webhook serve: %s\nRun 'tpu-webhook serve --help' for the flags.\n",
-                errbuf);
-        return 2;
-    }
-    if (fr == WH_FLAGS_HELP) {
-        fputs(usage_head, stdout);
-        wh_flags_usage(flags, n, stdout);
-        return 0;
-    }
     wh_log_set_verbosity((int)c.v);
     struct sockaddr_storage ss;
     socklen_t sl;
