@@ -43,7 +43,9 @@ struct request {
     long long start_us;
     struct wh_buf body;
     bool too_big;
-    size_t discarded; /* body bytes dropped after too_big */
+    bool busy;        /* over the server's body memory: refused with 503 */
+    size_t held;      /* bytes of body counted in the server's body_bytes */
+    size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status; /* answer queued, 0 until then */
 };
 
@@ -64,6 +66,7 @@ struct wh_server {
     atomic_llong answered;
     atomic_llong aborted;
     atomic_llong n_conns;
+    atomic_llong body_bytes; /* request bodies held, all connections */
     pthread_mutex_t lock; /* the conn list */
     struct conn *conns;
 };
@@ -468,6 +471,27 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     return MHD_YES;
 }
 
+/* Count n more body bytes against the server's budget; false (nothing
+ * counted) when they do not fit. Without it every connection could hold a
+ * body of max_body at once: 1024 x 3 MiB by default. */
+static bool hold_body(struct wh_server *s, struct request *rq, size_t n)
+{
+    long long after = atomic_fetch_add(&s->body_bytes, (long long)n) + (long long)n;
+    if (after > (long long)s->o.max_body_memory) {
+        atomic_fetch_sub(&s->body_bytes, (long long)n);
+        return false;
+    }
+    rq->held += n;
+    return true;
+}
+
+static void drop_body(struct wh_server *s, struct request *rq)
+{
+    wh_buf_free(&rq->body);
+    atomic_fetch_sub(&s->body_bytes, (long long)rq->held);
+    rq->held = 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -490,10 +514,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* A body that outgrows the limit: MHD cannot answer mid-upload, so
          * the rest is discarded (never stored) up to twice the limit, then
          * the connection is closed without an answer. */
-        if (rq->too_big) {
+        if (rq->too_big || rq->busy) {
             rq->discarded += *upload_size;
+        } else if (!hold_body(s, rq, *upload_size)) {
+            drop_body(s, rq);
+            rq->busy = true;
+            rq->discarded = *upload_size;
         } else if (wh_buf_addn(&rq->body, upload, *upload_size)) {
-            rq->too_big = true; /* the buffer freed itself */
+            drop_body(s, rq); /* the buffer freed itself; the count goes */
+            rq->too_big = true;
             rq->discarded = *upload_size;
         }
         *upload_size = 0;
@@ -504,6 +533,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
         return reply_error(s, c, rq, 413, msg, NULL);
     }
+    if (rq->busy)
+        return reply_error(s, c, rq, 503,
+                           "the webhook holds too many request bodies at once; retry", NULL);
     return admit(s, c, rq);
 }
 
@@ -522,7 +554,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (cn)
         atomic_store(&cn->deadline_ms,
                      now_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
-    wh_buf_free(&rq->body);
+    drop_body(s, rq);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
 }
@@ -638,6 +670,8 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         return NULL;
     }
     s->o = *o;
+    if (s->o.max_body_memory < s->o.max_body)
+        s->o.max_body_memory = s->o.max_body; /* one body of the limit always fits */
     s->ad = ad;
     s->m = m;
     s->listen_fd = -1;

@@ -925,6 +925,50 @@ static void case_shutdown_delay(void)
     free((char *)l.body);
 }
 
+/* --max-body-memory: bodies held by stalled uploads count against one
+ * budget; a request that does not fit gets 503, and once the uploads go
+ * the memory is free again. */
+static void case_body_memory(void)
+{
+    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072", NULL};
+    start_server(extra);
+    enum { N = 2, PART = 60000 };
+    struct tls_conn held[N];
+    char *part = malloc(PART);
+    CHECK(part, "malloc");
+    memset(part, ' ', PART);
+    for (int i = 0; i < N; i++) {
+        CHECK(tls_open(&held[i], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake %d", i);
+        char head[256];
+        int hl = snprintf(head, sizeof(head),
+                          "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                          "application/json\r\nContent-Length: 65536\r\n\r\n");
+        CHECK(SSL_write(held[i].ssl, head, hl) == hl, "headers %d", i);
+        CHECK(SSL_write(held[i].ssl, part, PART) == PART, "body %d", i);
+    }
+    sleep_ms(500); /* the server has read both partial bodies: 120,000 bytes held */
+    size_t len = 20000;
+    char *junk = malloc(len);
+    CHECK(junk, "malloc");
+    memset(junk, ' ', len);
+    struct resp r;
+    call("POST", "/mutate", junk, len, &r);
+    CHECK(r.status == 503 && strstr(r.body, "too many request bodies"),
+          "a body over the memory budget: %ld %.120s", r.status, r.body);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    for (int i = 0; i < N; i++)
+        tls_close(&held[i]);
+    sleep_ms(500);
+    size_t plen;
+    char *pod = sample("review-pod.json", &plen);
+    call("POST", "/mutate", pod, plen, &r);
+    CHECK(r.status == 200, "after the stalled uploads went: %ld %.120s", r.status, r.body);
+    free(pod);
+    free(junk);
+    free(part);
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
 /* Raw bytes over TLS; returns what came back (NUL-terminated, truncated). */
 static void raw_exchange(const char *data, size_t len, char *out, size_t out_len)
 {
@@ -1185,7 +1229,7 @@ int main(int argc, char **argv)
                  {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
                  {"flags", case_flags},             {"hostile", case_hostile},
-                 {"shutdown_delay", case_shutdown_delay}};
+                 {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;
