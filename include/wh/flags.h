@@ -49,6 +49,13 @@ bool wh_flags_parse_duration(const char *s, long *ms);
 /* Print one line per visible flag: "  --name value   help". */
 void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out);
 
+/* The front of a subcommand, `tpu-webhook <command> [flags]`: parse, and on
+ * a bad flag print the reason and a hint to stderr and return 2 (the exit
+ * status); on -h/--help print usage_head and the flags to stdout and return
+ * 0; when the command should run, return -1. */
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
+                     const char *command, const char *usage_head);
+
 /* The flag by name, or NULL. */
 const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name);
 

@@ -4,8 +4,10 @@
  *        "uid", WH_F_STR, uid, "ops", WH_F_INT, (long long)n, (char *)NULL);
  *
  * Fields are (key, type, value) triples ended by a NULL key. Strings are
- * JSON-escaped. A line is written with one write(2) so concurrent threads
- * never interleave. Never pass secrets (tokens, keys) as fields.
+ * JSON-escaped; a string longer than 2 KiB is cut there (at a UTF-8
+ * boundary) and marked with its full length, so a client-sized field
+ * cannot make a line huge or get it dropped. A line is written with one
+ * write(2) so concurrent threads never interleave. Never pass secrets (tokens, keys) as fields.
  */
 #ifndef WH_LOG_H
 #define WH_LOG_H

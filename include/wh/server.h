@@ -6,7 +6,8 @@
  * Errors are Kubernetes Status objects in JSON: 400 not an AdmissionReview
  * (or the wrong kind for the route), 404 unknown path, 405 wrong method,
  * 413 body over max_body (refused from Content-Length before reading it),
- * 500/503 when the pipeline cannot answer.
+ * 500/503 when the pipeline cannot answer, 503 when taking the body would
+ * put the bodies held at once (all connections) over max_body_memory.
  *
  * Threads: a fixed pool of libmicrohttpd threads, each with its own epoll
  * set; connections are kept alive and no thread is created per request.
@@ -40,6 +41,7 @@ struct wh_server_opts {
     long header_timeout_ms;    /* connect (incl. TLS handshake) to complete request headers */
     long request_timeout_ms;   /* request headers to complete answer (body upload included) */
     size_t max_body;           /* request body limit in bytes */
+    size_t max_body_memory;    /* bodies held at once, all connections (raised to max_body) */
 };
 
 struct wh_server;

@@ -17,6 +17,8 @@
 
 #include "wh/fileio.h" /* wh_read_file */
 
+#define DNS_NAME_MAX 253
+
 static enum wh_err ssl_fail(char *errbuf, const char *what)
 {
     char why[256] = "no detail";
@@ -25,6 +27,14 @@ static enum wh_err ssl_fail(char *errbuf, const char *what)
         ERR_error_string_n(e, why, sizeof(why));
     ERR_clear_error();
     return wh_fail(errbuf, WH_ERR_TLS, "%s: %s", what, why);
+}
+
+/* Never prompt for a passphrase: OpenSSL's default asks on the terminal,
+ * or reads stdin when there is none, and blocks. An encrypted key fails. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
 }
 
 static enum wh_err bio_to_buf(BIO *bio, struct wh_buf *out, char *errbuf)
@@ -163,12 +173,13 @@ enum wh_err wh_certs_make_server(const char *ca_cert_pem, size_t ca_cert_len,
         goto out;
     BIO *cb = BIO_new_mem_buf(ca_cert_pem, (int)ca_cert_len);
     BIO *kb = BIO_new_mem_buf(ca_key_pem, (int)ca_key_len);
-    ca = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
-    cak = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    ca = cb ? PEM_read_bio_X509(cb, NULL, no_password, NULL) : NULL;
+    cak = kb ? PEM_read_bio_PrivateKey(kb, NULL, no_password, NULL) : NULL;
     BIO_free(cb);
     BIO_free(kb);
     if (!ca || !cak || X509_check_private_key(ca, cak) != 1) {
-        err = ssl_fail(errbuf, "the CA certificate and key do not load or do not match");
+        err = ssl_fail(errbuf, "the CA certificate and key do not load (an encrypted key is not "
+                               "supported) or do not match");
         goto out;
     }
     k = EVP_EC_gen("P-256");
@@ -295,12 +306,22 @@ enum wh_err wh_certs_write(const struct wh_certs_opts *o, bool *ca_reused, char 
         if (err)
             goto out;
     }
-    snprintf(names[0], sizeof(names[0]), "DNS:%s.%s.svc", o->service, o->ns);
-    snprintf(names[1], sizeof(names[1]), "DNS:%s.%s.svc.cluster.local", o->service, o->ns);
-    snprintf(names[2], sizeof(names[2]), "DNS:%s.%s", o->service, o->ns);
-    snprintf(names[3], sizeof(names[3]), "DNS:%s", o->service);
-    for (size_t i = 0; i < 4; i++)
+    /* service.ns.svc, service.ns.svc.cluster.local, service.ns, service */
+    static const char *const suffixes[4] = {".svc", ".svc.cluster.local", "", NULL};
+    for (size_t i = 0; i < 4; i++) {
+        /* A cut name would be a certificate for some other name. */
+        int len = suffixes[i] ? snprintf(names[i], sizeof(names[i]), "DNS:%s.%s%s", o->service,
+                                         o->ns, suffixes[i])
+                              : snprintf(names[i], sizeof(names[i]), "DNS:%s", o->service);
+        if (len < 0 || len - 4 > DNS_NAME_MAX) {
+            err = wh_fail(errbuf, WH_ERR_INVALID,
+                          "--service/--namespace: %s.%s.svc.cluster.local is longer than a "
+                          "DNS name may be (%d characters); shorten them",
+                          o->service, o->ns, DNS_NAME_MAX);
+            goto out;
+        }
         sans[n++] = names[i];
+    }
     sans[n++] = "DNS:localhost";
     sans[n++] = "IP:127.0.0.1";
     for (size_t i = 0; i < o->n_extra_sans && n < WH_CERTS_MAX_SANS; i++)

@@ -3,7 +3,7 @@
 
 #include "wh/certs.h"    /* wh_certs_write */
 #include "wh/commands.h" /* wh_cmd_certs */
-#include "wh/flags.h"    /* wh_flags_parse */
+#include "wh/flags.h"    /* wh_flags_command */
 
 static const char usage_head[] =
     "usage: tpu-webhook certs [flags]\n"
@@ -34,18 +34,10 @@ int wh_cmd_certs(int argc, char **argv)
         {"extra-san", WH_FLAG_STR, &extra, 0, 0, "one more name, DNS:<name> or IP:<address>", false},
     };
     size_t n_flags = sizeof(flags) / sizeof(flags[0]);
+    int exit_now = wh_flags_command(flags, n_flags, argc, argv, "certs", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_flags_result fr;
-    if (wh_flags_parse(flags, n_flags, argc, argv, &fr, errbuf)) {
-        fprintf(stderr, "tpu-webhook certs: %s\nRun 'tpu-webhook certs --help' for the flags.\n",
-                errbuf);
-        return 2;
-    }
-    if (fr == WH_FLAGS_HELP) {
-        fputs(usage_head, stdout);
-        wh_flags_usage(flags, n_flags, stdout);
-        return 0;
-    }
     if (!*dir || !*ns || !*service) {
         fprintf(stderr, "tpu-webhook certs: --dir, --namespace and --service may not be empty\n");
         return 2;

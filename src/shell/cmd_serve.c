@@ -23,7 +23,7 @@
 #include "wh/memtune.h"  /* wh_memtune_server */
 #include "wh/b64.h"      /* wh_b64_decode */
 #include "wh/commands.h" /* wh_cmd_serve */
-#include "wh/flags.h"    /* wh_flags_parse */
+#include "wh/flags.h"    /* wh_flags_command */
 #include "wh/log.h"      /* wh_log */
 #include "wh/metrics.h"  /* wh_metrics_new */
 #include "wh/server.h"   /* wh_server_start */
@@ -52,7 +52,7 @@ struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig;
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool;
-    long v, max_body, threads, max_conns;
+    long v, max_body, max_body_memory, threads, max_conns;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
 };
 
@@ -184,7 +184,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
                                    .max_connections = (unsigned)c->max_conns,
                                    .idle_timeout_ms = c->idle_ms, .header_timeout_ms = c->header_ms,
                                    .request_timeout_ms = c->request_ms,
-                                   .max_body = (size_t)c->max_body};
+                                   .max_body = (size_t)c->max_body,
+                                   .max_body_memory = (size_t)c->max_body_memory};
     srv = wh_server_start(&sopts, ad, m, errbuf);
     if (!srv) {
         fprintf(stderr, "Failed to start server: %s\n", errbuf);
@@ -217,6 +218,7 @@ out:
 int wh_cmd_serve(int argc, char **argv)
 {
     struct config c = {.bind = ":443", .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
+                       .max_body_memory = 256L * 1024 * 1024,
                        .threads = default_threads(), .max_conns = 1024, .idle_ms = 90000,
                        .header_ms = 10000, .request_ms = 30000, .shutdown_ms = 20000,
                        .poll_ms = 1000};
@@ -230,6 +232,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"v", WH_FLAG_INT, &c.v, 0, 10, "log verbosity: 0 errors and warnings, 1 one line per admission, 2 debug", false},
         {"standalone", WH_FLAG_BOOL, &c.standalone, 0, 0, "no Kubernetes API: legacy indices come from this process's own admissions", false},
         {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
+        {"max-body-memory", WH_FLAG_INT, &c.max_body_memory, 1024, 1L << 40, "request bodies held at once, all connections; more get 503 (default 268435456)", false},
         {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
         {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
         {"idle-timeout", WH_FLAG_DURATION, &c.idle_ms, 1000, 3600000, "close kept-alive connections idle this long (default 90s)", false},
@@ -247,18 +250,10 @@ int wh_cmd_serve(int argc, char **argv)
         {"log_dir", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
     };
     size_t n = sizeof(flags) / sizeof(flags[0]);
+    int exit_now = wh_flags_command(flags, n, argc, argv, "serve", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_flags_result fr;
-    if (wh_flags_parse(flags, n, argc, argv, &fr, errbuf)) {
-        fprintf(stderr, "tpu-webhook serve: %s\nRun 'tpu-webhook serve --help' for the flags.\n",
-                errbuf);
-        return 2;
-    }
-    if (fr == WH_FLAGS_HELP) {
-        fputs(usage_head, stdout);
-        wh_flags_usage(flags, n, stdout);
-        return 0;
-    }
     wh_log_set_verbosity((int)c.v);
     struct sockaddr_storage ss;
     socklen_t sl;

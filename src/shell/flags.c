@@ -163,6 +163,24 @@ enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **arg
     return WH_OK;
 }
 
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
+                     const char *command, const char *usage_head)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_flags_result fr;
+    if (wh_flags_parse(flags, n, argc, argv, &fr, errbuf)) {
+        fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n",
+                command, errbuf, command);
+        return 2;
+    }
+    if (fr == WH_FLAGS_HELP) {
+        fputs(usage_head, stdout);
+        wh_flags_usage(flags, n, stdout);
+        return 0;
+    }
+    return -1;
+}
+
 void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++) {

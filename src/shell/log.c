@@ -31,11 +31,26 @@ static const char *level_name(enum wh_log_level level)
     }
 }
 
+/* Longest string field written whole. Fields often carry what a client sent
+ * (object names, uids); without a cap one huge field would overflow the
+ * line buffer and the whole line, the record of that request, would be lost. */
+#define FIELD_MAX 2048
+#define LINE_MAX_BYTES (64 * 1024)
+
 static enum wh_err add_str(struct wh_buf *b, const char *s)
 {
+    size_t len = s ? strlen(s) : 0;
+    size_t keep = len;
+    if (keep > FIELD_MAX) {
+        keep = FIELD_MAX;
+        while (keep && ((unsigned char)s[keep] & 0xC0) == 0x80)
+            keep--; /* do not cut a UTF-8 sequence */
+    }
     enum wh_err err = wh_buf_addc(b, '"');
     if (!err)
-        err = wh_buf_add_json_escaped(b, s ? s : "", s ? strlen(s) : 0);
+        err = wh_buf_add_json_escaped(b, s ? s : "", keep);
+    if (!err && keep < len)
+        err = wh_buf_addf(b, "...(%zu bytes, truncated)", len);
     if (!err)
         err = wh_buf_addc(b, '"');
     return err;
@@ -50,7 +65,7 @@ void wh_log(enum wh_log_level level, const char *event, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     struct wh_buf b;
-    wh_buf_init(&b, 64 * 1024);
+    wh_buf_init(&b, LINE_MAX_BYTES);
     enum wh_err err = wh_buf_addf(&b, "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"level\":\"%s\",\"event\":",
                                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
                                   tm.tm_sec, ts.tv_nsec / 1000, level_name(level));

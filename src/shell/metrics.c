@@ -149,8 +149,7 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
     enum wh_err err = head(b, name, "histogram", "Time from request headers to the last byte of the answer.");
     for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++) {
         const struct hist *h = &m->latency[p];
-        long long count = get(&h->count);
-        if (!count && p != WH_MPATH_MUTATE && p != WH_MPATH_VALIDATE)
+        if (!get(&h->count) && p != WH_MPATH_MUTATE && p != WH_MPATH_VALIDATE)
             continue;
         long long cum = 0;
         for (size_t i = 0; !err && i <= N_BOUNDS; i++) {
@@ -162,10 +161,12 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
                 err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"+Inf\"} %lld\n", name,
                                   path_labels[p], cum);
         }
+        /* _count is the +Inf bucket as rendered: requests ending while this
+         * runs must not leave the two disagreeing, as Prometheus requires. */
         if (!err)
             err = wh_buf_addf(b, "%s_sum{path=\"%s\"} %.6f\n%s_count{path=\"%s\"} %lld\n", name,
                               path_labels[p], (double)get(&h->sum_us) / 1e6, name, path_labels[p],
-                              count);
+                              cum);
     }
     return err;
 }

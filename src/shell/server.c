@@ -43,13 +43,18 @@ struct request {
     long long start_us;
     struct wh_buf body;
     bool too_big;
-    size_t discarded; /* body bytes dropped after too_big */
+    bool busy;        /* over the server's body memory: refused with 503 */
+    size_t held;      /* bytes of body counted in the server's body_bytes */
+    size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status; /* answer queued, 0 until then */
 };
 
 struct wh_server {
     struct MHD_Daemon *d;
+    /* Ours before MHD starts; MHD's from then on; ours again after
+     * MHD_quiesce_daemon, but closed only after MHD_stop_daemon. */
     int listen_fd;
+    bool quiesced;
     unsigned port;
     struct wh_server_opts o;
     struct wh_admit *ad;
@@ -61,6 +66,7 @@ struct wh_server {
     atomic_llong answered;
     atomic_llong aborted;
     atomic_llong n_conns;
+    atomic_llong body_bytes; /* request bodies held, all connections */
     pthread_mutex_t lock; /* the conn list */
     struct conn *conns;
 };
@@ -465,6 +471,27 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     return MHD_YES;
 }
 
+/* Count n more body bytes against the server's budget; false (nothing
+ * counted) when they do not fit. Without it every connection could hold a
+ * body of max_body at once: 1024 x 3 MiB by default. */
+static bool hold_body(struct wh_server *s, struct request *rq, size_t n)
+{
+    long long after = atomic_fetch_add(&s->body_bytes, (long long)n) + (long long)n;
+    if (after > (long long)s->o.max_body_memory) {
+        atomic_fetch_sub(&s->body_bytes, (long long)n);
+        return false;
+    }
+    rq->held += n;
+    return true;
+}
+
+static void drop_body(struct wh_server *s, struct request *rq)
+{
+    wh_buf_free(&rq->body);
+    atomic_fetch_sub(&s->body_bytes, (long long)rq->held);
+    rq->held = 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -487,10 +514,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* A body that outgrows the limit: MHD cannot answer mid-upload, so
          * the rest is discarded (never stored) up to twice the limit, then
          * the connection is closed without an answer. */
-        if (rq->too_big) {
+        if (rq->too_big || rq->busy) {
             rq->discarded += *upload_size;
+        } else if (!hold_body(s, rq, *upload_size)) {
+            drop_body(s, rq);
+            rq->busy = true;
+            rq->discarded = *upload_size;
         } else if (wh_buf_addn(&rq->body, upload, *upload_size)) {
-            rq->too_big = true; /* the buffer freed itself */
+            drop_body(s, rq); /* the buffer freed itself; the count goes */
+            rq->too_big = true;
             rq->discarded = *upload_size;
         }
         *upload_size = 0;
@@ -501,6 +533,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
         return reply_error(s, c, rq, 413, msg, NULL);
     }
+    if (rq->busy)
+        return reply_error(s, c, rq, 503,
+                           "the webhook holds too many request bodies at once; retry", NULL);
     return admit(s, c, rq);
 }
 
@@ -519,7 +554,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (cn)
         atomic_store(&cn->deadline_ms,
                      now_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
-    wh_buf_free(&rq->body);
+    drop_body(s, rq);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
 }
@@ -567,9 +602,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     free(cn);
 }
 
+/* Connections cut per tick that get a log line of their own. */
+#define TICK_LOG_MAX 16
+
 void wh_server_tick(struct wh_server *s)
 {
     long long now = now_ms();
+    char clients[TICK_LOG_MAX][ADDR_LEN];
+    size_t n_cut = 0;
     pthread_mutex_lock(&s->lock);
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
         if (cn->cut || atomic_load(&cn->deadline_ms) > now)
@@ -578,11 +618,24 @@ void wh_server_tick(struct wh_server *s)
          * the fd is not closed here, so it cannot be reused under MHD. */
         shutdown(cn->fd, SHUT_RDWR);
         cn->cut = true;
-        wh_metrics_timeout(s->m);
-        wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, cn->client, "reason",
-               WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
+        if (n_cut < TICK_LOG_MAX)
+            memcpy(clients[n_cut], cn->client, ADDR_LEN);
+        n_cut++;
     }
     pthread_mutex_unlock(&s->lock);
+    /* Logged outside the lock: MHD threads take it for every connection
+     * opened or closed, and a write to a slow stderr must not stall them. */
+    for (size_t i = 0; i < n_cut; i++) {
+        wh_metrics_timeout(s->m);
+        if (i < TICK_LOG_MAX)
+            wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
+                   WH_F_STR, "request not received in time (slow or stalled client)",
+                   (char *)NULL);
+    }
+    if (n_cut > TICK_LOG_MAX)
+        wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,
+               (long long)(n_cut - TICK_LOG_MAX), "reason", WH_F_STR,
+               "request not received in time (slow or stalled clients)", (char *)NULL);
 }
 
 /* ---- life cycle --------------------------------------------------------- */
@@ -617,6 +670,8 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         return NULL;
     }
     s->o = *o;
+    if (s->o.max_body_memory < s->o.max_body)
+        s->o.max_body_memory = s->o.max_body; /* one body of the limit always fits */
     s->ad = ad;
     s->m = m;
     s->listen_fd = -1;
@@ -639,6 +694,11 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         s, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
         wh_tls_retrieve, MHD_OPTION_END);
     if (!s->d) {
+        /* The socket was handed over: libmicrohttpd closes it on most of its
+         * failure paths (not on a rejected option). Closing it again could
+         * close a descriptor another thread (the Kubernetes client) has just
+         * been given the same number, so at worst it leaks on this fatal path. */
+        s->listen_fd = -1;
         wh_fail(errbuf, WH_ERR_TLS,
                 "libmicrohttpd did not start on %s (TLS priorities or thread limits; run with "
                 "--v=2 for its log)",
@@ -673,11 +733,17 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
         sleep_ms(20);
     }
     atomic_store(&s->draining, true);
-    if (s->listen_fd >= 0) {
+    if (!s->quiesced) {
+        /* MHD's threads let go of the socket some time after quiesce
+         * returns; libmicrohttpd says not to close it before
+         * MHD_stop_daemon (a close here raced their epoll_ctl, and the
+         * number could be reused under them). shutdown() ends the listening
+         * now, so new connections are refused at once. */
         MHD_socket l = MHD_quiesce_daemon(s->d);
         if (l != MHD_INVALID_SOCKET)
-            close(l);
-        s->listen_fd = -1;
+            shutdown(l, SHUT_RDWR);
+        s->listen_fd = l;
+        s->quiesced = true;
     }
     long long deadline = now_ms() + timeout_ms, quiet_since = 0;
     /* A request may still be on the wire to a kept-alive connection: after
@@ -712,7 +778,7 @@ void wh_server_free(struct wh_server *s)
         return;
     if (s->d)
         MHD_stop_daemon(s->d);
-    else if (s->listen_fd >= 0)
+    if ((!s->d || s->quiesced) && s->listen_fd >= 0)
         close(s->listen_fd);
     /* MHD closed every connection and notified us; nothing is left linked. */
     pthread_mutex_destroy(&s->lock);

@@ -735,7 +735,8 @@ struct loader {
     atomic_bool stop;
     const char *body;
     size_t len;
-    int ok, failed;
+    atomic_int ok; /* read while the poster runs (shutdown_delay) */
+    int failed;
     long connects;
     char first_error[256];
 };
@@ -751,7 +752,7 @@ static void *keepalive_poster(void *arg)
         curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &n);
         l->connects += n;
         if (r.rc == CURLE_OK && r.status == 200) {
-            l->ok++;
+            atomic_fetch_add(&l->ok, 1);
         } else {
             if (!l->failed)
                 snprintf(l->first_error, sizeof(l->first_error), "%s / HTTP %ld",
@@ -907,7 +908,7 @@ static void case_shutdown_delay(void)
     CHECK(r.rc == CURLE_OK && r.status == 200, "new connection during the delay: %s %ld",
           curl_easy_strerror(r.rc), r.status);
     CHECK(now_s() - t0 < 2.3, "checks took too long to mean anything");
-    int ok_during_delay = l.ok;
+    int ok_during_delay = atomic_load(&l.ok);
     int st = 0;
     while (now_s() - t0 < 10 && waitpid(server_pid, &st, WNOHANG) != server_pid)
         sleep_ms(10);
@@ -922,6 +923,50 @@ static void case_shutdown_delay(void)
     CHECK(log_field("shutdown", "accepted") == log_field("shutdown", "answered"), "unanswered requests");
     free(pod);
     free((char *)l.body);
+}
+
+/* --max-body-memory: bodies held by stalled uploads count against one
+ * budget; a request that does not fit gets 503, and once the uploads go
+ * the memory is free again. */
+static void case_body_memory(void)
+{
+    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072", NULL};
+    start_server(extra);
+    enum { N = 2, PART = 60000 };
+    struct tls_conn held[N];
+    char *part = malloc(PART);
+    CHECK(part, "malloc");
+    memset(part, ' ', PART);
+    for (int i = 0; i < N; i++) {
+        CHECK(tls_open(&held[i], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake %d", i);
+        char head[256];
+        int hl = snprintf(head, sizeof(head),
+                          "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                          "application/json\r\nContent-Length: 65536\r\n\r\n");
+        CHECK(SSL_write(held[i].ssl, head, hl) == hl, "headers %d", i);
+        CHECK(SSL_write(held[i].ssl, part, PART) == PART, "body %d", i);
+    }
+    sleep_ms(500); /* the server has read both partial bodies: 120,000 bytes held */
+    size_t len = 20000;
+    char *junk = malloc(len);
+    CHECK(junk, "malloc");
+    memset(junk, ' ', len);
+    struct resp r;
+    call("POST", "/mutate", junk, len, &r);
+    CHECK(r.status == 503 && strstr(r.body, "too many request bodies"),
+          "a body over the memory budget: %ld %.120s", r.status, r.body);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    for (int i = 0; i < N; i++)
+        tls_close(&held[i]);
+    sleep_ms(500);
+    size_t plen;
+    char *pod = sample("review-pod.json", &plen);
+    call("POST", "/mutate", pod, plen, &r);
+    CHECK(r.status == 200, "after the stalled uploads went: %ld %.120s", r.status, r.body);
+    free(pod);
+    free(junk);
+    free(part);
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }
 
 /* Raw bytes over TLS; returns what came back (NUL-terminated, truncated). */
@@ -1184,7 +1229,7 @@ int main(int argc, char **argv)
                  {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
                  {"flags", case_flags},             {"hostile", case_hostile},
-                 {"shutdown_delay", case_shutdown_delay}};
+                 {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>   /* kill */
 #include <sys/stat.h>
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* fork, pipe, dup2 */
 
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -76,6 +79,61 @@ static void test_server_cert(void **st)
     wh_buf_free(&k);
 }
 
+/* An encrypted CA key is refused at once: never a passphrase prompt, which
+ * (with no terminal) would read from stdin and block. */
+static void test_encrypted_ca_key(void **st)
+{
+    (void)st;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf cac, cak, c, k;
+    wh_buf_init(&cac, 1 << 16);
+    wh_buf_init(&cak, 1 << 16);
+    wh_buf_init(&c, 1 << 16);
+    wh_buf_init(&k, 1 << 16);
+    assert_int_equal(wh_certs_make_ca("CA", 10, &cac, &cak, errbuf), WH_OK);
+    BIO *in = BIO_new_mem_buf(wh_buf_ptr(&cak), (int)wh_buf_len(&cak));
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(in, NULL, NULL, NULL);
+    BIO_free(in);
+    assert_non_null(key);
+    BIO *out = BIO_new(BIO_s_mem());
+    assert_int_equal(PEM_write_bio_PrivateKey(out, key, EVP_aes_128_cbc(), NULL, 0, NULL,
+                                              (void *)"secret"),
+                     1);
+    char *enc = NULL;
+    long enc_len = BIO_get_mem_data(out, &enc);
+    /* In a child whose stdin is a pipe that stays open and silent: a
+     * passphrase prompt there blocks for good (OpenSSL takes over the
+     * signals while it reads, so an alarm cannot end it). */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[0], STDIN_FILENO);
+        const char *sans[] = {"DNS:localhost"};
+        enum wh_err err = wh_certs_make_server(wh_buf_ptr(&cac), wh_buf_len(&cac), enc,
+                                               (size_t)enc_len, sans, 1, 5, &c, &k, errbuf);
+        _exit(err == WH_ERR_TLS && strstr(errbuf, "CA") ? 0 : 1);
+    }
+    int status = -1;
+    for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) != pid; i++)
+        usleep(10000);
+    close(fds[0]);
+    close(fds[1]);
+    if (status == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("blocked asking for the CA key's passphrase");
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    BIO_free(out);
+    EVP_PKEY_free(key);
+    wh_buf_free(&cac);
+    wh_buf_free(&cak);
+    wh_buf_free(&c);
+    wh_buf_free(&k);
+}
+
 static char *slurp(const char *dir, const char *name)
 {
     char path[128];
@@ -133,6 +191,14 @@ static void test_write_dir(void **st)
     assert_string_not_equal(ca1, ca3);
     free(ca1), free(ca2), free(ca3), free(crt1), free(crt2);
     wh_buf_free(&b);
+    /* A service name that would not fit a DNS name is refused, not cut. */
+    char long_service[300];
+    memset(long_service, 'a', sizeof(long_service) - 1);
+    long_service[sizeof(long_service) - 1] = '\0';
+    o.service = long_service;
+    assert_int_equal(wh_certs_write(&o, &reused, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "--service/--namespace"));
+    o.service = "kuberay-tpu-webhook";
     /* A directory that cannot be made. */
     o.dir = "/proc/no/such/dir";
     assert_int_not_equal(wh_certs_write(&o, &reused, errbuf), WH_OK);
@@ -147,6 +213,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_cert),
         cmocka_unit_test(test_write_dir),
+        cmocka_unit_test(test_encrypted_ca_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

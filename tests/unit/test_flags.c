@@ -89,6 +89,20 @@ static void test_help(void **st)
     }
 }
 
+/* The subcommand front: exit status 2 on a bad flag, 0 on help, -1 to run. */
+static void test_command(void **st)
+{
+    (void)st;
+    struct vals x = {0};
+    FLAGS(x);
+    char *bad[] = {"certs", "--bogus", NULL};
+    char *help[] = {"certs", "--help", NULL};
+    char *ok[] = {"certs", "-v", "2", NULL};
+    assert_int_equal(wh_flags_command(flags, n_flags, 2, bad, "certs", "usage: test\n"), 2);
+    assert_int_equal(wh_flags_command(flags, n_flags, 2, help, "certs", "usage: test\n"), 0);
+    assert_int_equal(wh_flags_command(flags, n_flags, 3, ok, "certs", "usage: test\n"), -1);
+}
+
 static void expect_error(char **argv, const char *text)
 {
     struct vals x = {0};
@@ -139,6 +153,7 @@ int main(void)
         cmocka_unit_test(test_all_forms),
         cmocka_unit_test(test_separate_values_and_false),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_command),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_durations),
     };

@@ -1,4 +1,5 @@
-/* test_server.c: --bind-address parsing (Go listen-address syntax). */
+/* test_server.c: --bind-address parsing (Go listen-address syntax); the
+ * listening socket's single close when the daemon does not start. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/resource.h> /* setrlimit */
+#include <sys/syscall.h>  /* SYS_close */
+#include <unistd.h>       /* syscall */
 
 #include "../testutil.h"
 #include "wh/server.h"
@@ -53,10 +57,55 @@ static void test_bind(void **st)
     assert_int_equal(wh_server_parse_bind(NULL, &ss, &len, errbuf), WH_ERR_INVALID);
 }
 
+/* Every close(2) in the process, libmicrohttpd's included, goes through
+ * here while a test watches one descriptor: a second close of it would, in
+ * a threaded server, close whatever another thread opened in between. */
+static int watched_fd = -1;
+static int watched_closes;
+
+int close(int fd)
+{
+    if (fd >= 0 && fd == watched_fd)
+        watched_closes++;
+    return (int)syscall(SYS_close, fd);
+}
+
+static void test_start_failure_closes_listener_once(void **st)
+{
+    (void)st;
+    /* The listener gets the last descriptor the limit allows, so the
+     * daemon's own epoll and ITC descriptors cannot be made. */
+    int probe = dup(0);
+    assert_true(probe >= 0);
+    close(probe);
+    struct rlimit old, tight;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    tight = old;
+    tight.rlim_cur = (rlim_t)probe + 1;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    watched_fd = probe;
+    watched_closes = 0;
+    struct wh_server_opts o = {.bind = "127.0.0.1:0", .threads = 2, .max_connections = 8,
+                               .idle_timeout_ms = 1000, .header_timeout_ms = 1000,
+                               .request_timeout_ms = 1000, .max_body = 1024};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_metrics *m = wh_metrics_new();
+    struct wh_server *s = wh_server_start(&o, NULL, m, errbuf);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    watched_fd = -1;
+    wh_server_free(s);
+    wh_metrics_free(m);
+    assert_null(s);
+    assert_true(errbuf[0] != '\0');
+    if (watched_closes > 1)
+        fail_msg("listening socket %d closed %d times", probe, watched_closes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bind),
+        cmocka_unit_test(test_start_failure_closes_listener_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,106 @@
+/* test_log.c: structured log lines (captured from stderr). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../testutil.h"
+#include "wh/log.h"
+
+/* stderr redirected to a temporary file; capture_end returns what was
+ * written in between (caller frees). */
+struct capture {
+    FILE *f;
+    int saved;
+};
+
+static void capture_begin(struct capture *c)
+{
+    c->f = tmpfile();
+    assert_non_null(c->f);
+    c->saved = dup(STDERR_FILENO);
+    assert_true(c->saved >= 0);
+    assert_true(dup2(fileno(c->f), STDERR_FILENO) >= 0);
+}
+
+static char *capture_end(struct capture *c)
+{
+    assert_true(dup2(c->saved, STDERR_FILENO) >= 0);
+    close(c->saved);
+    off_t n = lseek(fileno(c->f), 0, SEEK_END);
+    assert_true(n >= 0);
+    char *text = calloc(1, (size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(pread(fileno(c->f), text, (size_t)n, 0), n);
+    fclose(c->f);
+    return text;
+}
+
+static void test_fields(void **st)
+{
+    (void)st;
+    wh_log_set_verbosity(1);
+    struct capture c;
+    capture_begin(&c);
+    wh_log(WH_LOG_INFO, "admission", "uid", WH_F_STR, "u\"1", "ops", WH_F_INT, 3LL, "ok",
+           WH_F_BOOL, 1, (char *)NULL);
+    wh_log(WH_LOG_DEBUG, "hidden", (char *)NULL); /* above --v=1 */
+    char *text = capture_end(&c);
+    assert_non_null(strchr(text, '\n'));
+    assert_null(strchr(strchr(text, '\n') + 1, '\n')); /* one line only */
+    cJSON *j = wh_test_parse(text);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "event")->valuestring, "admission");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "uid")->valuestring, "u\"1");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "ops")->valueint, 3);
+    cJSON_Delete(j);
+    free(text);
+}
+
+/* A field as large as a request body is cut, not the line dropped. */
+static void test_huge_field_is_truncated(void **st)
+{
+    (void)st;
+    wh_log_set_verbosity(1);
+    size_t big = 200 * 1024;
+    char *name = malloc(big + 1);
+    assert_non_null(name);
+    for (size_t i = 0; i < big; i += 2) { /* "é" repeated: two-byte UTF-8 */
+        name[i] = (char)0xC3;
+        name[i + 1] = (char)0xA9;
+    }
+    name[big] = '\0';
+    struct capture c;
+    capture_begin(&c);
+    wh_log(WH_LOG_WARN, "admission", "name", WH_F_STR, name, "uid", WH_F_STR, "abc",
+           (char *)NULL);
+    char *text = capture_end(&c);
+    free(name);
+    assert_true(strlen(text) > 0);
+    assert_true(strlen(text) < 8 * 1024);
+    cJSON *j = wh_test_parse(text);
+    const char *logged = cJSON_GetObjectItemCaseSensitive(j, "name")->valuestring;
+    assert_non_null(strstr(logged, "(204800 bytes, truncated)"));
+    assert_true(((unsigned char)logged[0]) == 0xC3);
+    const char *dots = strstr(logged, "...");
+    assert_true((dots - logged) % 2 == 0); /* no half character before the marker */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "uid")->valuestring, "abc");
+    cJSON_Delete(j);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_huge_field_is_truncated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
