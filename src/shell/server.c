@@ -256,6 +256,9 @@ struct described {
     const char *uid, *kind, *ns, *name, *cluster, *group;
 };
 
+/* Failed reviews larger than this are logged without their identity. */
+#define DESCRIBE_MAX ((size_t)64 * 1024)
+
 static void describe(const char *body, size_t len, struct described *d)
 {
     memset(d, 0, sizeof(*d));
@@ -305,8 +308,11 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
         d.name = res->ids.name;
         d.cluster = res->ids.cluster;
         d.group = res->ids.group;
-    } else { /* the review could not be answered: read what we can */
+    } else if (wh_buf_len(&rq->body) <= DESCRIBE_MAX) {
+        /* the review could not be answered: read what we can */
         describe(wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), &d);
+    } else { /* a hostile client must not buy a second full parse per 400 */
+        describe("", 0, &d);
     }
     char client[ADDR_LEN];
     client_of(c, client, sizeof(client));
