@@ -44,6 +44,8 @@ WH_NODISCARD enum wh_err wh_json_print(const cJSON *item, char **out);
  * as address lists cost little more than a copy. */
 struct wh_buf;
 WH_NODISCARD enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item);
+/* Append s as a quoted, escaped JSON string. */
+WH_NODISCARD enum wh_err wh_json_write_string(struct wh_buf *b, const char *s);
 
 /* Strict base-10 integer (optional leading '-' or '+', digits only, no
  * spaces, fits in long). */

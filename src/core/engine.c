@@ -15,33 +15,23 @@
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
 
-static enum wh_err add_json_string(struct wh_buf *b, const char *s)
-{
-    enum wh_err err = wh_buf_addc(b, '"');
-    if (!err)
-        err = wh_buf_add_json_escaped(b, s, strlen(s));
-    if (!err)
-        err = wh_buf_addc(b, '"');
-    return err;
-}
-
 static enum wh_err write_response(const struct wh_review *rv, const struct wh_decision *d,
                                   struct wh_buf *b, size_t *n_ops)
 {
     const char *api = wh_json_str(rv->root, "apiVersion");
     enum wh_err err = wh_buf_add(b, "{\"apiVersion\":");
     if (!err)
-        err = add_json_string(b, api ? api : "admission.k8s.io/v1");
+        err = wh_json_write_string(b, api ? api : "admission.k8s.io/v1");
     if (!err)
         err = wh_buf_add(b, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     if (!err)
-        err = add_json_string(b, rv->info.uid);
+        err = wh_json_write_string(b, rv->info.uid);
     if (!err)
         err = wh_buf_add(b, d->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
     if (!err && !d->allowed) {
         err = wh_buf_add(b, ",\"status\":{\"status\":\"Failure\",\"code\":400,\"reason\":\"BadRequest\",\"message\":");
         if (!err)
-            err = add_json_string(b, d->message ? d->message : "");
+            err = wh_json_write_string(b, d->message ? d->message : "");
         if (!err)
             err = wh_buf_addc(b, '}');
     }
@@ -65,7 +55,7 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
             if (i)
                 err = wh_buf_addc(b, ',');
             if (!err)
-                err = add_json_string(b, w->valuestring);
+                err = wh_json_write_string(b, w->valuestring);
         }
         if (!err)
             err = wh_buf_addc(b, ']');

@@ -124,7 +124,7 @@ bool wh_parse_long(const char *s, long *out)
     return true;
 }
 
-static enum wh_err write_string(struct wh_buf *b, const char *s)
+enum wh_err wh_json_write_string(struct wh_buf *b, const char *s)
 {
     enum wh_err err = wh_buf_addc(b, '"');
     if (!err)
@@ -155,7 +155,7 @@ enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item)
     case cJSON_False: return wh_buf_add(b, "false");
     case cJSON_True: return wh_buf_add(b, "true");
     case cJSON_Number: return write_number(b, item->valuedouble);
-    case cJSON_String: return write_string(b, item->valuestring ? item->valuestring : "");
+    case cJSON_String: return wh_json_write_string(b, item->valuestring ? item->valuestring : "");
     case cJSON_Raw: return wh_buf_add(b, item->valuestring ? item->valuestring : "null");
     case cJSON_Array:
     case cJSON_Object: {
@@ -165,7 +165,7 @@ enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item)
             if (c != item->child)
                 err = wh_buf_addc(b, ',');
             if (!err && obj)
-                err = write_string(b, c->string ? c->string : "");
+                err = wh_json_write_string(b, c->string ? c->string : "");
             if (!err && obj)
                 err = wh_buf_addc(b, ':');
             if (!err)
