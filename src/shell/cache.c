@@ -1,4 +1,6 @@
 /* cache.c: LIST + WATCH caches of KubeRay worker pods and TPU nodes. */
+#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/hash.h"  /* wh_hash_str */
 #include "wh/cache.h"
 
 #include <pthread.h>   /* pthread_t, pthread_rwlock_t */
@@ -31,15 +33,6 @@ struct htab {
     struct hnode **b;
     size_t nb, n;
 };
-
-static uint32_t fnv(uint32_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return (h ^ 0xffu) * 16777619u;
-}
-
-#define FNV0 2166136261u
 
 static bool htab_grow(struct htab *t)
 {
@@ -97,7 +90,7 @@ struct istr {
 
 static const char *intern(struct htab *t, const char *s)
 {
-    uint32_t h = fnv(FNV0, s);
+    uint32_t h = wh_hash_str(WH_HASH_INIT, s);
     if (t->nb) {
         for (struct hnode *e = *htab_slot(t, h); e; e = e->next) {
             struct istr *is = (struct istr *)e;
@@ -206,14 +199,12 @@ static long now_ms(const struct wh_cache *c)
 {
     if (c->ledger)
         return wh_ledger_now(c->ledger);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return wh_clock_ms();
 }
 
 static uint32_t group_hash(const char *ns, const char *cluster, const char *group)
 {
-    return fnv(fnv(fnv(FNV0, ns), cluster), group);
+    return wh_hash_str(wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), cluster), group);
 }
 
 static struct cgroup *find_group(const struct wh_cache *c, const char *ns, const char *cluster,
@@ -267,7 +258,7 @@ static void put_group(struct wh_cache *c, struct cgroup *g)
 
 static uint32_t pod_hash(const char *ns, const char *name)
 {
-    return fnv(fnv(FNV0, ns), name);
+    return wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), name);
 }
 
 static struct cpod *find_pod(const struct wh_cache *c, const char *ns, const char *name)

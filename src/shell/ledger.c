@@ -1,4 +1,6 @@
 /* ledger.c: per-worker-group reservations of legacy (replica, host) ids. */
+#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/hash.h"  /* wh_hash_str */
 #include "wh/ledger.h"
 
 #include <pthread.h>   /* pthread_mutex_t */
@@ -54,23 +56,10 @@ struct wh_ledger {
     struct shard shards[SHARDS];
 };
 
-static long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint32_t fnv(uint32_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return (h ^ 0xffu) * 16777619u; /* separator, so ("ab","c") != ("a","bc") */
-}
 
 static uint32_t key_hash(const char *ns, const char *cluster, const char *group)
 {
-    return fnv(fnv(fnv(2166136261u, ns), cluster), group);
+    return wh_hash_str(wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), cluster), group);
 }
 
 struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts)
@@ -81,7 +70,7 @@ struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts)
     lg->ttl_ms = opts && opts->ttl_ms ? opts->ttl_ms : WH_LEDGER_DEFAULT_TTL_MS;
     lg->max_per_group = opts && opts->max_per_group ? opts->max_per_group
                                                     : WH_LEDGER_DEFAULT_MAX_PER_GROUP;
-    lg->now_ms = opts && opts->now_ms ? opts->now_ms : monotonic_ms;
+    lg->now_ms = opts && opts->now_ms ? opts->now_ms : wh_clock_ms;
     atomic_init(&lg->fresh_since, -1L);
     atomic_init(&lg->heard, -1L);
     atomic_init(&lg->pending, 0);

@@ -1,4 +1,5 @@
 /* server.c: HTTPS admission server on libmicrohttpd (see server.h). */
+#include "wh/clock.h" /* wh_clock_us, wh_clock_ms */
 #include "wh/server.h"
 
 #include <arpa/inet.h>  /* inet_pton */
@@ -71,17 +72,6 @@ struct wh_server {
     struct conn *conns;
 };
 
-static long long now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static long long now_ms(void)
-{
-    return now_us() / 1000;
-}
 
 /* ---- listen address ---------------------------------------------------- */
 
@@ -349,11 +339,11 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
         snprintf(msg, sizeof(msg), "%s: %s: %s", wh_metrics_path_label(rq->path), what,
                  errbuf[0] ? errbuf : wh_strerror(err));
         ret = reply_error(s, c, rq, status, msg, NULL);
-        log_admission(c, rq, status, &res, msg, now_us() - rq->start_us);
+        log_admission(c, rq, status, &res, msg, wh_clock_us() - rq->start_us);
     } else {
         ret = reply(s, c, rq, 200, "application/json", res.body, res.body_len, NULL);
         wh_metrics_admission(s->m, rq->path, res.allowed, res.n_ops);
-        log_admission(c, rq, 200, &res, NULL, now_us() - rq->start_us);
+        log_admission(c, rq, 200, &res, NULL, wh_clock_us() - rq->start_us);
     }
     wh_engine_result_free(&res);
     return ret;
@@ -424,11 +414,11 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     if (!rq)
         return NULL;
     rq->path = classify(url);
-    rq->start_us = now_us();
+    rq->start_us = wh_clock_us();
     wh_buf_init(&rq->body, s->o.max_body);
     struct conn *cn = conn_of(c);
     if (cn)
-        atomic_store(&cn->deadline_ms, now_ms() + s->o.request_timeout_ms);
+        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.request_timeout_ms);
     atomic_fetch_add(&s->active, 1);
     atomic_fetch_add(&s->accepted, 1);
     wh_metrics_begin(s->m);
@@ -554,12 +544,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->status;
-    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, now_us() - rq->start_us);
+    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, wh_clock_us() - rq->start_us);
     atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
     struct conn *cn = conn_of(c);
     if (cn)
         atomic_store(&cn->deadline_ms,
-                     now_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+                     wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
     drop_body(s, rq);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
@@ -580,7 +570,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         }
         cn->fd = ci->connect_fd;
-        atomic_store(&cn->deadline_ms, now_ms() + s->o.header_timeout_ms);
+        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.header_timeout_ms);
         client_of(c, cn->client, sizeof(cn->client));
         pthread_mutex_lock(&s->lock);
         cn->next = s->conns;
@@ -613,7 +603,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 void wh_server_tick(struct wh_server *s)
 {
-    long long now = now_ms();
+    long long now = wh_clock_ms();
     char clients[TICK_LOG_MAX][ADDR_LEN];
     size_t n_cut = 0;
     pthread_mutex_lock(&s->lock);
@@ -733,8 +723,8 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
     /* Endpoints controllers and load balancers need a moment to see the
      * 503 from /readyz; until then new connections are still welcome. */
     atomic_store(&s->unready, true);
-    long long serve_until = now_ms() + delay_ms;
-    while (now_ms() < serve_until) {
+    long long serve_until = wh_clock_ms() + delay_ms;
+    while (wh_clock_ms() < serve_until) {
         wh_server_tick(s);
         sleep_ms(20);
     }
@@ -751,19 +741,19 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
         s->listen_fd = l;
         s->quiesced = true;
     }
-    long long deadline = now_ms() + timeout_ms, quiet_since = 0;
+    long long deadline = wh_clock_ms() + timeout_ms, quiet_since = 0;
     /* A request may still be on the wire to a kept-alive connection: after
      * the last answer, wait a little before closing the idle connections. */
     const long settle_ms = 300;
-    while (now_ms() < deadline) {
+    while (wh_clock_ms() < deadline) {
         wh_server_tick(s);
         if (atomic_load(&s->active) > 0) {
             quiet_since = 0;
         } else if (atomic_load(&s->n_conns) == 0) {
             break;
         } else if (!quiet_since) {
-            quiet_since = now_ms();
-        } else if (now_ms() - quiet_since >= settle_ms) {
+            quiet_since = wh_clock_ms();
+        } else if (wh_clock_ms() - quiet_since >= settle_ms) {
             break;
         }
         sleep_ms(10);
