@@ -8,7 +8,8 @@
  * which makes a second review of a mutated pod patch-free (D6). */
 #include "wh/mutate.h"
 
-#include <stdio.h>  /* snprintf */
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* snprintf, vsnprintf */
 #include <stdlib.h> /* qsort, free */
 #include <string.h> /* strcmp, strstr */
 
@@ -430,105 +431,148 @@ struct shared_values {
     char torch_topology[96];
 };
 
+/* One TPU container's env operations, in the order of anchor §2.7.2. */
+struct env_step {
+    struct pod_ctx *c;
+    const struct shared_values *sv;
+    unsigned ci;           /* index among TPU containers */
+    const cJSON *env;      /* the container's env as sent */
+    struct wh_env_writer w;
+    const char *hostnames; /* what TorchTPU addresses are built over */
+};
+
+/* Set name=<printf> unless the container already has a non-empty value. */
+static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *fmt, ...)
+{
+    if (*env_value(st->env, name, NULL))
+        return WH_OK;
+    char value[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    return wh_env_set(&st->w, name, value);
+}
+
+/* MEGASCALE_* for multi-slice groups (anchor §2.7.4), single-host too. */
+static enum wh_err megascale_env(struct env_step *st)
+{
+    const struct pod_ctx *c = st->c;
+    bool multislice;
+    env_value(st->env, "MEGASCALE_NUM_SLICES", &multislice);
+    if (!multislice)
+        return WH_OK;
+    enum wh_err err = set_if_empty(st, "MEGASCALE_SLICE_ID", "%ld", c->replica);
+    if (!err)
+        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", "%s-0-0.%s%s", c->group, c->headless,
+                           c->tpu7x ? ":8081" : "");
+    if (!err)
+        err = set_if_empty(st, "MEGASCALE_PORT", "%u", WH_MEGASCALE_PORT + (c->tpu7x ? st->ci : 0));
+    return err;
+}
+
+/* Peers (anchor §2.7.5): TPU_WORKER_HOSTNAMES on multi-host pods, TPU7x's
+ * process addresses and port. Decides the host list TorchTPU uses: the
+ * user's non-localhost list wins. */
+static enum wh_err peer_env(struct env_step *st)
+{
+    const struct pod_ctx *c = st->c;
+    bool multi = c->n_hosts > 1;
+    enum wh_err err = WH_OK;
+    st->hostnames = "localhost";
+    if (multi) {
+        const char *cur = env_value(st->env, "TPU_WORKER_HOSTNAMES", NULL);
+        if (!*cur || !strcmp(cur, "localhost")) {
+            st->hostnames = wh_buf_ptr(&st->sv->hostnames);
+            err = wh_env_set(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
+        } else {
+            st->hostnames = cur;
+        }
+    }
+    if (err || !c->tpu7x || (!multi && c->n_tpu < 2))
+        return err;
+    /* One JAX process per TPU container; a single-host multi-container pod
+     * needs the addresses too, or its processes cannot rendezvous. */
+    const char *cur = env_value(st->env, "TPU_PROCESS_ADDRESSES", NULL);
+    if (!*cur || (multi && strstr(cur, "localhost")))
+        err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&st->sv->process_addrs));
+    if (!err)
+        err = set_if_empty(st, "TPU_PROCESS_PORT", "%u", WH_TPU_PROCESS_PORT_BASE + st->ci);
+    return err;
+}
+
+/* TorchTPU (anchor §2.7.8, topology per D3); skipped when the user set
+ * TORCH_TPU_TOPOLOGY. */
+static enum wh_err torch_env(struct env_step *st, bool *denied)
+{
+    struct pod_ctx *c = st->c;
+    bool preset;
+    env_value(st->env, "TORCH_TPU_TOPOLOGY", &preset);
+    if (preset)
+        return WH_OK;
+    struct wh_buf addrs;
+    wh_buf_init(&addrs, VALUE_MAX);
+    bool too_many = false;
+    enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
+    if (!err)
+        err = torch_addresses(c, st->hostnames, &addrs, &too_many);
+    if (!err && too_many) {
+        char who[400];
+        describe(c, who, sizeof(who));
+        *denied = true;
+        err = wh_decision_deny(c->d,
+                               "%s (RayCluster \"%s\", worker group \"%s\"): "
+                               "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
+                               "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
+                               "TorchTPU injection",
+                               who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
+    } else if (!err) {
+        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
+    }
+    wh_buf_free(&addrs);
+    return err;
+}
+
+/* TPU_WORKER_ID (anchor §2.7.3, §2.7.6), TPU_NAME and the device plugin's
+ * variables (§2.7.7). */
+static enum wh_err identity_env(struct env_step *st)
+{
+    const struct pod_ctx *c = st->c;
+    long expected = c->tpu7x ? c->host * (long)c->n_tpu + (long)st->ci : c->host;
+    char exp_s[32], def_s[32];
+    snprintf(exp_s, sizeof(exp_s), "%ld", expected);
+    snprintf(def_s, sizeof(def_s), "%u", st->ci);
+    const char *cur = env_value(st->env, "TPU_WORKER_ID", NULL);
+    enum wh_err err = WH_OK;
+    if (!*cur || (!strcmp(cur, def_s) && strcmp(cur, exp_s)))
+        err = wh_env_set(&st->w, "TPU_WORKER_ID", exp_s);
+    if (!err)
+        err = set_if_empty(st, "TPU_NAME", "%s", c->tpu_name);
+    bool host_ip;
+    env_value(st->env, "TPU_DEVICE_PLUGIN_HOST_IP", &host_ip);
+    if (!err && !host_ip)
+        err = wh_env_set_field_ref(&st->w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP");
+    if (!err)
+        err = set_if_empty(st, "TPU_DEVICE_PLUGIN_ADDR", "$(TPU_DEVICE_PLUGIN_HOST_IP):%d",
+                           WH_DEVICE_PLUGIN_PORT);
+    return err;
+}
+
 static enum wh_err container_env(struct pod_ctx *c, const struct shared_values *sv, unsigned ci,
                                  bool *denied)
 {
-    const struct tpu_container *tc = &c->tpu[ci];
-    const cJSON *env = wh_json_get(tc->obj, "env");
-    struct wh_env_writer w;
-    wh_env_writer_init(&w, &c->d->patch, tc->index, env);
-    char num[64];
-    bool exists;
-    enum wh_err err = WH_OK;
-    bool multi = c->n_hosts > 1;
-
-    /* MEGASCALE_* only for multi-slice groups (anchor §2.7.4). */
-    env_value(env, "MEGASCALE_NUM_SLICES", &exists);
-    if (exists) {
-        if (!*env_value(env, "MEGASCALE_SLICE_ID", NULL)) {
-            snprintf(num, sizeof(num), "%ld", c->replica);
-            err = wh_env_set(&w, "MEGASCALE_SLICE_ID", num);
-        }
-        if (!err && !*env_value(env, "MEGASCALE_COORDINATOR_ADDRESS", NULL)) {
-            char addr[400];
-            snprintf(addr, sizeof(addr), "%s-0-0.%s%s", c->group, c->headless,
-                     c->tpu7x ? ":8081" : "");
-            err = wh_env_set(&w, "MEGASCALE_COORDINATOR_ADDRESS", addr);
-        }
-        if (!err && !*env_value(env, "MEGASCALE_PORT", NULL)) {
-            snprintf(num, sizeof(num), "%u", WH_MEGASCALE_PORT + (c->tpu7x ? ci : 0));
-            err = wh_env_set(&w, "MEGASCALE_PORT", num);
-        }
-    }
-
-    /* Hostnames the Torch step uses: the user's non-localhost list wins. */
-    const char *hostnames = "localhost";
-    if (multi) {
-        const char *cur = env_value(env, "TPU_WORKER_HOSTNAMES", NULL);
-        if (!*cur || !strcmp(cur, "localhost")) {
-            hostnames = wh_buf_ptr(&sv->hostnames);
-            if (!err)
-                err = wh_env_set(&w, "TPU_WORKER_HOSTNAMES", hostnames);
-        } else {
-            hostnames = cur;
-        }
-    }
-    if (!err && c->tpu7x && (multi || c->n_tpu > 1)) {
-        /* One JAX process per TPU container; a single-host multi-container
-         * pod needs the addresses too, or its processes cannot rendezvous. */
-        const char *cur = env_value(env, "TPU_PROCESS_ADDRESSES", NULL);
-        if (!*cur || (multi && strstr(cur, "localhost")))
-            err = wh_env_set(&w, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&sv->process_addrs));
-        if (!err && !*env_value(env, "TPU_PROCESS_PORT", NULL)) {
-            snprintf(num, sizeof(num), "%u", WH_TPU_PROCESS_PORT_BASE + ci);
-            err = wh_env_set(&w, "TPU_PROCESS_PORT", num);
-        }
-    }
-
-    /* TorchTPU (anchor §2.7.8, topology per D3). */
-    env_value(env, "TORCH_TPU_TOPOLOGY", &exists);
-    if (!err && !exists) {
-        struct wh_buf addrs;
-        wh_buf_init(&addrs, VALUE_MAX);
-        bool too_many = false;
-        err = wh_env_set(&w, "TORCH_TPU_TOPOLOGY", sv->torch_topology);
-        if (!err)
-            err = torch_addresses(c, hostnames, &addrs, &too_many);
-        if (!err && too_many) {
-            char who[400];
-            describe(c, who, sizeof(who));
-            *denied = true;
-            err = wh_decision_deny(c->d,
-                                   "%s (RayCluster \"%s\", worker group \"%s\"): "
-                                   "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
-                                   "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
-                                   "TorchTPU injection",
-                                   who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
-        } else if (!err) {
-            err = wh_env_set(&w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
-        }
-        wh_buf_free(&addrs);
-        if (err || *denied)
-            return err;
-    }
-
-    /* TPU_WORKER_ID (anchor §2.7.3, §2.7.6). */
-    long expected = c->tpu7x ? c->host * (long)c->n_tpu + (long)ci : c->host;
-    char exp_s[32], def_s[32];
-    snprintf(exp_s, sizeof(exp_s), "%ld", expected);
-    snprintf(def_s, sizeof(def_s), "%u", ci);
-    const char *cur = env_value(env, "TPU_WORKER_ID", NULL);
-    if (!err && (!*cur || (!strcmp(cur, def_s) && strcmp(cur, exp_s))))
-        err = wh_env_set(&w, "TPU_WORKER_ID", exp_s);
-    if (!err && !*env_value(env, "TPU_NAME", NULL))
-        err = wh_env_set(&w, "TPU_NAME", c->tpu_name);
-    env_value(env, "TPU_DEVICE_PLUGIN_HOST_IP", &exists);
-    if (!err && !exists)
-        err = wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP");
-    if (!err && !*env_value(env, "TPU_DEVICE_PLUGIN_ADDR", NULL)) {
-        snprintf(num, sizeof(num), "$(TPU_DEVICE_PLUGIN_HOST_IP):%d", WH_DEVICE_PLUGIN_PORT);
-        err = wh_env_set(&w, "TPU_DEVICE_PLUGIN_ADDR", num);
-    }
+    struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tpu[ci].obj, "env")};
+    wh_env_writer_init(&st.w, &c->d->patch, c->tpu[ci].index, st.env);
+    enum wh_err err = megascale_env(&st);
+    if (!err)
+        err = peer_env(&st);
+    if (!err)
+        err = torch_env(&st, denied);
+    if (!err && !*denied)
+        err = identity_env(&st);
     return err;
 }
 
