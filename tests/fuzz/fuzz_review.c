@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../state_fixture.h" /* WH_FIXTURE_PODS, WH_FIXTURE_NODES */
 #include "wh/b64.h"       /* wh_b64_decode */
 #include "wh/engine.h"    /* wh_engine_review */
 #include "wh/json.h"      /* wh_json_* */
@@ -38,31 +39,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char pods_json[] =
-    "[{\"metadata\":{\"name\":\"w0\",\"namespace\":\"default\",\"labels\":{"
-    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
-    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
-    "\"replicaIndex\":\"tpu-group-0\"}},"
-    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
-    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"}]}]}},"
-    "{\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"labels\":{"
-    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
-    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
-    "\"replicaIndex\":\"tpu-group-0\"}},"
-    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
-    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}]}]}}]";
+static const char pods_json[] = WH_FIXTURE_PODS;
 
-#define NODE(name, sb)                                                                    \
-    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{"                                   \
-    "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","                                 \
-    "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","                                    \
-    "\"cloud.google.com/gke-nodepool\":\"pool-a\","                                       \
-    "\"cloud.google.com/gce-topology-block\":\"b1\","                                     \
-    "\"cloud.google.com/gce-topology-subblock\":\"" sb "\","                              \
-    "\"cloud.google.com/gce-topology-host\":\"h-" name "\"}}}"
-
-static const char nodes_json[] =
-    "[" NODE("n1", "sb1") "," NODE("n2", "sb1") "," NODE("n3", "sb2") "," NODE("n4", "sb2") "]";
+static const char nodes_json[] = WH_FIXTURE_NODES;
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \

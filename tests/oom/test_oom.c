@@ -23,6 +23,7 @@
 
 #include "allocwrap.h"
 #include "testutil.h"
+#include "../state_fixture.h" /* WH_FIXTURE_PODS, WH_FIXTURE_NODES */
 #include "wh/b64.h"
 #include "wh/engine.h"
 #include "wh/jsonpatch.h"
@@ -35,33 +36,9 @@
 /* Legacy v6e 4x4 pod, 4 hosts (fixture); two hosts of replica 0 exist. */
 #define LEGACY_FIXTURE "reviews/v6e-16-legacy.json"
 
-static const char existing_pods[] =
-    "{\"kind\":\"PodList\",\"items\":["
-    "{\"metadata\":{\"name\":\"w0\",\"namespace\":\"default\",\"labels\":{"
-    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
-    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
-    "\"replicaIndex\":\"tpu-group-0\"}},"
-    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
-    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"}]}]}},"
-    "{\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"labels\":{"
-    "\"ray.io/cluster\":\"raycluster-tpu-v6e-multihost\",\"ray.io/group\":\"tpu-group\","
-    "\"ray.io/node-type\":\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\","
-    "\"replicaIndex\":\"tpu-group-0\"}},"
-    "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},"
-    "\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}]}]}}]}";
+static const char existing_pods[] = WH_FIXTURE_PODS;
 
-#define NODE(name, sb)                                                                    \
-    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{"                                   \
-    "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","                                 \
-    "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","                                    \
-    "\"cloud.google.com/gke-nodepool\":\"pool-a\","                                       \
-    "\"cloud.google.com/gce-topology-block\":\"b1\","                                     \
-    "\"cloud.google.com/gce-topology-subblock\":\"" sb "\","                              \
-    "\"cloud.google.com/gce-topology-host\":\"h-" name "\"}}}"
-
-static const char nodes[] =
-    "{\"kind\":\"NodeList\",\"items\":[" NODE("n1", "sb1") "," NODE("n2", "sb1") ","
-    NODE("n3", "sb2") "," NODE("n4", "sb2") "]}";
+static const char nodes[] = WH_FIXTURE_NODES;
 
 /* A subsliced tpu7x pod: parent 4x4x4, slice 2x2x2 over 2 hosts; nodes in
  * subblocks of 2 give the affinity key. Native indices, user env to keep. */
