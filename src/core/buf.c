@@ -55,6 +55,8 @@ enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n)
     char *p = realloc(b->ptr, cap);
     if (!p)
         return fail(b, WH_ERR_NOMEM);
+    if (!b->ptr)
+        p[0] = '\0'; /* a fresh block: keep "always NUL-terminated" (buf.h) */
     b->ptr = p;
     b->cap = cap;
     return WH_OK;

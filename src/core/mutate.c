@@ -384,17 +384,11 @@ static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b, unsigned
     return err;
 }
 
-/* TORCH_TPU_SLICEBUILDER_ADDRESSES over the hosts of a comma list. */
-static enum wh_err torch_addresses(const struct pod_ctx *c, const char *hostnames, struct wh_buf *b,
-                                   bool *too_many)
+/* TORCH_TPU_SLICEBUILDER_ADDRESSES over the hosts of a comma list, per_host
+ * addresses each. */
+static enum wh_err torch_addresses(const char *hostnames, long hosts, long per_host,
+                                   struct wh_buf *b)
 {
-    long hosts = 1;
-    for (const char *p = hostnames; *p; p++)
-        hosts += *p == ',';
-    long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
-    *too_many = per_host * hosts > MAX_TORCH_ADDRESSES;
-    if (*too_many)
-        return WH_OK;
     enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
                                             (size_t)(per_host * hosts) * 8);
     const char *start = hostnames;
@@ -513,25 +507,41 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     env_value(st->env, "TORCH_TPU_TOPOLOGY", &preset);
     if (preset)
         return WH_OK;
-    struct wh_buf addrs;
-    wh_buf_init(&addrs, VALUE_MAX);
-    bool too_many = false;
-    enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
-    if (!err)
-        err = torch_addresses(c, st->hostnames, &addrs, &too_many);
-    if (!err && too_many) {
+    /* Addresses per host: the chips of the slice over the hosts of the list
+     * (anchor §2.7.8), doubled on TPU7x. */
+    long hosts = 1;
+    for (const char *p = st->hostnames; *p; p++)
+        hosts += *p == ',';
+    long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
+    if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
         char who[400];
         describe(c, who, sizeof(who));
         *denied = true;
-        err = wh_decision_deny(c->d,
-                               "%s (RayCluster \"%s\", worker group \"%s\"): "
-                               "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
-                               "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
-                               "TorchTPU injection",
-                               who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
-    } else if (!err) {
-        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
+        if (per_host == 0)
+            return wh_decision_deny(c->d,
+                                    "%s (RayCluster \"%s\", worker group \"%s\"): container "
+                                    "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
+                                    "has only %ld chips, so TorchTPU would get no address; list "
+                                    "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
+                                    "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU "
+                                    "injection",
+                                    who, c->cluster, c->group,
+                                    wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
+                                    c->topo.chips, c->n_hosts);
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): "
+                                "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
+                                "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
+                                "TorchTPU injection",
+                                who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
     }
+    struct wh_buf addrs;
+    wh_buf_init(&addrs, VALUE_MAX);
+    enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
+    if (!err)
+        err = torch_addresses(st->hostnames, hosts, per_host, &addrs);
+    if (!err)
+        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
     wh_buf_free(&addrs);
     return err;
 }

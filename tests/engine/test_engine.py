@@ -488,6 +488,26 @@ class Torch(unittest.TestCase):
         self.assertEqual(env["TORCH_TPU_TOPOLOGY"], "2,2,2")
         self.assertEqual(len(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")), 8)
 
+    def test_more_user_hosts_than_chips_denied(self):
+        # Issue 10: 9 names on a v4 2x2x2 pod (8 chips) gave 0 addresses per
+        # host, and the unterminated address buffer carried stale heap bytes
+        # (an earlier request's) into TORCH_TPU_SLICEBUILDER_ADDRESSES.
+        names = ",".join("h%d" % i for i in range(9))
+        for accel in ("tpu-v4-podslice", "tpu7x"):
+            p = pod(native=(0, 0), accel=accel, topo="2x2x2",
+                    env=[{"name": "TPU_WORKER_HOSTNAMES", "value": names}])
+            r = mutate(p)
+            self.assertFalse(r.allowed, accel)
+            for want in ("ray-worker", "TPU_WORKER_HOSTNAMES", "9 hosts", "2x2x2", "8 chips",
+                         "TORCH_TPU_TOPOLOGY"):
+                self.assertIn(want, r.message)
+        # 8 names on 8 chips: one address each
+        names = ",".join("h%d" % i for i in range(8))
+        env = mutate(pod(native=(0, 0), accel="tpu-v4-podslice", topo="2x2x2",
+                         env=[{"name": "TPU_WORKER_HOSTNAMES", "value": names}])).env()
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"],
+                         ",".join("h%d:8471" % i for i in range(8)))
+
     def test_skipped_when_topology_set(self):
         env0 = [{"name": "TORCH_TPU_TOPOLOGY", "value": "1,1,1"}]
         env = mutate(pod(native=(0, 0), env=env0)).env()

@@ -117,6 +117,30 @@ static void test_reserve(void **unused)
     wh_buf_free(&b);
 }
 
+/* Issue 10: a reserve on an empty buffer allocated without writing the NUL,
+ * so wh_buf_ptr() read whatever the heap held (an earlier request's bytes).
+ * Each size first gets a block of that size filled with 'X' and freed, so
+ * that the allocator hands the stale bytes back to the reserve. */
+static void test_reserve_keeps_nul(void **unused)
+{
+    (void)unused;
+    for (size_t size = 64; size <= 8192; size *= 2) {
+        char *stale = malloc(size);
+        assert_non_null(stale);
+        memset(stale, 'X', size);
+        free(stale);
+        struct wh_buf b;
+        wh_buf_init(&b, 1 << 20);
+        assert_int_equal(wh_buf_reserve(&b, size - 1), WH_OK);
+        assert_non_null(b.ptr);
+        assert_string_equal(wh_buf_ptr(&b), "");
+        assert_int_equal(wh_buf_len(&b), 0);
+        char *taken = wh_buf_take(&b, NULL);
+        assert_string_equal(taken, "");
+        free(taken);
+    }
+}
+
 static void test_addf_long(void **unused)
 {
     (void)unused;
@@ -224,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_bounds_exact_fit),
         cmocka_unit_test(test_failed_append_frees),
         cmocka_unit_test(test_reserve),
+        cmocka_unit_test(test_reserve_keeps_nul),
         cmocka_unit_test(test_addf_long),
         cmocka_unit_test(test_addf_over_max),
         cmocka_unit_test(test_json_escaping),
