@@ -8,9 +8,9 @@
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/state.h"    /* struct wh_state */
+#include "wh/tpuenv.h"   /* WH_TPU_PROCESS_PORT_BASE */
 
-/* Ports (anchor §2.8). */
-#define WH_TPU_PROCESS_PORT_BASE 8471
+/* Ports (anchor §2.8; the process port base is in tpuenv.h). */
 #define WH_MEGASCALE_PORT 8081
 #define WH_DEVICE_PLUGIN_PORT 2112
 /* A pod hostname is a DNS-1123 label. */

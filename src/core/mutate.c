@@ -19,18 +19,11 @@
 #include "wh/patch.h"    /* wh_patch_op, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
 
-/* Bounds that keep one review's output proportional to a real slice (the
- * largest today has ~1,536 hosts and ~6,144 processes). */
-#define MAX_HOSTS 4096L
-#define MAX_TORCH_ADDRESSES 65536L
-#define VALUE_MAX ((size_t)16 * 1024 * 1024)
-
-struct tpu_container {
-    const cJSON *obj;
-    int index;          /* in spec.containers */
-    long chips;
-};
+#define MAX_HOSTS WH_MAX_HOSTS
+#define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
+#define VALUE_MAX WH_ENV_VALUE_MAX
 
 struct pod_ctx {
     const cJSON *pod, *spec, *labels, *selector;
@@ -39,7 +32,8 @@ struct pod_ctx {
     struct wh_topology topo;
     long chips_per_host, n_hosts;
     bool tpu7x;
-    struct tpu_container *tpu;
+    struct wh_tpu_containers tc;
+    const struct wh_tpu_container *tpu; /* tc.items */
     unsigned n_tpu;
     long replica, host;
     bool legacy;       /* indices not from native labels */
@@ -59,30 +53,16 @@ static void describe(const struct pod_ctx *c, char *out, size_t n)
 static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers, bool *denied)
 {
     char errbuf[WH_ERRBUF_LEN], who[400];
-    int n = cJSON_GetArraySize(containers);
-    c->tpu = calloc(n > 0 ? (size_t)n : 1, sizeof(*c->tpu));
-    if (!c->tpu)
-        return WH_ERR_NOMEM;
-    int i = 0;
-    for (const cJSON *k = containers->child; k; k = k->next, i++) {
-        struct wh_tpu_request rq;
-        enum wh_err qerr = wh_container_tpu(k, &rq, errbuf);
-        if (qerr == WH_ERR_NOMEM)
-            return qerr;
-        if (qerr) {
-            describe(c, who, sizeof(who));
-            *denied = true;
-            return wh_decision_deny(c->d, "%s: spec.containers[%d]: %s", who, i, errbuf);
-        }
-        if (!rq.requests_tpu)
-            continue;
-        c->tpu[c->n_tpu].obj = k;
-        c->tpu[c->n_tpu].index = i;
-        c->tpu[c->n_tpu].chips = rq.chips;
-        c->n_tpu++;
-        c->chips_per_host += rq.chips;
+    enum wh_err err = wh_tpu_containers_collect(containers, &c->tc, errbuf);
+    if (err == WH_ERR_INVALID) {
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d, "%s: %s", who, errbuf);
     }
-    return WH_OK;
+    c->tpu = c->tc.items;
+    c->n_tpu = c->tc.n;
+    c->chips_per_host = c->tc.chips;
+    return err;
 }
 
 static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
@@ -352,60 +332,26 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
 
 /* ---- values ------------------------------------------------------------- */
 
-/* "<group>-<r>-<h>.<headless>" for h in 0..n-1, joined by ','; with
- * per_host_ports, each host repeated with ":<8471+k>" for k < per_host_ports.
- * Written with plain appends: for the largest slices this runs for every pod
- * and printf would dominate the review. */
-static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b, unsigned per_host_ports)
+/* "<group>-<r>-<h>.<headless>" for h in 0..n-1, joined by ','. Written with
+ * plain appends: for the largest slices this runs for every pod and printf
+ * would dominate the review. */
+static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
 {
     char prefix[400];
     int pl = snprintf(prefix, sizeof(prefix), "%s-%ld-", c->group, c->replica);
     size_t hl = strlen(c->headless);
-    unsigned per = per_host_ports ? per_host_ports : 1;
-    enum wh_err err = wh_buf_reserve(b, (size_t)c->n_hosts * per * ((size_t)pl + hl + 20));
+    enum wh_err err = wh_buf_reserve(b, (size_t)c->n_hosts * ((size_t)pl + hl + 20));
     for (long h = 0; h < c->n_hosts && !err; h++) {
-        for (unsigned k = 0; k < per && !err; k++) {
-            if (b->len)
-                err = wh_buf_addc(b, ',');
-            if (!err)
-                err = wh_buf_addn(b, prefix, (size_t)pl);
-            if (!err)
-                err = wh_buf_addu(b, (unsigned long)h);
-            if (!err)
-                err = wh_buf_addc(b, '.');
-            if (!err)
-                err = wh_buf_addn(b, c->headless, hl);
-            if (!err && per_host_ports)
-                err = wh_buf_addc(b, ':');
-            if (!err && per_host_ports)
-                err = wh_buf_addu(b, WH_TPU_PROCESS_PORT_BASE + k);
-        }
-    }
-    return err;
-}
-
-/* TORCH_TPU_SLICEBUILDER_ADDRESSES over the hosts of a comma list, per_host
- * addresses each. */
-static enum wh_err torch_addresses(const char *hostnames, long hosts, long per_host,
-                                   struct wh_buf *b)
-{
-    enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
-                                            (size_t)(per_host * hosts) * 8);
-    const char *start = hostnames;
-    for (long h = 0; h < hosts && !err; h++) {
-        const char *end = strchr(start, ',');
-        size_t len = end ? (size_t)(end - start) : strlen(start);
-        for (long k = 0; k < per_host && !err; k++) {
-            if (b->len)
-                err = wh_buf_addc(b, ',');
-            if (!err)
-                err = wh_buf_addn(b, start, len);
-            if (!err)
-                err = wh_buf_addc(b, ':');
-            if (!err)
-                err = wh_buf_addu(b, (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k));
-        }
-        start = end ? end + 1 : start + len;
+        if (b->len)
+            err = wh_buf_addc(b, ',');
+        if (!err)
+            err = wh_buf_addn(b, prefix, (size_t)pl);
+        if (!err)
+            err = wh_buf_addu(b, (unsigned long)h);
+        if (!err)
+            err = wh_buf_addc(b, '.');
+        if (!err)
+            err = wh_buf_addn(b, c->headless, hl);
     }
     return err;
 }
@@ -509,9 +455,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
         return WH_OK;
     /* Addresses per host: the chips of the slice over the hosts of the list
      * (anchor §2.7.8), doubled on TPU7x. */
-    long hosts = 1;
-    for (const char *p = st->hostnames; *p; p++)
-        hosts += *p == ',';
+    long hosts = wh_host_count(st->hostnames);
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
         char who[400];
@@ -536,10 +480,11 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
                                 who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
     }
     struct wh_buf addrs;
+    bool too_many; /* checked above */
     wh_buf_init(&addrs, VALUE_MAX);
     enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
     if (!err)
-        err = torch_addresses(st->hostnames, hosts, per_host, &addrs);
+        err = wh_host_ports(st->hostnames, per_host, &addrs, &too_many);
     if (!err)
         err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
     wh_buf_free(&addrs);
@@ -551,7 +496,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
 static enum wh_err identity_env(struct env_step *st)
 {
     const struct pod_ctx *c = st->c;
-    long expected = c->tpu7x ? c->host * (long)c->n_tpu + (long)st->ci : c->host;
+    long expected = wh_tpu_worker_id(c->host, c->n_tpu, st->ci, c->tpu7x);
     char exp_s[32], def_s[32];
     snprintf(exp_s, sizeof(exp_s), "%ld", expected);
     snprintf(def_s, sizeof(def_s), "%u", st->ci);
@@ -584,12 +529,6 @@ static enum wh_err container_env(struct pod_ctx *c, const struct shared_values *
     if (!err && !*denied)
         err = identity_env(&st);
     return err;
-}
-
-static void torch_topology(const struct pod_ctx *c, char *out, size_t n)
-{
-    snprintf(out, n, "%ld,%ld,%ld%s", c->topo.dims[0], c->topo.dims[1], c->topo.dims[2],
-             c->tpu7x ? ",2" : "");
 }
 
 /* ---- pod-level operations --------------------------------------------- */
@@ -690,14 +629,13 @@ bool wh_mutate_is_legacy(const cJSON *pod)
 static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
 {
     enum wh_err err = WH_OK;
+    bool too_many = false;
     if (c->n_hosts > 1)
-        err = host_list(c, &sv->hostnames, 0);
-    if (!err && c->tpu7x && c->n_hosts > 1)
-        err = host_list(c, &sv->process_addrs, c->n_tpu);
-    for (unsigned k = 0; !err && c->tpu7x && c->n_hosts == 1 && k < c->n_tpu; k++)
-        err = wh_buf_addf(&sv->process_addrs, "%slocalhost:%u", k ? "," : "",
-                          WH_TPU_PROCESS_PORT_BASE + k);
-    torch_topology(c, sv->torch_topology, sizeof(sv->torch_topology));
+        err = host_list(c, &sv->hostnames);
+    if (!err && c->tpu7x)
+        err = wh_host_ports(c->n_hosts > 1 ? wh_buf_ptr(&sv->hostnames) : "localhost",
+                            (long)c->n_tpu, &sv->process_addrs, &too_many);
+    wh_torch_topology(&c->topo, c->tpu7x, sv->torch_topology, sizeof(sv->torch_topology));
     return err;
 }
 
@@ -727,7 +665,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         return err;
     c->d->replica = c->replica;
     c->d->host = c->host;
-    c->d->worker_id = c->tpu7x ? c->host * (long)c->n_tpu : c->host;
+    c->d->worker_id = wh_tpu_worker_id(c->host, c->n_tpu, 0, c->tpu7x);
     c->d->n_hosts = c->n_hosts;
     snprintf(c->headless, sizeof(c->headless), "%s-headless", c->cluster); /* D2 */
     snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);
@@ -771,7 +709,7 @@ enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struc
     c.cluster = wh_json_str0(c.labels, WH_LABEL_CLUSTER);
     c.group = wh_json_str0(c.labels, WH_LABEL_GROUP);
     enum wh_err err = mutate(&c, st, errbuf);
-    free(c.tpu);
+    wh_tpu_containers_free(&c.tc);
     if (err) {
         cJSON_Delete(d->patch);
         d->patch = NULL;

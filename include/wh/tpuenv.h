@@ -1,0 +1,65 @@
+/* tpuenv.h: TPU facts shared by every mutation path (the KubeRay pod path of
+ * mutate.c and the generic workload path of workload.c): which containers
+ * request TPUs, the TorchTPU topology string, and "host:port" lists.
+ * Pure; see docs/tpu-variables.md for the meaning of each value. */
+#ifndef WH_TPUENV_H
+#define WH_TPUENV_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h"      /* struct wh_buf */
+#include "wh/err.h"      /* enum wh_err */
+#include "wh/topology.h" /* struct wh_topology */
+
+/* Bounds that keep one review's output proportional to a real slice (the
+ * largest today has ~1,536 hosts and ~6,144 processes). */
+#define WH_MAX_HOSTS 4096L
+/* First TPU process / slicebuilder port (anchor §2.8). */
+#define WH_TPU_PROCESS_PORT_BASE 8471
+#define WH_MAX_TORCH_ADDRESSES 65536L
+#define WH_ENV_VALUE_MAX ((size_t)16 * 1024 * 1024)
+
+struct wh_tpu_container {
+    const cJSON *obj; /* borrowed from the pod */
+    int index;        /* in spec.containers */
+    long chips;
+};
+
+/* The TPU containers of a pod, in spec order. items is owned (free()). */
+struct wh_tpu_containers {
+    struct wh_tpu_container *items;
+    unsigned n;
+    long chips; /* sum over the TPU containers */
+};
+
+/* Collect the containers of a spec.containers array that request
+ * google.com/tpu. WH_ERR_INVALID with "spec.containers[i]: <reason>" in
+ * errbuf when a quantity does not parse (out->items is then freed);
+ * WH_ERR_NOMEM. containers must be an array. */
+WH_NODISCARD enum wh_err wh_tpu_containers_collect(const cJSON *containers,
+                                                   struct wh_tpu_containers *out, char *errbuf);
+void wh_tpu_containers_free(struct wh_tpu_containers *tc); /* NULL-safe */
+
+/* TORCH_TPU_TOPOLOGY of a slice: dims with commas, Z=1 for 2-D topologies,
+ * and a fourth field 2 (TensorCores per chip) on TPU7x. */
+void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_t n);
+
+/* Append to b each host of the comma list hostnames repeated per_host
+ * times as "host:<base+k>", k < per_host, joined by ','. Used for
+ * TORCH_TPU_SLICEBUILDER_ADDRESSES (per_host = devices per host) and TPU7x's
+ * TPU_PROCESS_ADDRESSES (per_host = TPU containers). *too_many (no output)
+ * when the list would exceed WH_MAX_TORCH_ADDRESSES entries. */
+WH_NODISCARD enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b,
+                                       bool *too_many);
+
+/* Hosts in a comma list (1 for "localhost"). */
+long wh_host_count(const char *hostnames);
+
+/* TPU_WORKER_ID of TPU container ci of host `host` (anchor §2.7.3): on
+ * TPU7x every TPU container is a worker (host x containers + ci). */
+long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x);
+
+#endif

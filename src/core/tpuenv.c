@@ -1,0 +1,94 @@
+/* tpuenv.c: TPU facts shared by the KubeRay and the workload mutation. */
+#include "wh/tpuenv.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* strchr, strlen */
+
+#include "wh/podspec.h" /* wh_container_tpu */
+
+enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
+                                      char *errbuf)
+{
+    int n = cJSON_GetArraySize(containers);
+    out->n = 0;
+    out->chips = 0;
+    out->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items));
+    if (!out->items)
+        return WH_ERR_NOMEM;
+    int i = 0;
+    for (const cJSON *k = containers->child; k; k = k->next, i++) {
+        struct wh_tpu_request rq;
+        char why[WH_ERRBUF_LEN];
+        enum wh_err err = wh_container_tpu(k, &rq, why);
+        if (err) {
+            wh_tpu_containers_free(out);
+            return err == WH_ERR_NOMEM ? err
+                                       : wh_fail(errbuf, err, "spec.containers[%d]: %s", i, why);
+        }
+        if (!rq.requests_tpu)
+            continue;
+        out->items[out->n].obj = k;
+        out->items[out->n].index = i;
+        out->items[out->n].chips = rq.chips;
+        out->n++;
+        out->chips += rq.chips;
+    }
+    return WH_OK;
+}
+
+void wh_tpu_containers_free(struct wh_tpu_containers *tc)
+{
+    if (!tc)
+        return;
+    free(tc->items);
+    tc->items = NULL;
+    tc->n = 0;
+}
+
+void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_t n)
+{
+    snprintf(out, n, "%ld,%ld,%ld%s", t->dims[0], t->dims[1], t->dims[2], tpu7x ? ",2" : "");
+}
+
+long wh_host_count(const char *hostnames)
+{
+    long hosts = 1;
+    for (const char *p = hostnames; *p; p++)
+        hosts += *p == ',';
+    return hosts;
+}
+
+/* Written with plain appends: for the largest slices this runs for every pod
+ * and printf would dominate the review. */
+enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b, bool *too_many)
+{
+    long hosts = wh_host_count(hostnames);
+    *too_many = per_host > WH_MAX_TORCH_ADDRESSES || per_host * hosts > WH_MAX_TORCH_ADDRESSES;
+    if (*too_many || per_host <= 0)
+        return WH_OK;
+    enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
+                                            (size_t)(per_host * hosts) * 8);
+    const char *start = hostnames;
+    for (long h = 0; h < hosts && !err; h++) {
+        const char *end = strchr(start, ',');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        for (long k = 0; k < per_host && !err; k++) {
+            if (b->len)
+                err = wh_buf_addc(b, ',');
+            if (!err)
+                err = wh_buf_addn(b, start, len);
+            if (!err)
+                err = wh_buf_addc(b, ':');
+            if (!err)
+                err = wh_buf_addu(b, (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k));
+        }
+        start = end ? end + 1 : start + len;
+    }
+    return err;
+}
+
+long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x)
+{
+    return tpu7x ? host * (long)n_tpu + (long)ci : host;
+}
