@@ -33,6 +33,7 @@ enum wh_route {
     WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, else admit */
     WH_ROUTE_MUTATE,   /* /mutate: request.kind.kind must be Pod */
     WH_ROUTE_VALIDATE, /* /validate: request.kind.kind must be RayCluster */
+    WH_ROUTE_MUTATE_WORKLOAD, /* /mutate-workload: Pod of any TPU workload (workload.h) */
 };
 
 enum wh_kind { WH_KIND_OTHER, WH_KIND_POD, WH_KIND_RAYCLUSTER };

@@ -1,7 +1,7 @@
 /* tpuenv.h: TPU facts shared by every mutation path (the KubeRay pod path of
  * mutate.c and the generic workload path of workload.c): which containers
  * request TPUs, the TorchTPU topology string, and "host:port" lists.
- * Pure; see docs/tpu-variables.md for the meaning of each value. */
+ * Pure; docs/workloads.md has the meaning of each value. */
 #ifndef WH_TPUENV_H
 #define WH_TPUENV_H
 

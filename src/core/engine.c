@@ -11,6 +11,7 @@
 #include "wh/mutate.h"   /* wh_mutate_pod */
 #include "wh/review.h"   /* struct wh_review */
 #include "wh/validate.h" /* wh_validate_raycluster */
+#include "wh/workload.h" /* wh_mutate_workload */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
@@ -99,10 +100,10 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     memset(res, 0, sizeof(*res));
     errbuf[0] = '\0';
     const struct wh_review_info *in = &rv->info;
-    if (route == WH_ROUTE_MUTATE && in->kind != WH_KIND_POD)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; /mutate "
+    if ((route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD) && in->kind != WH_KIND_POD)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; %s "
                                             "accepts Pod",
-                       in->kind_name);
+                       in->kind_name, route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
     if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
                                             "/validate accepts RayCluster",
@@ -110,7 +111,9 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     struct wh_decision d;
     wh_decision_init(&d);
     enum wh_err err = WH_OK;
-    if (in->kind == WH_KIND_POD)
+    if (in->kind == WH_KIND_POD && route == WH_ROUTE_MUTATE_WORKLOAD)
+        err = wh_mutate_workload(rv->request, state, &d, errbuf);
+    else if (in->kind == WH_KIND_POD)
         err = wh_mutate_pod(rv->request, state, &d, errbuf);
     else if (in->kind == WH_KIND_RAYCLUSTER)
         err = wh_validate_raycluster(rv->request, state, &d, errbuf);

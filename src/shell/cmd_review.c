@@ -1,5 +1,6 @@
 /* cmd_review.c: `tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]`.
  *
+ * --workload answers a Pod as /mutate-workload does.
  * Reads one AdmissionReview from FILE or stdin, answers it with the engine
  * against the cluster state given by --pods/--nodes, and writes the response
  * AdmissionReview to stdout. Exit 0 when a response was written (allowed or
@@ -18,7 +19,7 @@
 #include "wh/yaml.h"     /* wh_yaml_load_one */
 
 static const char usage_text[] =
-    "usage: tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]\n"
+    "usage: tpu-webhook review [--workload] [--pods FILE] [--nodes FILE] [FILE]\n"
     "\n"
     "Answers one AdmissionReview (JSON or YAML) read from FILE, or stdin when FILE is\n"
     "omitted or '-', as the webhook would, and prints the response\n"
@@ -28,6 +29,8 @@ static const char usage_text[] =
     "  --pods FILE   PodList (or array of pods; JSON or YAML) that exist in the cluster;\n"
     "                only KubeRay worker pods are kept, as the pod cache would\n"
     "  --nodes FILE  NodeList (or JSON array of nodes); only TPU nodes are kept\n"
+    "  --workload    answer a Pod as /mutate-workload does (Jobs, JobSets,\n"
+    "                LeaderWorkerSets, single pods; docs/workloads.md)\n"
     "  -h, --help    this text\n"
     "\n"
     "Exit status: 0 when a response was written (allowed or denied), 2 when the\n"
@@ -87,11 +90,16 @@ static int load_state(struct wh_memstate *ms, const char *path, bool pods)
 int wh_cmd_review(int argc, char **argv)
 {
     const char *pods = NULL, *nodes = NULL, *input = NULL;
+    enum wh_route route = WH_ROUTE_ANY;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_text, stdout);
             return 0;
+        }
+        if (!strcmp(a, "--workload")) {
+            route = WH_ROUTE_MUTATE_WORKLOAD;
+            continue;
         }
         const char **dst = !strcmp(a, "--pods") ? &pods : !strcmp(a, "--nodes") ? &nodes : NULL;
         if (dst) {
@@ -136,7 +144,7 @@ int wh_cmd_review(int argc, char **argv)
         goto out;
     }
     struct wh_state state = wh_memstate_view(ms);
-    err = wh_engine_review(wh_buf_ptr(&body), wh_buf_len(&body), WH_ROUTE_ANY, &state, &res,
+    err = wh_engine_review(wh_buf_ptr(&body), wh_buf_len(&body), route, &state, &res,
                            errbuf);
     if (err) {
         fprintf(stderr, "tpu-webhook review: %s: %s\n", input ? input : "stdin",

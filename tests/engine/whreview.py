@@ -110,11 +110,11 @@ class Result:
         return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
 
 
-def run(review, pods=None, nodes=None, raw=None, expect_rc=0):
+def run(review, pods=None, nodes=None, raw=None, expect_rc=0, workload=False):
     """Run one review through the binary; returns Result (or (rc, stderr)
-    when expect_rc != 0)."""
+    when expect_rc != 0). workload=True answers as /mutate-workload."""
     with tempfile.TemporaryDirectory() as d:
-        args = [BINARY, "review"]
+        args = [BINARY, "review"] + (["--workload"] if workload else [])
         if pods is not None:
             p = os.path.join(d, "pods.json")
             with open(p, "w") as f:
@@ -147,7 +147,9 @@ def run(review, pods=None, nodes=None, raw=None, expect_rc=0):
         assert "patch" not in resp, "a denial never carries a patch"
     for w in resp.get("warnings", []):
         assert len(w) < 120, w
-    return Result(resp, patch, obj)
+    res = Result(resp, patch, obj)
+    res.notes = proc.stderr.decode()  # the engine's log notes
+    return res
 
 
 def mutate(p, **kw):

@@ -1,0 +1,681 @@
+/* workload.c: TPU pods of LeaderWorkerSets, JobSets, Indexed Jobs and single
+ * pods (docs/workloads.md has the decision table and the worked examples).
+ *
+ * Unlike the KubeRay path, this path owns nothing: GKE, JobSet and LWS may
+ * inject some of the same variables, so a variable is only ever added to a
+ * TPU container that has no entry of that name (set, empty or valueFrom),
+ * and the values mean what theirs mean (same worker order, same hostnames).
+ * No pod-level field is written, so a second review yields no patch. Every
+ * value is computed before any operation is emitted and a denial discards
+ * the operations, so a patch is never partial. */
+#include "wh/workload.h"
+
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp, strncmp, strlen */
+
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/mutate.h"   /* wh_mutate_pod */
+#include "wh/patch.h"    /* wh_env_writer */
+#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
+#include "wh/topology.h" /* wh_topology */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
+
+/* Keys the controllers put on the pods they create (docs/workloads.md). */
+#define KEY_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
+#define KEY_LWS_WORKER_INDEX "leaderworkerset.sigs.k8s.io/worker-index"
+#define KEY_LWS_SIZE "leaderworkerset.sigs.k8s.io/size"
+#define KEY_LWS_LEADER_NAME "leaderworkerset.sigs.k8s.io/leader-name"
+#define KEY_LWS_LEADER_TPUS "leaderworkerset.sigs.k8s.io/leader-requests-tpus"
+#define KEY_LWS_SUBGROUP_SIZE "leaderworkerset.sigs.k8s.io/subgroup-size"
+#define KEY_JS_NAME "jobset.sigs.k8s.io/jobset-name"
+#define KEY_JS_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
+#define KEY_JS_RJOB_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
+#define KEY_JS_GLOBAL_REPLICAS "jobset.sigs.k8s.io/global-replicas"
+#define KEY_JS_JOB_INDEX "jobset.sigs.k8s.io/job-index"
+#define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
+#define KEY_JOB_NAME "batch.kubernetes.io/job-name"
+#define KEY_JOB_NAME_OLD "job-name"
+#define KUBERAY_OPERATOR "kuberay-operator"
+
+#define NAME_MAX_LEN 320
+
+struct wl {
+    const cJSON *pod, *spec;
+    const char *ns, *pod_name;
+    enum wh_workload_kind kind;
+    char who[768];           /* how messages name the pod and its workload */
+    struct wh_tpu_containers tc;
+    char topology[64];       /* the slice topology (annotation wins) */
+    char accel[96];          /* "" when unknown */
+    const char *topo_from;   /* where the topology was read, for messages */
+    struct wh_topology topo;
+    bool tpu7x;
+    long n_hosts;            /* pods (hosts) of one slice */
+    long host;               /* this pod's index in its slice */
+    long n_slices, slice;
+    bool identity;           /* TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are ours to fill */
+    struct wh_buf hosts;     /* this slice's peers; "localhost" for one host */
+    char master[NAME_MAX_LEN];      /* PET_MASTER_ADDR */
+    bool megascale;                 /* MEGASCALE_NUM_SLICES may be filled */
+    char coordinator[NAME_MAX_LEN]; /* MEGASCALE_COORDINATOR_ADDRESS */
+    struct wh_decision *d;
+};
+
+/* Label first, then annotation (or the other way round). */
+static const char *meta_value(const cJSON *pod, const char *key, bool annotation_first)
+{
+    const char *a = wh_meta_annotation(pod, key), *l = wh_meta_label(pod, key);
+    return annotation_first ? (a ? a : l) : (l ? l : a);
+}
+
+enum wh_workload_kind wh_workload_classify(const cJSON *pod)
+{
+    const char *created_by = wh_meta_label(pod, WH_LABEL_CREATED_BY);
+    if (wh_meta_has_label(pod, WH_LABEL_CLUSTER) ||
+        (created_by && !strcmp(created_by, KUBERAY_OPERATOR)))
+        return WH_WL_KUBERAY;
+    if (wh_meta_has_label(pod, KEY_LWS_NAME))
+        return WH_WL_LWS;
+    if (meta_value(pod, KEY_JS_NAME, false))
+        return WH_WL_JOBSET;
+    if (meta_value(pod, KEY_JOB_INDEX, true))
+        return WH_WL_INDEXED_JOB;
+    return WH_WL_SINGLE;
+}
+
+const char *wh_workload_kind_name(enum wh_workload_kind kind)
+{
+    switch (kind) {
+    case WH_WL_KUBERAY: return "KubeRay";
+    case WH_WL_LWS: return "LeaderWorkerSet";
+    case WH_WL_JOBSET: return "JobSet";
+    case WH_WL_INDEXED_JOB: return "Indexed Job";
+    case WH_WL_SINGLE: break;
+    }
+    return "single-host pod";
+}
+
+static const char *job_name(const cJSON *pod)
+{
+    const char *j = wh_meta_label(pod, KEY_JOB_NAME);
+    return j && *j ? j : wh_meta_label(pod, KEY_JOB_NAME_OLD);
+}
+
+static void describe(struct wl *w)
+{
+    const char *owner = NULL, *kind = "Pod";
+    switch (w->kind) {
+    case WH_WL_LWS: owner = wh_meta_label(w->pod, KEY_LWS_NAME); kind = "LeaderWorkerSet"; break;
+    case WH_WL_JOBSET: owner = meta_value(w->pod, KEY_JS_NAME, false); kind = "JobSet"; break;
+    case WH_WL_INDEXED_JOB: owner = job_name(w->pod); kind = "Indexed Job"; break;
+    default: owner = job_name(w->pod); kind = owner ? "Job" : "Pod"; break;
+    }
+    if (owner && *owner)
+        snprintf(w->who, sizeof(w->who), "%s \"%s/%.253s\" (pod \"%.253s\")", kind, w->ns, owner,
+                 w->pod_name);
+    else
+        snprintf(w->who, sizeof(w->who), "Pod \"%s/%.253s\"", w->ns, w->pod_name);
+}
+
+static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "<who>: <message>". */
+static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    *denied = true;
+    return wh_decision_deny(w->d, "%s: %s", w->who, msg);
+}
+
+/* Admit unchanged: a short warning (what to do) for the user, the full
+ * text (who, why, what to do) for the log. */
+static enum wh_err skip(struct wl *w, bool *skipped, const char *why, const char *todo)
+{
+    *skipped = true;
+    enum wh_err err = wh_decision_warn(w->d, "no TPU env injected: %s", todo);
+    if (!err)
+        err = wh_decision_note(w->d, "%s: no TPU variables injected: %s; %s", w->who, why, todo);
+    return err;
+}
+
+/* ---- topology and generation ------------------------------------------ */
+
+struct pool_scan {
+    const char *pool;
+    char accel[96], topology[64];
+};
+
+static int pool_node(void *arg, const struct wh_node_rec *n)
+{
+    struct pool_scan *ps = arg;
+    const char *pool = wh_node_label(n, WH_KEY_NODEPOOL);
+    if (!pool || strcmp(pool, ps->pool))
+        return 0;
+    const char *a = wh_node_label(n, WH_SEL_ACCELERATOR), *t = wh_node_label(n, WH_SEL_TOPOLOGY);
+    snprintf(ps->accel, sizeof(ps->accel), "%s", a ? a : "");
+    snprintf(ps->topology, sizeof(ps->topology), "%s", t ? t : "");
+    return 1;
+}
+
+/* Step 3 of docs/workloads.md: a pod that names its node pool but not its
+ * accelerator or topology gets them from the pool's TPU nodes. */
+static enum wh_err from_node_pool(struct wl *w, const struct wh_state *st, char *errbuf)
+{
+    const char *pool = wh_node_selector(w->spec, WH_KEY_NODEPOOL);
+    if (!pool || !*pool || !st || !st->ops || !st->ops->each_node)
+        return WH_OK;
+    struct pool_scan ps = {.pool = pool};
+    enum wh_err err = st->ops->each_node(st->impl, pool_node, &ps, errbuf);
+    if (err)
+        return err;
+    if (!*w->accel)
+        snprintf(w->accel, sizeof(w->accel), "%s", ps.accel);
+    if (!*w->topology && *ps.topology) {
+        snprintf(w->topology, sizeof(w->topology), "%s", ps.topology);
+        w->topo_from = "the TPU nodes of node pool";
+    }
+    return WH_OK;
+}
+
+/* Fields of a TORCH_TPU_TOPOLOGY value ("2,2,1,2" -> 4, product 8); 0 when
+ * it is not a comma list of positive integers. */
+static int torch_fields(const char *s, long *product)
+{
+    int n = 0;
+    long p = 1;
+    while (*s) {
+        long v = 0;
+        const char *start = s;
+        while (*s >= '0' && *s <= '9' && s - start < 7)
+            v = v * 10 + (*s++ - '0');
+        if (s == start || v <= 0 || (*s && *s != ','))
+            return 0;
+        p *= v;
+        n++;
+        if (*s == ',' && !*++s)
+            return 0;
+        if (p > WH_TOPOLOGY_MAX_CHIPS * 2)
+            return 0;
+    }
+    *product = p;
+    return n;
+}
+
+/* The first TPU container's preset TORCH_TPU_TOPOLOGY, "" when none. */
+static const char *preset_topology(const struct wl *w)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(wh_json_get(w->tc.items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+    return lk.value;
+}
+
+static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *denied,
+                                 bool *skipped, char *errbuf)
+{
+    const char *t = wh_meta_annotation(w->pod, WH_ANN_SLICE_TOPOLOGY);
+    w->topo_from = "annotation \"" WH_ANN_SLICE_TOPOLOGY "\"";
+    if (!t || !*t) {
+        t = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
+        w->topo_from = "spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]";
+    }
+    snprintf(w->topology, sizeof(w->topology), "%s", t ? t : "");
+    const char *a = wh_node_selector(w->spec, WH_SEL_ACCELERATOR);
+    snprintf(w->accel, sizeof(w->accel), "%s", a ? a : "");
+    enum wh_err err = WH_OK;
+    if (!*w->topology || !*w->accel)
+        err = from_node_pool(w, st, errbuf);
+    if (err)
+        return err;
+    if (!*w->topology)
+        return skip(w, skipped, "the TPU topology is unknown",
+                    "add nodeSelector cloud.google.com/gke-tpu-topology");
+    char why[WH_ERRBUF_LEN];
+    if (wh_topology_parse(w->topology, &w->topo, why))
+        return deny(w, denied, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
+                    w->topo_from, why);
+    if (*w->accel) {
+        w->tpu7x = wh_is_tpu7x(w->accel);
+        return WH_OK;
+    }
+    /* No accelerator: a preset TorchTPU topology still tells TPU7x (4
+     * fields, two devices per chip) from the others (3 fields). */
+    long product;
+    int fields = torch_fields(preset_topology(w), &product);
+    if (fields == 4 || fields == 3) {
+        w->tpu7x = fields == 4;
+        return WH_OK;
+    }
+    return skip(w, skipped, "the TPU generation is unknown",
+                "add nodeSelector cloud.google.com/gke-tpu-accelerator");
+}
+
+/* ---- identity per kind ---------------------------------------------------- */
+
+/* A whole number >= 0 from a label/annotation; denial naming it otherwise. */
+static enum wh_err index_of(struct wl *w, const char *key, const char *v, long *out, bool *denied)
+{
+    if (!wh_parse_long(v, out) || *out < 0)
+        return deny(w, denied, "\"%s\" is \"%s\", not a whole number >= 0; it is set by the "
+                               "controller that creates the pod, remove the hand-written value",
+                    key, v ? v : "(absent)");
+    return WH_OK;
+}
+
+/* Peer list "<prefix><k>.<subdomain>" for k < n. */
+static enum wh_err dns_list(struct wl *w, const char *prefix, long n, const char *subdomain)
+{
+    enum wh_err err = wh_buf_reserve(&w->hosts, (size_t)n * (strlen(prefix) + strlen(subdomain) + 8));
+    for (long k = 0; k < n && !err; k++)
+        err = wh_buf_addf(&w->hosts, "%s%s%ld.%s", k ? "," : "", prefix, k, subdomain);
+    return err;
+}
+
+static const char *subdomain_of(const struct wl *w)
+{
+    const char *s = wh_json_str(w->spec, "subdomain");
+    return s && *s ? s : NULL;
+}
+
+static enum wh_err single_host(struct wl *w)
+{
+    w->identity = w->kind != WH_WL_LWS;
+    snprintf(w->master, sizeof(w->master), "localhost");
+    return wh_buf_add(&w->hosts, "localhost");
+}
+
+static enum wh_err indexed_job(struct wl *w, bool *denied)
+{
+    long index;
+    const char *v = meta_value(w->pod, KEY_JOB_INDEX, true);
+    enum wh_err err = index_of(w, KEY_JOB_INDEX, v, &index, denied);
+    if (err || *denied)
+        return err;
+    if (w->n_hosts == 1)
+        return single_host(w); /* independent single-host pods */
+    const char *job = job_name(w->pod), *sub = subdomain_of(w);
+    if (!job || !*job)
+        return deny(w, denied, "label \"%s\" is missing, so the names of the %ld hosts of the "
+                               "slice are unknown; let the Job controller create the pod",
+                    KEY_JOB_NAME, w->n_hosts);
+    if (!sub)
+        return deny(w, denied, "spec.subdomain is empty but topology %s with %ld chips per pod "
+                               "needs %ld hosts that reach each other by name; set "
+                               "spec.template.spec.subdomain to a headless Service selecting "
+                               "job-name=%s",
+                    w->topology, w->tc.chips, w->n_hosts, job);
+    if (index >= w->n_hosts)
+        return deny(w, denied, "completion index %ld is beyond the %ld hosts of topology %s with "
+                               "%ld chips per pod; set parallelism and completions to %ld",
+                    index, w->n_hosts, w->topology, w->tc.chips, w->n_hosts);
+    w->identity = true;
+    w->host = index;
+    char prefix[NAME_MAX_LEN];
+    snprintf(prefix, sizeof(prefix), "%.250s-", job);
+    snprintf(w->master, sizeof(w->master), "%.250s-0.%.63s", job, sub);
+    return dns_list(w, prefix, w->n_hosts, sub);
+}
+
+static enum wh_err jobset(struct wl *w, bool *denied)
+{
+    const char *js = meta_value(w->pod, KEY_JS_NAME, false);
+    const char *rj = meta_value(w->pod, KEY_JS_RJOB, false);
+    const char *rep_s = meta_value(w->pod, KEY_JS_RJOB_REPLICAS, false);
+    const char *glob_s = meta_value(w->pod, KEY_JS_GLOBAL_REPLICAS, false);
+    long index, job, replicas = 1, global = -1;
+    enum wh_err err = index_of(w, KEY_JOB_INDEX, meta_value(w->pod, KEY_JOB_INDEX, true), &index,
+                               denied);
+    if (!err && !*denied)
+        err = index_of(w, KEY_JS_JOB_INDEX, meta_value(w->pod, KEY_JS_JOB_INDEX, false), &job, denied);
+    if (!err && !*denied && rep_s)
+        err = index_of(w, KEY_JS_RJOB_REPLICAS, rep_s, &replicas, denied);
+    if (!err && !*denied && glob_s)
+        err = index_of(w, KEY_JS_GLOBAL_REPLICAS, glob_s, &global, denied);
+    if (err || *denied)
+        return err;
+    if (!rj || !*rj)
+        return deny(w, denied, "label \"%s\" is missing; let the JobSet controller create the pod",
+                    KEY_JS_RJOB);
+    if (replicas < 1 || job >= replicas)
+        return deny(w, denied, "\"%s\" is %ld but \"%s\" is %ld; let the JobSet controller create "
+                               "the pod",
+                    KEY_JS_JOB_INDEX, job, KEY_JS_RJOB_REPLICAS, replicas);
+    if (index >= w->n_hosts)
+        return deny(w, denied, "completion index %ld is beyond the %ld hosts of topology %s with "
+                               "%ld chips per pod; set parallelism and completions of replicated "
+                               "job \"%s\" to %ld",
+                    index, w->n_hosts, w->topology, w->tc.chips, rj, w->n_hosts);
+    w->identity = true;
+    w->host = index;
+    w->slice = job;
+    w->n_slices = replicas;
+    if (w->n_hosts * replicas == 1)
+        return single_host(w);
+    const char *sub = subdomain_of(w);
+    if (!sub)
+        return deny(w, denied, "spec.subdomain is empty but the %ld pods of replicated job \"%s\" "
+                               "must reach each other by name; do not set "
+                               "spec.network.enableDNSHostnames to false",
+                    w->n_hosts * replicas, rj);
+    snprintf(w->master, sizeof(w->master), "%.120s-%.60s-0-0.%.63s", js, rj, sub);
+    /* With other replicated jobs in the JobSet the slice count is ambiguous
+     * (per replicated job or global): only a declared MEGASCALE_NUM_SLICES
+     * turns MEGASCALE_* on then. */
+    w->megascale = replicas > 1 && (global < 0 || global == replicas);
+    snprintf(w->coordinator, sizeof(w->coordinator), "%s", w->master);
+    if (w->n_hosts == 1)
+        return wh_buf_add(&w->hosts, "localhost");
+    char prefix[NAME_MAX_LEN];
+    snprintf(prefix, sizeof(prefix), "%.120s-%.60s-%ld-", js, rj, job);
+    return dns_list(w, prefix, w->n_hosts, sub);
+}
+
+/* The index after "<leader>-" in a worker pod's name. */
+static bool worker_index_from_name(const char *name, const char *leader, long *out)
+{
+    size_t ll = strlen(leader);
+    if (!strcmp(name, leader)) {
+        *out = 0;
+        return true;
+    }
+    return !strncmp(name, leader, ll) && name[ll] == '-' && wh_parse_long(name + ll + 1, out) &&
+           *out > 0;
+}
+
+static enum wh_err lws(struct wl *w, bool *denied, bool *skipped)
+{
+    if (wh_meta_has_annotation(w->pod, KEY_LWS_SUBGROUP_SIZE))
+        return skip(w, skipped, "LeaderWorkerSet subgroups are not supported",
+                    "set TPU and TorchTPU variables in the template");
+    const char *leader = wh_meta_annotation(w->pod, KEY_LWS_LEADER_NAME);
+    bool is_leader = !leader;
+    if (is_leader)
+        leader = w->pod_name;
+    const char *tpus = wh_meta_annotation(w->pod, KEY_LWS_LEADER_TPUS);
+    bool leader_tpu = is_leader || (tpus && !strcmp(tpus, "true"));
+    long size = -1, worker;
+    const char *size_s = wh_meta_annotation(w->pod, KEY_LWS_SIZE);
+    enum wh_err err = size_s ? index_of(w, KEY_LWS_SIZE, size_s, &size, denied) : WH_OK;
+    if (err || *denied)
+        return err;
+    const char *wi = wh_meta_label(w->pod, KEY_LWS_WORKER_INDEX);
+    if (wi)
+        err = index_of(w, KEY_LWS_WORKER_INDEX, wi, &worker, denied);
+    else if (!worker_index_from_name(w->pod_name, leader, &worker))
+        return deny(w, denied, "no label \"%s\" and the pod name \"%s\" is not \"%s-<index>\"; let "
+                               "the LeaderWorkerSet controller create the pod",
+                    KEY_LWS_WORKER_INDEX, w->pod_name, leader);
+    if (err || *denied)
+        return err;
+    long tpu_hosts = size - (leader_tpu ? 0 : 1);
+    if (size >= 0 && tpu_hosts != w->n_hosts)
+        return deny(w, denied, "size %ld gives %ld TPU hosts per group but topology %s with %ld "
+                               "chips per pod needs %ld; set spec.leaderWorkerTemplate.size to %ld",
+                    size, tpu_hosts, w->topology, w->tc.chips, w->n_hosts,
+                    w->n_hosts + (leader_tpu ? 0 : 1));
+    w->host = worker - (leader_tpu ? 0 : 1);
+    if (w->host < 0 || w->host >= w->n_hosts)
+        return deny(w, denied, "worker index %ld is outside the group's %ld TPU hosts", worker,
+                    w->n_hosts);
+    if (w->n_hosts == 1)
+        return single_host(w);
+    const char *sub = subdomain_of(w);
+    if (!sub)
+        return deny(w, denied, "spec.subdomain is empty but the %ld hosts of the group must reach "
+                               "each other by name; let the LeaderWorkerSet controller create "
+                               "the pod",
+                    w->n_hosts);
+    /* LWS's own order: the leader (when it has TPUs), then -1 .. -(size-1). */
+    for (long k = 0; k < w->n_hosts && !err; k++) {
+        long ord = k + (leader_tpu ? 0 : 1);
+        if (ord == 0)
+            err = wh_buf_addf(&w->hosts, "%s.%s", leader, sub);
+        else
+            err = wh_buf_addf(&w->hosts, "%s%s-%ld.%s", k ? "," : "", leader, ord, sub);
+    }
+    const char *comma = strchr(wh_buf_ptr(&w->hosts), ',');
+    size_t first = comma ? (size_t)(comma - wh_buf_ptr(&w->hosts)) : wh_buf_len(&w->hosts);
+    snprintf(w->master, sizeof(w->master), "%.*s", (int)(first < NAME_MAX_LEN ? first : 0),
+             wh_buf_ptr(&w->hosts));
+    return err;
+}
+
+/* ---- per-container env ------------------------------------------------ */
+
+struct cenv {
+    struct wl *w;
+    unsigned ci;
+    const cJSON *env;
+    struct wh_env_writer wr;
+};
+
+/* Add name=value unless the container has an entry of that name. */
+static enum wh_err add(struct cenv *c, const char *name, const char *value)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, name, &lk);
+    return lk.first_index >= 0 ? WH_OK : wh_env_set(&c->wr, name, value);
+}
+
+static enum wh_err addl(struct cenv *c, const char *name, long v)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%ld", v);
+    return add(c, name, s);
+}
+
+static enum wh_err identity_env(struct cenv *c)
+{
+    struct wl *w = c->w;
+    if (!w->identity)
+        return WH_OK;
+    enum wh_err err = addl(c, "TPU_WORKER_ID", wh_tpu_worker_id(w->host, w->tc.n, c->ci, w->tpu7x));
+    if (!err)
+        err = add(c, "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&w->hosts));
+    if (err || !w->tpu7x || (w->n_hosts == 1 && w->tc.n < 2))
+        return err;
+    /* TPU7x: one JAX process per TPU container (anchor §2.7.5 of the KubeRay path). */
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "TPU_PROCESS_ADDRESSES", &lk);
+    if (lk.first_index < 0) {
+        struct wh_buf b;
+        bool too_many;
+        wh_buf_init(&b, WH_ENV_VALUE_MAX);
+        err = wh_host_ports(wh_buf_ptr(&w->hosts), (long)w->tc.n, &b, &too_many);
+        if (!err && !too_many)
+            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&b));
+        wh_buf_free(&b);
+    }
+    if (!err)
+        err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
+    return err;
+}
+
+/* MEGASCALE_* (docs/workloads.md, JobSet): filled when the replicated job
+ * has more than one slice, or when the user declared MEGASCALE_NUM_SLICES
+ * with a value; a declared empty MEGASCALE_NUM_SLICES turns them off. */
+static enum wh_err megascale_env(struct cenv *c)
+{
+    struct wl *w = c->w;
+    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+        return WH_OK;
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "MEGASCALE_NUM_SLICES", &lk);
+    enum wh_err err = WH_OK;
+    if (lk.first_index < 0) {
+        if (!w->megascale)
+            return WH_OK;
+        err = addl(c, "MEGASCALE_NUM_SLICES", w->n_slices);
+    } else if (!lk.exists) {
+        return WH_OK;
+    }
+    if (!err)
+        err = addl(c, "MEGASCALE_SLICE_ID", w->slice);
+    if (!err)
+        err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+    return err;
+}
+
+static enum wh_err torch_env(struct cenv *c, bool *denied)
+{
+    struct wl *w = c->w;
+    char topo[96];
+    wh_torch_topology(&w->topo, w->tpu7x, topo, sizeof(topo));
+    long per_chip = w->tpu7x ? 2 : 1;
+    long per_host = w->topo.chips / w->n_hosts * per_chip; /* processes of the pod */
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "TORCH_TPU_TOPOLOGY", &lk);
+    enum wh_err err = WH_OK;
+    if (lk.first_index < 0) {
+        err = add(c, "TORCH_TPU_TOPOLOGY", topo);
+    } else if (*lk.value && strcmp(lk.value, topo)) {
+        /* Kept: the user's grid is what torch_tpu will use, so the address
+         * list follows it when it divides over the hosts. */
+        long product;
+        if (torch_fields(lk.value, &product) && product % w->n_hosts == 0)
+            per_host = product / w->n_hosts;
+        if (*w->accel) {
+            err = wh_decision_warn(w->d, "container \"%s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; "
+                                         "topology %.16s gives \"%s\"",
+                                   wh_json_str0(w->tc.items[c->ci].obj, "name"), lk.value,
+                                   w->topology, topo);
+            if (!err)
+                err = wh_decision_note(w->d, "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
+                                             "\"%s\" kept although topology %s gives \"%s\"",
+                                       w->who, wh_json_str0(w->tc.items[c->ci].obj, "name"),
+                                       lk.value, w->topology, topo);
+        }
+    }
+    wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
+    if (!err && lk.first_index < 0) {
+        struct wh_buf b;
+        bool too_many;
+        wh_buf_init(&b, WH_ENV_VALUE_MAX);
+        err = wh_host_ports(wh_buf_ptr(&w->hosts), per_host, &b, &too_many);
+        if (!err && too_many)
+            err = deny(w, denied, "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
+                                  "more than %ld entries; set it in the container to skip it",
+                       w->topology, WH_MAX_TORCH_ADDRESSES);
+        else if (!err)
+            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&b));
+        wh_buf_free(&b);
+    }
+    if (err || *denied)
+        return err;
+    /* torchrun defaults (PET_*). Each TPU container of a multi-container
+     * pod is one torchrun node, as it is one TPU worker. Never WORLD_SIZE,
+     * RANK or LOCAL_RANK: torch_tpu turns distributed when WORLD_SIZE is set. */
+    long n = (long)w->tc.n;
+    long nproc = n > 1 ? w->tc.items[c->ci].chips * per_chip : per_host;
+    err = addl(c, "PET_NNODES", w->n_hosts * w->n_slices * n);
+    if (!err)
+        err = addl(c, "PET_NODE_RANK", (w->slice * w->n_hosts + w->host) * n + (long)c->ci);
+    if (!err)
+        err = add(c, "PET_MASTER_ADDR", w->master);
+    if (!err)
+        err = addl(c, "PET_MASTER_PORT", WH_TORCH_MASTER_PORT);
+    if (!err)
+        err = addl(c, "PET_NPROC_PER_NODE", nproc);
+    return err;
+}
+
+/* ---- entry -------------------------------------------------------------- */
+
+static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
+{
+    bool denied = false, skipped = false;
+    const cJSON *containers = wh_json_get(w->spec, "containers");
+    if (!cJSON_IsArray(containers))
+        return WH_OK; /* no containers: nothing to inject (the API server refuses it) */
+    char why[WH_ERRBUF_LEN];
+    enum wh_err err = wh_tpu_containers_collect(containers, &w->tc, why);
+    if (err == WH_ERR_INVALID)
+        return deny(w, &denied, "%s", why);
+    if (err || w->tc.n == 0)
+        return err; /* no TPU: admitted unchanged */
+    w->d->n_tpu_containers = w->tc.n;
+    if ((err = read_topology(w, st, &denied, &skipped, errbuf)) || denied || skipped)
+        return err;
+    if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
+        return deny(w, &denied, "the pod's TPU containers request %ld google.com/tpu in all, which "
+                                "does not divide the %ld chips of topology %s (%s); request a "
+                                "divisor of %ld chips per pod",
+                    w->tc.chips, w->topo.chips, w->topology, w->topo_from, w->topo.chips);
+    w->n_hosts = w->topo.chips / w->tc.chips;
+    if (w->n_hosts > WH_MAX_HOSTS)
+        return deny(w, &denied, "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
+                                "are supported; request more google.com/tpu per pod",
+                    w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
+    w->n_slices = 1;
+    switch (w->kind) {
+    case WH_WL_LWS: err = lws(w, &denied, &skipped); break;
+    case WH_WL_JOBSET: err = jobset(w, &denied); break;
+    case WH_WL_INDEXED_JOB: err = indexed_job(w, &denied); break;
+    default:
+        if (w->n_hosts > 1) {
+            char what[256];
+            snprintf(what, sizeof(what), "%ld of the %ld chips of topology %s is one of %ld hosts "
+                                       "or part of one host",
+                     w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
+            return skip(w, &skipped, what, "several hosts need an Indexed Job, JobSet or LWS");
+        }
+        err = single_host(w);
+        break;
+    }
+    if (err || denied || skipped)
+        return err;
+    w->d->host = w->host;
+    w->d->n_hosts = w->n_hosts;
+    w->d->replica = w->slice;
+    w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
+    for (unsigned i = 0; i < w->tc.n && !err && !denied; i++) {
+        struct cenv c = {.w = w, .ci = i, .env = wh_json_get(w->tc.items[i].obj, "env")};
+        wh_env_writer_init(&c.wr, &w->d->patch, w->tc.items[i].index, c.env);
+        err = identity_env(&c);
+        if (!err)
+            err = megascale_env(&c);
+        if (!err)
+            err = torch_env(&c, &denied);
+    }
+    return err;
+}
+
+enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
+                               struct wh_decision *d, char *errbuf)
+{
+    const cJSON *pod = wh_json_get(request, "object");
+    if (strcmp(wh_json_str0(request, "operation"), "CREATE"))
+        return WH_OK; /* only creation is mutated */
+    if (!cJSON_IsObject(pod))
+        return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
+    struct wl w = {.pod = pod, .spec = wh_json_get(pod, "spec"), .d = d};
+    w.kind = wh_workload_classify(pod);
+    if (w.kind == WH_WL_KUBERAY)
+        return wh_mutate_pod(request, st, d, errbuf);
+    const char *optout = wh_meta_label(pod, WH_LABEL_INJECT);
+    if (optout && !strcmp(optout, "disabled"))
+        return WH_OK;
+    const cJSON *meta = wh_json_get(pod, "metadata");
+    w.ns = wh_json_str(meta, "namespace");
+    if (!w.ns || !*w.ns)
+        w.ns = wh_json_str0(request, "namespace");
+    w.pod_name = wh_json_str(meta, "name");
+    if (!w.pod_name || !*w.pod_name)
+        w.pod_name = wh_json_str0(meta, "generateName");
+    describe(&w);
+    wh_buf_init(&w.hosts, WH_ENV_VALUE_MAX);
+    enum wh_err err = decide(&w, st, errbuf);
+    wh_buf_free(&w.hosts);
+    wh_tpu_containers_free(&w.tc);
+    if (err) {
+        cJSON_Delete(d->patch);
+        d->patch = NULL;
+    }
+    return err;
+}

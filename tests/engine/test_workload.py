@@ -1,0 +1,569 @@
+#!/usr/bin/env python3
+"""The /mutate-workload path (issue 12): TPU pods of Jobs, Indexed Jobs,
+JobSets, LeaderWorkerSets and plain pods, built exactly as their controllers
+create them (docs/workloads.md, "What each controller puts on a pod").
+
+The worked examples and their expected values are those of
+docs/workloads.md (copied there from the project's TPU-workloads reference,
+§10). Every patch is applied with python3-jsonpatch by whreview.run, and the
+resulting pod is checked against the API server's rules for env entries."""
+import argparse
+import copy
+import re
+import sys
+import os
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import whreview as W  # noqa: E402
+from whreview import review_of  # noqa: E402
+
+# Kubernetes validates env names with IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*.
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+NEVER = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "TPU_VISIBLE_CHIPS")
+OURS = ("TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES", "TPU_PROCESS_ADDRESSES", "TPU_PROCESS_PORT",
+        "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID", "MEGASCALE_COORDINATOR_ADDRESS",
+        "TORCH_TPU_TOPOLOGY", "TORCH_TPU_SLICEBUILDER_ADDRESSES", "PET_NNODES", "PET_NODE_RANK",
+        "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NPROC_PER_NODE")
+
+
+def tpu_container(name="trainer", chips=4, env=None, limits_only=True):
+    res = {"limits": {"google.com/tpu": str(chips)}}
+    if not limits_only:
+        res["requests"] = {"google.com/tpu": str(chips)}
+    c = {"name": name, "image": "IMAGE", "resources": res}
+    if env is not None:
+        c["env"] = copy.deepcopy(env)
+    return c
+
+
+def selector(accel, topo):
+    sel = {}
+    if accel:
+        sel["cloud.google.com/gke-tpu-accelerator"] = accel
+    if topo:
+        sel["cloud.google.com/gke-tpu-topology"] = topo
+    return sel
+
+
+def job_labels(job, uid="11111111-2222-3333-4444-555555555555"):
+    return {"batch.kubernetes.io/job-name": job, "job-name": job,
+            "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid}
+
+
+def indexed_job_pod(job="train-v6e", index=2, subdomain="train-v6e", accel="tpu-v6e-slice",
+                    topo="4x4", containers=None, ns="default", extra_labels=None):
+    """An Indexed-Job pod as the Job controller creates it (Kubernetes
+    1.28+, PodIndexLabel on): index annotation and label, hostname,
+    generateName, JOB_COMPLETION_INDEX in every container."""
+    labels = job_labels(job)
+    labels["batch.kubernetes.io/job-completion-index"] = str(index)
+    labels["tpu-webhook/inject"] = "enabled"
+    labels.update(extra_labels or {})
+    containers = containers or [tpu_container()]
+    for c in containers:
+        env = c.setdefault("env", [])
+        if not any(e["name"] == "JOB_COMPLETION_INDEX" for e in env):
+            env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}})
+    spec = {"hostname": "%s-%d" % (job, index), "restartPolicy": "Never",
+            "nodeSelector": selector(accel, topo), "containers": containers}
+    if subdomain:
+        spec["subdomain"] = subdomain
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "%s-%d-" % (job, index), "namespace": ns, "labels": labels,
+                         "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                                              "uid": "11111111-2222-3333-4444-555555555555",
+                                              "controller": True}]},
+            "spec": spec}
+
+
+def jobset_pod(js="llm", rj="slice", replicas=2, job=1, index=3, accel="tpu-v5p-slice",
+               topo="2x2x4", chips=4, subdomain="llm", global_replicas=None, env=None):
+    """A JobSet pod: the JobSet keys as labels and annotations, plus the
+    Indexed-Job keys of its child Job <js>-<rj>-<job>."""
+    child = "%s-%s-%d" % (js, rj, job)
+    keys = {"jobset.sigs.k8s.io/jobset-name": js, "jobset.sigs.k8s.io/jobset-uid": "uid-js",
+            "jobset.sigs.k8s.io/replicatedjob-name": rj,
+            "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
+            "jobset.sigs.k8s.io/global-replicas": str(global_replicas or replicas),
+            "jobset.sigs.k8s.io/job-index": str(job), "jobset.sigs.k8s.io/job-global-index": str(job),
+            "jobset.sigs.k8s.io/job-key": "0123456789abcdef0123456789abcdef01234567",
+            "jobset.sigs.k8s.io/restart-attempt": "0", "jobset.sigs.k8s.io/group-name": "default",
+            "jobset.sigs.k8s.io/group-replicas": str(replicas),
+            "jobset.sigs.k8s.io/job-group-index": str(job)}
+    labels = dict(keys)
+    labels.update(job_labels(child))
+    labels["batch.kubernetes.io/job-completion-index"] = str(index)
+    labels["tpu-webhook/inject"] = "enabled"
+    ann = dict(keys)
+    ann["alpha.jobset.sigs.k8s.io/exclusive-topology"] = "cloud.google.com/gke-nodepool"
+    ann["batch.kubernetes.io/job-completion-index"] = str(index)
+    c = tpu_container(chips=chips, env=env)
+    c["ports"] = [{"containerPort": 8471}, {"containerPort": 8080}]
+    c.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+        "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}})
+    spec = {"hostname": "%s-%d" % (child, index), "hostNetwork": True,
+            "dnsPolicy": "ClusterFirstWithHostNet", "restartPolicy": "OnFailure",
+            "nodeSelector": selector(accel, topo), "containers": [c]}
+    if subdomain:
+        spec["subdomain"] = subdomain
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "%s-%d-" % (child, index), "namespace": "default",
+                         "labels": labels, "annotations": ann},
+            "spec": spec}
+
+
+def lws_pod(lws="vllm", group=1, worker=2, size=4, leader_tpus=True, accel="tpu-v5-lite-podslice",
+            topo="4x4", chips=4, lws_env=True, worker_label=True):
+    """A LeaderWorkerSet pod as its StatefulSet creates it and LWS's own pod
+    webhook completes it (worker 0 is the leader)."""
+    leader = "%s-%d" % (lws, group)
+    name = leader if worker == 0 else "%s-%d" % (leader, worker)
+    labels = {"leaderworkerset.sigs.k8s.io/name": lws,
+              "leaderworkerset.sigs.k8s.io/group-index": str(group),
+              "leaderworkerset.sigs.k8s.io/group-key": "abc123",
+              "leaderworkerset.sigs.k8s.io/template-revision-hash": "h1",
+              "tpu-webhook/inject": "enabled"}
+    if worker_label:
+        labels["leaderworkerset.sigs.k8s.io/worker-index"] = str(worker)
+    ann = {"leaderworkerset.sigs.k8s.io/size": str(size)}
+    if worker:
+        ann["leaderworkerset.sigs.k8s.io/leader-name"] = leader
+        if leader_tpus:
+            ann["leaderworkerset.sigs.k8s.io/leader-requests-tpus"] = "true"
+    env = []
+    if lws_env:
+        first = 0 if leader_tpus else 1
+        hosts = ([leader + ".vllm"] if leader_tpus else []) + \
+            ["%s-%d.vllm" % (leader, i) for i in range(1, size)]
+        env = [{"name": "TPU_WORKER_HOSTNAMES", "value": ",".join(hosts)},
+               {"name": "TPU_WORKER_ID", "value": str(worker - first)},
+               {"name": "TPU_NAME", "value": leader},
+               {"name": "TPU_PROCESS_ADDRESSES", "value": ",".join(h + ":8476" for h in hosts)},
+               {"name": "TPU_PROCESS_PORT", "value": "8476"},
+               {"name": "LWS_LEADER_ADDRESS", "value": "%s.vllm.default" % leader},
+               {"name": "LWS_GROUP_SIZE", "value": str(size)},
+               {"name": "LWS_WORKER_INDEX", "value": str(worker)}]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": ann},
+            "spec": {"hostname": name, "subdomain": lws, "nodeSelector": selector(accel, topo),
+                     "containers": [tpu_container("vllm", chips=chips, env=env)]}}
+
+
+def polyaxon_pod(preset="2,2,1,2", accel=None, chips=4):
+    """§10.1: a Polyaxon job pod (operator-made non-indexed Job) on one TPU7x
+    2x2x1 host, opted in through environment.labels."""
+    env = [{"name": "TORCH_TPU_TOPOLOGY", "value": preset}] if preset is not None else []
+    sel = {"cloud.google.com/gke-nodepool": "YOUR_TPU_POOL",
+           "cloud.google.com/gke-tpu-topology": "2x2x1",
+           "cloud.google.com/placement-policy-name": "YOUR_PLACEMENT_POLICY"}
+    if accel:
+        sel["cloud.google.com/gke-tpu-accelerator"] = accel
+    labels = {"app.kubernetes.io/managed-by": "polyaxon", "app.kubernetes.io/component": "polyaxon-jobs",
+              "app.kubernetes.io/part-of": "polyaxon-runs", "tpu-webhook/inject": "enabled"}
+    labels.update(job_labels("plx-run-0123"))
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "plx-run-0123-", "namespace": "polyaxon", "labels": labels,
+                         "annotations": {"cloud.google.com/gke-tpu-slice-topology": "2x2x1",
+                                         "operation.polyaxon.com/kind": "job"}},
+            "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "nodeSelector": sel,
+                     "initContainers": [{"name": "polyaxon-init-auth", "image": "polyaxon/init"}],
+                     "containers": [tpu_container("polyaxon-main", chips=chips, env=env, limits_only=False),
+                                    {"name": "polyaxon-sidecar", "image": "polyaxon/sidecar"}]}}
+
+
+def batch_job_pod():
+    """§10.2: a non-indexed Job, v6e 1x1."""
+    labels = job_labels("torchtpu-smoke")
+    labels["tpu-webhook/inject"] = "enabled"
+    c = tpu_container("smoke", chips=1, limits_only=False)
+    c["command"] = ["python", "/app/smoke.py"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "torchtpu-smoke-", "namespace": "default", "labels": labels},
+            "spec": {"restartPolicy": "Never", "nodeSelector": selector("tpu-v6e-slice", "1x1"),
+                     "containers": [c]}}
+
+
+def addrs(hosts, ports):
+    return ",".join("%s:%d" % (h, 8471 + k) for h in hosts for k in range(ports))
+
+
+def check_api_rules(test, before, after):
+    """The mutated pod as the API server would judge it, plus the rules of
+    this path: only env entries are added, only to TPU containers, no name
+    twice, never WORLD_SIZE/RANK/LOCAL_RANK unless the user wrote them."""
+    b, a = copy.deepcopy(before), copy.deepcopy(after)
+    for i, (cb, ca) in enumerate(zip(b["spec"]["containers"], a["spec"]["containers"])):
+        envb, enva = cb.pop("env", []), ca.pop("env", [])
+        test.assertEqual(cb, ca, "only env changes")
+        test.assertEqual(enva[:len(envb)], envb, "existing entries untouched, container %d" % i)
+        names = [e["name"] for e in enva]
+        test.assertEqual(len(names), len(set(names)), "one entry per name: %s" % names)
+        for e in enva[len(envb):]:
+            test.assertRegex(e["name"], ENV_NAME)
+            test.assertIn(e["name"], OURS)
+            test.assertIsInstance(e["value"], str)
+        tpu = "google.com/tpu" in str(cb.get("resources"))
+        if not tpu:
+            test.assertEqual(enva, envb, "non-TPU container %s touched" % cb["name"])
+    a["spec"]["containers"] = b["spec"]["containers"]
+    test.assertEqual(a, b, "nothing but container env changes")
+
+
+class WorkloadCase(unittest.TestCase):
+    def mutate(self, p, allowed=True, nodes=None):
+        r = W.run(review_of(p), nodes=nodes, workload=True)
+        self.assertEqual(r.allowed, allowed, r.message)
+        if allowed:
+            check_api_rules(self, p, r.obj)
+            again = W.run(review_of(r.obj), nodes=nodes, workload=True)  # idempotence
+            self.assertTrue(again.allowed)
+            self.assertIsNone(again.patch, "second review patched: %s" % again.patch)
+        return r
+
+
+class WorkedExamples(WorkloadCase):
+    """docs/workloads.md, worked examples 1-5."""
+
+    def test_polyaxon_tpu7x_2x2x1(self):
+        r = self.mutate(polyaxon_pod())
+        self.assertEqual(r.env(), {
+            "TORCH_TPU_TOPOLOGY": "2,2,1,2",
+            "TPU_WORKER_ID": "0", "TPU_WORKER_HOSTNAMES": "localhost",
+            "TORCH_TPU_SLICEBUILDER_ADDRESSES": addrs(["localhost"], 8),
+            "PET_NNODES": "1", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "localhost",
+            "PET_MASTER_PORT": "29500", "PET_NPROC_PER_NODE": "8"})
+        self.assertEqual(r.obj["spec"]["containers"][0]["env"][0],
+                         {"name": "TORCH_TPU_TOPOLOGY", "value": "2,2,1,2"})  # kept, first
+        self.assertEqual(r.warnings, [])
+
+    def test_polyaxon_with_accelerator_computes_topology(self):
+        r = self.mutate(polyaxon_pod(preset=None, accel="tpu7x"))
+        self.assertEqual(r.env()["TORCH_TPU_TOPOLOGY"], "2,2,1,2")
+        self.assertEqual(r.env()["PET_NPROC_PER_NODE"], "8")
+
+    def test_batch_job_v6e_1x1(self):
+        r = self.mutate(batch_job_pod())
+        self.assertEqual(r.env(), {
+            "TPU_WORKER_ID": "0", "TPU_WORKER_HOSTNAMES": "localhost",
+            "TORCH_TPU_TOPOLOGY": "1,1,1", "TORCH_TPU_SLICEBUILDER_ADDRESSES": "localhost:8471",
+            "PET_NNODES": "1", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "localhost",
+            "PET_MASTER_PORT": "29500", "PET_NPROC_PER_NODE": "1"})
+
+    def test_indexed_job_v6e_4x4_index_2(self):
+        r = self.mutate(indexed_job_pod())
+        hosts = ["train-v6e-%d.train-v6e" % i for i in range(4)]
+        env = r.env()
+        self.assertEqual(env["TPU_WORKER_ID"], "2")
+        self.assertEqual(env["TPU_WORKER_HOSTNAMES"], ",".join(hosts))
+        self.assertEqual(env["TORCH_TPU_TOPOLOGY"], "4,4,1")
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"], addrs(hosts, 4))
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")[8:12],
+                         ["train-v6e-2.train-v6e:%d" % p for p in range(8471, 8475)])
+        self.assertEqual([env[k] for k in ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR",
+                                           "PET_MASTER_PORT", "PET_NPROC_PER_NODE")],
+                         ["4", "2", "train-v6e-0.train-v6e", "29500", "4"])
+        self.assertIn("JOB_COMPLETION_INDEX", env)  # the Job controller's, untouched
+
+    def test_jobset_v5p_2x2x4_two_slices(self):
+        r = self.mutate(jobset_pod())
+        hosts = ["llm-slice-1-%d.llm" % i for i in range(4)]
+        env = r.env()
+        self.assertEqual(env["TPU_WORKER_ID"], "3")
+        self.assertEqual(env["TPU_WORKER_HOSTNAMES"], ",".join(hosts))
+        self.assertEqual([env["MEGASCALE_NUM_SLICES"], env["MEGASCALE_SLICE_ID"],
+                          env["MEGASCALE_COORDINATOR_ADDRESS"]], ["2", "1", "llm-slice-0-0.llm"])
+        self.assertNotIn("MEGASCALE_PORT", env)
+        self.assertEqual(env["TORCH_TPU_TOPOLOGY"], "2,2,4")
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"], addrs(hosts, 4))
+        self.assertEqual([env[k] for k in ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR",
+                                           "PET_MASTER_PORT", "PET_NPROC_PER_NODE")],
+                         ["8", "7", "llm-slice-0-0.llm", "29500", "4"])
+        # ranks 28..31 take entries 28 mod 16 = 12..15 of their own slice's list
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")[12:16],
+                         ["llm-slice-1-3.llm:%d" % p for p in range(8471, 8475)])
+
+    def test_lws_v5e_4x4_worker_2(self):
+        p = lws_pod()
+        r = self.mutate(p)
+        hosts = ["vllm-1.vllm", "vllm-1-1.vllm", "vllm-1-2.vllm", "vllm-1-3.vllm"]
+        env = r.env()
+        added = {k: env[k] for k in env if k not in {e["name"] for e in p["spec"]["containers"][0]["env"]}}
+        self.assertEqual(added, {
+            "TORCH_TPU_TOPOLOGY": "4,4,1", "TORCH_TPU_SLICEBUILDER_ADDRESSES": addrs(hosts, 4),
+            "PET_NNODES": "4", "PET_NODE_RANK": "2", "PET_MASTER_ADDR": "vllm-1.vllm",
+            "PET_MASTER_PORT": "29500", "PET_NPROC_PER_NODE": "4"})
+
+
+class Classification(WorkloadCase):
+    def test_kuberay_pod_goes_to_kuberay_engine(self):
+        p = W.pod(native=(0, 1))
+        r = W.run(review_of(p), workload=True)
+        ref = W.run(review_of(p))
+        self.assertEqual(r.patch, ref.patch)
+        self.assertEqual(r.obj["spec"]["hostname"], "tpu-group-0-1")
+
+    def test_non_tpu_pod_unchanged(self):
+        p = batch_job_pod()
+        del p["spec"]["containers"][0]["resources"]
+        r = self.mutate(p)
+        self.assertIsNone(r.patch)
+
+    def test_opt_out_label(self):
+        p = batch_job_pod()
+        p["metadata"]["labels"]["tpu-webhook/inject"] = "disabled"
+        self.assertIsNone(self.mutate(p).patch)
+
+    def test_only_tpu_containers_touched(self):
+        p = polyaxon_pod()
+        r = self.mutate(p)
+        self.assertNotIn("env", r.obj["spec"]["containers"][1])
+        self.assertNotIn("env", r.obj["spec"]["initContainers"][0])
+
+    def test_non_create_unchanged(self):
+        for op in ("UPDATE", "DELETE"):
+            r = W.run(review_of(indexed_job_pod(), op=op), workload=True)
+            self.assertTrue(r.allowed)
+            self.assertIsNone(r.patch)
+
+    def test_lws_worker_index_from_name_when_label_absent(self):
+        r = self.mutate(lws_pod(worker=3, worker_label=False))
+        self.assertEqual(r.env()["PET_NODE_RANK"], "3")
+
+    def test_lws_leader_without_tpus(self):
+        # size 5: a CPU leader plus 4 TPU workers; worker 1 is TPU host 0
+        r = self.mutate(lws_pod(worker=1, size=5, leader_tpus=False))
+        env = r.env()
+        self.assertEqual(env["PET_NODE_RANK"], "0")
+        self.assertEqual(env["PET_MASTER_ADDR"], "vllm-1-1.vllm")
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")[0], "vllm-1-1.vllm:8471")
+
+    def test_lws_size_mismatch_denied(self):
+        r = self.mutate(lws_pod(size=3), allowed=False)
+        self.assertIn("size 3", r.message)
+        self.assertIn("LeaderWorkerSet \"default/vllm\"", r.message)
+        self.assertIn("spec.leaderWorkerTemplate.size to 4", r.message)
+
+
+class Coexistence(WorkloadCase):
+    def test_gke_values_kept(self):
+        gke = [{"name": "TPU_WORKER_ID", "value": "2"},
+               {"name": "TPU_WORKER_HOSTNAMES", "value": "10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4"}]
+        c = tpu_container(env=gke)
+        r = self.mutate(indexed_job_pod(containers=[c]))
+        env = r.env()
+        self.assertEqual(env["TPU_WORKER_HOSTNAMES"], "10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4")
+        self.assertEqual(env["PET_NODE_RANK"], "2")
+
+    def test_empty_and_valuefrom_entries_count_as_present(self):
+        pre = [{"name": "TPU_WORKER_ID", "value": ""},
+               {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {
+                   "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}]
+        r = self.mutate(indexed_job_pod(containers=[tpu_container(env=pre)]))
+        env = r.env()
+        self.assertEqual(env["TPU_WORKER_ID"], "")
+        self.assertIn("fieldRef", env["PET_NODE_RANK"])
+
+    def test_user_torchrun_values_kept(self):
+        r = self.mutate(batch_job_pod_with_env([{"name": "PET_MASTER_PORT", "value": "1234"}]))
+        self.assertEqual(r.env()["PET_MASTER_PORT"], "1234")
+
+    def test_never_world_size(self):
+        for p in (polyaxon_pod(), batch_job_pod(), indexed_job_pod(), jobset_pod(), lws_pod()):
+            env = W.run(review_of(p), workload=True).env()
+            for k in NEVER:
+                self.assertNotIn(k, env)
+
+    def test_preset_topology_contradiction_warns(self):
+        r = self.mutate(batch_job_pod_with_env([{"name": "TORCH_TPU_TOPOLOGY", "value": "2,1,1"}]))
+        env = r.env()
+        self.assertEqual(env["TORCH_TPU_TOPOLOGY"], "2,1,1")
+        # the user's grid is what torch_tpu uses: one address per process of it
+        self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"], addrs(["localhost"], 2))
+        self.assertEqual(len(r.warnings), 1)
+        self.assertIn("TORCH_TPU_TOPOLOGY", r.warnings[0])
+        self.assertIn("2,2,1", r.warnings[0])
+        self.assertIn("preset TORCH_TPU_TOPOLOGY", r.notes)
+        # agreeing preset: no warning
+        r = self.mutate(batch_job_pod_with_env([{"name": "TORCH_TPU_TOPOLOGY", "value": "2,2,1"}]))
+        self.assertEqual(r.warnings, [])
+
+    def test_megascale_opt_out_by_empty_value(self):
+        r = self.mutate(jobset_pod(env=[{"name": "MEGASCALE_NUM_SLICES", "value": ""}]))
+        env = r.env()
+        self.assertNotIn("MEGASCALE_SLICE_ID", env)
+        self.assertNotIn("MEGASCALE_COORDINATOR_ADDRESS", env)
+
+    def test_megascale_ambiguous_with_other_replicated_jobs(self):
+        r = self.mutate(jobset_pod(global_replicas=3))
+        self.assertNotIn("MEGASCALE_NUM_SLICES", r.env())
+        r = self.mutate(jobset_pod(global_replicas=3, env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]))
+        self.assertEqual(r.env()["MEGASCALE_SLICE_ID"], "1")
+
+    def test_single_slice_jobset_has_no_megascale(self):
+        r = self.mutate(jobset_pod(replicas=1, job=0))
+        self.assertNotIn("MEGASCALE_NUM_SLICES", r.env())
+        self.assertEqual(r.env()["PET_NNODES"], "4")
+
+
+def batch_job_pod_with_env(env):
+    p = batch_job_pod()
+    p["spec"]["containers"][0]["env"] = env
+    p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "2x2"
+    p["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": "4"}}
+    return p
+
+
+class Denials(WorkloadCase):
+    def test_indexed_job_without_subdomain(self):
+        r = self.mutate(indexed_job_pod(subdomain=None), allowed=False)
+        for part in ('Indexed Job "default/train-v6e"', "spec.subdomain", "4 hosts",
+                     "headless Service", "job-name=train-v6e"):
+            self.assertIn(part, r.message)
+
+    def test_chips_do_not_divide_topology(self):
+        r = self.mutate(indexed_job_pod(containers=[tpu_container(chips=3)]), allowed=False)
+        for part in ("3 google.com/tpu", "16 chips", "4x4"):
+            self.assertIn(part, r.message)
+
+    def test_index_beyond_hosts(self):
+        r = self.mutate(indexed_job_pod(index=4), allowed=False)
+        for part in ("completion index 4", "4 hosts", "parallelism and completions to 4"):
+            self.assertIn(part, r.message)
+
+    def test_jobset_without_subdomain(self):
+        r = self.mutate(jobset_pod(subdomain=None), allowed=False)
+        self.assertIn('JobSet "default/llm"', r.message)
+        self.assertIn("enableDNSHostnames", r.message)
+
+    def test_bad_completion_index(self):
+        p = indexed_job_pod()
+        p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = "x"
+        r = self.mutate(p, allowed=False)
+        self.assertIn('"x"', r.message)
+
+    def test_bad_topology(self):
+        r = self.mutate(indexed_job_pod(topo="4xfour"), allowed=False)
+        self.assertIn("4xfour", r.message)
+        self.assertIn("cloud.google.com/gke-tpu-topology", r.message)
+
+
+class Unknown(WorkloadCase):
+    """Admitted unchanged with a warning and a log line naming what to add."""
+
+    def test_no_topology(self):
+        r = self.mutate(indexed_job_pod(topo=None))
+        self.assertIsNone(r.patch)
+        self.assertIn("cloud.google.com/gke-tpu-topology", r.warnings[0])
+        self.assertIn('Indexed Job "default/train-v6e"', r.notes)
+
+    def test_no_generation(self):
+        r = self.mutate(polyaxon_pod(preset=None))
+        self.assertIsNone(r.patch)
+        self.assertIn("cloud.google.com/gke-tpu-accelerator", r.warnings[0])
+        self.assertIn("gke-tpu-accelerator", r.notes)
+
+    def test_node_pool_gives_generation_and_topology(self):
+        p = polyaxon_pod(preset=None)
+        del p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"]
+        del p["metadata"]["annotations"]["cloud.google.com/gke-tpu-slice-topology"]
+        nodes = [W.node("other", {"cloud.google.com/gke-nodepool": "other-pool",
+                                  "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                  "cloud.google.com/gke-tpu-topology": "4x4"}),
+                 W.node("n1", {"cloud.google.com/gke-nodepool": "YOUR_TPU_POOL",
+                               "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                               "cloud.google.com/gke-tpu-topology": "2x2x1"})]
+        r = self.mutate(p, nodes=nodes)
+        self.assertEqual(r.env()["TORCH_TPU_TOPOLOGY"], "2,2,1,2")
+        self.assertEqual(r.env()["PET_NPROC_PER_NODE"], "8")
+
+    def test_single_pod_sized_for_several_hosts(self):
+        p = batch_job_pod()
+        p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "2x4"
+        r = self.mutate(p)
+        self.assertIsNone(r.patch)
+        self.assertIn("Indexed Job", r.warnings[0])
+        self.assertIn("1 of the 8 chips of topology 2x4", r.notes)
+
+
+class Tpu7xMultiContainer(WorkloadCase):
+    """Per-container rules of the KubeRay path: each TPU container is a worker."""
+
+    def test_single_host_two_containers(self):
+        cs = [tpu_container("c0", chips=2), tpu_container("c1", chips=2)]
+        p = indexed_job_pod(index=0, topo="2x2x1", accel="tpu7x", containers=cs)
+        r = self.mutate(p)
+        for ci in (0, 1):
+            env = r.env(ci)
+            self.assertEqual(env["TPU_WORKER_ID"], str(ci))
+            self.assertEqual(env["TPU_PROCESS_ADDRESSES"], "localhost:8471,localhost:8472")
+            self.assertEqual(env["TPU_PROCESS_PORT"], str(8471 + ci))
+            self.assertEqual(env["PET_NNODES"], "2")
+            self.assertEqual(env["PET_NODE_RANK"], str(ci))
+            self.assertEqual(env["PET_NPROC_PER_NODE"], "4")
+
+    def test_multi_host_two_containers(self):
+        cs = [tpu_container("c0", chips=2), tpu_container("c1", chips=2)]
+        p = indexed_job_pod(job="t7", subdomain="t7", index=1, topo="2x2x2", accel="tpu7x",
+                            containers=cs)
+        r = self.mutate(p)
+        env = r.env(1)
+        self.assertEqual(env["TPU_WORKER_ID"], "3")
+        self.assertEqual(env["TPU_WORKER_HOSTNAMES"], "t7-0.t7,t7-1.t7")
+        self.assertEqual(env["TPU_PROCESS_ADDRESSES"], "t7-0.t7:8471,t7-0.t7:8472,t7-1.t7:8471,t7-1.t7:8472")
+        self.assertEqual(env["PET_NODE_RANK"], "3")
+        self.assertEqual(env["PET_NNODES"], "4")
+
+
+class WholeWorkloads(unittest.TestCase):
+    """Every pod of a workload: unique ids 0..n-1 per slice, one peer list
+    per slice, MEGASCALE values that agree across slices."""
+
+    def envs(self, pods):
+        out = []
+        for p in pods:
+            r = W.run(review_of(p), workload=True)
+            self.assertTrue(r.allowed, r.message)
+            out.append(r.env())
+        return out
+
+    def test_two_slice_jobset(self):
+        envs = self.envs([jobset_pod(job=j, index=i) for j in range(2) for i in range(4)])
+        for j in range(2):
+            sl = envs[4 * j:4 * j + 4]
+            self.assertEqual(sorted(int(e["TPU_WORKER_ID"]) for e in sl), [0, 1, 2, 3])
+            self.assertEqual(len({e["TPU_WORKER_HOSTNAMES"] for e in sl}), 1)
+            self.assertEqual(len({e["TORCH_TPU_SLICEBUILDER_ADDRESSES"] for e in sl}), 1)
+            self.assertEqual({e["MEGASCALE_SLICE_ID"] for e in sl}, {str(j)})
+        self.assertEqual({(e["MEGASCALE_NUM_SLICES"], e["MEGASCALE_COORDINATOR_ADDRESS"],
+                           e["PET_MASTER_ADDR"], e["PET_NNODES"]) for e in envs},
+                         {("2", "llm-slice-0-0.llm", "llm-slice-0-0.llm", "8")})
+        self.assertEqual(sorted(int(e["PET_NODE_RANK"]) for e in envs), list(range(8)))
+
+    def test_four_host_indexed_job(self):
+        envs = self.envs([indexed_job_pod(index=i) for i in range(4)])
+        self.assertEqual([e["TPU_WORKER_ID"] for e in envs], ["0", "1", "2", "3"])
+        self.assertEqual([e["PET_NODE_RANK"] for e in envs], ["0", "1", "2", "3"])
+        self.assertEqual(len({e["TPU_WORKER_HOSTNAMES"] for e in envs}), 1)
+
+
+class Routing(unittest.TestCase):
+    def test_workload_route_refuses_non_pods(self):
+        rc, err = W.run(review_of({"apiVersion": "batch/v1", "kind": "Job",
+                                   "metadata": {"name": "j", "namespace": "default"}}),
+                        workload=True, expect_rc=2)
+        self.assertIn("/mutate-workload", err)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    args, rest = ap.parse_known_args()
+    W.BINARY = args.binary
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+/* test_tpuenv.c: the pieces the KubeRay and the workload mutation share:
+ * TPU container collection, TorchTPU topology strings, host:port lists and
+ * the TPU7x worker id (docs/workloads.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "wh/tpuenv.h"
+
+static void test_collect(void **unused)
+{
+    (void)unused;
+    cJSON *cs = cJSON_Parse("[{\"name\":\"side\"},"
+                            "{\"name\":\"a\",\"resources\":{\"limits\":{\"google.com/tpu\":\"2\"}}},"
+                            "{\"name\":\"b\",\"resources\":{\"requests\":{\"google.com/tpu\":2}}}]");
+    struct wh_tpu_containers tc;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_tpu_containers_collect(cs, &tc, errbuf), WH_OK);
+    assert_int_equal(tc.n, 2);
+    assert_int_equal(tc.chips, 4);
+    assert_int_equal(tc.items[0].index, 1);
+    assert_int_equal(tc.items[1].index, 2);
+    wh_tpu_containers_free(&tc);
+    cJSON_Delete(cs);
+
+    cs = cJSON_Parse("[{\"name\":\"a\"},{\"name\":\"b\",\"resources\":{\"limits\":"
+                     "{\"google.com/tpu\":\"four\"}}}]");
+    assert_int_equal(wh_tpu_containers_collect(cs, &tc, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "spec.containers[1]"));
+    assert_non_null(strstr(errbuf, "four"));
+    assert_null(tc.items);
+    cJSON_Delete(cs);
+}
+
+static void test_torch_topology(void **unused)
+{
+    (void)unused;
+    struct wh_topology t;
+    char errbuf[WH_ERRBUF_LEN], out[64];
+    assert_int_equal(wh_topology_parse("4x4", &t, errbuf), WH_OK);
+    wh_torch_topology(&t, false, out, sizeof(out));
+    assert_string_equal(out, "4,4,1");
+    assert_int_equal(wh_topology_parse("2x2x1", &t, errbuf), WH_OK);
+    wh_torch_topology(&t, true, out, sizeof(out));
+    assert_string_equal(out, "2,2,1,2");
+}
+
+static void test_host_ports(void **unused)
+{
+    (void)unused;
+    struct wh_buf b;
+    bool too_many;
+    wh_buf_init(&b, 1 << 20);
+    assert_int_equal(wh_host_ports("a.x,b.x", 2, &b, &too_many), WH_OK);
+    assert_false(too_many);
+    assert_string_equal(wh_buf_ptr(&b), "a.x:8471,a.x:8472,b.x:8471,b.x:8472");
+    wh_buf_reset(&b);
+    assert_int_equal(wh_host_ports("localhost", 1, &b, &too_many), WH_OK);
+    assert_string_equal(wh_buf_ptr(&b), "localhost:8471");
+    wh_buf_reset(&b);
+    assert_int_equal(wh_host_ports("a,b", WH_MAX_TORCH_ADDRESSES, &b, &too_many), WH_OK);
+    assert_true(too_many);
+    assert_int_equal(wh_buf_len(&b), 0);
+    wh_buf_free(&b);
+    assert_int_equal(wh_host_count("localhost"), 1);
+    assert_int_equal(wh_host_count("a,b,c"), 3);
+}
+
+static void test_worker_id(void **unused)
+{
+    (void)unused;
+    assert_int_equal(wh_tpu_worker_id(3, 2, 1, true), 7);
+    assert_int_equal(wh_tpu_worker_id(3, 2, 1, false), 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_torch_topology),
+        cmocka_unit_test(test_host_ports),
+        cmocka_unit_test(test_worker_id),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
