@@ -20,6 +20,7 @@
 
 #include "allocwrap.h" /* wh_allocwrap_* */
 #include "wh/memtune.h" /* wh_memtune_server */
+#include "wh/reqmem.h"  /* wh_reqmem_install, wh_reqmem_bind */
 #include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
 #include "wh/json.h"   /* wh_json_* */
@@ -156,7 +157,10 @@ struct bench_case {
     long want_host;
 };
 
-static int run_case(const struct bench_case *bc, int runs)
+/* One case, with the review's memory from the C library's heap (arena
+ * NULL) or from an arena bound to the thread and reset after each review,
+ * as the server runs it (reqmem.h). */
+static int run_case(const struct bench_case *bc, int runs, struct wh_arena *arena)
 {
     size_t len;
     char *body = pod_review(&bc->shape, &len);
@@ -175,7 +179,9 @@ static int run_case(const struct bench_case *bc, int runs)
         char errbuf[WH_ERRBUF_LEN];
         wh_allocwrap_reset();
         double t0 = now_us();
+        wh_reqmem_bind(arena);
         enum wh_err err = wh_engine_review(body, len, WH_ROUTE_MUTATE, &st, &res, errbuf);
+        wh_reqmem_bind(NULL);
         t[i] = now_us() - t0;
         if (i == 0)
             one = wh_allocwrap_stats();
@@ -187,11 +193,16 @@ static int run_case(const struct bench_case *bc, int runs)
         }
         if (i == runs - 1 || rc) {
             qsort(t, (size_t)i + 1, sizeof(double), cmp_double);
-            printf("%-28s %6zu KB %7zu KB %8zu KB %5zu %10.3f %9lu %9lu\n", bc->name, len / 1024,
-                   res.body_len / 1024, res.body ? longest_value(res.body) / 1024 : 0, res.n_ops,
-                   t[i / 2] / 1000.0, one.allocs, one.reallocs);
+            printf("%-28s %-6s %6zu KB %7zu KB %8zu KB %5zu %10.3f %9lu %9lu %8zu KB\n", bc->name,
+                   arena ? "arena" : "malloc", len / 1024, res.body_len / 1024,
+                   res.body ? longest_value(res.body) / 1024 : 0, res.n_ops, t[i / 2] / 1000.0,
+                   one.allocs, one.reallocs, arena ? wh_arena_peak(arena) / 1024 : 0);
         }
+        wh_reqmem_bind(arena);
         wh_engine_result_free(&res);
+        wh_reqmem_bind(NULL);
+        if (arena)
+            wh_arena_reset(arena);
     }
     free(t);
     wh_memstate_free(ms);
@@ -208,6 +219,11 @@ int main(int argc, char **argv)
         return 2;
     }
     wh_allocwrap_install();
+    wh_reqmem_install(); /* the server's hooks: malloc (counted) with no arena bound */
+    /* The server's request arena (its default budget), with chunks from
+     * malloc so that they are counted (the server maps chunks of 256 KiB
+     * and more); one per case, so that its peak is the case's. */
+    struct wh_arena_opts ao = {.first_chunk = 32 * 1024, .budget = WH_REQMEM_REQUEST_DEFAULT};
     static const struct bench_case cases[] = {
         {"1 host v6e 2x4", {"tpu-v6e-slice", "2x4", 1, 8, true, 0}, 0, 0},
         {"16 hosts v6e 8x8", {"tpu-v6e-slice", "8x8", 1, 4, true, 7}, 0, 0},
@@ -215,10 +231,18 @@ int main(int argc, char **argv)
         {"256 hosts legacy (255 pods)", {"tpu7x", "8x8x16", 2, 2, false, 0}, 255, 255},
     };
     printf("wh-bench-engine: median of %d runs per case\n", runs);
-    printf("%-28s %9s %10s %11s %5s %10s %9s %9s\n", "case", "review", "response", "longest env",
-           "ops", "ms/review", "allocs", "reallocs");
+    printf("%-28s %-6s %9s %10s %11s %5s %10s %9s %9s %11s\n", "case", "memory", "review",
+           "response", "longest env", "ops", "ms/review", "allocs", "reallocs", "arena peak");
     int rc = 0;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        rc |= run_case(&cases[i], runs);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct wh_arena *arena = wh_arena_new(&ao);
+        if (!arena) {
+            fprintf(stderr, "bench: out of memory\n");
+            return 1;
+        }
+        rc |= run_case(&cases[i], runs, NULL);
+        rc |= run_case(&cases[i], runs, arena);
+        wh_arena_free(arena);
+    }
     return rc;
 }

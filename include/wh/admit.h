@@ -43,7 +43,14 @@ struct wh_admit;
 struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf);
 void wh_admit_free(struct wh_admit *ad); /* NULL-safe */
 
-/* Answer one AdmissionReview. Same contract as wh_engine_review(). */
+/* Decide a review the caller parsed (wh_review_parse) and keeps until the
+ * answer is sent, so that it can log from it. Same contract as
+ * wh_engine_decide(). */
+WH_NODISCARD enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
+                                         enum wh_route route, struct wh_engine_result *res,
+                                         char *errbuf);
+
+/* Parse and decide one AdmissionReview. Same contract as wh_engine_review(). */
 WH_NODISCARD enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
                                          enum wh_route route, struct wh_engine_result *res,
                                          char *errbuf);

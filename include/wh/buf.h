@@ -8,7 +8,7 @@
  *
  * The struct is public so it can live on the stack; use the API, not the
  * fields. Ownership: the buffer owns its memory until wh_buf_take() hands it
- * to the caller (who frees it with free()). wh_buf_ptr() is borrowed and
+ * to the caller (who frees it with wh_free()). wh_buf_ptr() is borrowed and
  * invalid after the next append.
  */
 #ifndef WH_BUF_H
@@ -52,7 +52,7 @@ WH_NODISCARD enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n);
 const char *wh_buf_ptr(const struct wh_buf *b);
 static inline size_t wh_buf_len(const struct wh_buf *b) { return b->len; }
 
-/* Hand the bytes to the caller (free() them); the buffer becomes empty.
+/* Hand the bytes to the caller (wh_free() them); the buffer becomes empty.
  * Returns a malloc'd "" for an empty buffer; NULL only on OOM. */
 char *wh_buf_take(struct wh_buf *b, size_t *len);
 

@@ -15,6 +15,9 @@
  *   wh_engine_result_free(&res); wh_review_free(rv);
  *
  * wh_engine_review() does both steps at once.
+ *
+ * Memory: everything the engine allocates goes through mem.h, so a shell
+ * can give a whole review one arena (the server does, see reqmem.h).
  */
 #ifndef WH_ENGINE_H
 #define WH_ENGINE_H
@@ -65,7 +68,9 @@ void wh_review_free(struct wh_review *rv); /* NULL-safe */
 const struct wh_review_info *wh_review_info(const struct wh_review *rv);
 
 /* The result of one review. Every pointer is owned by the result and freed by
- * wh_engine_result_free(). */
+ * wh_engine_result_free(). Who the review was about is in wh_review_info(),
+ * valid as long as the review: a shell keeps the review until the answer is
+ * sent and logs from it (one parse, no copies). */
 struct wh_engine_result {
     char *body;       /* response AdmissionReview JSON (NUL-terminated) */
     size_t body_len;
@@ -88,12 +93,6 @@ struct wh_engine_result {
     long worker_id;
     /* Newline-separated notes worth logging (skipped pods, ...); may be NULL. */
     char *notes;
-    /* Who the review was about, for the log line ("" when absent); the
-     * strings live in ids_block, owned by the result. */
-    struct {
-        const char *uid, *kind, *ns, *name, *cluster, *group;
-    } ids;
-    char *ids_block;
 };
 
 /* Decide. Fails only when the request cannot be answered at all (route/kind

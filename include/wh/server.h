@@ -6,8 +6,9 @@
  * Errors are Kubernetes Status objects in JSON: 400 not an AdmissionReview
  * (or the wrong kind for the route), 404 unknown path, 405 wrong method,
  * 413 body over max_body (refused from Content-Length before reading it),
- * 500/503 when the pipeline cannot answer, 503 when taking the body would
- * put the bodies held at once (all connections) over max_body_memory.
+ * 500/503 when the pipeline cannot answer, 500 when answering would take a
+ * request over max_request_memory, 503 when the requests in flight (all
+ * connections) would hold more than max_body_memory.
  *
  * Threads: a fixed pool of libmicrohttpd threads, each with its own epoll
  * set; connections are kept alive and no thread is created per request.
@@ -41,7 +42,10 @@ struct wh_server_opts {
     long header_timeout_ms;    /* connect (incl. TLS handshake) to complete request headers */
     long request_timeout_ms;   /* request headers to complete answer (body upload included) */
     size_t max_body;           /* request body limit in bytes */
-    size_t max_body_memory;    /* bodies held at once, all connections (raised to max_body) */
+    /* Memory of the requests in flight, all connections: bodies, parsed
+     * reviews, decisions and answers (request arenas, see reqmem.h). */
+    size_t max_request_memory; /* one request (raised to 2 x max_body + 1 MiB) */
+    size_t max_body_memory;    /* all requests at once (raised to max_body + 64 KiB) */
 };
 
 struct wh_server;

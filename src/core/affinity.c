@@ -1,11 +1,12 @@
 /* affinity.c: slice affinity and subslice key discovery. */
 #include "wh/affinity.h"
 
-#include <stdlib.h> /* qsort, malloc */
+#include <stdlib.h> /* qsort */
 #include <string.h> /* strncmp, strcmp */
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* key names */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 static const char gcp_prefix[] = "cloud.google.com/";
 
@@ -214,7 +215,7 @@ static int scan_node(void *arg, const struct wh_node_rec *node)
     if (sc->n == sc->cap) {
         size_t nc = sc->cap ? sc->cap * 2 : 64;
         for (size_t l = 0; l < N_LEVELS; l++) {
-            const char **p = realloc(sc->values[l], nc * sizeof(char *));
+            const char **p = wh_realloc(sc->values[l], nc * sizeof(char *));
             if (!p) {
                 sc->oom = true;
                 return 1;
@@ -279,6 +280,6 @@ enum wh_err wh_subslice_find(const struct wh_state *st, const cJSON *node_select
         out->pool_only = any[3] && !any[0] && !any[1] && !any[2];
     }
     for (size_t l = 0; l < N_LEVELS; l++)
-        free(sc.values[l]);
+        wh_free(sc.values[l]);
     return err;
 }

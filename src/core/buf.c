@@ -5,8 +5,8 @@
 #include <stdbool.h> /* bool */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* vsnprintf */
-#include <stdlib.h> /* malloc, realloc, free */
 #include <string.h> /* memcpy, strlen */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 void wh_buf_init(struct wh_buf *b, size_t max)
 {
@@ -20,7 +20,7 @@ void wh_buf_free(struct wh_buf *b)
 {
     if (!b)
         return;
-    free(b->ptr);
+    wh_free(b->ptr);
     b->ptr = NULL;
     b->len = 0;
     b->cap = 0;
@@ -52,7 +52,7 @@ enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n)
         cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
     if (cap > b->max + 1)
         cap = b->max + 1;
-    char *p = realloc(b->ptr, cap);
+    char *p = wh_realloc(b->ptr, cap);
     if (!p)
         return fail(b, WH_ERR_NOMEM);
     if (!b->ptr)
@@ -200,7 +200,7 @@ char *wh_buf_take(struct wh_buf *b, size_t *len)
     if (len)
         *len = b->len;
     if (!p)
-        p = calloc(1, 1);
+        p = wh_calloc(1, 1);
     b->ptr = NULL;
     b->len = 0;
     b->cap = 0;

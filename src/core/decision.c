@@ -3,10 +3,10 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf */
-#include <stdlib.h> /* free */
 #include <string.h> /* memset */
 
 #include "wh/json.h" /* wh_json_add */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 #define NOTES_MAX (64 * 1024)
 
@@ -21,7 +21,7 @@ void wh_decision_free(struct wh_decision *d)
 {
     if (!d)
         return;
-    free(d->message);
+    wh_free(d->message);
     cJSON_Delete(d->patch);
     cJSON_Delete(d->warnings);
     wh_buf_free(&d->notes);
@@ -38,7 +38,7 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     va_end(ap);
     if (err)
         return err;
-    free(d->message);
+    wh_free(d->message);
     d->message = wh_buf_take(&b, NULL);
     d->allowed = false;
     cJSON_Delete(d->patch);

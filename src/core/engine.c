@@ -1,7 +1,6 @@
 /* engine.c: from a parsed review to the response AdmissionReview bytes. */
 #include "wh/engine.h"
 
-#include <stdlib.h> /* free */
 #include <string.h> /* strcmp, memset */
 
 #include "wh/b64.h"      /* wh_b64_encode */
@@ -12,6 +11,7 @@
 #include "wh/review.h"   /* struct wh_review */
 #include "wh/validate.h" /* wh_validate_raycluster */
 #include "wh/workload.h" /* wh_mutate_workload */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
@@ -64,26 +64,6 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
     if (!err)
         err = wh_buf_add(b, "}}");
     return err;
-}
-
-/* Copy the review's identity into one block owned by the result. */
-static enum wh_err copy_ids(const struct wh_review_info *in, struct wh_engine_result *res)
-{
-    const char *src[6] = {in->uid, in->kind_name, in->ns, in->name, in->cluster, in->group};
-    const char **dst[6] = {&res->ids.uid, &res->ids.kind, &res->ids.ns,
-                           &res->ids.name, &res->ids.cluster, &res->ids.group};
-    size_t len[6], total = 0;
-    for (int i = 0; i < 6; i++)
-        total += (len[i] = strlen(src[i])) + 1;
-    char *p = res->ids_block = malloc(total);
-    if (!p)
-        return WH_ERR_NOMEM;
-    for (int i = 0; i < 6; i++) {
-        memcpy(p, src[i], len[i] + 1);
-        *dst[i] = p;
-        p += len[i] + 1;
-    }
-    return WH_OK;
 }
 
 static char *take_notes(struct wh_buf *notes)
@@ -143,7 +123,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->worker_id = d.worker_id;
     res->notes = take_notes(&d.notes);
     wh_decision_free(&d);
-    if (!res->body || copy_ids(in, res)) {
+    if (!res->body) {
         wh_engine_result_free(res);
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
@@ -168,9 +148,8 @@ void wh_engine_result_free(struct wh_engine_result *res)
 {
     if (!res)
         return;
-    free(res->body);
-    free(res->message);
-    free(res->notes);
-    free(res->ids_block);
+    wh_free(res->body);
+    wh_free(res->message);
+    wh_free(res->notes);
     memset(res, 0, sizeof(*res));
 }

@@ -3,16 +3,16 @@
 #include "wh/jsonpatch.h"
 
 #include <stdbool.h> /* bool */
-#include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp, strlen */
 
 #include "wh/json.h" /* wh_json_str */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 /* Decode one reference token [p, end) (~1 -> '/', ~0 -> '~') into out
  * (malloc'd). NULL on a bad escape or OOM. */
 static char *decode_token(const char *p, const char *end)
 {
-    char *out = malloc((size_t)(end - p) + 1), *o = out;
+    char *out = wh_malloc((size_t)(end - p) + 1), *o = out;
     if (!out)
         return NULL;
     for (; p < end; p++) {
@@ -21,7 +21,7 @@ static char *decode_token(const char *p, const char *end)
             continue;
         }
         if (p + 1 >= end || (p[1] != '0' && p[1] != '1')) {
-            free(out);
+            wh_free(out);
             return NULL;
         }
         *o++ = p[1] == '0' ? '~' : '/';
@@ -74,7 +74,7 @@ static enum wh_err resolve_parent(cJSON *root, const char *ptr, cJSON **parent, 
             long i = array_index(tok);
             next = i >= 0 ? cJSON_GetArrayItem(cur, (int)i) : NULL;
         }
-        free(tok);
+        wh_free(tok);
         if (!next)
             return WH_ERR_INVALID;
         cur = next;
@@ -100,7 +100,7 @@ static cJSON *lookup(cJSON *root, const char *ptr)
     if (resolve_parent(root, ptr, &parent, &last))
         return NULL;
     cJSON *v = parent ? get_child(parent, last) : root;
-    free(last);
+    wh_free(last);
     return v;
 }
 
@@ -158,7 +158,7 @@ static enum wh_err do_add(cJSON **root, const char *ptr, cJSON *value)
     }
     if (err && parent)
         cJSON_Delete(value);
-    free(last);
+    wh_free(last);
     return err;
 }
 
@@ -186,7 +186,7 @@ static enum wh_err do_replace(cJSON **root, const char *ptr, const cJSON *value)
     bool ok = cJSON_IsObject(parent)
                   ? cJSON_ReplaceItemInObjectCaseSensitive(parent, last, copy)
                   : cJSON_ReplaceItemViaPointer(parent, cur, copy);
-    free(last);
+    wh_free(last);
     if (!ok) {
         cJSON_Delete(copy);
         return WH_ERR_NOMEM;
@@ -200,11 +200,11 @@ static cJSON *do_detach(cJSON *root, const char *ptr)
     cJSON *parent;
     char *last;
     if (resolve_parent(root, ptr, &parent, &last) || !parent) {
-        free(last);
+        wh_free(last);
         return NULL;
     }
     cJSON *item = get_child(parent, last);
-    free(last);
+    wh_free(last);
     return item ? cJSON_DetachItemViaPointer(parent, item) : NULL;
 }
 

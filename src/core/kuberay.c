@@ -11,13 +11,14 @@
 #include <math.h>   /* ceil, pow */
 #include <stdint.h> /* uint32_t */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* qsort, malloc */
+#include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp, strlen */
 #include <strings.h> /* strcasecmp */
 
 #include "wh/buf.h"      /* wh_buf, for the ray start command */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/quantity.h" /* wh_quantity_ceil */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 
 static const char name_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -120,7 +121,7 @@ static enum wh_err sort_object(cJSON *obj)
     int n = cJSON_GetArraySize(obj);
     if (n < 2)
         return WH_OK;
-    cJSON **items = malloc((size_t)n * sizeof(*items));
+    cJSON **items = wh_malloc((size_t)n * sizeof(*items));
     if (!items)
         return WH_ERR_NOMEM;
     int i = 0;
@@ -132,7 +133,7 @@ static enum wh_err sort_object(cJSON *obj)
         items[i]->next = i + 1 < n ? items[i + 1] : NULL;
     }
     obj->child = items[0];
-    free(items);
+    wh_free(items);
     return WH_OK;
 }
 

@@ -10,7 +10,7 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf, vsnprintf */
-#include <stdlib.h> /* qsort, free */
+#include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp, strstr */
 
 #include "wh/affinity.h" /* wh_affinity_* */
@@ -20,6 +20,7 @@
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
+#include "wh/mem.h"      /* wh_malloc, wh_free */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -217,7 +218,7 @@ static int scan_pod(void *arg, const struct wh_pod_rec *p)
     }
     if (sc->n == sc->cap) {
         size_t nc = sc->cap ? sc->cap * 2 : 64;
-        struct slot *s = realloc(sc->slots, nc * sizeof(*s));
+        struct slot *s = wh_realloc(sc->slots, nc * sizeof(*s));
         if (!s) {
             sc->oom = true;
             return 1;
@@ -308,14 +309,14 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
     if (!err && sc.oom)
         err = WH_ERR_NOMEM;
     if (err) {
-        free(sc.slots);
+        wh_free(sc.slots);
         return err;
     }
     if (sc.n)
         qsort(sc.slots, sc.n, sizeof(*sc.slots), cmp_slot);
     c->replica = choose_replica(sc.slots, sc.n, c->n_hosts);
     c->host = choose_host(sc.slots, sc.n, c->replica);
-    free(sc.slots);
+    wh_free(sc.slots);
     if (c->host < 0) {
         describe(c, who, sizeof(who));
         *denied = true;

@@ -1,5 +1,4 @@
 /* review.c: AdmissionReview parsing (the engine's input side). */
-#include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp, strncmp */
 
 #include "wh/engine.h"  /* struct wh_review_info */
@@ -7,6 +6,7 @@
 #include "wh/mutate.h"  /* wh_mutate_is_legacy */
 #include "wh/podspec.h" /* label keys */
 #include "wh/review.h"  /* struct wh_review */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out, char *errbuf)
 {
@@ -32,7 +32,7 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
         err = wh_fail(errbuf, WH_ERR_INVALID, "AdmissionReview has no request object");
     else if (wh_json_has(req, "uid") && !cJSON_IsString(wh_json_get(req, "uid")))
         err = wh_fail(errbuf, WH_ERR_INVALID, "request.uid is not a string");
-    struct wh_review *rv = err ? NULL : calloc(1, sizeof(*rv));
+    struct wh_review *rv = err ? NULL : wh_calloc(1, sizeof(*rv));
     if (!err && !rv)
         err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     if (err) {
@@ -77,7 +77,7 @@ void wh_review_free(struct wh_review *rv)
     if (!rv)
         return;
     cJSON_Delete(rv->root);
-    free(rv);
+    wh_free(rv);
 }
 
 const struct wh_review_info *wh_review_info(const struct wh_review *rv)

@@ -3,13 +3,13 @@
  * only read during one; it is not locked. */
 #include "wh/state.h"
 
-#include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp, strdup */
 
 #include <cjson/cJSON.h>
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* label keys, wh_env_lookup */
+#include "wh/mem.h" /* wh_malloc, wh_free */
 
 const char *wh_node_label(const struct wh_node_rec *node, const char *key)
 {
@@ -78,27 +78,27 @@ struct wh_memstate {
 
 struct wh_memstate *wh_memstate_new(void)
 {
-    return calloc(1, sizeof(struct wh_memstate));
+    return wh_calloc(1, sizeof(struct wh_memstate));
 }
 
 static void free_pod(struct mem_pod *p)
 {
-    free((char *)p->rec.name);
-    free((char *)p->rec.ns);
-    free((char *)p->rec.cluster);
-    free((char *)p->rec.group);
-    free((char *)p->rec.replica_label);
+    wh_free((char *)p->rec.name);
+    wh_free((char *)p->rec.ns);
+    wh_free((char *)p->rec.cluster);
+    wh_free((char *)p->rec.group);
+    wh_free((char *)p->rec.replica_label);
 }
 
 static void free_node(struct mem_node *n)
 {
     for (size_t i = 0; i < n->rec.n_labels; i++) {
-        free((char *)n->rec.keys[i]);
-        free((char *)n->rec.values[i]);
+        wh_free((char *)n->rec.keys[i]);
+        wh_free((char *)n->rec.values[i]);
     }
-    free((void *)n->rec.keys);
-    free((void *)n->rec.values);
-    free((char *)n->rec.name);
+    wh_free((void *)n->rec.keys);
+    wh_free((void *)n->rec.values);
+    wh_free((char *)n->rec.name);
 }
 
 void wh_memstate_free(struct wh_memstate *ms)
@@ -109,9 +109,9 @@ void wh_memstate_free(struct wh_memstate *ms)
         free_pod(&ms->pods[i]);
     for (size_t i = 0; i < ms->n_nodes; i++)
         free_node(&ms->nodes[i]);
-    free(ms->pods);
-    free(ms->nodes);
-    free(ms);
+    wh_free(ms->pods);
+    wh_free(ms->nodes);
+    wh_free(ms);
 }
 
 static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -119,7 +119,7 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
     if (n < *cap)
         return true;
     size_t nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, nc * elem);
+    void *p = wh_realloc(*arr, nc * elem);
     if (!p)
         return false;
     *arr = p;
@@ -129,7 +129,7 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
 
 static char *dup_or_null(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    return s ? wh_strdup(s) : NULL;
 }
 
 enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec *rec)
@@ -138,10 +138,10 @@ enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec 
         return WH_ERR_NOMEM;
     struct mem_pod *p = &ms->pods[ms->n_pods];
     p->rec = *rec;
-    p->rec.name = strdup(rec->name ? rec->name : "");
-    p->rec.ns = strdup(rec->ns ? rec->ns : "");
-    p->rec.cluster = strdup(rec->cluster ? rec->cluster : "");
-    p->rec.group = strdup(rec->group ? rec->group : "");
+    p->rec.name = wh_strdup(rec->name ? rec->name : "");
+    p->rec.ns = wh_strdup(rec->ns ? rec->ns : "");
+    p->rec.cluster = wh_strdup(rec->cluster ? rec->cluster : "");
+    p->rec.group = wh_strdup(rec->group ? rec->group : "");
     p->rec.replica_label = dup_or_null(rec->replica_label);
     if (!p->rec.name || !p->rec.ns || !p->rec.cluster || !p->rec.group ||
         (rec->replica_label && !p->rec.replica_label)) {
@@ -213,11 +213,11 @@ static enum wh_err add_node(struct wh_memstate *ms, const cJSON *node)
         n += cJSON_IsString(l) && l->string;
     struct mem_node *mn = &ms->nodes[ms->n_nodes];
     memset(mn, 0, sizeof(*mn));
-    const char **keys = calloc(n ? n : 1, sizeof(char *));
-    const char **values = calloc(n ? n : 1, sizeof(char *));
+    const char **keys = wh_calloc(n ? n : 1, sizeof(char *));
+    const char **values = wh_calloc(n ? n : 1, sizeof(char *));
     mn->rec.keys = keys;
     mn->rec.values = values;
-    mn->rec.name = strdup(wh_json_str0(wh_json_get(node, "metadata"), "name"));
+    mn->rec.name = wh_strdup(wh_json_str0(wh_json_get(node, "metadata"), "name"));
     if (!keys || !values || !mn->rec.name) {
         free_node(mn);
         return WH_ERR_NOMEM;
@@ -226,8 +226,8 @@ static enum wh_err add_node(struct wh_memstate *ms, const cJSON *node)
         if (!cJSON_IsString(l) || !l->string)
             continue;
         size_t i = mn->rec.n_labels;
-        keys[i] = strdup(l->string);
-        values[i] = strdup(l->valuestring);
+        keys[i] = wh_strdup(l->string);
+        values[i] = wh_strdup(l->valuestring);
         mn->rec.n_labels++;
         if (!keys[i] || !values[i]) {
             free_node(mn);

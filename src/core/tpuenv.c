@@ -2,9 +2,9 @@
 #include "wh/tpuenv.h"
 
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* calloc, free */
 #include <string.h> /* strchr, strlen */
 
+#include "wh/mem.h"     /* wh_calloc, wh_free */
 #include "wh/podspec.h" /* wh_container_tpu */
 
 enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
@@ -13,7 +13,7 @@ enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_con
     int n = cJSON_GetArraySize(containers);
     out->n = 0;
     out->chips = 0;
-    out->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items));
+    out->items = wh_calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items));
     if (!out->items)
         return WH_ERR_NOMEM;
     int i = 0;
@@ -41,7 +41,7 @@ void wh_tpu_containers_free(struct wh_tpu_containers *tc)
 {
     if (!tc)
         return;
-    free(tc->items);
+    wh_free(tc->items);
     tc->items = NULL;
     tc->n = 0;
 }

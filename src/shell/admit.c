@@ -165,15 +165,12 @@ static void forget_recreated_cluster(struct wh_admit *ad, const struct wh_review
                WH_F_STR, info->cluster, "error", WH_F_STR, "out of memory", (char *)NULL);
 }
 
-enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
+enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
                             enum wh_route route, struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
-    struct wh_review *rv = NULL;
     struct wh_ledger_group *g = NULL;
-    enum wh_err err = wh_review_parse(body, len, &rv, errbuf);
-    if (err)
-        goto out;
+    enum wh_err err = WH_OK;
     const struct wh_review_info *info = wh_review_info(rv);
     struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
     if (info->kind == WH_KIND_POD && info->legacy) {
@@ -203,6 +200,17 @@ enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
     forget_recreated_cluster(ad, info, res);
 out:
     wh_ledger_unlock(g);
+    return err;
+}
+
+enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
+                            enum wh_route route, struct wh_engine_result *res, char *errbuf)
+{
+    memset(res, 0, sizeof(*res));
+    struct wh_review *rv = NULL;
+    enum wh_err err = wh_review_parse(body, len, &rv, errbuf);
+    if (!err)
+        err = wh_admit_decide(ad, rv, route, res, errbuf);
     wh_review_free(rv);
     return err;
 }

@@ -21,6 +21,7 @@
 
 #include "wh/admit.h"    /* wh_admit_new */
 #include "wh/memtune.h"  /* wh_memtune_server */
+#include "wh/reqmem.h"   /* wh_reqmem_install */
 #include "wh/b64.h"      /* wh_b64_decode */
 #include "wh/commands.h" /* wh_cmd_serve */
 #include "wh/flags.h"    /* wh_flags_command */
@@ -52,7 +53,7 @@ struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig;
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool;
-    long v, max_body, max_body_memory, threads, max_conns;
+    long v, max_body, max_body_memory, max_request_memory, threads, max_conns;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
 };
 
@@ -175,6 +176,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
                                   .kubeconfig_path = c->kubeconfig,
                                   .reservation_ttl_ms = c->reservation_ttl_ms};
     wh_memtune_server();
+    wh_reqmem_install(); /* before the caches start their threads */
     ad = wh_admit_new(&aopts, errbuf);
     if (!ad) {
         fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
@@ -185,6 +187,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
                                    .idle_timeout_ms = c->idle_ms, .header_timeout_ms = c->header_ms,
                                    .request_timeout_ms = c->request_ms,
                                    .max_body = (size_t)c->max_body,
+                                   .max_request_memory = (size_t)c->max_request_memory,
                                    .max_body_memory = (size_t)c->max_body_memory};
     srv = wh_server_start(&sopts, ad, m, errbuf);
     if (!srv) {
@@ -218,7 +221,8 @@ out:
 int wh_cmd_serve(int argc, char **argv)
 {
     struct config c = {.bind = ":443", .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
-                       .max_body_memory = 256L * 1024 * 1024,
+                       .max_body_memory = (long)WH_REQMEM_TOTAL_DEFAULT,
+                       .max_request_memory = (long)WH_REQMEM_REQUEST_DEFAULT,
                        .threads = default_threads(), .max_conns = 1024, .idle_ms = 90000,
                        .header_ms = 10000, .request_ms = 30000, .shutdown_ms = 20000,
                        .poll_ms = 1000};
@@ -232,7 +236,8 @@ int wh_cmd_serve(int argc, char **argv)
         {"v", WH_FLAG_INT, &c.v, 0, 10, "log verbosity: 0 errors and warnings, 1 one line per admission, 2 debug", false},
         {"standalone", WH_FLAG_BOOL, &c.standalone, 0, 0, "no Kubernetes API: legacy indices come from this process's own admissions", false},
         {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
-        {"max-body-memory", WH_FLAG_INT, &c.max_body_memory, 1024, 1L << 40, "request bodies held at once, all connections; more get 503 (default 268435456)", false},
+        {"max-body-memory", WH_FLAG_INT, &c.max_body_memory, 1024, 1L << 40, "memory of the requests in flight, all connections (bodies, parsed reviews, answers); more get 503 (default 134217728)", false},
+        {"max-request-memory", WH_FLAG_INT, &c.max_request_memory, 1024, 1L << 40, "memory one request may use (body, parsed review, answer); more gets 500 (default 33554432, at least 2 x --max-body-bytes + 1 MiB)", false},
         {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
         {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
         {"idle-timeout", WH_FLAG_DURATION, &c.idle_ms, 1000, 3600000, "close kept-alive connections idle this long (default 90s)", false},

@@ -18,13 +18,18 @@
 
 #include <microhttpd.h>
 
-#include "wh/buf.h"  /* wh_buf */
-#include "wh/json.h" /* wh_json_parse, wh_json_path */
-#include "wh/log.h"  /* wh_log */
-#include "wh/tls.h"  /* wh_tls_retrieve, WH_TLS_PRIORITIES */
+#include "wh/buf.h"    /* wh_buf */
+#include "wh/json.h"   /* wh_parse_long */
+#include "wh/log.h"    /* wh_log */
+#include "wh/mem.h"    /* wh_free */
+#include "wh/reqmem.h" /* wh_reqmem, wh_arena */
+#include "wh/tls.h"    /* wh_tls_retrieve, WH_TLS_PRIORITIES */
 
 #define ROOT_BODY "kuberay-tpu-webhook"
+#define BUSY_MESSAGE "the webhook holds too many request bodies at once; retry"
 #define ADDR_LEN 64
+/* A request's budget covers its body twice (body and parsed tree) plus this. */
+#define REQUEST_MEMORY_SLACK ((size_t)1024 * 1024)
 
 /* One open connection, for the slow-client deadline. Linked into the
  * server's list from MHD's connection-started to connection-closed
@@ -38,14 +43,19 @@ struct conn {
 };
 
 /* One request; lives on MHD's con_cls from the first handler call to the
- * request-completed callback. */
+ * request-completed callback. Everything it makes (body, parsed review,
+ * result, answer) is in its arena, bound to the thread while a handler runs
+ * for it and reset once the answer has been sent: one parse, no copies. */
 struct request {
     enum wh_mpath path;
     long long start_us;
-    struct wh_buf body;
+    struct wh_arena *arena; /* admissions only; NULL when the memory refused one */
+    char *body;             /* in the arena, sized from Content-Length */
+    size_t body_len, body_cap;
+    struct wh_review *rv;   /* parsed body, kept until the answer is sent */
+    struct wh_engine_result res;
     bool too_big;
-    bool busy;        /* over the server's body memory: refused with 503 */
-    size_t held;      /* bytes of body counted in the server's body_bytes */
+    bool busy;        /* over the server's request memory: refused with 503 */
     size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status; /* answer queued, 0 until then */
 };
@@ -67,7 +77,7 @@ struct wh_server {
     atomic_llong answered;
     atomic_llong aborted;
     atomic_llong n_conns;
-    atomic_llong body_bytes; /* request bodies held, all connections */
+    struct wh_reqmem *rm; /* request arenas and their budgets */
     pthread_mutex_t lock; /* the conn list */
     struct conn *conns;
 };
@@ -164,12 +174,33 @@ static enum wh_err open_listener(const struct sockaddr_storage *ss, socklen_t le
 
 /* ---- answers ----------------------------------------------------------- */
 
+/* The response reads body until the request completes: a body in the
+ * request's arena is handed over as it is; anything else is copied there
+ * first (small texts), or to the heap when the request has no arena. */
+static struct MHD_Response *response_for(struct request *rq, const char *body, size_t len)
+{
+    if (rq->arena && wh_arena_owns(rq->arena, body))
+        return MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
+    char *copy = rq->arena ? wh_arena_alloc(rq->arena, len + 1) : NULL;
+    if (copy) {
+        memcpy(copy, body, len);
+        return MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_PERSISTENT);
+    }
+    copy = malloc(len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, body, len);
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, copy, free);
+    if (!r)
+        free(copy);
+    return r;
+}
+
 static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                              unsigned status, const char *ctype, const char *body, size_t len,
                              const char *allow)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = response_for(rq, body, len);
     if (!r)
         return MHD_NO;
     enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
@@ -240,37 +271,6 @@ static void client_of(struct MHD_Connection *c, char *out, size_t len)
         out[0] = '\0';
 }
 
-/* What the log line says about a review (parsed only when logging it). */
-struct described {
-    cJSON *json;
-    const char *uid, *kind, *ns, *name, *cluster, *group;
-};
-
-/* Failed reviews larger than this are logged without their identity. */
-#define DESCRIBE_MAX ((size_t)64 * 1024)
-
-static void describe(const char *body, size_t len, struct described *d)
-{
-    memset(d, 0, sizeof(*d));
-    d->uid = d->kind = d->ns = d->name = d->cluster = d->group = "";
-    char errbuf[WH_ERRBUF_LEN];
-    if (wh_json_parse(body, len, &d->json, errbuf))
-        return;
-    const cJSON *req = wh_json_get(d->json, "request");
-    const cJSON *meta = wh_json_path(req, "object", "metadata", NULL);
-    const cJSON *labels = wh_json_get(meta, "labels");
-    d->uid = wh_json_str0(req, "uid");
-    d->kind = wh_json_str0(wh_json_get(req, "kind"), "kind");
-    d->ns = wh_json_str(meta, "namespace") ? wh_json_str(meta, "namespace") : wh_json_str0(req, "namespace");
-    d->name = wh_json_str(meta, "name") ? wh_json_str(meta, "name") : wh_json_str0(meta, "generateName");
-    if (!strcmp(d->kind, "RayCluster")) {
-        d->cluster = d->name;
-    } else {
-        d->cluster = wh_json_str0(labels, "ray.io/cluster");
-        d->group = wh_json_str0(labels, "ray.io/group");
-    }
-}
-
 static unsigned status_of(enum wh_err err)
 {
     switch (err) {
@@ -282,6 +282,34 @@ static unsigned status_of(enum wh_err err)
     }
 }
 
+/* Who a review is about, from its one parse; "" for a body that did not
+ * parse (a hostile client buys no second parse for its 400). */
+static const struct wh_review_info *who(const struct request *rq)
+{
+    static const struct wh_review_info none = {
+        .uid = "", .operation = "", .kind_name = "", .ns = "", .name = "", .cluster = "", .group = ""};
+    return rq->rv ? wh_review_info(rq->rv) : &none;
+}
+
+/* The engine's notes (skipped pods, ...), one line each. */
+static void log_notes(const struct request *rq, const char *notes)
+{
+    if (!notes || !wh_log_enabled(WH_LOG_INFO))
+        return;
+    const struct wh_review_info *d = who(rq);
+    while (*notes) {
+        const char *nl = strchr(notes, '\n');
+        size_t n = nl ? (size_t)(nl - notes) : strlen(notes);
+        char line[WH_ERRBUF_LEN];
+        snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), notes);
+        if (n)
+            wh_log(WH_LOG_INFO, "admission_note", "uid", WH_F_STR, d->uid, "namespace", WH_F_STR,
+                   d->ns, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR, d->group, "note",
+                   WH_F_STR, line, (char *)NULL);
+        notes += n + (nl != NULL);
+    }
+}
+
 static void log_admission(struct MHD_Connection *c, const struct request *rq, unsigned status,
                           const struct wh_engine_result *res, const char *problem,
                           long long latency_us)
@@ -289,27 +317,13 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
     enum wh_log_level level = status >= 500 ? WH_LOG_ERROR : status >= 400 ? WH_LOG_WARN : WH_LOG_INFO;
     if (!wh_log_enabled(level))
         return;
-    struct described d;
-    if (res->ids_block) { /* the engine already read the review */
-        memset(&d, 0, sizeof(d));
-        d.uid = res->ids.uid;
-        d.kind = res->ids.kind;
-        d.ns = res->ids.ns;
-        d.name = res->ids.name;
-        d.cluster = res->ids.cluster;
-        d.group = res->ids.group;
-    } else if (wh_buf_len(&rq->body) <= DESCRIBE_MAX) {
-        /* the review could not be answered: read what we can */
-        describe(wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), &d);
-    } else { /* a hostile client must not buy a second full parse per 400 */
-        describe("", 0, &d);
-    }
+    const struct wh_review_info *d = who(rq);
     char client[ADDR_LEN];
     client_of(c, client, sizeof(client));
     const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
     wh_log(level, "admission", "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid", WH_F_STR,
-           d.uid, "kind", WH_F_STR, d.kind, "namespace", WH_F_STR, d.ns, "name", WH_F_STR, d.name,
-           "cluster", WH_F_STR, d.cluster, "group", WH_F_STR, d.group, "decision", WH_F_STR,
+           d->uid, "kind", WH_F_STR, d->kind_name, "namespace", WH_F_STR, d->ns, "name", WH_F_STR,
+           d->name, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR, d->group, "decision", WH_F_STR,
            decision, "status", WH_F_INT, (long long)status, "patch_ops", WH_F_INT,
            (long long)(status == 200 ? res->n_ops : 0), "replica", WH_F_INT,
            (long long)(status == 200 && res->assigned ? res->replica : -1), "host", WH_F_INT,
@@ -317,17 +331,41 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
            latency_us, "message", WH_F_STR,
            problem ? problem : (res->message ? res->message : ""), "client", WH_F_STR, client,
            (char *)NULL);
-    cJSON_Delete(d.json);
+}
+
+/* A request whose arena ran out fails as a whole, whatever the engine made
+ * of the failed allocation (a parse error, a denial): never half an answer. */
+static enum wh_err out_of_memory(const struct wh_server *s, const struct request *rq,
+                                 char *errbuf)
+{
+    switch (wh_arena_exhausted(rq->arena)) {
+    case WH_ARENA_BUDGET:
+        return wh_fail(errbuf, WH_ERR_INTERNAL,
+                       "answering this review needs more than the %zu-byte memory budget of a "
+                       "request (--max-request-memory)",
+                       wh_arena_budget(rq->arena));
+    case WH_ARENA_REFUSED:
+        return wh_fail(errbuf, WH_ERR_UNAVAILABLE,
+                       "the webhook is answering too many large reviews at once (%zu bytes of "
+                       "request memory, --max-body-memory); retry",
+                       s->o.max_body_memory);
+    default: return WH_OK;
+    }
 }
 
 static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
-    struct wh_engine_result res;
-    memset(&res, 0, sizeof(res));
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_route route = rq->path == WH_MPATH_MUTATE ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
-    enum wh_err err = wh_admit_review(s->ad, wh_buf_ptr(&rq->body), wh_buf_len(&rq->body), route,
-                                      &res, errbuf);
+    enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
+    if (!err)
+        err = wh_admit_decide(s->ad, rq->rv, route, &rq->res, errbuf);
+    enum wh_err oom = out_of_memory(s, rq, errbuf);
+    if (oom) {
+        /* The allocation failed on the way: nothing of it may be used. */
+        wh_engine_result_free(&rq->res);
+        err = oom;
+    }
     enum MHD_Result ret;
     unsigned status = 200;
     if (err) {
@@ -339,13 +377,13 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
         snprintf(msg, sizeof(msg), "%s: %s: %s", wh_metrics_path_label(rq->path), what,
                  errbuf[0] ? errbuf : wh_strerror(err));
         ret = reply_error(s, c, rq, status, msg, NULL);
-        log_admission(c, rq, status, &res, msg, wh_clock_us() - rq->start_us);
+        log_admission(c, rq, status, &rq->res, msg, wh_clock_us() - rq->start_us);
     } else {
-        ret = reply(s, c, rq, 200, "application/json", res.body, res.body_len, NULL);
-        wh_metrics_admission(s->m, rq->path, res.allowed, res.n_ops);
-        log_admission(c, rq, 200, &res, NULL, wh_clock_us() - rq->start_us);
+        ret = reply(s, c, rq, 200, "application/json", rq->res.body, rq->res.body_len, NULL);
+        wh_metrics_admission(s->m, rq->path, rq->res.allowed, rq->res.n_ops);
+        log_admission(c, rq, 200, &rq->res, NULL, wh_clock_us() - rq->start_us);
+        log_notes(rq, rq->res.notes);
     }
-    wh_engine_result_free(&res);
     return ret;
 }
 
@@ -415,7 +453,6 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
         return NULL;
     rq->path = classify(url);
     rq->start_us = wh_clock_us();
-    wh_buf_init(&rq->body, s->o.max_body);
     struct conn *cn = conn_of(c);
     if (cn)
         atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.request_timeout_ms);
@@ -440,7 +477,11 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     if (!admission && !is_get(method))
         return reply_error(s, c, rq, 405, "use GET", "GET, HEAD");
     if (!admission)
-        return serve_get(s, c, rq);
+        return serve_get(s, c, rq); /* probes and metrics take no request memory */
+    rq->arena = wh_reqmem_get(s->rm);
+    if (!rq->arena)
+        return reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
+    wh_reqmem_bind(rq->arena); /* on_request restores the binding */
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end = NULL;
@@ -462,46 +503,51 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
                 return reply_error(s, c, rq, 413, msg, NULL);
             }
             rq->too_big = true;
+        } else if (n) {
+            /* The whole body in one block, allocated once. */
+            rq->body = wh_arena_alloc(rq->arena, (size_t)n + 1);
+            rq->body_cap = rq->body ? (size_t)n + 1 : 0;
+            rq->busy = !rq->body;
         }
     }
     return MHD_YES;
 }
 
-/* Count n more body bytes against the server's budget; false (nothing
- * counted) when they do not fit. Without it every connection could hold a
- * body of max_body at once: 1024 x 3 MiB by default. */
-static bool hold_body(struct wh_server *s, struct request *rq, size_t n)
+/* Append n body bytes: into the block sized from Content-Length, or (no
+ * Content-Length) a block that doubles, in place while it is the arena's
+ * newest. false when the body is over max_body or the memory refuses. */
+static bool add_body(struct wh_server *s, struct request *rq, const char *p, size_t n)
 {
-    long long after = atomic_fetch_add(&s->body_bytes, (long long)n) + (long long)n;
-    if (after > (long long)s->o.max_body_memory) {
-        atomic_fetch_sub(&s->body_bytes, (long long)n);
+    if (n > s->o.max_body - rq->body_len) {
+        rq->too_big = true;
         return false;
     }
-    rq->held += n;
+    if (rq->body_len + n + 1 > rq->body_cap) {
+        size_t cap = rq->body_cap ? rq->body_cap : 4096;
+        while (cap < rq->body_len + n + 1)
+            cap *= 2;
+        if (cap > s->o.max_body + 1)
+            cap = s->o.max_body + 1;
+        char *b = wh_arena_realloc(rq->arena, rq->body, cap);
+        if (!b) {
+            rq->busy = true;
+            return false;
+        }
+        rq->body = b;
+        rq->body_cap = cap;
+    }
+    memcpy(rq->body + rq->body_len, p, n);
+    rq->body_len += n;
+    rq->body[rq->body_len] = '\0';
     return true;
 }
 
-static void drop_body(struct wh_server *s, struct request *rq)
+static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                              const char *method, const char *upload, size_t *upload_size,
+                              bool first)
 {
-    wh_buf_free(&rq->body);
-    atomic_fetch_sub(&s->body_bytes, (long long)rq->held);
-    rq->held = 0;
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
-{
-    (void)version;
-    struct wh_server *s = cls;
-    struct request *rq = *con_cls;
-    if (!rq) {
-        rq = request_new(s, c, url);
-        if (!rq)
-            return MHD_NO;
-        *con_cls = rq;
+    if (first)
         return first_call(s, c, rq, method);
-    }
     if (rq->status) { /* answered already; drop whatever still arrives */
         *upload_size = 0;
         return MHD_YES;
@@ -510,17 +556,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* A body that outgrows the limit: MHD cannot answer mid-upload, so
          * the rest is discarded (never stored) up to twice the limit, then
          * the connection is closed without an answer. */
-        if (rq->too_big || rq->busy) {
+        if (rq->too_big || rq->busy || !add_body(s, rq, upload, *upload_size))
             rq->discarded += *upload_size;
-        } else if (!hold_body(s, rq, *upload_size)) {
-            drop_body(s, rq);
-            rq->busy = true;
-            rq->discarded = *upload_size;
-        } else if (wh_buf_addn(&rq->body, upload, *upload_size)) {
-            drop_body(s, rq); /* the buffer freed itself; the count goes */
-            rq->too_big = true;
-            rq->discarded = *upload_size;
-        }
         *upload_size = 0;
         return rq->discarded > 2 * s->o.max_body ? MHD_NO : MHD_YES;
     }
@@ -530,9 +567,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply_error(s, c, rq, 413, msg, NULL);
     }
     if (rq->busy)
-        return reply_error(s, c, rq, 503,
-                           "the webhook holds too many request bodies at once; retry", NULL);
+        return reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
     return admit(s, c, rq);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct wh_server *s = cls;
+    struct request *rq = *con_cls;
+    bool first = !rq;
+    if (first) {
+        rq = request_new(s, c, url);
+        if (!rq)
+            return MHD_NO;
+        *con_cls = rq;
+    }
+    /* The thread serves other connections between calls: bind per call. */
+    struct wh_arena *before = wh_reqmem_bind(rq->arena);
+    enum MHD_Result ret = handle(s, c, rq, method, upload, upload_size, first);
+    wh_reqmem_bind(before);
+    return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -550,7 +607,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (cn)
         atomic_store(&cn->deadline_ms,
                      wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
-    drop_body(s, rq);
+    /* Every block of the request is the arena's: freeing them costs no
+     * more than walking the tree, and the reset releases the memory. */
+    struct wh_arena *before = wh_reqmem_bind(rq->arena);
+    wh_engine_result_free(&rq->res);
+    wh_review_free(rq->rv);
+    wh_reqmem_bind(before);
+    wh_reqmem_put(s->rm, rq->arena);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
 }
@@ -666,8 +729,20 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         return NULL;
     }
     s->o = *o;
-    if (s->o.max_body_memory < s->o.max_body)
-        s->o.max_body_memory = s->o.max_body; /* one body of the limit always fits */
+    /* One body of the limit always fits, with room to parse and answer it. */
+    if (s->o.max_request_memory < 2 * s->o.max_body + REQUEST_MEMORY_SLACK)
+        s->o.max_request_memory = 2 * s->o.max_body + REQUEST_MEMORY_SLACK;
+    if (s->o.max_body_memory < s->o.max_body + 64 * 1024)
+        s->o.max_body_memory = s->o.max_body + 64 * 1024;
+    wh_reqmem_install();
+    struct wh_reqmem_opts ro = {.request_budget = s->o.max_request_memory,
+                                .total_budget = s->o.max_body_memory};
+    s->rm = wh_reqmem_new(&ro);
+    if (!s->rm) {
+        free(s);
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     s->ad = ad;
     s->m = m;
     s->listen_fd = -1;
@@ -778,5 +853,6 @@ void wh_server_free(struct wh_server *s)
         close(s->listen_fd);
     /* MHD closed every connection and notified us; nothing is left linked. */
     pthread_mutex_destroy(&s->lock);
+    wh_reqmem_free(s->rm);
     free(s);
 }

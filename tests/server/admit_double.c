@@ -1,7 +1,7 @@
 /* admit_double.c: a test double of the admission pipeline (admit.h), linked
  * only into wh-serve-double, never into the product. It answers like the
- * real pipeline's contract says: WH_ERR_INVALID for bytes that are not an
- * AdmissionReview with a request, WH_ERR_KIND for the wrong kind on a
+ * real pipeline's contract says (the engine's own parser reads the review):
+ * WH_ERR_KIND for the wrong kind on a
  * route, otherwise an AdmissionReview response (allowed, except a
  * RayCluster named "deny-me"). WH_TEST_ADMIT_DELAY_MS makes every review
  * take that long, so shutdown tests have requests in flight. */
@@ -14,6 +14,7 @@
 #include "wh/admit.h"
 #include "wh/buf.h"
 #include "wh/json.h"
+#include "wh/mem.h"
 
 struct wh_admit {
     long delay_ms;
@@ -39,16 +40,15 @@ void wh_admit_free(struct wh_admit *ad)
     free(ad);
 }
 
-static enum wh_err answer(const cJSON *req, bool allowed, struct wh_engine_result *res,
-                          char *errbuf)
+static enum wh_err answer(const struct wh_review_info *in, bool allowed,
+                          struct wh_engine_result *res, char *errbuf)
 {
     struct wh_buf b;
     wh_buf_init(&b, 1 << 20);
-    const char *uid = wh_json_str0(req, "uid");
     enum wh_err err = wh_buf_add(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
                                      "\"AdmissionReview\",\"response\":{\"uid\":\"");
     if (!err)
-        err = wh_buf_add_json_escaped(&b, uid, strlen(uid));
+        err = wh_buf_add_json_escaped(&b, in->uid, strlen(in->uid));
     if (!err)
         err = wh_buf_addf(&b, "\",\"allowed\":%s}}", allowed ? "true" : "false");
     if (err)
@@ -56,12 +56,12 @@ static enum wh_err answer(const cJSON *req, bool allowed, struct wh_engine_resul
     res->allowed = allowed;
     res->code = allowed ? 0 : 400;
     if (!allowed)
-        res->message = strdup("denied by the test double");
+        res->message = wh_strdup("denied by the test double");
     res->body = wh_buf_take(&b, &res->body_len);
     return WH_OK;
 }
 
-enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len, enum wh_route route,
+enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route,
                             struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
@@ -69,25 +69,26 @@ enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len, e
         struct timespec ts = {ad->delay_ms / 1000, (ad->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    cJSON *json = NULL;
-    enum wh_err err = wh_json_parse(body, len, &json, errbuf);
-    if (err)
-        return WH_ERR_INVALID;
-    const cJSON *req = wh_json_get(json, "request");
-    const char *kind = wh_json_str0(wh_json_get(req, "kind"), "kind");
-    if (!cJSON_IsObject(req)) {
-        err = wh_fail(errbuf, WH_ERR_INVALID, "AdmissionReview has no request");
-    } else if (route == WH_ROUTE_MUTATE && strcmp(kind, "Pod")) {
-        err = wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /mutate takes Pod, got \"%s\"", kind);
-    } else if (route == WH_ROUTE_VALIDATE && strcmp(kind, "RayCluster")) {
-        err = wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /validate takes RayCluster, got \"%s\"",
-                      kind);
-    } else {
-        const char *name = wh_json_str0(wh_json_path(req, "object", "metadata", NULL), "name");
-        err = answer(req, strcmp(name, "deny-me") != 0, res, errbuf);
-        atomic_fetch_add(&ad->reviews, 1);
-    }
-    cJSON_Delete(json);
+    const struct wh_review_info *in = wh_review_info(rv);
+    if (route == WH_ROUTE_MUTATE && in->kind != WH_KIND_POD)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /mutate takes Pod, got \"%s\"",
+                       in->kind_name);
+    if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /validate takes RayCluster, got \"%s\"",
+                       in->kind_name);
+    atomic_fetch_add(&ad->reviews, 1);
+    return answer(in, strcmp(in->name, "deny-me") != 0, res, errbuf);
+}
+
+enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len, enum wh_route route,
+                            struct wh_engine_result *res, char *errbuf)
+{
+    memset(res, 0, sizeof(*res));
+    struct wh_review *rv = NULL;
+    enum wh_err err = wh_review_parse(body, len, &rv, errbuf);
+    if (!err)
+        err = wh_admit_decide(ad, rv, route, res, errbuf);
+    wh_review_free(rv);
     return err;
 }
 

@@ -88,21 +88,6 @@ static void test_info_pod(void **unused)
     assert_string_equal(in->cluster, "c");
     assert_string_equal(in->group, "g");
     assert_true(in->legacy); /* TPU pod without both index labels */
-    /* the result carries the same identity for the log line */
-    struct wh_memstate *ms = wh_memstate_new();
-    struct wh_state st = wh_memstate_view(ms);
-    struct wh_engine_result res;
-    char errbuf[WH_ERRBUF_LEN];
-    assert_int_equal(wh_engine_decide(rv, WH_ROUTE_MUTATE, &st, &res, errbuf), WH_OK);
-    assert_string_equal(res.ids.uid, "u1");
-    assert_string_equal(res.ids.kind, "Pod");
-    assert_string_equal(res.ids.ns, "obj-ns");
-    assert_string_equal(res.ids.name, "c-g-worker-");
-    assert_string_equal(res.ids.cluster, "c");
-    assert_string_equal(res.ids.group, "g");
-    wh_engine_result_free(&res);
-    assert_null(res.ids_block);
-    wh_memstate_free(ms);
     wh_review_free(rv);
     /* native labels: not legacy; request fallbacks for ns and name */
     rv = parse("{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"req-ns\","

@@ -1,0 +1,63 @@
+/* reqmem.h: request-scoped memory for the server (shell).
+ *
+ * Each request takes an arena (arena.h) from a small pool when it starts and
+ * gives it back, reset, when its answer has been sent: the body, the parsed
+ * review, the decision, the answer and the log line are carved out of it,
+ * and nothing is freed piece by piece. While a request is being handled its
+ * arena is bound to the thread (wh_reqmem_bind), and the heap functions of
+ * util, core and cJSON (installed by wh_reqmem_install, see mem.h) allocate
+ * from the bound arena; with nothing bound they are the C library's.
+ *
+ * Budgets: one request's arena never holds more than request_budget bytes,
+ * and all arenas together (bodies included) never more than total_budget.
+ * An arena that runs out fails every later allocation, and the server
+ * answers that request 500 (its own budget) or 503 (the server's), never a
+ * partial answer. Chunks of 256 KiB and more are mapped, so the memory of a
+ * burst goes back to the system as soon as its requests are answered.
+ *
+ * Ownership: the pool owns idle arenas; a request owns the arena it got
+ * until wh_reqmem_put(). A block allocated while an arena is bound belongs to
+ * that arena: it must not outlive the request (whatever the shell keeps, the
+ * ledger and the caches, is allocated with the C library's malloc directly).
+ */
+#ifndef WH_REQMEM_H
+#define WH_REQMEM_H
+
+#include <stddef.h> /* size_t */
+
+#include "wh/arena.h" /* struct wh_arena */
+
+#define WH_REQMEM_REQUEST_DEFAULT ((size_t)32 * 1024 * 1024)
+#define WH_REQMEM_TOTAL_DEFAULT ((size_t)128 * 1024 * 1024)
+
+struct wh_reqmem_opts {
+    size_t request_budget; /* one request's arena; 0 = WH_REQMEM_REQUEST_DEFAULT */
+    size_t total_budget;   /* all arenas; 0 = WH_REQMEM_TOTAL_DEFAULT */
+    unsigned pool_max;     /* idle arenas kept (their first chunk); 0 = 64 */
+};
+
+struct wh_reqmem;
+
+/* Point util, core and cJSON at the thread-bound arenas. Idempotent; call
+ * before starting any thread that allocates through them. */
+void wh_reqmem_install(void);
+
+/* NULL on OOM. */
+struct wh_reqmem *wh_reqmem_new(const struct wh_reqmem_opts *opts);
+/* Every arena must have been put back. NULL-safe. */
+void wh_reqmem_free(struct wh_reqmem *rm);
+
+/* An empty arena for one request; NULL when the total budget or the
+ * system refuses. Thread-safe. */
+struct wh_arena *wh_reqmem_get(struct wh_reqmem *rm);
+/* Give it back (reset; kept in the pool or freed). NULL-safe; thread-safe. */
+void wh_reqmem_put(struct wh_reqmem *rm, struct wh_arena *a);
+
+/* Route this thread's allocations to a (NULL: the C library) until the next
+ * call. Returns the arena bound before, to restore it. */
+struct wh_arena *wh_reqmem_bind(struct wh_arena *a);
+
+/* Bytes of chunks held by all arenas (pooled ones included). */
+size_t wh_reqmem_held(const struct wh_reqmem *rm);
+
+#endif /* WH_REQMEM_H */

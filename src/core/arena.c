@@ -1,0 +1,207 @@
+/* arena.c: bump allocator with a budget (see arena.h). */
+#include "wh/arena.h"
+
+#include <stdint.h> /* uintptr_t */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy */
+
+#define ALIGN 16
+#define FIRST_CHUNK_DEFAULT ((size_t)32 * 1024)
+/* Chunks double up to this, then grow by it (a 46 MB answer takes a few
+ * dozen chunks, not thousands). */
+#define CHUNK_STEP_MAX ((size_t)8 * 1024 * 1024)
+
+/* Every block is preceded by its size, so realloc knows what to copy. */
+struct block {
+    size_t size;
+    size_t pad_; /* keeps the payload 16-byte aligned */
+};
+
+struct chunk {
+    struct chunk *prev;
+    size_t size; /* whole chunk, header included */
+    size_t used; /* payload bytes handed out */
+    size_t pad_;
+    unsigned char data[];
+};
+
+struct wh_arena {
+    struct wh_arena_opts o;
+    struct chunk *cur;   /* newest chunk; the first one is at the end of prev */
+    struct chunk *first;
+    struct block *last;  /* newest block, may grow in place */
+    size_t held, peak;
+    enum wh_arena_end end;
+};
+
+static size_t round_up(size_t n)
+{
+    return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static void *chunk_alloc(struct wh_arena *a, size_t n)
+{
+    return a->o.chunk_alloc ? a->o.chunk_alloc(a->o.ctx, n) : malloc(n);
+}
+
+static void chunk_free(struct wh_arena *a, struct chunk *c)
+{
+    if (a->o.chunk_free)
+        a->o.chunk_free(a->o.ctx, c, c->size);
+    else
+        free(c);
+}
+
+struct wh_arena *wh_arena_new(const struct wh_arena_opts *opts)
+{
+    struct wh_arena *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    if (opts)
+        a->o = *opts;
+    if (!a->o.first_chunk)
+        a->o.first_chunk = FIRST_CHUNK_DEFAULT;
+    a->o.first_chunk = round_up(a->o.first_chunk);
+    struct chunk *c = chunk_alloc(a, a->o.first_chunk);
+    if (!c) {
+        free(a);
+        return NULL;
+    }
+    c->prev = NULL;
+    c->size = a->o.first_chunk;
+    c->used = 0;
+    a->cur = a->first = c;
+    a->held = a->peak = c->size;
+    return a;
+}
+
+void wh_arena_reset(struct wh_arena *a)
+{
+    while (a->cur != a->first) {
+        struct chunk *prev = a->cur->prev;
+        a->held -= a->cur->size;
+        chunk_free(a, a->cur);
+        a->cur = prev;
+    }
+    a->first->used = 0;
+    a->last = NULL;
+    a->end = WH_ARENA_OK;
+}
+
+void wh_arena_free(struct wh_arena *a)
+{
+    if (!a)
+        return;
+    wh_arena_reset(a);
+    chunk_free(a, a->first);
+    free(a);
+}
+
+static void *fail(struct wh_arena *a, enum wh_arena_end why)
+{
+    a->end = why;
+    return NULL;
+}
+
+/* A new chunk with room for a block of need payload bytes. */
+static bool grow(struct wh_arena *a, size_t need)
+{
+    size_t min = sizeof(struct chunk) + sizeof(struct block) + need;
+    if (min < need) /* overflow */
+        return fail(a, WH_ARENA_BUDGET), false;
+    size_t step = a->cur->size < CHUNK_STEP_MAX ? a->cur->size * 2 : CHUNK_STEP_MAX;
+    size_t size = round_up(min > step ? min : step);
+    if (a->o.budget) {
+        size_t left = a->held < a->o.budget ? a->o.budget - a->held : 0;
+        if (min > left)
+            return fail(a, WH_ARENA_BUDGET), false;
+        if (size > left)
+            size = left;
+    }
+    struct chunk *c = chunk_alloc(a, size);
+    if (!c)
+        return fail(a, WH_ARENA_REFUSED), false;
+    c->prev = a->cur;
+    c->size = size;
+    c->used = 0;
+    a->cur = c;
+    a->held += size;
+    if (a->held > a->peak)
+        a->peak = a->held;
+    return true;
+}
+
+static size_t room(const struct chunk *c)
+{
+    return c->size - sizeof(struct chunk) - c->used;
+}
+
+void *wh_arena_alloc(struct wh_arena *a, size_t n)
+{
+    if (a->end)
+        return NULL;
+    size_t need = round_up(n ? n : 1);
+    if (need < n)
+        return fail(a, WH_ARENA_BUDGET);
+    if (room(a->cur) < sizeof(struct block) + need && !grow(a, need))
+        return NULL;
+    struct block *b = (struct block *)(a->cur->data + a->cur->used);
+    b->size = need;
+    a->cur->used += sizeof(struct block) + need;
+    a->last = b;
+    return b + 1;
+}
+
+void *wh_arena_realloc(struct wh_arena *a, void *p, size_t n)
+{
+    if (!p)
+        return wh_arena_alloc(a, n);
+    if (a->end)
+        return NULL;
+    struct block *b = (struct block *)p - 1;
+    if (n <= b->size)
+        return p;
+    size_t need = round_up(n);
+    if (need < n)
+        return fail(a, WH_ARENA_BUDGET);
+    /* The newest block at the end of the current chunk grows in place. */
+    if (b == a->last && (unsigned char *)p + b->size == a->cur->data + a->cur->used &&
+        need - b->size <= room(a->cur)) {
+        a->cur->used += need - b->size;
+        b->size = need;
+        return p;
+    }
+    void *q = wh_arena_alloc(a, n);
+    if (q)
+        memcpy(q, p, b->size);
+    return q;
+}
+
+bool wh_arena_owns(const struct wh_arena *a, const void *p)
+{
+    uintptr_t x = (uintptr_t)p;
+    for (const struct chunk *c = a->cur; c; c = c->prev)
+        if (x >= (uintptr_t)c->data && x < (uintptr_t)(c->data + c->used))
+            return true;
+    return false;
+}
+
+enum wh_arena_end wh_arena_exhausted(const struct wh_arena *a)
+{
+    return a->end;
+}
+
+size_t wh_arena_budget(const struct wh_arena *a)
+{
+    return a->o.budget;
+}
+
+size_t wh_arena_held(const struct wh_arena *a)
+{
+    return a->held;
+}
+
+size_t wh_arena_peak(const struct wh_arena *a)
+{
+    return a->peak;
+}

@@ -1,0 +1,170 @@
+/* reqmem.c: arenas per request, bound to the handling thread (see reqmem.h). */
+#include "wh/reqmem.h"
+
+#include <pthread.h>   /* pthread_mutex_t */
+#include <stdatomic.h> /* atomic_size_t */
+#include <stdbool.h>   /* bool */
+#include <stdlib.h>    /* malloc, realloc, free */
+#include <sys/mman.h>  /* mmap, munmap */
+
+#include "wh/mem.h" /* wh_mem_install */
+
+/* Chunks this large are mapped, so that they are unmapped on reset: the
+ * server's malloc keeps up to 32 MiB of freed heap (memtune.c). */
+#define MAP_MIN ((size_t)256 * 1024)
+#define FIRST_CHUNK ((size_t)32 * 1024)
+
+struct wh_reqmem {
+    struct wh_reqmem_opts o;
+    atomic_size_t held;
+    pthread_mutex_t lock; /* the pool */
+    struct wh_arena **pool;
+    unsigned n_pool;
+};
+
+static _Thread_local struct wh_arena *bound;
+
+/* ---- the heap of util, core and cJSON ----------------------------------- */
+
+static void *rm_malloc(size_t n)
+{
+    return bound ? wh_arena_alloc(bound, n) : malloc(n);
+}
+
+static void rm_free(void *p)
+{
+    /* Blocks of the arena go with it; anything else came from malloc
+     * (before the binding, or from a thread with none). */
+    if (bound && wh_arena_owns(bound, p))
+        return;
+    free(p);
+}
+
+static void *rm_realloc(void *p, size_t n)
+{
+    if (bound && (!p || wh_arena_owns(bound, p)))
+        return wh_arena_realloc(bound, p, n);
+    return realloc(p, n);
+}
+
+void wh_reqmem_install(void)
+{
+    static bool installed;
+    if (installed)
+        return;
+    installed = true;
+    struct wh_mem_hooks h = {rm_malloc, rm_realloc, rm_free};
+    wh_mem_install(&h);
+}
+
+struct wh_arena *wh_reqmem_bind(struct wh_arena *a)
+{
+    struct wh_arena *before = bound;
+    bound = a;
+    return before;
+}
+
+/* ---- chunks, charged to the total --------------------------------------- */
+
+static void *chunk_alloc(void *ctx, size_t n)
+{
+    struct wh_reqmem *rm = ctx;
+    size_t after = atomic_fetch_add(&rm->held, n) + n;
+    if (after > rm->o.total_budget) {
+        atomic_fetch_sub(&rm->held, n);
+        return NULL;
+    }
+    void *p;
+    if (n >= MAP_MIN) {
+        p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+    } else {
+        p = malloc(n);
+    }
+    if (!p)
+        atomic_fetch_sub(&rm->held, n);
+    return p;
+}
+
+static void chunk_free(void *ctx, void *p, size_t n)
+{
+    struct wh_reqmem *rm = ctx;
+    if (n >= MAP_MIN)
+        munmap(p, n);
+    else
+        free(p);
+    atomic_fetch_sub(&rm->held, n);
+}
+
+/* ---- the pool ------------------------------------------------------------ */
+
+struct wh_reqmem *wh_reqmem_new(const struct wh_reqmem_opts *opts)
+{
+    struct wh_reqmem *rm = calloc(1, sizeof(*rm));
+    if (!rm)
+        return NULL;
+    if (opts)
+        rm->o = *opts;
+    if (!rm->o.request_budget)
+        rm->o.request_budget = WH_REQMEM_REQUEST_DEFAULT;
+    if (!rm->o.total_budget)
+        rm->o.total_budget = WH_REQMEM_TOTAL_DEFAULT;
+    if (!rm->o.pool_max)
+        rm->o.pool_max = 64;
+    rm->pool = calloc(rm->o.pool_max, sizeof(*rm->pool));
+    if (!rm->pool) {
+        free(rm);
+        return NULL;
+    }
+    atomic_init(&rm->held, 0);
+    pthread_mutex_init(&rm->lock, NULL);
+    return rm;
+}
+
+void wh_reqmem_free(struct wh_reqmem *rm)
+{
+    if (!rm)
+        return;
+    for (unsigned i = 0; i < rm->n_pool; i++)
+        wh_arena_free(rm->pool[i]);
+    free(rm->pool);
+    pthread_mutex_destroy(&rm->lock);
+    free(rm);
+}
+
+struct wh_arena *wh_reqmem_get(struct wh_reqmem *rm)
+{
+    struct wh_arena *a = NULL;
+    pthread_mutex_lock(&rm->lock);
+    if (rm->n_pool)
+        a = rm->pool[--rm->n_pool];
+    pthread_mutex_unlock(&rm->lock);
+    if (a)
+        return a;
+    struct wh_arena_opts ao = {.first_chunk = FIRST_CHUNK,
+                               .budget = rm->o.request_budget,
+                               .chunk_alloc = chunk_alloc,
+                               .chunk_free = chunk_free,
+                               .ctx = rm};
+    return wh_arena_new(&ao);
+}
+
+void wh_reqmem_put(struct wh_reqmem *rm, struct wh_arena *a)
+{
+    if (!a)
+        return;
+    wh_arena_reset(a);
+    pthread_mutex_lock(&rm->lock);
+    bool kept = rm->n_pool < rm->o.pool_max;
+    if (kept)
+        rm->pool[rm->n_pool++] = a;
+    pthread_mutex_unlock(&rm->lock);
+    if (!kept)
+        wh_arena_free(a);
+}
+
+size_t wh_reqmem_held(const struct wh_reqmem *rm)
+{
+    return atomic_load(&((struct wh_reqmem *)rm)->held);
+}

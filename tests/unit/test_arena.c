@@ -1,0 +1,186 @@
+/* test_arena.c: struct wh_arena (alignment, growth in place, budget, reset)
+ * and the request memory of the server (reqmem: the engine's allocations go
+ * to the bound arena; a review over its budget fails whole). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "wh/arena.h"
+#include "wh/buf.h"
+#include "wh/engine.h"
+#include "wh/mem.h"
+#include "wh/reqmem.h"
+#include "wh/state.h"
+
+static void test_alloc_aligned_and_owned(void **unused)
+{
+    (void)unused;
+    struct wh_arena_opts o = {.first_chunk = 1024};
+    struct wh_arena *a = wh_arena_new(&o);
+    assert_non_null(a);
+    char *p = wh_arena_alloc(a, 3), *q = wh_arena_alloc(a, 100);
+    assert_non_null(p);
+    assert_non_null(q);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    assert_int_equal((uintptr_t)q % 16, 0);
+    assert_true(q >= p + 3);
+    assert_true(wh_arena_owns(a, p));
+    assert_true(wh_arena_owns(a, q + 99));
+    int outside;
+    assert_false(wh_arena_owns(a, &outside));
+    /* larger than a chunk: a chunk of its own */
+    char *big = wh_arena_alloc(a, 10000);
+    assert_non_null(big);
+    memset(big, 'x', 10000);
+    assert_true(wh_arena_owns(a, big + 9999));
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_OK);
+    wh_arena_free(a);
+    wh_arena_free(NULL);
+}
+
+static void test_realloc_in_place_then_copy(void **unused)
+{
+    (void)unused;
+    struct wh_arena_opts o = {.first_chunk = 4096};
+    struct wh_arena *a = wh_arena_new(&o);
+    char *p = wh_arena_realloc(a, NULL, 16);
+    memcpy(p, "0123456789abcde", 16);
+    char *g = wh_arena_realloc(a, p, 1000); /* newest block: grows in place */
+    assert_ptr_equal(g, p);
+    assert_string_equal(g, "0123456789abcde");
+    char *other = wh_arena_alloc(a, 8);
+    assert_non_null(other);
+    char *moved = wh_arena_realloc(a, g, 2000); /* no longer newest: copied */
+    assert_ptr_not_equal(moved, g);
+    assert_string_equal(moved, "0123456789abcde");
+    assert_ptr_equal(wh_arena_realloc(a, moved, 10), moved); /* shrinking keeps it */
+    wh_arena_free(a);
+}
+
+static void test_budget_then_reset(void **unused)
+{
+    (void)unused;
+    struct wh_arena_opts o = {.first_chunk = 4096, .budget = 64 * 1024};
+    struct wh_arena *a = wh_arena_new(&o);
+    size_t got = 0;
+    while (wh_arena_alloc(a, 1000))
+        got += 1000;
+    assert_true(got > 32 * 1024);
+    assert_true(wh_arena_held(a) <= 64 * 1024);
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_BUDGET);
+    /* exhausted for good: even a small block fails until the reset */
+    assert_null(wh_arena_alloc(a, 1));
+    assert_null(wh_arena_realloc(a, NULL, 1));
+    wh_arena_reset(a);
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_OK);
+    assert_int_equal(wh_arena_held(a), 4096); /* the first chunk stays */
+    assert_non_null(wh_arena_alloc(a, 1000));
+    assert_null(wh_arena_alloc(a, (size_t)-1)); /* overflow is a budget failure */
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_BUDGET);
+    wh_arena_free(a);
+}
+
+static void *refuse(void *ctx, size_t n)
+{
+    size_t *left = ctx;
+    if (n > *left)
+        return NULL;
+    *left -= n;
+    return malloc(n);
+}
+
+static void give_back(void *ctx, void *p, size_t n)
+{
+    *(size_t *)ctx += n;
+    free(p);
+}
+
+static void test_chunk_source_refuses(void **unused)
+{
+    (void)unused;
+    size_t left = 8192;
+    struct wh_arena_opts o = {.first_chunk = 4096, .chunk_alloc = refuse, .chunk_free = give_back,
+                              .ctx = &left};
+    struct wh_arena *a = wh_arena_new(&o);
+    assert_non_null(a);
+    assert_null(wh_arena_alloc(a, 6000));
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_REFUSED);
+    wh_arena_free(a);
+    assert_int_equal(left, 8192); /* every chunk went back */
+}
+
+#define REVIEW                                                                                    \
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"         \
+    "\"uid\":\"u1\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","   \
+    "\"object\":{\"metadata\":{\"generateName\":\"c-g-worker-\",\"namespace\":\"ns\","           \
+    "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\","                               \
+    "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"          \
+    "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","    \
+    "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","            \
+    "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}}]}}}}"
+
+/* The server's way: the engine's blocks all come from the bound arena, and
+ * a budget too small for the review fails the review, at every size. */
+static void test_engine_in_bound_arena(void **unused)
+{
+    (void)unused;
+    wh_reqmem_install();
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_state st = wh_memstate_view(ms);
+    struct wh_reqmem_opts ro = {.request_budget = 1 << 20, .total_budget = 4 << 20};
+    struct wh_reqmem *rm = wh_reqmem_new(&ro);
+    struct wh_arena *a = wh_reqmem_get(rm);
+    assert_non_null(a);
+    char errbuf[WH_ERRBUF_LEN];
+    struct wh_engine_result res;
+    wh_reqmem_bind(a);
+    assert_int_equal(wh_engine_review(REVIEW, strlen(REVIEW), WH_ROUTE_MUTATE, &st, &res, errbuf),
+                     WH_OK);
+    assert_true(wh_arena_owns(a, res.body));
+    assert_non_null(strstr(res.body, "\"allowed\":true"));
+    wh_engine_result_free(&res); /* frees into the arena: no-ops */
+    wh_reqmem_bind(NULL);
+    assert_true(wh_reqmem_held(rm) > 0);
+    wh_reqmem_put(rm, a);
+    /* unbound: the C library's heap, which free() takes */
+    char *p = wh_strdup("x");
+    free(p);
+    /* every budget from 1 KiB up: a full answer or a failed arena, nothing between */
+    bool answered = false;
+    for (size_t budget = 1024; !answered; budget += 1024) {
+        struct wh_arena_opts o = {.first_chunk = 1024, .budget = budget};
+        struct wh_arena *small = wh_arena_new(&o);
+        wh_reqmem_bind(small);
+        enum wh_err err = wh_engine_review(REVIEW, strlen(REVIEW), WH_ROUTE_MUTATE, &st, &res, errbuf);
+        bool ran_out = wh_arena_exhausted(small) != WH_ARENA_OK;
+        if (!err && !ran_out) {
+            assert_non_null(strstr(res.body, "\"patch\":"));
+            answered = true;
+        } else {
+            assert_true(ran_out); /* a failure here is the arena's, never a denial */
+        }
+        wh_engine_result_free(&res);
+        wh_reqmem_bind(NULL);
+        wh_arena_free(small);
+        assert_true(budget < (1 << 20));
+    }
+    wh_reqmem_free(rm);
+    wh_memstate_free(ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_aligned_and_owned),
+        cmocka_unit_test(test_realloc_in_place_then_copy),
+        cmocka_unit_test(test_budget_then_reset),
+        cmocka_unit_test(test_chunk_source_refuses),
+        cmocka_unit_test(test_engine_in_bound_arena),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
