@@ -33,13 +33,19 @@
 #define WH_REVIEW_MAX_BYTES ((size_t)6 * 1024 * 1024)
 
 enum wh_route {
-    WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, else admit */
+    WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, Job/JobSet/LWS, else admit */
     WH_ROUTE_MUTATE,   /* /mutate: request.kind.kind must be Pod */
     WH_ROUTE_VALIDATE, /* /validate: request.kind.kind must be RayCluster */
     WH_ROUTE_MUTATE_WORKLOAD, /* /mutate-workload: Pod of any TPU workload (workload.h) */
+    WH_ROUTE_VALIDATE_WORKLOAD, /* /validate-workload: Job, JobSet, LeaderWorkerSet */
 };
 
-enum wh_kind { WH_KIND_OTHER, WH_KIND_POD, WH_KIND_RAYCLUSTER };
+enum wh_kind {
+    WH_KIND_OTHER,
+    WH_KIND_POD,
+    WH_KIND_RAYCLUSTER,
+    WH_KIND_WORKLOAD, /* Job, JobSet, LeaderWorkerSet (workload_validate.h) */
+};
 
 struct wh_review;
 

@@ -12,6 +12,7 @@
 #include "wh/validate.h" /* wh_validate_raycluster */
 #include "wh/workload.h" /* wh_mutate_workload */
 #include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/workload_validate.h" /* wh_validate_workload */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
@@ -84,6 +85,11 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; %s "
                                             "accepts Pod",
                        in->kind_name, route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
+    if (route == WH_ROUTE_VALIDATE_WORKLOAD && in->kind != WH_KIND_WORKLOAD)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
+                                            "/validate-workload accepts Job, JobSet and "
+                                            "LeaderWorkerSet",
+                       in->kind_name);
     if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
                                             "/validate accepts RayCluster",
@@ -95,6 +101,8 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
         err = wh_mutate_workload(rv->request, state, &d, errbuf);
     else if (in->kind == WH_KIND_POD)
         err = wh_mutate_pod(rv->request, state, &d, errbuf);
+    else if (in->kind == WH_KIND_WORKLOAD)
+        err = wh_validate_workload(rv->request, &d);
     else if (in->kind == WH_KIND_RAYCLUSTER)
         err = wh_validate_raycluster(rv->request, state, &d, errbuf);
     struct wh_buf body;

@@ -4,6 +4,7 @@
 #include "wh/engine.h"  /* struct wh_review_info */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/mutate.h"  /* wh_mutate_is_legacy */
+#include "wh/workload_validate.h" /* wh_workload_kind_validated */
 #include "wh/podspec.h" /* label keys */
 #include "wh/review.h"  /* struct wh_review */
 #include "wh/mem.h" /* wh_malloc, wh_free */
@@ -50,6 +51,7 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     in->kind_name = wh_json_str0(wh_json_get(req, "kind"), "kind");
     in->kind = !strcmp(in->kind_name, "Pod")          ? WH_KIND_POD
                : !strcmp(in->kind_name, "RayCluster") ? WH_KIND_RAYCLUSTER
+               : wh_workload_kind_validated(in->kind_name) ? WH_KIND_WORKLOAD
                                                       : WH_KIND_OTHER;
     in->ns = wh_json_str0(meta, "namespace");
     if (!*in->ns)

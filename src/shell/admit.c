@@ -173,7 +173,10 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
     enum wh_err err = WH_OK;
     const struct wh_review_info *info = wh_review_info(rv);
     struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
-    if (info->kind == WH_KIND_POD && info->legacy) {
+    /* Only KubeRay pods have a worker group to lock; the workload route
+     * sends every other TPU pod elsewhere. */
+    if (info->kind == WH_KIND_POD && info->legacy &&
+        (route != WH_ROUTE_MUTATE_WORKLOAD || *info->cluster)) {
         err = wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf);
         if (err)
             goto out;

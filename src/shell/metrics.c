@@ -33,7 +33,8 @@ struct wh_metrics {
 };
 
 static const char *const path_labels[WH_MPATH__COUNT] = {
-    "/mutate", "/validate", "/", "/healthz", "/readyz", "/metrics", "other",
+    "/mutate", "/validate", "/mutate-workload", "/validate-workload",
+    "/",       "/healthz",  "/readyz",          "/metrics",           "other",
 };
 
 const char *wh_metrics_path_label(enum wh_mpath p)
@@ -149,7 +150,7 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
     enum wh_err err = head(b, name, "histogram", "Time from request headers to the last byte of the answer.");
     for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++) {
         const struct hist *h = &m->latency[p];
-        if (!get(&h->count) && p != WH_MPATH_MUTATE && p != WH_MPATH_VALIDATE)
+        if (!get(&h->count) && p > WH_MPATH_VALIDATE_WORKLOAD)
             continue;
         long long cum = 0;
         for (size_t i = 0; !err && i <= N_BOUNDS; i++) {
@@ -175,7 +176,7 @@ static enum wh_err render_admissions(const struct wh_metrics *m, struct wh_buf *
 {
     enum wh_err err = head(b, "tpu_webhook_admissions_total", "counter",
                            "AdmissionReviews answered, by route and decision.");
-    for (size_t p = WH_MPATH_MUTATE; !err && p <= WH_MPATH_VALIDATE; p++)
+    for (size_t p = WH_MPATH_MUTATE; !err && p <= WH_MPATH_VALIDATE_WORKLOAD; p++)
         for (int a = 1; !err && a >= 0; a--)
             err = wh_buf_addf(b, "tpu_webhook_admissions_total{path=\"%s\",decision=\"%s\"} %lld\n",
                               path_labels[p], a ? "allowed" : "denied", get(&m->admissions[p][a]));

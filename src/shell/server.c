@@ -356,7 +356,10 @@ static enum wh_err out_of_memory(const struct wh_server *s, const struct request
 static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_route route = rq->path == WH_MPATH_MUTATE ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
+    enum wh_route route = rq->path == WH_MPATH_MUTATE            ? WH_ROUTE_MUTATE
+                          : rq->path == WH_MPATH_MUTATE_WORKLOAD ? WH_ROUTE_MUTATE_WORKLOAD
+                          : rq->path == WH_MPATH_VALIDATE_WORKLOAD ? WH_ROUTE_VALIDATE_WORKLOAD
+                                                                   : WH_ROUTE_VALIDATE;
     enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
     if (!err)
         err = wh_admit_decide(s->ad, rq->rv, route, &rq->res, errbuf);
@@ -395,6 +398,8 @@ static enum wh_mpath classify(const char *url)
         const char *path;
         enum wh_mpath id;
     } routes[] = {{"/mutate", WH_MPATH_MUTATE},   {"/validate", WH_MPATH_VALIDATE},
+                  {"/mutate-workload", WH_MPATH_MUTATE_WORKLOAD},
+                  {"/validate-workload", WH_MPATH_VALIDATE_WORKLOAD},
                   {"/", WH_MPATH_ROOT},           {"/healthz", WH_MPATH_HEALTHZ},
                   {"/readyz", WH_MPATH_READYZ},   {"/metrics", WH_MPATH_METRICS}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
@@ -466,11 +471,12 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
                                   struct request *rq, const char *method)
 {
-    bool admission = rq->path == WH_MPATH_MUTATE || rq->path == WH_MPATH_VALIDATE;
+    bool admission = rq->path <= WH_MPATH_VALIDATE_WORKLOAD; /* the admission paths come first */
     if (rq->path == WH_MPATH_OTHER)
         return reply_error(s, c, rq, 404,
-                           "no such path; the webhook serves POST /mutate, POST /validate, "
-                           "GET /, /healthz, /readyz and /metrics",
+                           "no such path; the webhook serves POST /mutate, /validate, "
+                           "/mutate-workload and /validate-workload, GET /, /healthz, /readyz "
+                           "and /metrics",
                            NULL);
     if (admission && strcmp(method, MHD_HTTP_METHOD_POST))
         return reply_error(s, c, rq, 405, "use POST with an AdmissionReview body", "POST");

@@ -549,6 +549,132 @@ class WholeWorkloads(unittest.TestCase):
         self.assertEqual(len({e["TPU_WORKER_HOSTNAMES"] for e in envs}), 1)
 
 
+def tpu_template(topo="4x4", accel="tpu-v6e-slice", chips=4, subdomain=None):
+    spec = {"restartPolicy": "Never", "nodeSelector": selector(accel, topo),
+            "containers": [tpu_container(chips=chips)]}
+    if subdomain:
+        spec["subdomain"] = subdomain
+    return {"metadata": {"labels": {"tpu-webhook/inject": "enabled"}}, "spec": spec}
+
+
+def job(name="train-v6e", mode="Indexed", parallelism=4, completions=4, **kw):
+    spec = {"template": tpu_template(subdomain=kw.pop("subdomain", name), **kw)}
+    if mode:
+        spec["completionMode"] = mode
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def jobset(parallelism=4, replicas=2, dns=None, exclusive=True):
+    js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+          "metadata": {"name": "llm", "namespace": "default"},
+          "spec": {"replicatedJobs": [
+              {"name": "coord", "replicas": 1, "template": {"spec": {"template": {"spec": {
+                  "containers": [{"name": "c", "image": "IMAGE"}]}}}}},
+              {"name": "slice", "replicas": replicas, "template": {"spec": {
+                  "parallelism": parallelism, "completions": 4,
+                  "template": tpu_template("2x2x4", "tpu-v5p-slice")}}}]}}
+    if exclusive:
+        js["metadata"]["annotations"] = {
+            "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
+    if dns is not None:
+        js["spec"]["network"] = {"enableDNSHostnames": dns}
+    return js
+
+
+def lws(size=4, leader=None, subgroup=None):
+    lwt = {"size": size, "workerTemplate": tpu_template("4x4", "tpu-v5-lite-podslice")}
+    if leader is not None:
+        lwt["leaderTemplate"] = leader
+    if subgroup is not None:
+        lwt["subGroupPolicy"] = {"subGroupSize": subgroup}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "vllm", "namespace": "default"},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": lwt}}
+
+
+class Validation(unittest.TestCase):
+    """/validate-workload: multi-host TPU templates of Jobs, JobSets, LWS."""
+
+    def judge(self, obj, op="CREATE"):
+        group = {"Job": "batch", "JobSet": "jobset.x-k8s.io",
+                 "LeaderWorkerSet": "leaderworkerset.x-k8s.io"}[obj["kind"]]
+        rv = review_of(obj, op=op)
+        rv["request"]["kind"] = {"group": group, "version": obj["apiVersion"].split("/")[-1],
+                                 "kind": obj["kind"]}
+        return W.run(rv)
+
+    def test_worked_examples_pass(self):
+        for obj in (job(), jobset(), lws()):
+            r = self.judge(obj)
+            self.assertTrue(r.allowed, r.message)
+            self.assertIsNone(r.patch)
+
+    def test_job_every_part_reported(self):
+        for op in ("CREATE", "UPDATE"):
+            r = self.judge(job(mode=None, parallelism=2, completions=None, subdomain=None), op=op)
+            self.assertFalse(r.allowed)
+            m = r.message
+            for part in ('Job "default/train-v6e": spec.completionMode is unset, expected "Indexed"',
+                         "spec.parallelism is 2, expected 4", "spec.completions is unset, expected 4",
+                         "spec.template.spec.subdomain is unset", "topology 4x4 with 4 chips per pod"):
+                self.assertIn(part, m)
+            self.assertEqual(m.count('Job "default/train-v6e"'), 4)
+
+    def test_single_host_job_not_judged(self):
+        r = self.judge(job(mode=None, parallelism=8, completions=None, subdomain=None, topo="2x2"))
+        self.assertTrue(r.allowed)
+
+    def test_chips_not_dividing(self):
+        r = self.judge(job(chips=3))
+        self.assertFalse(r.allowed)
+        self.assertIn("3 google.com/tpu per pod", r.message)
+
+    def test_jobset_per_replicated_job(self):
+        r = self.judge(jobset(parallelism=2, dns=False))
+        self.assertFalse(r.allowed)
+        self.assertIn('spec.replicatedJobs[1] ("slice").template.spec.parallelism is 2, expected 4',
+                      r.message)
+        self.assertIn("spec.network.enableDNSHostnames is false", r.message)
+        self.assertNotIn("replicatedJobs[0]", r.message)
+
+    def test_jobset_without_exclusive_placement_warns(self):
+        r = self.judge(jobset(exclusive=False))
+        self.assertTrue(r.allowed)
+        self.assertIn("exclusive-topology", r.warnings[0])
+
+    def test_lws_size(self):
+        r = self.judge(lws(size=3))
+        self.assertFalse(r.allowed)
+        self.assertIn("spec.leaderWorkerTemplate.size is 3, expected 4", r.message)
+        cpu_leader = {"spec": {"containers": [{"name": "l", "image": "IMAGE"}]}}
+        self.assertTrue(self.judge(lws(size=5, leader=cpu_leader)).allowed)
+        r = self.judge(lws(size=4, leader=cpu_leader))
+        self.assertIn("expected 5", r.message)
+        self.assertIn("leader without TPUs", r.message)
+
+    def test_lws_subgroups(self):
+        self.assertTrue(self.judge(lws(size=8, subgroup=4)).allowed)
+        r = self.judge(lws(size=8, subgroup=2))
+        self.assertIn("subGroupSize is 2, expected 4", r.message)
+
+    def test_bad_numbers(self):
+        r = self.judge(job(parallelism="4"))
+        self.assertIn('spec.parallelism is "4", expected 4', r.message)
+        r = self.judge(job(parallelism=1e300))
+        self.assertIn("expected 4", r.message)
+
+    def test_opt_out_and_other_operations(self):
+        o = job(parallelism=2)
+        o["metadata"]["labels"] = {"tpu-webhook/inject": "disabled"}
+        self.assertTrue(self.judge(o).allowed)
+        self.assertTrue(self.judge(job(parallelism=2), op="DELETE").allowed)
+
+
 class Routing(unittest.TestCase):
     def test_workload_route_refuses_non_pods(self):
         rc, err = W.run(review_of({"apiVersion": "batch/v1", "kind": "Job",

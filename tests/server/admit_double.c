@@ -73,6 +73,14 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enu
     if (route == WH_ROUTE_MUTATE && in->kind != WH_KIND_POD)
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /mutate takes Pod, got \"%s\"",
                        in->kind_name);
+    if (route == WH_ROUTE_MUTATE_WORKLOAD && in->kind != WH_KIND_POD)
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /mutate-workload takes Pod, got \"%s\"",
+                       in->kind_name);
+    if (route == WH_ROUTE_VALIDATE_WORKLOAD && in->kind != WH_KIND_WORKLOAD)
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "Invalid Kind: /validate-workload takes Job, JobSet, LeaderWorkerSet, got "
+                       "\"%s\"",
+                       in->kind_name);
     if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: /validate takes RayCluster, got \"%s\"",
                        in->kind_name);

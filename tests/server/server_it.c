@@ -465,6 +465,19 @@ static void case_routes(void)
     expect("POST", "/mutate", pod, 200, "application/json", "7f0c9a2e-0001-4a6b-9f1e-2b8d3c4e5f60");
     expect("POST", "/mutate", pod, 200, "application/json", "\"response\"");
     expect("POST", "/validate", rc, 200, "application/json", "7f0c9a2e-0002-4a6b-9f1e-2b8d3c4e5f60");
+    /* The workload entries (docs/workloads.md). */
+    size_t jplen, jlen;
+    char *jpod = sample("review-indexed-job-pod.json", &jplen);
+    char *job = sample("review-job.json", &jlen);
+    bool real = !strcmp(kind, "real"); /* the double judges nothing */
+    expect("POST", "/mutate-workload", jpod, 200, "application/json", real ? "\"patch\"" : NULL);
+    expect("POST", "/mutate-workload", pod, 200, "application/json", "\"allowed\":true");
+    expect("POST", "/validate-workload", job, 200, "application/json",
+           real ? "parallelism is 2, expected 4" : NULL);
+    expect("POST", "/mutate-workload", job, 400, "application/json", "\"code\":400");
+    expect("POST", "/validate-workload", jpod, 400, "application/json", "\"code\":400");
+    free(jpod);
+    free(job);
     /* Not AdmissionReviews, or the wrong kind for the route: 400 Status JSON. */
     expect("POST", "/mutate", "this is not json", 400, "application/json", "\"code\":400");
     expect("POST", "/mutate", "", 400, "application/json", "\"reason\":\"BadRequest\"");

@@ -1,0 +1,27 @@
+/* workload_validate.h: the /validate-workload policy, the analogue of the
+ * RayCluster numOfHosts check for batch/v1 Jobs, JobSets and
+ * LeaderWorkerSets (docs/workloads.md, "Validation"). A multi-host TPU pod
+ * template must be created by a controller that gives every host its
+ * identity and peers: completionMode Indexed, parallelism = completions =
+ * hosts of the topology (JobSet: per replicated job; LWS: size), and names
+ * that resolve (a subdomain, or JobSet's DNS hostnames). Pure. */
+#ifndef WH_WORKLOAD_VALIDATE_H
+#define WH_WORKLOAD_VALIDATE_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+#include "wh/decision.h" /* struct wh_decision */
+#include "wh/err.h"      /* enum wh_err */
+
+/* True for the kinds this policy judges: Job, JobSet, LeaderWorkerSet. */
+bool wh_workload_kind_validated(const char *kind);
+
+/* Judge request (an AdmissionReview request whose kind is one of the
+ * above) on CREATE and UPDATE; other operations are allowed. Every failing
+ * part is reported in one denial, each naming kind/name, the field, its
+ * value and the value expected. Errors only for OOM. */
+WH_NODISCARD enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d);
+
+#endif

@@ -1,0 +1,271 @@
+/* workload_validate.c: Jobs, JobSets and LeaderWorkerSets whose TPU pod
+ * template spans several hosts (docs/workloads.md, "Validation").
+ *
+ * Too many pods stay Pending forever, too few start and hang waiting for
+ * peers on hardware billed by the hour; both are cheaper to refuse when the
+ * object is written. Problems of every template are joined into one denial. */
+#include "wh/workload_validate.h"
+
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp */
+
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/podspec.h"  /* WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
+#include "wh/topology.h" /* wh_topology */
+#include "wh/tpuenv.h"   /* wh_tpu_containers */
+#include "wh/workload.h" /* WH_LABEL_INJECT */
+
+#define PROBLEMS_MAX (64 * 1024)
+#define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+struct vctx {
+    const char *kind, *ns, *name;
+    struct wh_buf problems;
+    size_t n_problems;
+    bool full; /* the problems so far fill the message; the rest are counted */
+    struct wh_decision *d;
+};
+
+static enum wh_err problem(struct vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "<Kind> \"ns/name\": <problem>", joined by "; ". */
+static enum wh_err problem(struct vctx *v, const char *fmt, ...)
+{
+    v->n_problems++;
+    if (v->full)
+        return WH_OK;
+    /* Each problem is under 2 KiB (names and values are cut), so stopping
+     * at half the limit never overflows the buffer. */
+    if (v->problems.len > PROBLEMS_MAX / 2) {
+        v->full = true;
+        return wh_buf_add(&v->problems, "; and more problems of the same kind");
+    }
+    enum wh_err err = wh_buf_addf(&v->problems, "%s%.64s \"%.253s/%.253s\": ",
+                                  v->n_problems > 1 ? "; " : "", v->kind, v->ns, v->name);
+    va_list ap;
+    va_start(ap, fmt);
+    if (!err)
+        err = wh_buf_vaddf(&v->problems, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* What a pod template implies: hosts per slice (0 when it requests no TPU
+ * or its topology is unknown: nothing to check). */
+struct tmpl_hosts {
+    long hosts, chips;
+    const char *topology;
+};
+
+static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char *field,
+                                  struct tmpl_hosts *out)
+{
+    out->hosts = 0;
+    const cJSON *spec = wh_json_get(tmpl, "spec");
+    const cJSON *containers = wh_json_get(spec, "containers");
+    if (!cJSON_IsArray(containers))
+        return WH_OK;
+    struct wh_tpu_containers tc;
+    char why[WH_ERRBUF_LEN];
+    enum wh_err err = wh_tpu_containers_collect(containers, &tc, why);
+    if (err == WH_ERR_INVALID)
+        return problem(v, "%s.spec.%s", field, why);
+    if (err)
+        return err;
+    out->chips = tc.chips;
+    wh_tpu_containers_free(&tc);
+    if (out->chips == 0)
+        return WH_OK;
+    const char *t = wh_meta_annotation(tmpl, WH_ANN_SLICE_TOPOLOGY);
+    if (!t || !*t)
+        t = wh_node_selector(spec, WH_SEL_TOPOLOGY);
+    out->topology = t;
+    struct wh_topology topo;
+    if (!t || !*t || wh_topology_parse(t, &topo, why))
+        return WH_OK; /* the pod path says what to add (it may come from the node pool) */
+    if (out->chips > topo.chips || topo.chips % out->chips)
+        return problem(v, "%s.spec.containers request %ld google.com/tpu per pod, which does not "
+                          "divide the %ld chips of topology %s; expected a divisor of %ld",
+                       field, out->chips, topo.chips, t, topo.chips);
+    out->hosts = topo.chips / out->chips;
+    return WH_OK;
+}
+
+/* An integer field; def when absent, -1 when not a whole number >= 0. */
+static long int_field(const cJSON *obj, const char *key, long def)
+{
+    const cJSON *x = wh_json_get(obj, key);
+    if (!x || cJSON_IsNull(x))
+        return def;
+    if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble < 1e15) ||
+        x->valuedouble != (double)(long)x->valuedouble)
+        return -1;
+    return (long)x->valuedouble;
+}
+
+static void value_text(const cJSON *obj, const char *key, char *out, size_t n)
+{
+    const cJSON *x = wh_json_get(obj, key);
+    if (!x || cJSON_IsNull(x))
+        snprintf(out, n, "unset");
+    else if (cJSON_IsNumber(x))
+        snprintf(out, n, "%g", x->valuedouble);
+    else if (cJSON_IsString(x))
+        snprintf(out, n, "\"%.64s\"", x->valuestring);
+    else
+        snprintf(out, n, "not a number");
+}
+
+/* A Job spec (a Job's, or a JobSet replicated job's template.spec) whose
+ * pods need `hosts` hosts. jobset: completionMode and subdomain are
+ * JobSet's to default. */
+static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char *field,
+                                  const struct tmpl_hosts *th, bool jobset)
+{
+    enum wh_err err = WH_OK;
+    const char *mode = wh_json_str(spec, "completionMode");
+    if (!(jobset && !mode) && (!mode || strcmp(mode, "Indexed")))
+        err = problem(v, "%s.completionMode is %s%.64s%s, expected \"Indexed\" (topology %s with %ld "
+                         "chips per pod needs %ld hosts, each with its index)",
+                      field, mode ? "\"" : "", mode ? mode : "unset", mode ? "\"" : "",
+                      th->topology, th->chips, th->hosts);
+    static const char *const keys[2] = {"parallelism", "completions"};
+    for (int i = 0; i < 2 && !err; i++) {
+        long n = int_field(spec, keys[i], i == 0 ? 1 : -2);
+        if (n == th->hosts)
+            continue;
+        char got[96];
+        value_text(spec, keys[i], got, sizeof(got));
+        err = problem(v, "%s.%s is %s, expected %ld (topology %s with %ld chips per pod needs %ld "
+                         "hosts)",
+                      field, keys[i], got, th->hosts, th->topology, th->chips, th->hosts);
+    }
+    const char *sub = wh_json_str(wh_json_path(spec, "template", "spec", NULL), "subdomain");
+    if (!err && !jobset && (!sub || !*sub))
+        err = problem(v, "%s.template.spec.subdomain is unset, expected the name of a headless "
+                         "Service selecting the Job's pods (the %ld hosts find each other by name)",
+                      field, th->hosts);
+    return err;
+}
+
+static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
+{
+    const cJSON *spec = wh_json_get(obj, "spec");
+    struct tmpl_hosts th;
+    enum wh_err err = template_hosts(v, wh_json_get(spec, "template"), "spec.template", &th);
+    if (!err && th.hosts > 1)
+        err = check_job_spec(v, spec, "spec", &th, false);
+    return err;
+}
+
+static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
+{
+    const cJSON *spec = wh_json_get(obj, "spec");
+    const cJSON *rjobs = wh_json_get(spec, "replicatedJobs");
+    const cJSON *dns = wh_json_path(spec, "network", "enableDNSHostnames", NULL);
+    bool exclusive = wh_meta_has_annotation(obj, EXCLUSIVE_TOPOLOGY);
+    enum wh_err err = WH_OK;
+    int i = 0;
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err; rj = rj->next, i++) {
+        char field[160];
+        snprintf(field, sizeof(field), "spec.replicatedJobs[%d] (\"%.63s\").template.spec", i,
+                 wh_json_str0(rj, "name"));
+        const cJSON *jspec = wh_json_path(rj, "template", "spec", NULL);
+        struct tmpl_hosts th;
+        char tfield[200];
+        snprintf(tfield, sizeof(tfield), "%s.template", field);
+        err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
+        if (err || th.hosts == 0)
+            continue;
+        long replicas = int_field(rj, "replicas", 1);
+        if (th.hosts > 1)
+            err = check_job_spec(v, jspec, field, &th, true);
+        if (!err && cJSON_IsFalse(dns) && th.hosts * replicas > 1)
+            err = problem(v, "spec.network.enableDNSHostnames is false, expected true: the %ld pods "
+                             "of replicated job \"%s\" find each other by name",
+                          th.hosts * replicas, wh_json_str0(rj, "name"));
+        if (!err && replicas > 1 && !exclusive &&
+            !wh_meta_has_annotation(wh_json_get(rj, "template"), EXCLUSIVE_TOPOLOGY))
+            err = wh_decision_warn(v->d, "replicated job \"%s\": %ld slices without annotation %s",
+                                   wh_json_str0(rj, "name"), replicas, EXCLUSIVE_TOPOLOGY);
+    }
+    return err;
+}
+
+static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
+{
+    const cJSON *lwt = wh_json_path(obj, "spec", "leaderWorkerTemplate", NULL);
+    struct tmpl_hosts th;
+    enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
+                                     "spec.leaderWorkerTemplate.workerTemplate", &th);
+    if (err || th.hosts <= 1)
+        return err;
+    const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
+    bool leader_tpu = true;
+    if (leader && !cJSON_IsNull(leader)) {
+        struct tmpl_hosts lh;
+        err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
+        leader_tpu = lh.chips > 0;
+    }
+    const cJSON *sg = wh_json_get(lwt, "subGroupPolicy");
+    if (!err && sg && !cJSON_IsNull(sg)) {
+        long n = int_field(sg, "subGroupSize", -2);
+        if (n != th.hosts) {
+            char got[96];
+            value_text(sg, "subGroupSize", got, sizeof(got));
+            err = problem(v, "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected "
+                             "%ld (topology %s with %ld chips per pod needs %ld hosts)",
+                          got, th.hosts, th.topology, th.chips, th.hosts);
+        }
+        return err;
+    }
+    long want = th.hosts + (leader_tpu ? 0 : 1);
+    long size = int_field(lwt, "size", 1);
+    if (!err && size != want) {
+        char got[96];
+        value_text(lwt, "size", got, sizeof(got));
+        err = problem(v, "spec.leaderWorkerTemplate.size is %s, expected %ld (topology %s with %ld "
+                         "chips per pod needs %ld hosts%s)",
+                      got, want, th.topology, th.chips, th.hosts,
+                      leader_tpu ? "" : ", plus the leader without TPUs");
+    }
+    return err;
+}
+
+bool wh_workload_kind_validated(const char *kind)
+{
+    return !strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet");
+}
+
+enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d)
+{
+    const char *op = wh_json_str0(request, "operation");
+    if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
+        return WH_OK;
+    const cJSON *obj = wh_json_get(request, "object");
+    const char *kind = wh_json_str0(wh_json_get(request, "kind"), "kind");
+    if (!cJSON_IsObject(obj))
+        return wh_decision_deny(d, "request.object is not a %s object; send the %s being written",
+                                kind, kind);
+    const char *optout = wh_meta_label(obj, WH_LABEL_INJECT);
+    if (optout && !strcmp(optout, "disabled"))
+        return WH_OK;
+    const cJSON *meta = wh_json_get(obj, "metadata");
+    struct vctx v = {.kind = kind, .d = d};
+    v.ns = wh_json_str0(meta, "namespace");
+    if (!*v.ns)
+        v.ns = wh_json_str0(request, "namespace");
+    v.name = wh_json_str0(meta, "name");
+    if (!*v.name)
+        v.name = wh_json_str0(meta, "generateName");
+    wh_buf_init(&v.problems, PROBLEMS_MAX);
+    enum wh_err err = !strcmp(kind, "Job")      ? validate_job(&v, obj)
+                      : !strcmp(kind, "JobSet") ? validate_jobset(&v, obj)
+                                                : validate_lws(&v, obj);
+    if (!err && v.n_problems)
+        err = wh_decision_deny(d, "%s", wh_buf_ptr(&v.problems));
+    wh_buf_free(&v.problems);
+    return err;
+}
