@@ -6,7 +6,10 @@
  * 16-host v6e pod and a 256-host tpu7x pod with two TPU containers of 2 chips
  * (topology 8x8x16, address lists of ~120 KB), all with KubeRay-native index
  * labels so no cluster state is needed, plus the 256-host pod on the legacy
- * path with 255 existing hosts in an in-memory state. Prints the median time
+ * path with 255 existing hosts in an in-memory state; and the same 16- and
+ * 256-host shapes as Indexed-Job and JobSet pods on the /mutate-workload
+ * route, with their cost relative to the KubeRay-native case of the same
+ * shape (target: within 20%). Prints the median time
  * per review over RUNS runs (default 51) and the heap allocations of one
  * review. The allocator is counted through the linker's --wrap
  * (bench/CMakeLists.txt) and cJSON_InitHooks, which also works for static
@@ -37,8 +40,11 @@ struct pod_shape {
     int containers;   /* TPU containers */
     int chips;        /* per container */
     bool native;      /* ray.io/worker-group-replica-index + replica-host-index */
-    long host;        /* host index label (native) */
+    long host;        /* host index label (native), completion index (workload) */
+    enum { KUBERAY, INDEXED_JOB, JOBSET } kind;
 };
+
+#define JOB "train-bench-0123456789"
 
 static enum wh_err add_container(struct wh_buf *b, int i, int chips)
 {
@@ -51,12 +57,35 @@ static enum wh_err add_container(struct wh_buf *b, int i, int chips)
                        i ? "," : "", i, chips, chips);
 }
 
-/* A pod AdmissionReview as KubeRay sends it; malloc'd. */
+/* An Indexed-Job or JobSet pod as the Job controller creates it. */
+static enum wh_err workload_head(struct wh_buf *b, const struct pod_shape *s)
+{
+    const char *jobset = s->kind == JOBSET ? "\"jobset.sigs.k8s.io/jobset-name\":\"" JOB "\","
+                                             "\"jobset.sigs.k8s.io/replicatedjob-name\":\"slice\","
+                                             "\"jobset.sigs.k8s.io/replicatedjob-replicas\":\"2\","
+                                             "\"jobset.sigs.k8s.io/job-index\":\"1\","
+                                           : "";
+    const char *job = s->kind == JOBSET ? JOB "-slice-1" : JOB;
+    return wh_buf_addf(
+        b,
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+        "\"uid\":\"bench-uid\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+        "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+        "\"namespace\":\"default\",\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"v1\","
+        "\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"%s-%ld-\",\"namespace\":\"default\","
+        "\"annotations\":{%s\"batch.kubernetes.io/job-completion-index\":\"%ld\"},"
+        "\"labels\":{%s\"batch.kubernetes.io/job-name\":\"%s\",\"job-name\":\"%s\","
+        "\"batch.kubernetes.io/job-completion-index\":\"%ld\",\"tpu-webhook/inject\":\"enabled\""
+        "}},\"spec\":{\"hostname\":\"%s-%ld\",\"subdomain\":\"" JOB "\",\"containers\":[",
+        job, s->host, jobset, s->host, jobset, job, job, s->host, job, s->host);
+}
+
+/* A pod AdmissionReview as KubeRay (or a Job controller) sends it; malloc'd. */
 static char *pod_review(const struct pod_shape *s, size_t *len)
 {
     struct wh_buf b;
     wh_buf_init(&b, REVIEW_MAX);
-    enum wh_err err = wh_buf_addf(
+    enum wh_err err = s->kind != KUBERAY ? workload_head(&b, s) : wh_buf_addf(
         &b,
         "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
         "\"uid\":\"bench-uid\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
@@ -66,13 +95,13 @@ static char *pod_review(const struct pod_shape *s, size_t *len)
         "\"namespace\":\"default\",\"labels\":{\"ray.io/cluster\":\"" CLUSTER "\","
         "\"ray.io/group\":\"" GROUP "\",\"ray.io/node-type\":\"worker\","
         "\"app.kubernetes.io/created-by\":\"kuberay-operator\",\"ray.io/is-ray-node\":\"yes\"");
-    if (!err && s->native)
+    if (!err && s->native && s->kind == KUBERAY)
         err = wh_buf_addf(&b,
                           ",\"ray.io/worker-group-replica-index\":\"0\","
                           "\"ray.io/replica-host-index\":\"%ld\","
                           "\"ray.io/worker-group-replica-name\":\"" CLUSTER "-" GROUP "-abcde\"",
                           s->host);
-    if (!err)
+    if (!err && s->kind == KUBERAY)
         err = wh_buf_add(&b, "}},\"spec\":{\"containers\":[");
     for (int i = 0; i < s->containers && !err; i++)
         err = add_container(&b, i, s->chips);
@@ -159,8 +188,9 @@ struct bench_case {
 
 /* One case, with the review's memory from the C library's heap (arena
  * NULL) or from an arena bound to the thread and reset after each review,
- * as the server runs it (reqmem.h). */
-static int run_case(const struct bench_case *bc, int runs, struct wh_arena *arena)
+ * as the server runs it (reqmem.h). Returns the median ms per review, or
+ * -1 when the answer was wrong. */
+static double run_case(const struct bench_case *bc, int runs, struct wh_arena *arena)
 {
     size_t len;
     char *body = pod_review(&bc->shape, &len);
@@ -171,6 +201,8 @@ static int run_case(const struct bench_case *bc, int runs, struct wh_arena *aren
     struct wh_alloc_stats one = {0};
     struct wh_engine_result res = {0};
     int rc = 0;
+    double median = -1;
+    enum wh_route route = bc->shape.kind == KUBERAY ? WH_ROUTE_MUTATE : WH_ROUTE_MUTATE_WORKLOAD;
     if (!ms || !t) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
@@ -180,7 +212,7 @@ static int run_case(const struct bench_case *bc, int runs, struct wh_arena *aren
         wh_allocwrap_reset();
         double t0 = now_us();
         wh_reqmem_bind(arena);
-        enum wh_err err = wh_engine_review(body, len, WH_ROUTE_MUTATE, &st, &res, errbuf);
+        enum wh_err err = wh_engine_review(body, len, route, &st, &res, errbuf);
         wh_reqmem_bind(NULL);
         t[i] = now_us() - t0;
         if (i == 0)
@@ -193,6 +225,7 @@ static int run_case(const struct bench_case *bc, int runs, struct wh_arena *aren
         }
         if (i == runs - 1 || rc) {
             qsort(t, (size_t)i + 1, sizeof(double), cmp_double);
+            median = rc ? -1 : t[i / 2] / 1000.0;
             printf("%-28s %-6s %6zu KB %7zu KB %8zu KB %5zu %10.3f %9lu %9lu %8zu KB\n", bc->name,
                    arena ? "arena" : "malloc", len / 1024, res.body_len / 1024,
                    res.body ? longest_value(res.body) / 1024 : 0, res.n_ops, t[i / 2] / 1000.0,
@@ -207,7 +240,7 @@ static int run_case(const struct bench_case *bc, int runs, struct wh_arena *aren
     free(t);
     wh_memstate_free(ms);
     free(body);
-    return rc;
+    return median;
 }
 
 int main(int argc, char **argv)
@@ -225,11 +258,16 @@ int main(int argc, char **argv)
      * and more); one per case, so that its peak is the case's. */
     struct wh_arena_opts ao = {.first_chunk = 32 * 1024, .budget = WH_REQMEM_REQUEST_DEFAULT};
     static const struct bench_case cases[] = {
-        {"1 host v6e 2x4", {"tpu-v6e-slice", "2x4", 1, 8, true, 0}, 0, 0},
-        {"16 hosts v6e 8x8", {"tpu-v6e-slice", "8x8", 1, 4, true, 7}, 0, 0},
-        {"256 hosts tpu7x 8x8x16 2x2", {"tpu7x", "8x8x16", 2, 2, true, 255}, 0, 0},
-        {"256 hosts legacy (255 pods)", {"tpu7x", "8x8x16", 2, 2, false, 0}, 255, 255},
+        {"1 host v6e 2x4", {"tpu-v6e-slice", "2x4", 1, 8, true, 0, KUBERAY}, 0, 0},
+        {"16 hosts v6e 8x8", {"tpu-v6e-slice", "8x8", 1, 4, true, 7, KUBERAY}, 0, 0},
+        {"256 hosts tpu7x 8x8x16 2x2", {"tpu7x", "8x8x16", 2, 2, true, 255, KUBERAY}, 0, 0},
+        {"256 hosts legacy (255 pods)", {"tpu7x", "8x8x16", 2, 2, false, 0, KUBERAY}, 255, 255},
+        {"16 hosts v6e Indexed Job", {"tpu-v6e-slice", "8x8", 1, 4, false, 7, INDEXED_JOB}, 0, 0},
+        {"256 hosts tpu7x JobSet", {"tpu7x", "8x8x16", 2, 2, false, 255, JOBSET}, 0, 0},
     };
+    /* Workload case -> the KubeRay-native case of the same shape. */
+    static const size_t peer[][2] = {{4, 1}, {5, 2}};
+    double ms[sizeof(cases) / sizeof(cases[0])];
     printf("wh-bench-engine: median of %d runs per case\n", runs);
     printf("%-28s %-6s %9s %10s %11s %5s %10s %9s %9s %11s\n", "case", "memory", "review",
            "response", "longest env", "ops", "ms/review", "allocs", "reallocs", "arena peak");
@@ -240,9 +278,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench: out of memory\n");
             return 1;
         }
-        rc |= run_case(&cases[i], runs, NULL);
-        rc |= run_case(&cases[i], runs, arena);
+        rc |= run_case(&cases[i], runs, NULL) < 0;
+        ms[i] = run_case(&cases[i], runs, arena); /* as the server runs */
+        rc |= ms[i] < 0;
         wh_arena_free(arena);
     }
+    for (size_t i = 0; !rc && i < sizeof(peer) / sizeof(peer[0]); i++)
+        printf("%s / %s (arena): %.2f (target <= 1.20)\n", cases[peer[i][0]].name,
+               cases[peer[i][1]].name, ms[peer[i][0]] / ms[peer[i][1]]);
     return rc;
 }
