@@ -28,7 +28,8 @@ struct wh_tpu_container {
     long chips;
 };
 
-/* The TPU containers of a pod, in spec order. items is owned (free()). */
+/* The TPU containers of a pod, in spec order. items is owned
+ * (wh_tpu_containers_free). */
 struct wh_tpu_containers {
     struct wh_tpu_container *items;
     unsigned n;
