@@ -131,7 +131,7 @@ def server_source_text():
         if '"serve"' not in f.read():
             return ""
     text = []
-    for d in ("src/shell", "src/core", "src"):
+    for d in ("src/shell", "src/offline", "src/core", "src/util", "src"):
         full = os.path.join(ROOT, d)
         for n in sorted(os.listdir(full)):
             if n.endswith(".c"):

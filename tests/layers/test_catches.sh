@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The layer check must be able to fail: on a copy of the tree with one
+# violation of each kind planted, check-layers.sh exits 1 and names each.
+set -euo pipefail
+src=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp -r "$src/include" "$src/src" "$src/scripts" "$tmp/"
+
+bash "$tmp/scripts/check-layers.sh" "$tmp" || { echo "the unchanged copy fails"; exit 1; }
+
+echo '#include "wh/server.h" /* planted */' >> "$tmp/src/core/mutate.c"
+echo '#include "wh/yaml.h" /* planted */' >> "$tmp/include/util/wh/buf.h"
+echo '#include "wh/nosuch.h" /* planted */' >> "$tmp/src/offline/render.c"
+mkdir -p "$tmp/include/wh" "$tmp/src/misc"
+echo '/* planted */' > "$tmp/include/wh/stray.h"
+echo '/* planted */' > "$tmp/src/misc/stray.c"
+
+if out=$(bash "$tmp/scripts/check-layers.sh" "$tmp"); then
+  echo "check-layers.sh passed a tree with planted violations"; exit 1
+fi
+echo "$out"
+for want in 'src/core/mutate.c:[0-9]*: core includes wh/server.h of shell' \
+            'include/util/wh/buf.h:[0-9]*: util includes wh/yaml.h of offline' \
+            'src/offline/render.c:[0-9]*: includes wh/nosuch.h, which no layer holds' \
+            'include/wh/stray.h: a header outside every layer' \
+            'src/misc: not a layer'; do
+  grep -q "$want" <<<"$out" || { echo "not reported: $want"; exit 1; }
+done
+echo "every planted violation reported"
