@@ -8,7 +8,7 @@
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
-#include "wh/review.h"   /* struct wh_review */
+#include "wh/review.h"   /* wh_review_* */
 #include "wh/validate.h" /* wh_validate_raycluster */
 #include "wh/workload.h" /* wh_mutate_workload */
 #include "wh/mem.h" /* wh_malloc, wh_free */
@@ -20,14 +20,14 @@
 static enum wh_err write_response(const struct wh_review *rv, const struct wh_decision *d,
                                   struct wh_buf *b, size_t *n_ops)
 {
-    const char *api = wh_json_str(rv->root, "apiVersion");
+    const char *api = wh_review_api_version(rv);
     enum wh_err err = wh_buf_add(b, "{\"apiVersion\":");
     if (!err)
         err = wh_json_write_string(b, api ? api : "admission.k8s.io/v1");
     if (!err)
         err = wh_buf_add(b, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     if (!err)
-        err = wh_json_write_string(b, rv->info.uid);
+        err = wh_json_write_string(b, wh_review_info(rv)->uid);
     if (!err)
         err = wh_buf_add(b, d->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
     if (!err && !d->allowed) {
@@ -80,7 +80,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
 {
     memset(res, 0, sizeof(*res));
     errbuf[0] = '\0';
-    const struct wh_review_info *in = &rv->info;
+    const struct wh_review_info *in = wh_review_info(rv);
     if ((route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD) && in->kind != WH_KIND_POD)
         return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; %s "
                                             "accepts Pod",
@@ -98,13 +98,13 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     wh_decision_init(&d);
     enum wh_err err = WH_OK;
     if (in->kind == WH_KIND_POD && route == WH_ROUTE_MUTATE_WORKLOAD)
-        err = wh_mutate_workload(rv->request, state, &d, errbuf);
+        err = wh_mutate_workload(wh_review_request(rv), state, &d, errbuf);
     else if (in->kind == WH_KIND_POD)
-        err = wh_mutate_pod(rv->request, state, &d, errbuf);
+        err = wh_mutate_pod(wh_review_request(rv), state, &d, errbuf);
     else if (in->kind == WH_KIND_WORKLOAD)
-        err = wh_validate_workload(rv->request, &d);
+        err = wh_validate_workload(wh_review_request(rv), &d);
     else if (in->kind == WH_KIND_RAYCLUSTER)
-        err = wh_validate_raycluster(rv->request, state, &d, errbuf);
+        err = wh_validate_raycluster(wh_review_request(rv), state, &d, errbuf);
     struct wh_buf body;
     wh_buf_init(&body, RESPONSE_MAX);
     if (!err)

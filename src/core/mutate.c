@@ -617,16 +617,6 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
 
 /* ---- entry -------------------------------------------------------------- */
 
-bool wh_mutate_is_legacy(const cJSON *pod)
-{
-    const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
-    bool tpu = false;
-    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && !tpu; k = k->next)
-        tpu = wh_container_requests_tpu(k);
-    return tpu && !(wh_meta_has_label(pod, WH_LABEL_REPLICA_INDEX) &&
-                    wh_meta_has_label(pod, WH_LABEL_HOST_INDEX));
-}
-
 static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
 {
     enum wh_err err = WH_OK;

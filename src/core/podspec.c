@@ -3,7 +3,7 @@
 
 #include <string.h> /* strcmp */
 
-#include "wh/json.h"     /* wh_json_get */
+#include "wh/json.h"     /* wh_json_get, wh_json_path */
 #include "wh/quantity.h" /* wh_quantity_ceil */
 
 /* One of limits/requests: 0 when absent; -1 when it does not parse. */
@@ -107,4 +107,14 @@ bool wh_managed(const cJSON *labels, const cJSON *annotations)
     const char *t = wh_json_str(annotations, WH_ANN_REQUIRED_TOPOLOGY);
     const char *s = wh_json_str(annotations, WH_ANN_SKIP_CHECK);
     return (q && *q) || (t && *t) || (s && !strcmp(s, "true"));
+}
+
+bool wh_pod_is_legacy(const cJSON *pod)
+{
+    const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
+    bool tpu = false;
+    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && !tpu; k = k->next)
+        tpu = wh_container_requests_tpu(k);
+    return tpu && !(wh_meta_has_label(pod, WH_LABEL_REPLICA_INDEX) &&
+                    wh_meta_has_label(pod, WH_LABEL_HOST_INDEX));
 }

@@ -1,13 +1,18 @@
 /* review.c: AdmissionReview parsing (the engine's input side). */
+#include "wh/review.h"
+
 #include <string.h> /* strcmp, strncmp */
 
-#include "wh/engine.h"  /* struct wh_review_info */
 #include "wh/json.h"    /* wh_json_* */
-#include "wh/mutate.h"  /* wh_mutate_is_legacy */
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
-#include "wh/podspec.h" /* label keys */
-#include "wh/review.h"  /* struct wh_review */
+#include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
 #include "wh/mem.h" /* wh_malloc, wh_free */
+
+struct wh_review {
+    cJSON *root;                /* owned: the whole AdmissionReview */
+    const cJSON *request;       /* borrowed from root */
+    struct wh_review_info info; /* strings borrowed from root */
+};
 
 enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out, char *errbuf)
 {
@@ -65,7 +70,7 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     if (in->kind == WH_KIND_POD) {
         in->cluster = wh_json_str0(labels, WH_LABEL_CLUSTER);
         in->group = wh_json_str0(labels, WH_LABEL_GROUP);
-        in->legacy = !strcmp(in->operation, "CREATE") && wh_mutate_is_legacy(obj);
+        in->legacy = !strcmp(in->operation, "CREATE") && wh_pod_is_legacy(obj);
     } else {
         in->cluster = in->kind == WH_KIND_RAYCLUSTER ? in->name : "";
         in->group = "";
@@ -85,4 +90,14 @@ void wh_review_free(struct wh_review *rv)
 const struct wh_review_info *wh_review_info(const struct wh_review *rv)
 {
     return &rv->info;
+}
+
+const cJSON *wh_review_request(const struct wh_review *rv)
+{
+    return rv->request;
+}
+
+const char *wh_review_api_version(const struct wh_review *rv)
+{
+    return wh_json_str(rv->root, "apiVersion");
 }

@@ -17,6 +17,7 @@
 #include "wh/json.h"
 #include "wh/jsonpatch.h"
 #include "wh/mutate.h"
+#include "wh/podspec.h" /* wh_pod_is_legacy */
 #include "wh/state.h"
 
 #define LABELS(extra)                                                                          \
@@ -169,10 +170,10 @@ static void test_is_legacy(void **unused)
 {
     (void)unused;
     cJSON *p = wh_test_parse(POD("", ""));
-    assert_true(wh_mutate_is_legacy(p));
+    assert_true(wh_pod_is_legacy(p));
     cJSON_Delete(p);
     p = wh_test_parse(POD(",\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"0\"", ""));
-    assert_false(wh_mutate_is_legacy(p));
+    assert_false(wh_pod_is_legacy(p));
     cJSON_Delete(p);
 }
 

@@ -14,6 +14,7 @@
 
 #include "../testutil.h"
 #include "wh/engine.h"
+#include "wh/review.h"
 #include "wh/json.h"
 
 static void parse_bad(const char *text, enum wh_err want, const char *why)

@@ -7,7 +7,7 @@
  * needs between them (the server locks the worker group of a legacy-path pod
  * before deciding, then records the assignment in its ledger):
  *
- *   struct wh_review *rv;
+ *   struct wh_review *rv;                          (review.h)
  *   if (wh_review_parse(body, len, &rv, errbuf)) -> not an AdmissionReview
  *   wh_review_info(rv)   -> kind, namespace, cluster, group, legacy?
  *   wh_engine_decide(rv, route, state, &res, errbuf)
@@ -25,12 +25,9 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/err.h"   /* enum wh_err */
-#include "wh/state.h" /* struct wh_state */
-
-/* Largest AdmissionReview the engine accepts (the API server's own 3 MiB
- * request limit, doubled for UPDATE's oldObject). */
-#define WH_REVIEW_MAX_BYTES ((size_t)6 * 1024 * 1024)
+#include "wh/err.h"    /* enum wh_err */
+#include "wh/review.h" /* struct wh_review */
+#include "wh/state.h"  /* struct wh_state */
 
 enum wh_route {
     WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, Job/JobSet/LWS, else admit */
@@ -39,39 +36,6 @@ enum wh_route {
     WH_ROUTE_MUTATE_WORKLOAD, /* /mutate-workload: Pod of any TPU workload (workload.h) */
     WH_ROUTE_VALIDATE_WORKLOAD, /* /validate-workload: Job, JobSet, LeaderWorkerSet */
 };
-
-enum wh_kind {
-    WH_KIND_OTHER,
-    WH_KIND_POD,
-    WH_KIND_RAYCLUSTER,
-    WH_KIND_WORKLOAD, /* Job, JobSet, LeaderWorkerSet (workload_validate.h) */
-};
-
-struct wh_review;
-
-/* What a shell may want to know before deciding. Strings borrow from the
- * review and are "" when absent. */
-struct wh_review_info {
-    const char *uid;
-    const char *operation; /* CREATE, UPDATE, ... */
-    enum wh_kind kind;
-    const char *kind_name; /* request.kind.kind as sent */
-    const char *ns;        /* object's metadata.namespace, else request.namespace */
-    const char *name;      /* object name, generateName, or request.name */
-    const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
-    const char *group;     /* Pod: ray.io/group label */
-    bool legacy;           /* Pod whose indices come from cluster state */
-    bool dry_run;          /* request.dryRun: nothing may be reserved */
-};
-
-/* Parse an AdmissionReview (JSON). On success *out is owned by the caller
- * (wh_review_free). WH_ERR_INVALID / WH_ERR_TOOBIG with a reason in errbuf
- * when the bytes are not a readable AdmissionReview v1 with a request. */
-WH_NODISCARD enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out,
-                                         char *errbuf);
-void wh_review_free(struct wh_review *rv); /* NULL-safe */
-/* Borrowed; valid while rv lives. */
-const struct wh_review_info *wh_review_info(const struct wh_review *rv);
 
 /* The result of one review. Every pointer is owned by the result and freed by
  * wh_engine_result_free(). Who the review was about is in wh_review_info(),

@@ -22,8 +22,4 @@
 WH_NODISCARD enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st,
                                        struct wh_decision *d, char *errbuf);
 
-/* True when the Pod object goes down the legacy (state-reading) index path:
- * it requests TPUs and lacks either native index label. */
-bool wh_mutate_is_legacy(const cJSON *pod);
-
 #endif

@@ -56,6 +56,10 @@ void wh_env_lookup(const cJSON *env, const char *name, struct wh_env_lookup *out
 const char *wh_meta_label(const cJSON *obj, const char *key);
 const char *wh_meta_annotation(const cJSON *obj, const char *key);
 bool wh_meta_has_label(const cJSON *obj, const char *key);
+
+/* True when the Pod object goes down the legacy (state-reading) index path:
+ * it requests TPUs and lacks either native index label. */
+bool wh_pod_is_legacy(const cJSON *pod);
 bool wh_meta_has_annotation(const cJSON *obj, const char *key);
 const char *wh_node_selector(const cJSON *pod_spec, const char *key);
 

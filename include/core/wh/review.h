@@ -1,16 +1,61 @@
-/* review.h: the parsed AdmissionReview (engine-internal layout). Shells use
- * the opaque struct wh_review and the functions of engine.h. */
+/* review.h: the parsed AdmissionReview, the engine's input side.
+ *
+ * A shell parses the body once (wh_review_parse), reads who it is about
+ * (wh_review_info) to lock what it needs, then hands the review to
+ * wh_engine_decide (engine.h). struct wh_review is opaque outside the core.
+ * Memory: like the engine, through mem.h.
+ */
 #ifndef WH_REVIEW_H
 #define WH_REVIEW_H
 
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
 #include <cjson/cJSON.h>
 
-#include "wh/engine.h" /* struct wh_review_info */
+#include "wh/err.h" /* enum wh_err */
 
-struct wh_review {
-    cJSON *root;            /* owned: the whole AdmissionReview */
-    const cJSON *request;   /* borrowed from root */
-    struct wh_review_info info; /* strings borrowed from root */
+/* Largest AdmissionReview the engine accepts (the API server's own 3 MiB
+ * request limit, doubled for UPDATE's oldObject). */
+#define WH_REVIEW_MAX_BYTES ((size_t)6 * 1024 * 1024)
+
+enum wh_kind {
+    WH_KIND_OTHER,
+    WH_KIND_POD,
+    WH_KIND_RAYCLUSTER,
+    WH_KIND_WORKLOAD, /* Job, JobSet, LeaderWorkerSet (workload_validate.h) */
 };
+
+struct wh_review;
+
+/* What a shell may want to know before deciding. Strings borrow from the
+ * review and are "" when absent. */
+struct wh_review_info {
+    const char *uid;
+    const char *operation; /* CREATE, UPDATE, ... */
+    enum wh_kind kind;
+    const char *kind_name; /* request.kind.kind as sent */
+    const char *ns;        /* object's metadata.namespace, else request.namespace */
+    const char *name;      /* object name, generateName, or request.name */
+    const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
+    const char *group;     /* Pod: ray.io/group label */
+    bool legacy;           /* Pod whose indices come from cluster state */
+    bool dry_run;          /* request.dryRun: nothing may be reserved */
+};
+
+/* Parse an AdmissionReview (JSON). On success *out is owned by the caller
+ * (wh_review_free). WH_ERR_INVALID / WH_ERR_TOOBIG with a reason in errbuf
+ * when the bytes are not a readable AdmissionReview v1 with a request. */
+WH_NODISCARD enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out,
+                                         char *errbuf);
+void wh_review_free(struct wh_review *rv); /* NULL-safe */
+/* Borrowed; valid while rv lives. */
+const struct wh_review_info *wh_review_info(const struct wh_review *rv);
+
+/* For the engine: the request object, borrowed; valid while rv lives. */
+const cJSON *wh_review_request(const struct wh_review *rv);
+/* For the engine: the top-level apiVersion, NULL when absent or not a
+ * string. */
+const char *wh_review_api_version(const struct wh_review *rv);
 
 #endif
