@@ -21,6 +21,7 @@ service=kuberay-tpu-webhook
 secret=kuberay-tpu-webhook-certs
 mutating=kuberay-tpu-mutating-webhook-cfg
 validating=kuberay-tpu-validating-webhook-cfg
+workloads=0
 cert_dir=""
 out_dir=""
 tpu_webhook=""
@@ -36,6 +37,9 @@ usage: $0 [options]
   --secret NAME        TLS secret the pods mount (default: $secret)
   --mutating NAME      MutatingWebhookConfiguration (default: $mutating)
   --validating NAME    ValidatingWebhookConfiguration (default: $validating)
+  --workloads          also the configurations of the opt-in workload entries
+                       (tpu-webhook-workload-{mutating,validating}-cfg;
+                       docs/workloads.md)
   --cert-dir DIR       use ca.crt, tls.crt and tls.key from DIR instead of
                        generating them
   --out DIR            where \`tpu-webhook certs\` writes them (default: a new
@@ -69,6 +73,7 @@ while [[ $# -gt 0 ]]; do
         --tpu-webhook) need_value "$@"; tpu_webhook=$2; shift 2 ;;
         --kubectl) need_value "$@"; kubectl_bin=$2; shift 2 ;;
         --dry-run) dry_run=1; shift ;;
+        --workloads) workloads=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument '$1'" ;;
     esac
@@ -168,6 +173,10 @@ patch_ca() {
 }
 patch_ca mutatingwebhookconfiguration "$mutating"
 patch_ca validatingwebhookconfiguration "$validating"
+if ((workloads)); then
+    patch_ca mutatingwebhookconfiguration tpu-webhook-workload-mutating-cfg
+    patch_ca validatingwebhookconfiguration tpu-webhook-workload-validating-cfg
+fi
 
 # 4. The secret the pods mount (same keys as a cert-manager secret). Applied,
 # so that re-running rotates it.

@@ -121,6 +121,16 @@ class CertsScript(unittest.TestCase):
     def patches(self):
         return {c[1]: json.loads(c[c.index("-p") + 1]) for c in self.calls() if c[0] == "patch"}
 
+    def test_workloads_flag_patches_the_workload_configurations(self):
+        p = self.run_script("--cert-dir", self.certs, "--workloads", FAKE_WEBHOOKS="first second")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        names = [c[2] for c in self.calls() if c[0] == "patch"]
+        self.assertEqual(names, ["kuberay-tpu-mutating-webhook-cfg", "kuberay-tpu-validating-webhook-cfg",
+                                 "tpu-webhook-workload-mutating-cfg", "tpu-webhook-workload-validating-cfg"])
+        with open(os.path.join(dl.ROOT, "deploy", "kustomize", "workloads", "workload-webhooks.yaml")) as f:
+            shipped = {d["metadata"]["name"] for d in dl.load_docs(f.read(), "workload-webhooks.yaml")}
+        self.assertEqual(shipped, set(names[2:]))
+
     def test_real_run_against_fake_kubectl(self):
         p = self.run_script("--cert-dir", self.certs, FAKE_WEBHOOKS="first second")
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -61,6 +61,21 @@ def container(objs):
     return deployment(objs)["spec"]["template"]["spec"]["containers"][0]
 
 
+def norm_objs(objs):
+    """(kind, name) -> object, without what only Helm adds (its labels)."""
+    out = {}
+    for o in copy.deepcopy(objs):
+        md = o["metadata"]
+        md.pop("labels", None)
+        if o["kind"] == "Namespace":
+            md.pop("annotations", None)
+        if o["kind"] == "Deployment":
+            tmd = o["spec"]["template"]["metadata"]
+            tmd["labels"] = {"app": tmd["labels"]["app"]}
+        out[(o["kind"], md["name"])] = o
+    return out
+
+
 class Chart(unittest.TestCase):
     def valid(self, objs, **kw):
         self.assertEqual(dl.check_install(objs, **kw), [])
@@ -106,24 +121,29 @@ class Chart(unittest.TestCase):
         kobjs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", "default"))
         hobjs, _ = render()
 
-        def norm(objs):
-            out = {}
-            for o in copy.deepcopy(objs):
-                md = o["metadata"]
-                md.pop("labels", None)
-                if o["kind"] == "Namespace":
-                    md.pop("annotations", None)
-                if o["kind"] == "Deployment":
-                    tmd = o["spec"]["template"]["metadata"]
-                    tmd["labels"] = {"app": tmd["labels"]["app"]}
-                out[(o["kind"], md["name"])] = o
-            return out
-
-        k, h = norm(kobjs), norm(hobjs)
+        k, h = norm_objs(kobjs), norm_objs(hobjs)
         self.assertEqual(sorted(k), sorted(h))
         for key in k:
             with self.subTest(object=key):
                 self.assertEqual(k[key], h[key])
+
+    def test_workloads_off_by_default_and_equal_to_the_kustomize_overlay(self):
+        import test_manifests as tm
+        objs, _ = render()
+        self.assertEqual([o for o in objs if "workload" in o["metadata"]["name"]], [])
+        objs, _ = render(tv(workloads={"enabled": True}))
+        self.assertEqual(dl.check_install(objs, cert_manager=True), [])
+        self.assertEqual(tm.schema_errors_but_match_conditions(objs), [])
+        tm.check_workload_entries(self, objs)
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        k = norm_objs(dl.kustomize_render(tm.WORKLOADS))
+        h = norm_objs(objs)
+        self.assertEqual(sorted(k), sorted(h))
+        for name in k:
+            with self.subTest(object=name):
+                self.assertEqual(k[name], h[name])
+        objs, _ = render(tv(workloads={"enabled": True}, namespace={"name": "tpu"}))
+        tm.check_workload_entries(self, objs, ns="tpu")
 
     def test_without_cert_manager(self):
         objs, notes = render(tv(certManager={"enabled": False}))

@@ -20,7 +20,75 @@ def key(o):
     return (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
 
 
+WORKLOADS = os.path.join(dl.ROOT, "deploy", "kustomize", "workloads")
+WORKLOAD_CFGS = {("MutatingWebhookConfiguration", "tpu-webhook-workload-mutating-cfg", None),
+                 ("ValidatingWebhookConfiguration", "tpu-webhook-workload-validating-cfg", None)}
+
+
+def schema_errors_but_match_conditions(objs):
+    """dl.schema_errors, except matchConditions (Kubernetes 1.28+), which
+    Debian 12's python3-kubernetes (22.6) predates; check_workload_entries
+    checks its shape."""
+    return [e for e in dl.schema_errors(objs) if "unknown field 'matchConditions'" not in e]
+
+
+def check_workload_entries(test, objs, ns="ray-system"):
+    """The opt-in entries of docs/workloads.md: two per path (namespace
+    opted in / object opted in), never system namespaces, the webhook's own
+    or KubeRay pods; pods only when they request TPUs."""
+    with open(os.path.join(dl.ROOT, "src", "shell", "server.c")) as f:
+        served = f.read()
+    cfgs = [o for o in objs if "workload" in o["metadata"]["name"]]
+    test.assertEqual(len(cfgs), 2)
+    for cfg in cfgs:
+        hooks = cfg["webhooks"]
+        test.assertEqual(len(hooks), 2)
+        ns_sel = [h["namespaceSelector"]["matchExpressions"] for h in hooks]
+        test.assertIn({"key": "tpu-webhook/inject", "operator": "In", "values": ["enabled"]}, ns_sel[0])
+        test.assertIn({"key": "tpu-webhook/inject", "operator": "DoesNotExist"}, ns_sel[1])
+        obj_sel = [h["objectSelector"]["matchExpressions"] for h in hooks]
+        test.assertIn({"key": "tpu-webhook/inject", "operator": "NotIn", "values": ["disabled"]}, obj_sel[0])
+        test.assertIn({"key": "tpu-webhook/inject", "operator": "In", "values": ["enabled"]}, obj_sel[1])
+        for h in hooks:
+            excluded = [e for e in h["namespaceSelector"]["matchExpressions"]
+                        if e["key"] == "kubernetes.io/metadata.name"][0]
+            test.assertEqual(excluded["operator"], "NotIn")
+            test.assertEqual(set(excluded["values"]), {"kube-system", "kube-node-lease", ns})
+            test.assertIn({"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["kuberay"]},
+                          h["objectSelector"]["matchExpressions"])
+            path = h["clientConfig"]["service"]["path"]
+            test.assertIn('"%s"' % path, served, "the server does not serve %s" % path)
+            test.assertEqual(h["clientConfig"]["service"]["namespace"], ns)
+            test.assertTrue(h["name"].endswith(".kuberay-tpu-webhook.%s.svc" % ns), h["name"])
+            if cfg["kind"] == "MutatingWebhookConfiguration":
+                test.assertEqual(path, "/mutate-workload")
+                test.assertEqual(h["rules"][0]["resources"], ["pods"])
+                mc = h["matchConditions"]
+                test.assertEqual([sorted(c) for c in mc], [["expression", "name"]])
+                test.assertIn("'google.com/tpu' in c.resources.limits", mc[0]["expression"])
+                test.assertIn("'google.com/tpu' in c.resources.requests", mc[0]["expression"])
+            else:
+                test.assertEqual(path, "/validate-workload")
+                test.assertEqual(sorted(r["resources"][0] for r in h["rules"]),
+                                 ["jobs", "jobsets", "leaderworkersets"])
+                for r in h["rules"]:
+                    test.assertEqual(r["operations"], ["CREATE", "UPDATE"])
+
+
 class Manifests(unittest.TestCase):
+    def test_workloads_overlay(self):
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        objs = dl.kustomize_render(WORKLOADS)
+        self.assertEqual(dl.check_install(objs, cert_manager=True), [])
+        self.assertEqual(schema_errors_but_match_conditions(objs), [])
+        extra = {key(o) for o in objs} - {key(o) for o in dl.kustomize_render(DEFAULT)}
+        self.assertEqual(extra, WORKLOAD_CFGS)
+        check_workload_entries(self, objs)
+        for o in objs:
+            if "workload" in o["metadata"]["name"]:
+                self.assertEqual(o["metadata"]["annotations"],
+                                 {"cert-manager.io/inject-ca-from": "ray-system/kuberay-tpu-webhook-certs"})
+
     def test_every_manifest_parses(self):
         files = [f for f in glob.glob(os.path.join(dl.ROOT, "deploy", "kustomize", "**", "*.yaml"), recursive=True)
                  + glob.glob(os.path.join(dl.ROOT, "certs", "*.yaml"))]
