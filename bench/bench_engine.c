@@ -188,8 +188,9 @@ struct bench_case {
 
 /* One case, with the review's memory from the C library's heap (arena
  * NULL) or from an arena bound to the thread and reset after each review,
- * as the server runs it (reqmem.h). Returns the median ms per review, or
- * -1 when the answer was wrong. */
+ * as the server runs it (reqmem.h). The allocations printed are the first
+ * review's: a fresh arena's growth (later reviews reuse the kept chunks).
+ * Returns the median ms per review, or -1 when the answer was wrong. */
 static double run_case(const struct bench_case *bc, int runs, struct wh_arena *arena)
 {
     size_t len;
@@ -256,7 +257,9 @@ int main(int argc, char **argv)
     /* The server's request arena (its default budget), with chunks from
      * malloc so that they are counted (the server maps chunks of 256 KiB
      * and more); one per case, so that its peak is the case's. */
-    struct wh_arena_opts ao = {.first_chunk = 32 * 1024, .budget = WH_REQMEM_REQUEST_DEFAULT};
+    struct wh_arena_opts ao = {.first_chunk = WH_REQMEM_FIRST_CHUNK,
+                               .budget = WH_REQMEM_REQUEST_DEFAULT,
+                               .retain = WH_REQMEM_RETAIN};
     static const struct bench_case cases[] = {
         {"1 host v6e 2x4", {"tpu-v6e-slice", "2x4", 1, 8, true, 0, KUBERAY}, 0, 0},
         {"16 hosts v6e 8x8", {"tpu-v6e-slice", "8x8", 1, 4, true, 7, KUBERAY}, 0, 0},

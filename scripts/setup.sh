@@ -8,6 +8,7 @@ pkgs=(
   libcurl4-openssl-dev libcmocka-dev
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
   shellcheck python3-kubernetes
+  wrk nginx-light  # bench/tls_vs_nginx.sh only: the load generator and the peer server
 )
 missing=()
 for p in "${pkgs[@]}"; do

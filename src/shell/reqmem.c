@@ -7,16 +7,18 @@
 #include <stdlib.h>    /* malloc, realloc, free */
 #include <sys/mman.h>  /* mmap, munmap */
 
-#include "wh/mem.h" /* wh_mem_install */
+#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/mem.h"   /* wh_mem_install */
 
 /* Chunks this large are mapped, so that they are unmapped on reset: the
  * server's malloc keeps up to 32 MiB of freed heap (memtune.c). */
 #define MAP_MIN ((size_t)256 * 1024)
-#define FIRST_CHUNK ((size_t)32 * 1024)
 
 struct wh_reqmem {
     struct wh_reqmem_opts o;
     atomic_size_t held;
+    atomic_llong last_put_ms;
+    atomic_bool kept;     /* some pooled arena keeps chunks */
     pthread_mutex_t lock; /* the pool */
     struct wh_arena **pool;
     unsigned n_pool;
@@ -66,14 +68,30 @@ struct wh_arena *wh_reqmem_bind(struct wh_arena *a)
 
 /* ---- chunks, charged to the total --------------------------------------- */
 
+static void trim_pool(struct wh_reqmem *rm)
+{
+    pthread_mutex_lock(&rm->lock);
+    for (unsigned i = 0; i < rm->n_pool; i++)
+        wh_arena_trim(rm->pool[i]);
+    atomic_store(&rm->kept, false);
+    pthread_mutex_unlock(&rm->lock);
+}
+
+static bool charge(struct wh_reqmem *rm, size_t n)
+{
+    size_t after = atomic_fetch_add(&rm->held, n) + n;
+    if (after <= rm->o.total_budget)
+        return true;
+    atomic_fetch_sub(&rm->held, n);
+    return false;
+}
+
 static void *chunk_alloc(void *ctx, size_t n)
 {
     struct wh_reqmem *rm = ctx;
-    size_t after = atomic_fetch_add(&rm->held, n) + n;
-    if (after > rm->o.total_budget) {
-        atomic_fetch_sub(&rm->held, n);
+    /* Chunks kept by idle arenas must not cost a request its answer. */
+    if (!charge(rm, n) && (!atomic_load(&rm->kept) || (trim_pool(rm), !charge(rm, n))))
         return NULL;
-    }
     void *p;
     if (n >= MAP_MIN) {
         p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -118,6 +136,8 @@ struct wh_reqmem *wh_reqmem_new(const struct wh_reqmem_opts *opts)
         return NULL;
     }
     atomic_init(&rm->held, 0);
+    atomic_init(&rm->last_put_ms, 0);
+    atomic_init(&rm->kept, false);
     pthread_mutex_init(&rm->lock, NULL);
     return rm;
 }
@@ -142,8 +162,9 @@ struct wh_arena *wh_reqmem_get(struct wh_reqmem *rm)
     pthread_mutex_unlock(&rm->lock);
     if (a)
         return a;
-    struct wh_arena_opts ao = {.first_chunk = FIRST_CHUNK,
+    struct wh_arena_opts ao = {.first_chunk = WH_REQMEM_FIRST_CHUNK,
                                .budget = rm->o.request_budget,
+                               .retain = WH_REQMEM_RETAIN,
                                .chunk_alloc = chunk_alloc,
                                .chunk_free = chunk_free,
                                .ctx = rm};
@@ -159,9 +180,17 @@ void wh_reqmem_put(struct wh_reqmem *rm, struct wh_arena *a)
     bool kept = rm->n_pool < rm->o.pool_max;
     if (kept)
         rm->pool[rm->n_pool++] = a;
+    atomic_store(&rm->kept, true);
     pthread_mutex_unlock(&rm->lock);
+    atomic_store(&rm->last_put_ms, wh_clock_ms());
     if (!kept)
         wh_arena_free(a);
+}
+
+void wh_reqmem_trim_idle(struct wh_reqmem *rm, long idle_ms)
+{
+    if (atomic_load(&rm->kept) && wh_clock_ms() - atomic_load(&rm->last_put_ms) >= idle_ms)
+        trim_pool(rm);
 }
 
 size_t wh_reqmem_held(const struct wh_reqmem *rm)

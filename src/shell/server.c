@@ -365,8 +365,10 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
         err = wh_admit_decide(s->ad, rq->rv, route, &rq->res, errbuf);
     enum wh_err oom = out_of_memory(s, rq, errbuf);
     if (oom) {
-        /* The allocation failed on the way: nothing of it may be used. */
-        wh_engine_result_free(&rq->res);
+        /* An allocation failed on the way: nothing of it may be used, and
+         * the Status and the log line come from the C library's heap. */
+        memset(&rq->res, 0, sizeof(rq->res));
+        wh_reqmem_bind(NULL); /* on_request restores its binding after us */
         err = oom;
     }
     enum MHD_Result ret;
@@ -613,12 +615,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (cn)
         atomic_store(&cn->deadline_ms,
                      wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
-    /* Every block of the request is the arena's: freeing them costs no
-     * more than walking the tree, and the reset releases the memory. */
-    struct wh_arena *before = wh_reqmem_bind(rq->arena);
-    wh_engine_result_free(&rq->res);
-    wh_review_free(rq->rv);
-    wh_reqmem_bind(before);
+    /* The review and the result are blocks of the arena (the hooks that
+     * wh_server_start installed put everything allocated while it is bound
+     * there): the reset releases them without walking the tree. */
     wh_reqmem_put(s->rm, rq->arena);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
@@ -670,8 +669,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* Connections cut per tick that get a log line of their own. */
 #define TICK_LOG_MAX 16
 
+/* After this long without an admission, pooled arenas give their kept
+ * chunks back (the memory of a burst returns to the system). */
+#define ARENA_IDLE_MS 1000
+
 void wh_server_tick(struct wh_server *s)
 {
+    wh_reqmem_trim_idle(s->rm, ARENA_IDLE_MS);
     long long now = wh_clock_ms();
     char clients[TICK_LOG_MAX][ADDR_LEN];
     size_t n_cut = 0;

@@ -29,6 +29,8 @@ struct wh_arena {
     struct wh_arena_opts o;
     struct chunk *cur;   /* newest chunk; the first one is at the end of prev */
     struct chunk *first;
+    struct chunk *spare; /* kept by a reset for the next request (opts.retain) */
+    size_t spare_bytes;
     struct block *last;  /* newest block, may grow in place */
     size_t held, peak;
     enum wh_arena_end end;
@@ -77,15 +79,32 @@ struct wh_arena *wh_arena_new(const struct wh_arena_opts *opts)
 
 void wh_arena_reset(struct wh_arena *a)
 {
+    /* Newest (largest) first: what does not fit in opts.retain goes. */
     while (a->cur != a->first) {
-        struct chunk *prev = a->cur->prev;
-        a->held -= a->cur->size;
-        chunk_free(a, a->cur);
-        a->cur = prev;
+        struct chunk *c = a->cur;
+        a->cur = c->prev;
+        a->held -= c->size;
+        if (a->spare_bytes + c->size <= a->o.retain) {
+            c->prev = a->spare;
+            a->spare = c;
+            a->spare_bytes += c->size;
+        } else {
+            chunk_free(a, c);
+        }
     }
     a->first->used = 0;
     a->last = NULL;
     a->end = WH_ARENA_OK;
+}
+
+void wh_arena_trim(struct wh_arena *a)
+{
+    while (a->spare) {
+        struct chunk *c = a->spare;
+        a->spare = c->prev;
+        chunk_free(a, c);
+    }
+    a->spare_bytes = 0;
 }
 
 void wh_arena_free(struct wh_arena *a)
@@ -93,8 +112,23 @@ void wh_arena_free(struct wh_arena *a)
     if (!a)
         return;
     wh_arena_reset(a);
+    wh_arena_trim(a);
     chunk_free(a, a->first);
     free(a);
+}
+
+/* A kept chunk of at least min bytes, unlinked; NULL when none. */
+static struct chunk *take_spare(struct wh_arena *a, size_t min, size_t max)
+{
+    for (struct chunk **p = &a->spare; *p; p = &(*p)->prev) {
+        struct chunk *c = *p;
+        if (c->size >= min && c->size <= max) {
+            *p = c->prev;
+            a->spare_bytes -= c->size;
+            return c;
+        }
+    }
+    return NULL;
 }
 
 static void *fail(struct wh_arena *a, enum wh_arena_end why)
@@ -118,8 +152,13 @@ static bool grow(struct wh_arena *a, size_t need)
         if (size > left)
             size = left;
     }
-    struct chunk *c = chunk_alloc(a, size);
-    if (!c)
+    if (size < min) /* round_up wrapped */
+        return fail(a, WH_ARENA_BUDGET), false;
+    size_t max = a->o.budget ? a->o.budget - a->held : (size_t)-1;
+    struct chunk *c = take_spare(a, min, max);
+    if (c)
+        size = c->size;
+    else if (!(c = chunk_alloc(a, size)))
         return fail(a, WH_ARENA_REFUSED), false;
     c->prev = a->cur;
     c->size = size;

@@ -982,6 +982,47 @@ static void case_body_memory(void)
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }
 
+/* --max-request-memory: a review whose parsed tree outgrows the request's
+ * memory (60 KB of tiny integers: ~30,000 JSON values) fails whole with a
+ * 500 Status naming the limit, never half an answer, and is logged; the
+ * next review on the same server is answered. */
+static void case_request_memory(void)
+{
+    char *extra[] = {"--max-body-bytes=65536", "--max-request-memory=1048576", "--v=1", NULL};
+    start_server(extra);
+    enum { N = 30000 };
+    size_t cap = 2 * N + 400, len = 0;
+    char *body = malloc(cap);
+    CHECK(body, "malloc");
+    len += (size_t)snprintf(body, cap,
+                            "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                            "\"request\":{\"uid\":\"mem-1\",\"kind\":{\"kind\":\"Pod\"},"
+                            "\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"name\":\"p\"},"
+                            "\"spec\":{\"containers\":[{\"name\":\"c\",\"args\":[");
+    for (int i = 0; i < N; i++) {
+        if (i)
+            body[len++] = ',';
+        body[len++] = '1';
+    }
+    len += (size_t)snprintf(body + len, cap - len, "]}]}}}}");
+    struct resp r;
+    for (int round = 0; round < 2; round++) { /* the second from a reused arena */
+        call("POST", "/mutate", body, len, &r);
+        CHECK(r.status == 500 && strstr(r.body, "\"kind\":\"Status\"") &&
+                  strstr(r.body, "--max-request-memory") && !strstr(r.body, "patch"),
+              "a review over the request memory: %ld %.300s", r.status, r.body);
+    }
+    CHECK(file_has(log_file, "\"decision\":\"error\",\"status\":500"), "the failure is logged");
+    size_t plen;
+    char *pod = sample("review-pod.json", &plen);
+    call("POST", "/mutate", pod, plen, &r);
+    CHECK(r.status == 200 && strstr(r.body, "\"allowed\":true"), "then a pod: %ld %.200s",
+          r.status, r.body);
+    free(pod);
+    free(body);
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
 /* Raw bytes over TLS; returns what came back (NUL-terminated, truncated). */
 static void raw_exchange(const char *data, size_t len, char *out, size_t out_len)
 {
@@ -1242,7 +1283,8 @@ int main(int argc, char **argv)
                  {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
                  {"flags", case_flags},             {"hostile", case_hostile},
-                 {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory}};
+                 {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory},
+                 {"request_memory", case_request_memory}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;

@@ -114,6 +114,34 @@ static void test_chunk_source_refuses(void **unused)
     assert_int_equal(left, 8192); /* every chunk went back */
 }
 
+/* Chunks kept by a reset serve the next use without the chunk source; a
+ * trim gives them back. */
+static void test_retain_and_trim(void **unused)
+{
+    (void)unused;
+    size_t left = 1 << 20;
+    struct wh_arena_opts o = {.first_chunk = 4096, .retain = 64 * 1024, .chunk_alloc = refuse,
+                              .chunk_free = give_back, .ctx = &left};
+    struct wh_arena *a = wh_arena_new(&o);
+    for (int i = 0; i < 20; i++)
+        assert_non_null(wh_arena_alloc(a, 1000));
+    size_t after_first = left;
+    wh_arena_reset(a);
+    assert_int_equal(left, after_first); /* kept, not given back */
+    for (int i = 0; i < 20; i++)
+        assert_non_null(wh_arena_alloc(a, 1000));
+    assert_int_equal(left, after_first); /* the same use again: nothing new */
+    wh_arena_reset(a);
+    wh_arena_trim(a);
+    assert_int_equal(left, (1 << 20) - 4096); /* only the first chunk is held */
+    /* a chunk over retain is never kept */
+    assert_non_null(wh_arena_alloc(a, 100 * 1024));
+    wh_arena_reset(a);
+    assert_int_equal(left, (1 << 20) - 4096);
+    wh_arena_free(a);
+    assert_int_equal(left, 1 << 20);
+}
+
 #define REVIEW                                                                                    \
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"         \
     "\"uid\":\"u1\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","   \
@@ -180,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_realloc_in_place_then_copy),
         cmocka_unit_test(test_budget_then_reset),
         cmocka_unit_test(test_chunk_source_refuses),
+        cmocka_unit_test(test_retain_and_trim),
         cmocka_unit_test(test_engine_in_bound_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,8 +12,11 @@
  * and all arenas together (bodies included) never more than total_budget.
  * An arena that runs out fails every later allocation, and the server
  * answers that request 500 (its own budget) or 503 (the server's), never a
- * partial answer. Chunks of 256 KiB and more are mapped, so the memory of a
- * burst goes back to the system as soon as its requests are answered.
+ * partial answer. A pooled arena keeps up to 4 MiB of chunks for the next
+ * request (a steady load of large reviews maps nothing); they are freed when
+ * the server is idle (wh_reqmem_trim_idle) or when a request needs the room.
+ * Chunks of 256 KiB and more are mapped, so what is freed goes back to the
+ * system at once.
  *
  * Ownership: the pool owns idle arenas; a request owns the arena it got
  * until wh_reqmem_put(). A block allocated while an arena is bound belongs to
@@ -29,6 +32,10 @@
 
 #define WH_REQMEM_REQUEST_DEFAULT ((size_t)32 * 1024 * 1024)
 #define WH_REQMEM_TOTAL_DEFAULT ((size_t)128 * 1024 * 1024)
+/* Each arena's first chunk (a native-index pod review fits in it) and the
+ * further chunks a pooled arena keeps for the next request. */
+#define WH_REQMEM_FIRST_CHUNK ((size_t)32 * 1024)
+#define WH_REQMEM_RETAIN ((size_t)4 * 1024 * 1024)
 
 struct wh_reqmem_opts {
     size_t request_budget; /* one request's arena; 0 = WH_REQMEM_REQUEST_DEFAULT */
@@ -57,7 +64,11 @@ void wh_reqmem_put(struct wh_reqmem *rm, struct wh_arena *a);
  * call. Returns the arena bound before, to restore it. */
 struct wh_arena *wh_reqmem_bind(struct wh_arena *a);
 
-/* Bytes of chunks held by all arenas (pooled ones included). */
+/* Free the chunks pooled arenas keep for reuse (beyond their first) when no
+ * request has finished for idle_ms: the memory of a burst goes back. */
+void wh_reqmem_trim_idle(struct wh_reqmem *rm, long idle_ms);
+
+/* Bytes of chunks held by all arenas (pooled ones and kept chunks included). */
 size_t wh_reqmem_held(const struct wh_reqmem *rm);
 
 #endif /* WH_REQMEM_H */

@@ -26,7 +26,8 @@
 
 struct wh_arena_opts {
     size_t first_chunk; /* kept across resets; 0 = 32 KiB */
-    size_t budget;      /* most bytes of chunks at once; 0 = no limit */
+    size_t budget;      /* most bytes of chunks in use at once; 0 = no limit */
+    size_t retain;      /* bytes of further chunks a reset keeps for reuse */
     /* NULL for malloc/free. chunk_alloc returns NULL to refuse. */
     void *(*chunk_alloc)(void *ctx, size_t n);
     void (*chunk_free)(void *ctx, void *p, size_t n);
@@ -45,8 +46,12 @@ struct wh_arena;
 struct wh_arena *wh_arena_new(const struct wh_arena_opts *opts);
 /* Free every chunk and the arena. NULL-safe. */
 void wh_arena_free(struct wh_arena *a);
-/* Release every block; keep the first chunk; clear the exhausted state. */
+/* Release every block and clear the exhausted state; keep the first chunk,
+ * and further chunks up to opts.retain bytes for the next use (a server
+ * that answers the same large review again then maps nothing). */
 void wh_arena_reset(struct wh_arena *a);
+/* Free the chunks a reset kept (when the server goes idle). */
+void wh_arena_trim(struct wh_arena *a);
 
 /* n bytes, 16-byte aligned, or NULL (exhausted from then on). */
 void *wh_arena_alloc(struct wh_arena *a, size_t n);
@@ -58,7 +63,8 @@ bool wh_arena_owns(const struct wh_arena *a, const void *p);
 
 enum wh_arena_end wh_arena_exhausted(const struct wh_arena *a);
 size_t wh_arena_budget(const struct wh_arena *a);
-/* Bytes of chunks held now, and the most held since wh_arena_new(). */
+/* Bytes of chunks in use now, and the most since wh_arena_new() (kept
+ * chunks not counted). */
 size_t wh_arena_held(const struct wh_arena *a);
 size_t wh_arena_peak(const struct wh_arena *a);
 
