@@ -1,4 +1,4 @@
-/* kuberay.c: the worker pods KubeRay would create (kuberay-pods.md §11).
+/* kuberay.c: the worker pods KubeRay would create (docs/kuberay-pods.md §4).
  *
  * Each pod is built in the order of the recipe: generateName, namespace,
  * labels, wait-gcs-ready, rayStartParams defaults, metrics port,

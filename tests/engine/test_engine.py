@@ -2,7 +2,7 @@
 """Fixture suite of the admission engine (issue 2).
 
 Each test names the rule it checks: a section of
-shared/reference/anchor-behaviour.md (e.g. "§2.4") or a deliberate
+the reference webhook's behaviour (anchor, e.g. "§2.4") or a deliberate
 difference of issue 2 (D1..D9). Reviews go through the real binary; every
 patch is applied with python3-jsonpatch (see whreview.run)."""
 import argparse

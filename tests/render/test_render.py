@@ -195,7 +195,7 @@ def test_renders():
 
 
 def test_sample_details():
-    """The worked example of kuberay-pods.md §11.1, v6e-16 host 0."""
+    """KubeRay's pod for the v6e-16 sample, replica 0 host 0 (docs/kuberay-pods.md §4)."""
     path = os.path.join(SAMPLES, "ray-cluster.tpu-v6e-16-multihost.yaml")
     rc, out, err = run(["render", "--output", "json", path])
     pods = json.loads(out)["items"]

@@ -113,16 +113,3 @@ void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
     st->synced = true;
     st->reservations = (size_t)atomic_load(&ad->reviews);
 }
-
-#ifdef WH_DOUBLE_ENGINE_FREE
-/* Until the engine lands on this branch, the result destructor too. */
-void wh_engine_result_free(struct wh_engine_result *res)
-{
-    if (!res)
-        return;
-    free(res->body);
-    free(res->message);
-    free(res->notes);
-    memset(res, 0, sizeof(*res));
-}
-#endif

@@ -1175,7 +1175,7 @@ static void expect_exit(char **args, int status, const char *text)
  * (Go's decoder skips the line breaks). */
 static char *b64_file(const char *path)
 {
-    char cmd[500], out[400];
+    char cmd[1024], out[400]; /* room for both paths: no truncation */
     snprintf(out, sizeof(out), "%s/b64.out", work);
     snprintf(cmd, sizeof(cmd), "base64 %s > %s", path, out);
     CHECK(system(cmd) == 0, "base64");

@@ -1,4 +1,4 @@
-/* test_kuberay.c: the pods KubeRay would create (kuberay-pods.md). */
+/* test_kuberay.c: the pods KubeRay would create (docs/kuberay-pods.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,13 +26,7 @@ static cJSON *load(const char *yaml)
 static cJSON *sample(const char *name)
 {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/reference/samples/%s", WH_SHARED_DIR, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) /* a git worktree sits one level deeper than the main checkout */
-        snprintf(path, sizeof(path), "%s/../../../../shared/reference/samples/%s", WH_FIXTURES_DIR,
-                 name);
-    else
-        fclose(f);
+    snprintf(path, sizeof(path), "%s/%s", WH_SAMPLES_DIR, name);
     char *text = wh_test_read_file(path, NULL);
     cJSON *doc = load(text);
     free(text);

@@ -89,7 +89,7 @@ static long hosts(const char *topo, long chips_per_host)
 static void test_hosts(void **unused)
 {
     (void)unused;
-    /* the examples of anchor-behaviour.md §2.3 */
+    /* the examples of the reference's host count (anchor §2.3) */
     assert_int_equal(hosts("2x2x1", 4), 1); /* v4 */
     assert_int_equal(hosts("2x2x2", 4), 2);
     assert_int_equal(hosts("2x2x4", 4), 4);

@@ -10,7 +10,7 @@
 
 #include "wh/err.h" /* enum wh_err */
 
-/* Well-known keys (anchor §2, kuberay-pods.md §2.3). */
+/* Well-known keys (anchor §2, docs/kuberay-pods.md §2). */
 #define WH_TPU_RESOURCE "google.com/tpu"
 #define WH_LABEL_CLUSTER "ray.io/cluster"
 #define WH_LABEL_GROUP "ray.io/group"

@@ -1,7 +1,7 @@
 /* kuberay.h: the worker pods the KubeRay operator would create for a
  * RayCluster, offline (pure: no I/O, no clock, no randomness).
  *
- * Follows ../shared/reference/kuberay-pods.md §11: per worker group, in spec
+ * Follows docs/kuberay-pods.md §4: per worker group, in spec
  * order, replicas x numOfHosts pods in KubeRay's creation order (replica 0
  * host 0, replica 0 host 1, ...), each with KubeRay's generateName,
  * namespace, labels, ownerReference, wait-gcs-ready init container,
