@@ -16,6 +16,7 @@
 #include "wh/affinity.h" /* wh_affinity_* */
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/names.h"    /* wh_names_* */
 #include "wh/patch.h"    /* wh_patch_op, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
@@ -544,6 +545,16 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const 
     return wh_patch_op(&c->d->patch, "add", path, cJSON_CreateString(value));
 }
 
+/* A name the API server would refuse: no patch, a denial naming the fix. */
+static enum wh_err deny_names(struct pod_ctx *c, const char *why, bool *denied)
+{
+    char who[400];
+    describe(c, who, sizeof(who));
+    *denied = true;
+    return wh_decision_deny(c->d, "%s (RayCluster \"%s\", worker group \"%s\"): %s", who,
+                            c->cluster, c->group, why);
+}
+
 static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
 {
     /* Selector label of the replica (anchor §2.6); the fallback key needs the
@@ -552,6 +563,11 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
                    wh_json_has(c->labels, WH_LABEL_HOST_INDEX);
     const char *sel_value = by_name ? wh_json_str0(c->labels, WH_LABEL_REPLICA_NAME) : c->tpu_name;
     bool want_label = c->legacy || (c->n_hosts > 1 && !by_name);
+    struct wh_group_names names = {.cluster = c->cluster, .group = c->group, .replica = c->replica,
+                                   .host = c->host, .label = want_label, .multi_host = c->n_hosts > 1};
+    char why[1024];
+    if (!wh_names_group_ok(&names, why, sizeof(why)))
+        return deny_names(c, why, denied);
     enum wh_err err = WH_OK;
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
@@ -562,18 +578,8 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     if (err || c->n_hosts <= 1)
         return err;
 
-    char hostname[400];
-    int hl = snprintf(hostname, sizeof(hostname), "%s-%ld-%ld", c->group, c->replica, c->host);
-    if (hl > WH_HOSTNAME_MAX) {
-        char who[400];
-        describe(c, who, sizeof(who));
-        *denied = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): the pod hostname "
-                                "\"%s\" would be %d characters, over the DNS label limit of %d; "
-                                "shorten the worker group name (groupName)",
-                                who, c->cluster, c->group, hostname, hl, WH_HOSTNAME_MAX);
-    }
+    char hostname[WH_NAME_MAX + 1]; /* checked by names_ok */
+    snprintf(hostname, sizeof(hostname), "%s-%ld-%ld", c->group, c->replica, c->host);
     err = set_if_different(c, "hostname", hostname);
     if (!err)
         err = set_if_different(c, "subdomain", c->headless);
@@ -669,6 +675,9 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = pod_ops(c, st, &denied, errbuf);
     for (unsigned i = 0; !err && !denied && i < c->n_tpu; i++)
         err = container_env(c, &sv, i, &denied);
+    char why[1024];
+    if (!err && !denied && !wh_names_patch_ok(c->d->patch, why, sizeof(why)))
+        err = deny_names(c, why, &denied);
     wh_buf_free(&sv.hostnames);
     wh_buf_free(&sv.process_addrs);
     return err;

@@ -14,6 +14,7 @@
 #include "wh/affinity.h" /* wh_subslice_find */
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
 #include "wh/topology.h" /* wh_topology */
 
@@ -232,6 +233,37 @@ static enum wh_err warnings(struct group_ctx *g)
     return err;
 }
 
+/* The largest replica index the group's pods can get: replicas, minReplicas
+ * and maxReplicas bound it; maxReplicas at the CRD default (int32 max)
+ * means "no bound" and is not used. */
+static long max_replica(const cJSON *spec)
+{
+    static const char *const keys[] = {"replicas", "minReplicas", "maxReplicas"};
+    double most = 1;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const cJSON *v = wh_json_get(spec, keys[i]);
+        if (cJSON_IsNumber(v) && v->valuedouble > most && v->valuedouble < 2147483647.0)
+            most = v->valuedouble;
+    }
+    return (long)most - 1;
+}
+
+/* The names the group's pods get must be ones the API server accepts
+ * (docs/kuberay-pods.md §5): checked for the first pod, then for the largest
+ * indices, with the text mutation would deny each pod with. */
+static enum wh_err check_names(struct group_ctx *g)
+{
+    struct wh_group_names n = {.cluster = g->cluster, .group = g->group, .label = true,
+                               .multi_host = g->num_hosts > 1};
+    char why[1024];
+    bool ok = wh_names_group_ok(&n, why, sizeof(why));
+    n.replica = max_replica(g->spec);
+    n.host = g->num_hosts - 1;
+    if (ok)
+        ok = wh_names_group_ok(&n, why, sizeof(why));
+    return ok ? WH_OK : problem(g, "%s", why);
+}
+
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
 {
     g->tmpl = wh_json_get(g->spec, "template");
@@ -251,6 +283,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         return problem(g, "template.spec.containers is empty; a worker group needs its Ray "
                           "container (Container path not specified)");
     err = check_match(g, &ok);
+    if (!err && ok)
+        err = check_names(g);
     if (!err && ok)
         err = check_subslice(g, st, errbuf);
     if (!err)

@@ -242,8 +242,8 @@ def test_rejections_and_errors():
     check("bad-numofhosts.yaml: line 2: RayCluster wrong-hosts would be rejected" in err,
           "a rejection names the file and line: %s" % err)
     rc, out, err = run(["render", os.path.join(MANIFESTS, "bad-long-group.yaml")])
-    check(rc == 1 and "over the DNS label limit of 63" in err and out == "",
-          "pod denied by mutation: rc %d err %s" % (rc, err))
+    check(rc == 1 and "over the 63 of a DNS-1123 label" in err and "(groupName)" in err and
+          out == "", "long group name rejected: rc %d err %s" % (rc, err))
     rc, out, err = run(["render", os.path.join(BAD, "malformed.yaml")])
     check(rc == 2 and "line 6, column 5" in err, "malformed YAML: %d %s" % (rc, err))
     rc, out, err = run(["render", os.path.join(BAD, "unknown-kind.yaml")])

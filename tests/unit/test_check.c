@@ -163,32 +163,49 @@ static void test_wrong_types(void **state)
 }
 
 /* KubeRay 1.4+ creates no pods for a RayCluster named over 53 characters:
- * check says so (a warning; the webhook's verdict stands). */
-static void test_long_cluster_name(void **state)
+ * check says so (a warning; the webhook's verdict stands). A multi-host
+ * group's pods would also get the subdomain "<cluster>-headless", over 63
+ * characters: that group is rejected. */
+#define LONG_CLUSTER(hosts, topology)                                                        \
+    "kind: RayCluster\n"                                                                      \
+    "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"          \
+    "spec:\n"                                                                                 \
+    "  workerGroupSpecs:\n"                                                                   \
+    "  - groupName: g\n"                                                                      \
+    "    numOfHosts: " hosts "\n"                                                             \
+    "    replicas: 1\n"                                                                       \
+    "    template:\n"                                                                         \
+    "      spec:\n"                                                                           \
+    "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"         \
+    "                       cloud.google.com/gke-tpu-topology: " topology "}\n"               \
+    "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
+
+static const cJSON *check_one(const char *yaml, cJSON *rows)
 {
-    (void)state;
-    static const char yaml[] =
-        "kind: RayCluster\n"
-        "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"
-        "spec:\n"
-        "  workerGroupSpecs:\n"
-        "  - groupName: g\n"
-        "    numOfHosts: 2\n"
-        "    replicas: 1\n"
-        "    template:\n"
-        "      spec:\n"
-        "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"
-        "                       cloud.google.com/gke-tpu-topology: 2x2x2}\n"
-        "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n";
-    cJSON *rows = cJSON_CreateArray();
     struct wh_check_stats st = {0};
     char errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(wh_check_text("l.yaml", yaml, strlen(yaml), rows, &st, errbuf), WH_OK);
-    const cJSON *r = row_of(rows, "g");
+    return row_of(rows, "g");
+}
+
+static void test_long_cluster_name(void **state)
+{
+    (void)state;
+    cJSON *rows = cJSON_CreateArray();
+    const cJSON *r = check_one(LONG_CLUSTER("1", "2x2x1"), rows);
     assert_string_equal(wh_json_str0(r, "verdict"), "ok");
     const cJSON *w = wh_json_get(r, "warnings");
     assert_int_equal(cJSON_GetArraySize(w), 1);
     assert_non_null(strstr(w->child->valuestring, "is 58 characters; KubeRay 1.4+ refuses"));
+    cJSON_Delete(rows);
+
+    rows = cJSON_CreateArray();
+    r = check_one(LONG_CLUSTER("2", "2x2x2"), rows);
+    assert_string_equal(wh_json_str0(r, "verdict"), "rejected");
+    const char *m = wh_json_str0(r, "message");
+    assert_non_null(strstr(m, "the pod subdomain (the headless Service) \"a-cluster-name-that-is-"
+                              "much-longer-than-kuberay-accepts-xx-headless\" would have 67"));
+    assert_non_null(strstr(m, "rename RayCluster"));
     cJSON_Delete(rows);
 }
 

@@ -80,7 +80,7 @@ static void test_warnings_are_short(void **unused)
 {
     (void)unused;
     struct wh_decision d;
-    decide(CLUSTER(GROUP("a-very-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-and-on", "1",
+    decide(CLUSTER(GROUP("a-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-x", "1",
                          "2x2x1", "4", ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
            "CREATE", &d);
     assert_true(d.allowed);

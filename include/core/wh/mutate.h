@@ -13,8 +13,6 @@
 /* Ports (anchor §2.8; the process port base is in tpuenv.h). */
 #define WH_MEGASCALE_PORT 8081
 #define WH_DEVICE_PLUGIN_PORT 2112
-/* A pod hostname is a DNS-1123 label. */
-#define WH_HOSTNAME_MAX 63
 
 /* Decide about request (an AdmissionReview's request object whose kind is
  * Pod). d must be initialised; on WH_OK it holds the decision. Errors only

@@ -1,0 +1,187 @@
+/* names.c: API-server name rules for what the webhook writes (see names.h).
+ *
+ * The rules are those of k8s.io/apimachinery validation: IsDNS1123Label,
+ * IsValidLabelValue, and the env var name rule every Kubernetes version
+ * accepts (newer ones relax it). */
+#include "wh/names.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strlen, strncmp */
+
+#include "wh/json.h" /* wh_json_* */
+
+#define RULE_DNS "a DNS-1123 label (lower-case letters, digits and '-', starting and ending " \
+                 "with a letter or digit, at most 63 characters)"
+#define RULE_LABEL "a label value (letters, digits, '-', '_' and '.', starting and ending " \
+                   "with a letter or digit, at most 63 characters)"
+#define RULE_ENV "an environment variable name (letters, digits, '_', '-' and '.', not " \
+                 "starting with a digit)"
+#define SHOW 200 /* characters of a hostile name quoted in a message */
+
+static bool lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool alnum(char c)
+{
+    return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+const char *wh_names_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > WH_NAME_MAX || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+        return RULE_DNS;
+    for (size_t i = 1; i + 1 < n; i++)
+        if (!lower_alnum(s[i]) && s[i] != '-')
+            return RULE_DNS;
+    return NULL;
+}
+
+const char *wh_names_label_value(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return NULL;
+    if (n > WH_NAME_MAX || !alnum(s[0]) || !alnum(s[n - 1]))
+        return RULE_LABEL;
+    for (size_t i = 1; i + 1 < n; i++)
+        if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return RULE_LABEL;
+    return NULL;
+}
+
+const char *wh_names_env_name(const char *s)
+{
+    if (!*s || (*s >= '0' && *s <= '9'))
+        return RULE_ENV;
+    for (; *s; s++)
+        if (!alnum(*s) && *s != '_' && *s != '-' && *s != '.')
+            return RULE_ENV;
+    return NULL;
+}
+
+/* A DNS-1123 label of at most max characters made from name: lower case,
+ * every other byte a '-', runs of '-' joined, no '-' at the ends, and a
+ * letter first when letter_first (DNS-1035, for RayCluster names). */
+static void suggest(const char *name, size_t max, bool letter_first, char *out, size_t out_len)
+{
+    size_t n = 0, cap = max < out_len - 1 ? max : out_len - 1;
+    for (const char *p = name; *p && n < cap; p++) {
+        char c = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        if (!lower_alnum(c))
+            c = '-';
+        if (c == '-' && (n == 0 || out[n - 1] == '-'))
+            continue;
+        if (n == 0 && letter_first && !(c >= 'a' && c <= 'z'))
+            out[n++] = 'r';
+        if (n < cap)
+            out[n++] = c;
+    }
+    while (n && out[n - 1] == '-')
+        n--;
+    out[n] = '\0';
+    if (!n)
+        snprintf(out, out_len, "%s", letter_first ? "raycluster" : "tpu-group");
+}
+
+/* "is not <rule>" or "would have N characters, over the 63 of <rule>"; n is
+ * the length of the whole value, of which value holds the start. */
+static void broken(char *msg, size_t msg_len, const char *what, const char *value, size_t n,
+                   const char *rule, const char *fix)
+{
+    if (n > WH_NAME_MAX)
+        snprintf(msg, msg_len, "%s \"%.*s%s\" would have %zu characters, over the %d of %s; %s", what,
+                 SHOW, value, n > SHOW ? "..." : "", n, WH_NAME_MAX, rule, fix);
+    else
+        snprintf(msg, msg_len, "%s \"%s\" is not %s; %s", what, value, rule, fix);
+}
+
+bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len)
+{
+    char value[WH_NAME_MAX * 8], fix[WH_NAME_MAX * 6], good[WH_NAME_MAX + 1];
+    const char *rule;
+    size_t glen = strlen(n->group);
+    if (n->multi_host) {
+        int sl = snprintf(value, sizeof(value), "%.*s-%ld-%ld", SHOW * 2, n->group, n->replica,
+                          n->host);
+        if ((rule = wh_names_dns_label(value))) {
+            size_t room = (size_t)sl - (glen < SHOW * 2 ? glen : SHOW * 2);
+            suggest(n->group, WH_NAME_MAX - room, false, good, sizeof(good));
+            snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at most "
+                     "%zu characters such as %s", SHOW, n->group, WH_NAME_MAX - room, good);
+            broken(msg, msg_len, "the pod hostname", value, glen + room, RULE_DNS, fix);
+            return false;
+        }
+        snprintf(value, sizeof(value), "%.*s-headless", SHOW * 2, n->cluster);
+        if ((rule = wh_names_dns_label(value))) {
+            size_t total = strlen(n->cluster) + sizeof("-headless") - 1;
+            suggest(n->cluster, 53, true, good, sizeof(good));
+            snprintf(fix, sizeof(fix), "rename RayCluster %.*s to a DNS-1035 label of at most 53 "
+                     "characters such as %s", SHOW, n->cluster, good);
+            broken(msg, msg_len, "the pod subdomain (the headless Service)", value, total, rule,
+                   fix);
+            return false;
+        }
+    }
+    if (n->label) {
+        int sl = snprintf(value, sizeof(value), "%.*s-%ld", SHOW * 2, n->group, n->replica);
+        if ((rule = wh_names_label_value(value))) {
+            size_t room = (size_t)sl - (glen < SHOW * 2 ? glen : SHOW * 2);
+            suggest(n->group, WH_NAME_MAX - room, false, good, sizeof(good));
+            snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at most "
+                     "%zu characters such as %s", SHOW, n->group, WH_NAME_MAX - room, good);
+            broken(msg, msg_len, "the label replicaIndex", value, glen + room, rule, fix);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The env entries an operation writes: one object, or an array of them. */
+static const char *bad_env_name(const cJSON *value)
+{
+    const cJSON *one = cJSON_IsArray(value) ? value->child : value;
+    for (; one; one = cJSON_IsArray(value) ? one->next : NULL) {
+        const char *name = wh_json_str0(one, "name");
+        if (wh_names_env_name(name))
+            return name;
+    }
+    return NULL;
+}
+
+/* /spec/containers/<i>/env, .../env/<j> or .../env/- */
+static bool env_path(const char *path)
+{
+    const char *e = strstr(path, "/env");
+    return e && (e[4] == '\0' || e[4] == '/');
+}
+
+bool wh_names_patch_ok(const cJSON *ops, char *msg, size_t msg_len)
+{
+    static const char labels[] = "/metadata/labels/";
+    for (const cJSON *op = cJSON_IsArray(ops) ? ops->child : NULL; op; op = op->next) {
+        const char *path = wh_json_str0(op, "path");
+        const cJSON *value = wh_json_get(op, "value");
+        const char *s = cJSON_IsString(value) ? value->valuestring : NULL;
+        const char *rule = NULL, *what = NULL;
+        if (!strcmp(path, "/spec/hostname") || !strcmp(path, "/spec/subdomain")) {
+            what = path + 6;
+            rule = s ? wh_names_dns_label(s) : RULE_DNS;
+        } else if (!strncmp(path, labels, sizeof(labels) - 1)) {
+            what = "label value";
+            rule = s ? wh_names_label_value(s) : RULE_LABEL;
+        } else if (env_path(path) && (cJSON_IsObject(value) || cJSON_IsArray(value)) &&
+                   (s = bad_env_name(value))) {
+            what = "env var name";
+            rule = RULE_ENV;
+        }
+        if (rule) {
+            snprintf(msg, msg_len, "the patch would set %s \"%.*s\" (%s), which is not %s", what,
+                     SHOW, s ? s : "(not a string)", path, rule);
+            return false;
+        }
+    }
+    return true;
+}
