@@ -120,6 +120,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->body = wh_buf_take(&body, &res->body_len);
     res->allowed = d.allowed;
     res->code = d.allowed ? 0 : 400;
+    res->state_unavailable = !d.allowed && d.state_unavailable;
     res->message = d.message;
     d.message = NULL;
     res->n_warnings = (size_t)cJSON_GetArraySize(d.warnings);

@@ -298,6 +298,7 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
     if (why) {
         describe(c, who, sizeof(who));
         *denied = true;
+        c->d->state_unavailable = true;
         return wh_decision_deny(c->d,
                                 "%s (RayCluster \"%s\", worker group \"%s\") needs a TPU worker id "
                                 "assigned from the pods that already exist, but %s; the pod is not "

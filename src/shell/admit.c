@@ -8,11 +8,13 @@
  */
 #include "wh/admit.h"
 
+#include <stdatomic.h> /* atomic_ullong */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
 
 #include "wh/cache.h"      /* wh_cache */
+#include "wh/clock.h"      /* wh_clock_us */
 #include "wh/kube.h"       /* wh_kube */
 #include "wh/kubeconfig.h" /* wh_kubeconfig_load */
 #include "wh/ledger.h"     /* wh_ledger */
@@ -22,6 +24,7 @@ struct wh_admit {
     bool standalone;
     struct wh_ledger *ledger;
     struct wh_cache *cache; /* NULL when standalone */
+    atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_admit_stats */
 };
 
 /* The state one decision sees. g is the locked group of a legacy pod. */
@@ -177,7 +180,11 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
      * sends every other TPU pod elsewhere. */
     if (info->kind == WH_KIND_POD && info->legacy &&
         (route != WH_ROUTE_MUTATE_WORKLOAD || *info->cluster)) {
+        long long t0 = wh_clock_us();
         err = wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf);
+        atomic_fetch_add_explicit(&ad->legacy_reviews, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ad->legacy_wait_us, (unsigned long long)(wh_clock_us() - t0),
+                                  memory_order_relaxed);
         if (err)
             goto out;
         v.g = g;
@@ -230,13 +237,20 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
 void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    st->synced = true;
+    st->synced = st->pods_synced = st->nodes_synced = st->pods_trusted = true;
     if (ad->cache) {
         struct wh_cache_stats cs;
         wh_cache_stats(ad->cache, &cs);
+        st->pods_synced = cs.pods_synced;
+        st->nodes_synced = cs.nodes_synced;
         st->synced = cs.pods_synced && cs.nodes_synced;
+        st->pods_trusted = cs.pods_trusted;
+        st->pods_down_ms = cs.pods_down_ms;
+        st->nodes_down_ms = cs.nodes_down_ms;
         st->pods_cached = cs.pods;
         st->nodes_cached = cs.nodes;
     }
     st->reservations = wh_ledger_pending(ad->ledger);
+    st->legacy_reviews = atomic_load_explicit(&ad->legacy_reviews, memory_order_relaxed);
+    st->legacy_wait_us = atomic_load_explicit(&ad->legacy_wait_us, memory_order_relaxed);
 }

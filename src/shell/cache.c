@@ -1041,11 +1041,20 @@ bool wh_cache_ready(struct wh_cache *c, const char **why)
     return *why == NULL;
 }
 
+static long down_ms(const struct watcher *w)
+{
+    long down = atomic_load(&w->down_since), now = now_ms(w->c);
+    return down >= 0 && now > down ? now - down : 0;
+}
+
 void wh_cache_stats(struct wh_cache *c, struct wh_cache_stats *st)
 {
     memset(st, 0, sizeof(*st));
     st->pods_synced = atomic_load(&c->w[RES_PODS].synced);
     st->nodes_synced = atomic_load(&c->w[RES_NODES].synced);
+    st->pods_trusted = wh_cache_pods_unavailable(c) == NULL;
+    st->pods_down_ms = down_ms(&c->w[RES_PODS]);
+    st->nodes_down_ms = down_ms(&c->w[RES_NODES]);
     pthread_rwlock_rdlock(&c->lock);
     st->pods = c->pods.n;
     st->nodes = c->n_nodes;

@@ -1,8 +1,13 @@
 /* metrics.c: lock-free counters and their Prometheus text (see metrics.h). */
 #include "wh/metrics.h"
 
-#include <stdatomic.h> /* atomic_* */
-#include <stdlib.h>    /* calloc, free */
+#include <dirent.h>       /* opendir */
+#include <stdatomic.h>    /* atomic_* */
+#include <stdio.h>        /* fopen */
+#include <stdlib.h>       /* calloc, free */
+#include <string.h>       /* strcmp */
+#include <sys/resource.h> /* getrusage, getrlimit */
+#include <unistd.h>       /* sysconf */
 
 /* Status codes with their own label; the rest count as "other". Index 0 is
  * "no answer" (client went away). */
@@ -10,10 +15,21 @@ static const int codes[] = {0, 200, 400, 404, 405, 413, 500, 503};
 #define N_CODES (sizeof(codes) / sizeof(codes[0]))
 #define CODE_OTHER N_CODES
 
-/* Upper bounds of the latency buckets, in microseconds. */
-static const long long bounds_us[] = {100,   250,   500,    1000,   2500,   5000,    10000,
-                                      25000, 50000, 100000, 250000, 500000, 1000000, 2500000};
+/* Upper bounds of the latency buckets, in microseconds. Up to 30 s, the
+ * longest timeoutSeconds a webhook configuration may set, so that a p99 near
+ * the configured timeout is measurable (see docs/troubleshooting.md). */
+static const long long bounds_us[] = {100,    250,    500,     1000,    2500,    5000,
+                                      10000,  25000,  50000,   100000,  250000,  500000,
+                                      1000000, 2500000, 5000000, 10000000, 30000000};
 #define N_BOUNDS (sizeof(bounds_us) / sizeof(bounds_us[0]))
+
+/* Label values of tpu_webhook_admissions_total (bounded: see metrics.h). */
+static const char *const kind_labels[] = {"Pod", "RayCluster", "Job", "JobSet", "LeaderWorkerSet",
+                                          "other"};
+#define N_KINDS (sizeof(kind_labels) / sizeof(kind_labels[0]))
+enum reason { R_PATCHED, R_NO_PATCH, R_INVALID, R_STATE_UNAVAILABLE, N_REASONS };
+static const char *const reason_labels[N_REASONS] = {"patched", "no_patch", "invalid",
+                                                     "cluster_state_unavailable"};
 
 struct hist {
     atomic_llong bucket[N_BOUNDS + 1]; /* last = +Inf */
@@ -24,12 +40,13 @@ struct hist {
 struct wh_metrics {
     atomic_llong requests[WH_MPATH__COUNT][N_CODES + 1];
     struct hist latency[WH_MPATH__COUNT];
-    atomic_llong admissions[WH_MPATH__COUNT][2]; /* [denied, allowed] */
+    atomic_llong admissions[WH_MPATH__COUNT][N_KINDS][N_REASONS];
     atomic_llong patch_ops;
     atomic_llong in_flight;
     atomic_llong cert_not_after;
     atomic_llong reloads[2]; /* [rejected, ok] */
     atomic_llong timeouts;
+    long long started; /* Unix time of wh_metrics_new() */
 };
 
 static const char *const path_labels[WH_MPATH__COUNT] = {
@@ -44,7 +61,10 @@ const char *wh_metrics_path_label(enum wh_mpath p)
 
 struct wh_metrics *wh_metrics_new(void)
 {
-    return calloc(1, sizeof(struct wh_metrics));
+    struct wh_metrics *m = calloc(1, sizeof(struct wh_metrics));
+    if (m)
+        m->started = (long long)time(NULL);
+    return m;
 }
 
 void wh_metrics_free(struct wh_metrics *m)
@@ -92,13 +112,21 @@ void wh_metrics_end(struct wh_metrics *m, enum wh_mpath path, int status, long l
     inc(&h->count, 1);
 }
 
-void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, bool allowed, size_t n_ops)
+void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct wh_madmission *a)
 {
     if ((unsigned)path >= WH_MPATH__COUNT)
         path = WH_MPATH_OTHER;
-    inc(&m->admissions[path][allowed ? 1 : 0], 1);
-    inc(&m->patch_ops, (long long)n_ops);
+    size_t k = 0;
+    while (k < N_KINDS - 1 && (!a->kind || strcmp(a->kind, kind_labels[k])))
+        k++;
+    enum reason r = a->allowed            ? (a->n_ops ? R_PATCHED : R_NO_PATCH)
+                    : a->state_unavailable ? R_STATE_UNAVAILABLE
+                                           : R_INVALID;
+    inc(&m->admissions[path][k][r], 1);
+    inc(&m->patch_ops, (long long)a->n_ops);
 }
+
+
 
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after)
 {
@@ -172,14 +200,32 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
     return err;
 }
 
+/* The webhook's main traffic (KubeRay pods on /mutate, RayClusters on
+ * /validate) shows every reason from the start, zero or not, so that alerts
+ * and dashboards have their series before the first denial; any other
+ * (path, kind) appears once it has counted something. */
+static bool always_shown(size_t path, size_t kind)
+{
+    return (path == WH_MPATH_MUTATE && !strcmp(kind_labels[kind], "Pod")) ||
+           (path == WH_MPATH_VALIDATE && !strcmp(kind_labels[kind], "RayCluster"));
+}
+
 static enum wh_err render_admissions(const struct wh_metrics *m, struct wh_buf *b)
 {
     enum wh_err err = head(b, "tpu_webhook_admissions_total", "counter",
-                           "AdmissionReviews answered, by route and decision.");
-    for (size_t p = WH_MPATH_MUTATE; !err && p <= WH_MPATH_VALIDATE_WORKLOAD; p++)
-        for (int a = 1; !err && a >= 0; a--)
-            err = wh_buf_addf(b, "tpu_webhook_admissions_total{path=\"%s\",decision=\"%s\"} %lld\n",
-                              path_labels[p], a ? "allowed" : "denied", get(&m->admissions[p][a]));
+                           "AdmissionReviews answered, by route, object kind, decision and reason.");
+    for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++)
+        for (size_t k = 0; !err && k < N_KINDS; k++)
+            for (size_t r = 0; !err && r < N_REASONS; r++) {
+                long long v = get(&m->admissions[p][k][r]);
+                if (!v && !always_shown(p, k))
+                    continue;
+                err = wh_buf_addf(b,
+                                  "tpu_webhook_admissions_total{path=\"%s\",kind=\"%s\","
+                                  "decision=\"%s\",reason=\"%s\"} %lld\n",
+                                  path_labels[p], kind_labels[k],
+                                  r <= R_NO_PATCH ? "allowed" : "denied", reason_labels[r], v);
+            }
     if (!err)
         err = head(b, "tpu_webhook_patch_operations_total", "counter",
                    "JSON patch operations returned by /mutate.");
@@ -195,14 +241,32 @@ static enum wh_err gauge(struct wh_buf *b, const char *name, const char *type, c
     return err ? err : wh_buf_addf(b, "%s %lld\n", name, v);
 }
 
-static enum wh_err render_rest(const struct wh_metrics *m, const struct wh_admit_stats *st,
-                               struct wh_buf *b)
+/* "name{resource="pods"} v\nname{resource="nodes"} v\n" after its header. */
+static enum wh_err per_resource(struct wh_buf *b, const char *name, const char *help,
+                                double pods, double nodes)
+{
+    enum wh_err err = head(b, name, "gauge", help);
+    if (!err)
+        err = wh_buf_addf(b, "%s{resource=\"pods\"} %g\n%s{resource=\"nodes\"} %g\n", name, pods,
+                          name, nodes);
+    return err;
+}
+
+static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mlive *live,
+                                 struct wh_buf *b)
 {
     enum wh_err err = gauge(b, "tpu_webhook_http_requests_in_flight", "gauge",
                             "Requests being read, answered or sent.", get(&m->in_flight));
+    if (!err && live)
+        err = gauge(b, "tpu_webhook_http_open_connections", "gauge",
+                    "Client connections open (TLS handshakes and idle keep-alives included).",
+                    live->connections);
     if (!err)
         err = gauge(b, "tpu_webhook_http_connections_timed_out_total", "counter",
                     "Connections cut off for sending their request too slowly.", get(&m->timeouts));
+    if (!err && live)
+        err = gauge(b, "tpu_webhook_ready", "gauge",
+                    "1 when /readyz answers 200 (caches synced, not shutting down).", live->ready);
     if (!err)
         err = gauge(b, "tpu_webhook_tls_cert_not_after_timestamp_seconds", "gauge",
                     "Expiry (Unix time) of the serving certificate.", get(&m->cert_not_after));
@@ -213,10 +277,23 @@ static enum wh_err render_rest(const struct wh_metrics *m, const struct wh_admit
         err = wh_buf_addf(b, "tpu_webhook_tls_reloads_total{result=\"ok\"} %lld\n"
                              "tpu_webhook_tls_reloads_total{result=\"rejected\"} %lld\n",
                           get(&m->reloads[1]), get(&m->reloads[0]));
-    if (err || !st)
-        return err;
-    err = gauge(b, "tpu_webhook_cache_synced", "gauge",
-                "1 when the cluster-state caches are synced (always 1 standalone).", st->synced);
+    return err;
+}
+
+static enum wh_err render_pipeline(const struct wh_admit_stats *st, struct wh_buf *b)
+{
+    enum wh_err err = per_resource(
+        b, "tpu_webhook_cache_synced",
+        "1 once the cache has listed its resource from the API server (always 1 standalone).",
+        st->pods_synced, st->nodes_synced);
+    if (!err)
+        err = per_resource(b, "tpu_webhook_cache_watch_down_seconds",
+                           "How long the cache's watch has been down (0 while it is current).",
+                           (double)st->pods_down_ms / 1e3, (double)st->nodes_down_ms / 1e3);
+    if (!err)
+        err = gauge(b, "tpu_webhook_cache_pods_trusted", "gauge",
+                    "1 when the pod cache may be used to assign legacy-path worker ids.",
+                    st->pods_trusted);
     if (!err)
         err = gauge(b, "tpu_webhook_cache_pods", "gauge", "KubeRay worker pods in the cache.",
                     (long long)st->pods_cached);
@@ -227,11 +304,67 @@ static enum wh_err render_rest(const struct wh_metrics *m, const struct wh_admit
         err = gauge(b, "tpu_webhook_ledger_reservations", "gauge",
                     "Legacy-path assignments made but not yet seen in the pod cache.",
                     (long long)st->reservations);
+    if (!err)
+        err = gauge(b, "tpu_webhook_legacy_reviews_total", "counter",
+                    "Legacy-path pod reviews (worker ids assigned from cluster state).",
+                    (long long)st->legacy_reviews);
+    if (!err)
+        err = head(b, "tpu_webhook_legacy_lock_wait_seconds_total", "counter",
+                   "Time legacy-path reviews waited for their worker group's ledger entry.");
+    if (!err)
+        err = wh_buf_addf(b, "tpu_webhook_legacy_lock_wait_seconds_total %.6f\n",
+                          (double)st->legacy_wait_us / 1e6);
+    return err;
+}
+
+/* The standard process metrics of Prometheus client libraries, from /proc
+ * (left out where it cannot be read). */
+static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
+{
+    struct rusage ru;
+    enum wh_err err = WH_OK;
+    if (!getrusage(RUSAGE_SELF, &ru)) {
+        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+        err = head(b, "process_cpu_seconds_total", "counter", "User and system CPU time.");
+        if (!err)
+            err = wh_buf_addf(b, "process_cpu_seconds_total %.6f\n", cpu);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned long long vm_pages, rss_pages;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && page > 0 && fscanf(f, "%llu %llu", &vm_pages, &rss_pages) == 2) {
+        if (!err)
+            err = gauge(b, "process_resident_memory_bytes", "gauge", "Resident memory size.",
+                        (long long)(rss_pages * (unsigned long long)page));
+        if (!err)
+            err = gauge(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size.",
+                        (long long)(vm_pages * (unsigned long long)page));
+    }
+    if (f)
+        fclose(f);
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long long entries = 0;
+        while (readdir(d))
+            entries++;
+        closedir(d);
+        /* Not ".", ".." and the descriptor reading the directory. */
+        if (!err && entries >= 3)
+            err = gauge(b, "process_open_fds", "gauge", "Open file descriptors.", entries - 3);
+    }
+    struct rlimit rl;
+    if (!err && !getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+        err = gauge(b, "process_max_fds", "gauge", "Limit of open file descriptors.",
+                    (long long)rl.rlim_cur);
+    if (!err)
+        err = gauge(b, "process_start_time_seconds", "gauge", "Start time (Unix time).",
+                    m->started);
     return err;
 }
 
 enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_admit_stats *st,
-                              struct wh_buf *out)
+                              const struct wh_mlive *live, struct wh_buf *out)
 {
     enum wh_err err = render_requests(m, out);
     if (!err)
@@ -239,6 +372,10 @@ enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_admit_
     if (!err)
         err = render_admissions(m, out);
     if (!err)
-        err = render_rest(m, st, out);
+        err = render_server(m, live, out);
+    if (!err && st)
+        err = render_pipeline(st, out);
+    if (!err)
+        err = render_process(m, out);
     return err;
 }

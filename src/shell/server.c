@@ -385,7 +385,11 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
         log_admission(c, rq, status, &rq->res, msg, wh_clock_us() - rq->start_us);
     } else {
         ret = reply(s, c, rq, 200, "application/json", rq->res.body, rq->res.body_len, NULL);
-        wh_metrics_admission(s->m, rq->path, rq->res.allowed, rq->res.n_ops);
+        struct wh_madmission ma = {.kind = who(rq)->kind_name,
+                                   .allowed = rq->res.allowed,
+                                   .state_unavailable = rq->res.state_unavailable,
+                                   .n_ops = rq->res.n_ops};
+        wh_metrics_admission(s->m, rq->path, &ma);
         log_admission(c, rq, 200, &rq->res, NULL, wh_clock_us() - rq->start_us);
         log_notes(rq, rq->res.notes);
     }
@@ -418,6 +422,7 @@ static bool is_get(const char *method)
 static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char why[256] = "";
+    struct wh_mlive live;
     switch (rq->path) {
     case WH_MPATH_ROOT: return reply_text(s, c, rq, 200, ROOT_BODY);
     case WH_MPATH_HEALTHZ: return reply_text(s, c, rq, 200, "ok\n");
@@ -438,7 +443,9 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     struct wh_buf b;
     wh_buf_init(&b, 1 << 20);
     enum MHD_Result ret;
-    if (wh_metrics_render(s->m, &st, &b))
+    live.ready = !atomic_load(&s->unready) && wh_admit_ready(s->ad, NULL, 0);
+    live.connections = atomic_load(&s->n_conns);
+    if (wh_metrics_render(s->m, &st, &live, &b))
         ret = reply_error(s, c, rq, 500, "metrics do not fit in 1 MiB", NULL);
     else
         ret = reply(s, c, rq, 200, "text/plain; version=0.0.4; charset=utf-8", wh_buf_ptr(&b),

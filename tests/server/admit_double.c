@@ -110,6 +110,6 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
 void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    st->synced = true;
+    st->synced = st->pods_synced = st->nodes_synced = st->pods_trusted = true;
     st->reservations = (size_t)atomic_load(&ad->reviews);
 }

@@ -522,7 +522,8 @@ static void case_routes(void)
     CHECK(strstr(r.body, "tpu_webhook_http_request_duration_seconds_count{path=\"/mutate\"} 38\n"),
           "latency count");
     CHECK(strstr(r.body, "tpu_webhook_http_requests_in_flight 1\n"), "in-flight (this request)");
-    CHECK(strstr(r.body, "tpu_webhook_cache_synced 1\n"), "cache gauge");
+    CHECK(strstr(r.body, "tpu_webhook_cache_synced{resource=\"pods\"} 1\n"), "cache gauge");
+    CHECK(strstr(r.body, "tpu_webhook_ready 1\n"), "ready gauge");
     X509 *x = load_cert(certs_dir[0] ? ca_file : ca_file);
     X509_free(x);
     char tls_crt[400];

@@ -23,6 +23,7 @@ struct wh_decision {
     long replica, host, n_hosts;
     unsigned n_tpu_containers;
     long worker_id; /* first TPU container's TPU_WORKER_ID as assigned */
+    bool state_unavailable; /* denied: the cluster state could not be trusted */
 };
 
 /* Zero d and mark it allowed. */

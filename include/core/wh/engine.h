@@ -47,6 +47,9 @@ struct wh_engine_result {
     bool allowed;
     int code;         /* status.code of a denial (400), 0 when allowed */
     char *message;    /* denial message, NULL when allowed */
+    /* Denied only because the cluster state (a legacy pod's worker group)
+     * could not be trusted: the object may be fine and a retry may pass. */
+    bool state_unavailable;
     size_t n_ops;     /* JSON patch operations in the response */
     size_t n_warnings;
     /* Legacy-path assignment (for the ledger); set when the engine chose the

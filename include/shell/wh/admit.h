@@ -29,9 +29,16 @@ struct wh_admit_opts {
 
 struct wh_admit_stats {
     bool synced;          /* caches synced (always true when standalone) */
+    bool pods_synced, nodes_synced; /* each cache (true when standalone) */
+    bool pods_trusted;    /* legacy indices can be assigned (see wh_cache_pods_unavailable) */
+    long pods_down_ms, nodes_down_ms; /* how long each watch has been down; 0 healthy */
     size_t pods_cached;
     size_t nodes_cached;
     size_t reservations;  /* ledger entries not yet confirmed */
+    /* Legacy-path pod reviews, and the time they waited for their worker
+     * group's ledger entry (another admission of the group held it). */
+    unsigned long long legacy_reviews;
+    unsigned long long legacy_wait_us;
 };
 
 struct wh_admit;

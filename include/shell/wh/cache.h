@@ -78,6 +78,10 @@ bool wh_cache_ready(struct wh_cache *c, const char **why);
 
 struct wh_cache_stats {
     bool pods_synced, nodes_synced;
+    bool pods_trusted; /* wh_cache_pods_unavailable() is NULL */
+    /* How long each watch has been down (not connected and current), 0
+     * while it is healthy; counted from start-up before the first sync. */
+    long pods_down_ms, nodes_down_ms;
     size_t pods, nodes;
     size_t interned;       /* distinct interned strings */
     unsigned long relists; /* LISTs after the first (410 Gone, errors) */

@@ -41,8 +41,17 @@ const char *wh_metrics_path_label(enum wh_mpath p);
  * client went away before an answer) after latency_us microseconds. */
 void wh_metrics_begin(struct wh_metrics *m);
 void wh_metrics_end(struct wh_metrics *m, enum wh_mpath path, int status, long long latency_us);
-/* An admission answered: allowed or denied, with n_ops patch operations. */
-void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, bool allowed, size_t n_ops);
+/* An admission answered. kind is request.kind.kind as sent ("Pod",
+ * "RayCluster"; anything else is counted as "other" so that a client cannot
+ * grow the label set); the reason label comes from the decision: patched /
+ * no_patch when allowed, cluster_state_unavailable / invalid when denied. */
+struct wh_madmission {
+    const char *kind;
+    bool allowed;
+    bool state_unavailable; /* denied because the cluster state was not trusted */
+    size_t n_ops;           /* JSON patch operations returned */
+};
+void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct wh_madmission *a);
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after);
 void wh_metrics_tls_reload(struct wh_metrics *m, bool ok);
 /* A connection cut off for being too slow. */
@@ -50,8 +59,17 @@ void wh_metrics_timeout(struct wh_metrics *m);
 
 long long wh_metrics_in_flight(const struct wh_metrics *m);
 
-/* Append the exposition text; st (may be NULL) adds the pipeline's gauges. */
+/* What the server knows at scrape time. */
+struct wh_mlive {
+    bool ready;            /* /readyz answers 200 */
+    long long connections; /* client connections open */
+};
+
+/* Append the exposition text; st (may be NULL) adds the pipeline's gauges,
+ * live (may be NULL) the server's. Process metrics (memory, CPU, file
+ * descriptors) are read from /proc and getrusage() here. */
 WH_NODISCARD enum wh_err wh_metrics_render(const struct wh_metrics *m,
-                                           const struct wh_admit_stats *st, struct wh_buf *out);
+                                           const struct wh_admit_stats *st,
+                                           const struct wh_mlive *live, struct wh_buf *out);
 
 #endif /* WH_METRICS_H */
