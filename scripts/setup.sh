@@ -9,6 +9,7 @@ pkgs=(
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
   shellcheck python3-kubernetes
   wrk nginx-light  # bench/tls_vs_nginx.sh only: the load generator and the peer server
+  prometheus  # promtool, for the alert rules' tests (test-only)
 )
 missing=()
 for p in "${pkgs[@]}"; do

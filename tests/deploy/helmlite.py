@@ -9,6 +9,8 @@ What it models, following Go's text/template and Helm/Sprig semantics:
     key order) / else / end, define / include / template;
   * pipelines `a b | f c` (the piped value is the last argument), nested
     (parentheses), fields .A.B and $.A.B, string/number/bool literals;
+  * .Files.Get "path" (a chart file; a missing one is an error here, where
+    Helm would render an empty string);
   * functions: include, toYaml, nindent, indent, quote, default, int, eq, ne,
     lt, le, gt, ge, and, or, not, omit, printf (%s %d %v), required, trunc,
     trimSuffix.
@@ -221,10 +223,13 @@ def compare(op):
 
 
 class Renderer:
-    def __init__(self, chart_dir_files, values, release, chart):
-        """chart_dir_files: {template file name: text}."""
+    def __init__(self, chart_dir_files, values, release, chart, chart_files=None):
+        """chart_dir_files: {template file name: text}; chart_files: {path
+        in the chart (files/x.json): text}, for .Files.Get."""
         self.files = chart_dir_files
-        self.root = {"Values": values, "Release": release, "Chart": chart}
+        self.root = {"Values": values, "Release": release, "Chart": chart,
+                     "Files": {"Get": self.files_get}}
+        self.chart_files = chart_files or {}
         self.defines = {}
         self.trees = {}
         for name, text in sorted(chart_dir_files.items()):
@@ -261,6 +266,11 @@ class Renderer:
             "trunc": lambda n, s: s[:n] if n >= 0 else s[n:],
             "trimSuffix": lambda suf, s: s[:-len(suf)] if suf and s.endswith(suf) else s,
         }
+
+    def files_get(self, path):
+        if path not in self.chart_files:
+            raise TemplateError(".Files.Get of %r: no such chart file" % path)
+        return self.chart_files[path]
 
     @staticmethod
     def required(msg, v=None):
@@ -324,9 +334,15 @@ class Renderer:
                 except TypeError as e:
                     raise TemplateError("%s: wrong arguments %r (%s)" % (head[1], args, e)) from None
             else:
+                target = self.operand(head, dot)
+                if callable(target):  # a method such as .Files.Get
+                    args = [self.operand(o, dot) for o in cmd[1:]] + ([value] if piped else [])
+                    value = target(*args)
+                    piped = True
+                    continue
                 if len(cmd) != 1 or piped:
                     raise TemplateError("cannot apply arguments to %r" % (head[1],))
-                value = self.operand(head, dot)
+                value = target
             piped = True
         return value
 

@@ -35,11 +35,16 @@ def render(overrides=None, release="tpu-webhook"):
     for path in sorted(glob.glob(os.path.join(CHART, "templates", "*"))):
         with open(path) as f:
             files[os.path.basename(path)] = f.read()
+    chart_files = {}
+    for path in sorted(glob.glob(os.path.join(CHART, "files", "*"))):
+        with open(path) as f:
+            chart_files["files/" + os.path.basename(path)] = f.read()
     meta = chart_meta()
     values = helmlite.deep_merge(default_values(), overrides or {})
     r = helmlite.Renderer(files, values,
                           {"Name": release, "Namespace": "default", "Service": "Helm"},
-                          {"Name": meta["name"], "Version": meta["version"], "AppVersion": meta["appVersion"]})
+                          {"Name": meta["name"], "Version": meta["version"], "AppVersion": meta["appVersion"]},
+                          chart_files)
     objs = []
     for name in sorted(files):
         if name.endswith(".yaml"):

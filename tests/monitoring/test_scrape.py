@@ -1,0 +1,208 @@
+"""Every metric, label and label value the alert rules and the dashboard
+use exists in the /metrics of a running `tpu-webhook serve --standalone`
+after a mix of requests (admissions allowed and denied, a bad review,
+probes, an unknown path). A renamed metric or label fails here.
+"""
+import copy
+import http.client
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import monlib as ml  # noqa: E402
+
+BINARY = os.environ.get("WH_BINARY", "")
+DATA = os.path.join(ml.ROOT, "tests", "server", "data")
+SAMPLE = re.compile(r'^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_exposition(text):
+    """{metric: [labels dict]} of the sample lines; raises on a bad line."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise AssertionError("not a sample line: %r" % line)
+        float(m.group(3))
+        out.setdefault(m.group(1), []).append(dict(LABEL.findall(m.group(2) or "")))
+    return out
+
+
+class Server:
+    def __init__(self, tmp):
+        subprocess.run([BINARY, "certs", "--dir", tmp], check=True, capture_output=True)
+        self.log = open(os.path.join(tmp, "server.log"), "w+")
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--standalone", "--v=1", "--bind-address=127.0.0.1:0",
+             "--tls-cert-file=" + os.path.join(tmp, "tls.crt"),
+             "--tls-private-key-file=" + os.path.join(tmp, "tls.key")],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.port = self._wait_port()
+        self.ctx = ssl.create_default_context(cafile=os.path.join(tmp, "ca.crt"))
+
+    def _wait_port(self):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.log.seek(0)
+            for line in self.log:
+                if '"event":"listening"' in line:
+                    return json.loads(line)["port"]
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.log.seek(0)
+        raise AssertionError("server did not start:\n" + self.log.read())
+
+    def call(self, method, path, body=None):
+        c = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=10)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        c.request(method, path, body=body, headers=headers)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def load(name):
+    with open(os.path.join(DATA, name)) as f:
+        return json.load(f)
+
+
+class Scrape(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BINARY:
+            raise AssertionError("WH_BINARY (the tpu-webhook binary) is not set")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.server = Server(cls.tmp.name)
+        try:
+            cls.statuses = cls.traffic(cls.server)
+            status, body = cls.server.call("GET", "/metrics")
+            assert status == 200, status
+            cls.text = body.decode()
+            cls.metrics = parse_exposition(cls.text)
+        finally:
+            cls.server.stop()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @staticmethod
+    def traffic(s):
+        pod, rc = load("review-pod.json"), load("review-raycluster.json")
+        bad_rc = copy.deepcopy(rc)
+        bad_rc["request"]["object"]["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 3
+        got = []
+        for method, path, body in [
+                ("POST", "/mutate", json.dumps(pod)),          # legacy-path TPU pod: patched
+                ("POST", "/validate", json.dumps(rc)),         # allowed
+                ("POST", "/validate", json.dumps(bad_rc)),     # denied: wrong numOfHosts
+                ("POST", "/mutate", "{not json"),              # 400
+                ("GET", "/", None), ("GET", "/healthz", None), ("GET", "/readyz", None),
+                ("GET", "/nope", None)]:
+            got.append((path, s.call(method, path, body)[0]))
+        return got
+
+    def test_traffic_was_answered_as_intended(self):
+        self.assertEqual([st for _, st in self.statuses], [200, 200, 200, 400, 200, 200, 200, 404])
+        adm = {(x["path"], x["kind"], x["reason"]): x for x in self.metrics["tpu_webhook_admissions_total"]}
+        self.assertIn(("/validate", "RayCluster", "invalid"), adm)
+
+    def check_expr(self, where, expr):
+        sels, grouping = ml.selectors(expr)
+        self.assertTrue(sels, "%s: no metric in %r" % (where, expr))
+        labels_seen = set()
+        for name, matchers in sels:
+            if name in ml.SYNTHETIC:
+                continue
+            self.assertIn(name, self.metrics, "%s: metric %s is not exposed" % (where, name))
+            samples = self.metrics[name]
+            for s in samples:
+                labels_seen |= set(s)
+            for label, op, value in matchers:
+                if label in ml.TARGET_LABELS:
+                    continue
+                values = {s.get(label) for s in samples} - {None}
+                self.assertTrue(values, "%s: %s has no label %s" % (where, name, label))
+                if op == "=" and "$" not in value:
+                    self.assertIn(value, values, "%s: %s{%s} never has the value %r" % (where, name, label, value))
+        for label in set(grouping) - ml.TARGET_LABELS:
+            self.assertIn(label, labels_seen, "%s: grouping label %s is on none of its metrics" % (where, label))
+
+    def test_alert_rules_use_exposed_metrics(self):
+        for rule in ml.alert_rules():
+            self.check_expr(rule["alert"], rule["expr"])
+            for ref in re.findall(r"\$labels\.(\w+)", json.dumps(rule["annotations"])):
+                sels, grouping = ml.selectors(rule["expr"])
+                names = [n for n, _ in sels if n not in ml.SYNTHETIC]
+                exposed = set(ml.TARGET_LABELS).union(*[set(s) for n in names for s in self.metrics[n]])
+                self.assertIn(ref, exposed, "%s: annotation uses $labels.%s" % (rule["alert"], ref))
+
+    def test_dashboard_uses_exposed_metrics(self):
+        dash = ml.dashboard()
+        for p in ml.dashboard_panels(dash):
+            for t in p.get("targets", []):
+                self.check_expr("panel %r" % p["title"], t["expr"])
+                for ref in re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", "")):
+                    sels, _ = ml.selectors(t["expr"])
+                    ok = ref in ml.TARGET_LABELS or any(ref in s for n, _ in sels for s in self.metrics.get(n, []))
+                    self.assertTrue(ok, "panel %r: legend uses {{%s}}" % (p["title"], ref))
+
+    def test_checker_catches_a_renamed_metric(self):
+        with self.assertRaises(AssertionError):
+            self.check_expr("renamed", 'rate(tpu_webhook_admission_total{decision="denied"}[5m])')
+        with self.assertRaises(AssertionError):
+            self.check_expr("renamed label", 'sum by (pod) (tpu_webhook_ledger_reservations)')
+        with self.assertRaises(AssertionError):
+            self.check_expr("renamed value", 'tpu_webhook_admissions_total{reason="api_down"}')
+
+    def test_label_values_are_bounded(self):
+        """No label carries a pod, cluster, namespace or client name."""
+        allowed = {"path", "code", "le", "kind", "decision", "reason", "result", "resource"}
+        for name, samples in self.metrics.items():
+            for s in samples:
+                self.assertLessEqual(set(s), allowed, "%s has labels %s" % (name, sorted(s)))
+            for label in ("kind", "reason", "path"):
+                values = {s[label] for s in samples if label in s}
+                self.assertLessEqual(len(values), 8, "%s{%s} has %d values" % (name, label, len(values)))
+        names_of_things = {"tpu-cluster", "tpu-group", "default"}
+        for name, samples in self.metrics.items():
+            for s in samples:
+                self.assertFalse(names_of_things & set(s.values()), "%s carries an object name: %s" % (name, s))
+
+    def test_naming_conventions(self):
+        """Prometheus' conventions: counters end in _total, a unit suffix on
+        what has a unit, the namespace prefix on everything of ours."""
+        for name in self.metrics:
+            self.assertRegex(name, r"^(tpu_webhook_|process_)")
+        types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", self.text, re.M))
+        self.assertLessEqual(set(types), set(self.metrics) | {n for n in types if types[n] == "histogram"})
+        for name, typ in types.items():
+            if typ == "counter":
+                self.assertTrue(name.endswith("_total"), name)
+            else:
+                self.assertFalse(name.endswith("_total"), name)
+            if re.search(r"(duration|_wait_|_time_|_timestamp_|_down_)", name):
+                self.assertRegex(name, r"_seconds(_total)?$", "%s has no unit" % name)
+            if "memory" in name:
+                self.assertTrue(name.endswith("_bytes"), name)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
