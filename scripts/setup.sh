@@ -10,13 +10,17 @@ pkgs=(
   shellcheck python3-kubernetes
   wrk nginx-light  # bench/tls_vs_nginx.sh only: the load generator and the peer server
   prometheus  # promtool, for the alert rules' tests (test-only)
+  # tests/deploy/helmrender: the Helm chart rendered with Go's text/template and
+  # Sprig, Helm's function library (Helm itself is not in Debian 12)
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-# tests/deploy render the kustomize manifests with `kubectl kustomize`. Any
-# kubectl will do; Debian's is kubernetes-client, which must not be installed
+# tests/deploy render the kustomize manifests with `kubectl kustomize`, which
+# needs kubectl 1.21 or later (kustomize v4+). Debian's is kubernetes-client
+# (1.20: the deploy tests then fail, saying so), which must not be installed
 # over another package's kubectl.
 command -v kubectl >/dev/null || missing+=(kubernetes-client)
 if ((${#missing[@]})); then

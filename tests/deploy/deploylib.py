@@ -60,7 +60,12 @@ def kustomize_render(kdir):
     p = subprocess.run([kubectl(), "kustomize", kdir], env=env,
                        capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
-        raise AssertionError("kubectl kustomize %s failed: %s" % (kdir, p.stderr))
+        raise AssertionError("kubectl kustomize %s failed (kubectl 1.21 or later is needed: "
+                             "its kustomize v4+ reads directories under resources): %s" %
+                             (kdir, p.stderr))
+    # A deprecated field today is a failed install with tomorrow's kubectl.
+    if p.stderr.strip():
+        raise AssertionError("kubectl kustomize %s warns: %s" % (kdir, p.stderr))
     return load_docs(p.stdout, "kubectl kustomize " + kdir)
 
 
@@ -71,16 +76,21 @@ def kustomization_files(kdir):
     with open(kpath, encoding="utf-8") as f:
         k = yaml.safe_load(f)
     out = []
-    for field in ("resources", "bases", "patchesStrategicMerge"):
+    for field in ("resources", "patches"):
         for entry in k.get(field) or []:
+            if field == "patches":
+                if set(entry) != {"path"}:
+                    raise AssertionError("%s: patches entry %s: only {path: FILE} is modelled" %
+                                         (kpath, entry))
+                entry = entry["path"]
             p = os.path.normpath(os.path.join(kdir, entry))
             if os.path.isdir(p):
                 out.extend(kustomization_files(p))
             elif os.path.isfile(p):
-                out.append((p, load_file(p), field == "patchesStrategicMerge"))
+                out.append((p, load_file(p), field == "patches"))
             else:
                 raise AssertionError("%s: %s entry %s does not exist" % (kpath, field, entry))
-    unknown = set(k) - {"apiVersion", "kind", "resources", "bases", "patchesStrategicMerge"}
+    unknown = set(k) - {"apiVersion", "kind", "resources", "patches"}
     if unknown:
         raise AssertionError("%s: fields the structural check does not model: %s" % (kpath, unknown))
     return out
