@@ -55,7 +55,7 @@ struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig;
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool;
-    long v, max_body, max_body_memory, max_request_memory, threads, max_conns;
+    long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
 };
 
@@ -186,6 +186,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     }
     struct wh_server_opts sopts = {.bind = c->bind, .threads = (unsigned)c->threads,
                                    .max_connections = (unsigned)c->max_conns,
+                                   .max_connections_per_client = (unsigned)c->max_conns_per_client,
                                    .idle_timeout_ms = c->idle_ms, .header_timeout_ms = c->header_ms,
                                    .request_timeout_ms = c->request_ms,
                                    .max_body = (size_t)c->max_body,
@@ -242,6 +243,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"max-request-memory", WH_FLAG_INT, &c.max_request_memory, 1024, 1L << 40, "memory one request may use (body, parsed review, answer); more gets 500 (default 33554432, at least 2 x --max-body-bytes + 1 MiB)", false},
         {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
         {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
+        {"max-connections-per-client", WH_FLAG_INT, &c.max_conns_per_client, 1, 100000, "connections one client IP may hold; more are closed at once (default: 3/4 of --max-connections)", false},
         {"idle-timeout", WH_FLAG_DURATION, &c.idle_ms, 1000, 3600000, "close kept-alive connections idle this long (default 90s)", false},
         {"header-timeout", WH_FLAG_DURATION, &c.header_ms, 100, 600000, "connect to complete request headers, TLS handshake included (default 10s)", false},
         {"request-timeout", WH_FLAG_DURATION, &c.request_ms, 100, 600000, "request headers to complete answer (default 30s)", false},
@@ -268,6 +270,12 @@ int wh_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tpu-webhook serve: %s\n", errbuf);
         return 2;
     }
+    /* The API server opens a connection per concurrent webhook call: up to
+     * its --max-requests-inflight + --max-mutating-requests-inflight (600 by
+     * default), often from one address. Three quarters of the 1024 default
+     * stays above that and leaves a quarter to everyone else. */
+    if (!wh_flags_find(flags, n, "max-connections-per-client")->set)
+        c.max_conns_per_client = c.max_conns * 3 / 4 > 0 ? c.max_conns * 3 / 4 : 1;
     struct wh_buf cert, key;
     wh_buf_init(&cert, 1 << 20);
     wh_buf_init(&key, 1 << 20);

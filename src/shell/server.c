@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "wh/buf.h"    /* wh_buf */
+#include "wh/httpreq.h" /* wh_http_framing, wh_http_target_problem */
 #include "wh/json.h"   /* wh_parse_long */
 #include "wh/log.h"    /* wh_log */
 #include "wh/mem.h"    /* wh_free */
@@ -39,6 +40,7 @@ struct conn {
     int fd;
     atomic_llong deadline_ms;
     bool cut;
+    const char *target_problem; /* of the request being read; static text */
     char client[ADDR_LEN];
 };
 
@@ -58,6 +60,7 @@ struct request {
     bool busy;        /* over the server's request memory: refused with 503 */
     size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status; /* answer queued, 0 until then */
+    bool close;      /* the answer closes the connection */
 };
 
 struct wh_server {
@@ -209,7 +212,7 @@ static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, stru
     if (ok && allow)
         ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     /* Draining, or a body we refused to read: the connection cannot go on. */
-    if (ok && (atomic_load(&s->draining) || status == MHD_HTTP_CONTENT_TOO_LARGE))
+    if (ok && (atomic_load(&s->draining) || rq->close || status == MHD_HTTP_CONTENT_TOO_LARGE))
         ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ok)
         ok = MHD_queue_response(c, status, r);
@@ -398,22 +401,6 @@ static enum MHD_Result admit(struct wh_server *s, struct MHD_Connection *c, stru
 
 /* ---- routing ------------------------------------------------------------ */
 
-static enum wh_mpath classify(const char *url)
-{
-    static const struct {
-        const char *path;
-        enum wh_mpath id;
-    } routes[] = {{"/mutate", WH_MPATH_MUTATE},   {"/validate", WH_MPATH_VALIDATE},
-                  {"/mutate-workload", WH_MPATH_MUTATE_WORKLOAD},
-                  {"/validate-workload", WH_MPATH_VALIDATE_WORKLOAD},
-                  {"/", WH_MPATH_ROOT},           {"/healthz", WH_MPATH_HEALTHZ},
-                  {"/readyz", WH_MPATH_READYZ},   {"/metrics", WH_MPATH_METRICS}};
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (!strcmp(url, routes[i].path))
-            return routes[i].id;
-    return WH_MPATH_OTHER;
-}
-
 static bool is_get(const char *method)
 {
     return !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
@@ -465,7 +452,7 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     struct request *rq = calloc(1, sizeof(*rq));
     if (!rq)
         return NULL;
-    rq->path = classify(url);
+    rq->path = wh_http_route(url);
     rq->start_us = wh_clock_us();
     struct conn *cn = conn_of(c);
     if (cn)
@@ -476,11 +463,53 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     return rq;
 }
 
+/* ---- hostile HTTP: what libmicrohttpd would let through (httpreq.h) ----- */
+
+/* MHD's URI log callback sees the request target before it is unescaped
+ * (the handler only gets the path cut at its first NUL). The verdict waits
+ * on the connection for the handler's first call; NULL keeps MHD's
+ * per-request pointer ours to allocate. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    struct conn *cn = conn_of(c);
+    if (cn)
+        cn->target_problem = wh_http_target_problem(uri, strlen(uri));
+    return NULL;
+}
+
+static enum MHD_Result add_framing_line(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    wh_http_framing_add(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+    return MHD_YES;
+}
+
+/* Why the request cannot be served safely, or NULL. Such a request is
+ * answered 400 and its connection closed: where its body ends (and the
+ * next request starts) is not known. */
+static const char *hostile_request(struct MHD_Connection *c)
+{
+    struct conn *cn = conn_of(c);
+    if (cn && cn->target_problem)
+        return cn->target_problem;
+    struct wh_http_framing f;
+    wh_http_framing_init(&f);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, add_framing_line, &f);
+    return wh_http_framing_problem(&f);
+}
+
 /* First call for a request: answer what needs no body, vet what does. */
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
                                   struct request *rq, const char *method)
 {
     bool admission = rq->path <= WH_MPATH_VALIDATE_WORKLOAD; /* the admission paths come first */
+    const char *hostile = hostile_request(c);
+    if (hostile) {
+        rq->close = true;
+        return reply_error(s, c, rq, 400, hostile, NULL);
+    }
     if (rq->path == WH_MPATH_OTHER)
         return reply_error(s, c, rq, 404,
                            "no such path; the webhook serves POST /mutate, /validate, "
@@ -777,10 +806,11 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
-        MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        s, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        wh_tls_retrieve, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        o->max_connections_per_client, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_HTTPS_PRIORITIES,
+        WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_END);
     if (!s->d) {
         /* The socket was handed over: libmicrohttpd closes it on most of its
          * failure paths (not on a rejected option). Closing it again could

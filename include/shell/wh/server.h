@@ -38,6 +38,7 @@ struct wh_server_opts {
     const char *bind;          /* Go syntax: ":443", "127.0.0.1:8443", "[::1]:8443", port 0 = any */
     unsigned threads;          /* request threads, >= 1 */
     unsigned max_connections;  /* served at once; more wait in the listen queue */
+    unsigned max_connections_per_client; /* from one IP address, more are closed at once; 0: no limit */
     long idle_timeout_ms;      /* keep-alive connection with no traffic */
     long header_timeout_ms;    /* connect (incl. TLS handshake) to complete request headers */
     long request_timeout_ms;   /* request headers to complete answer (body upload included) */
