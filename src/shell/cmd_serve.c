@@ -9,9 +9,12 @@
  * without a restart).
  *
  * The main thread owns signals and housekeeping: it waits for SIGTERM or
- * SIGINT while ticking the server (slow-client cut-off) and polling the
- * certificate files; on a signal it drains the server and exits 0.
+ * SIGINT while ticking the server (slow-client cut-off); on a signal it
+ * drains the server and exits 0. The certificate files are polled on a
+ * thread of their own, so that a stalled filesystem under the Secret mount
+ * holds up reloads only, never signals or deadlines.
  */
+#include <pthread.h> /* pthread_create */
 #include <signal.h> /* sigtimedwait */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* free */
@@ -33,6 +36,8 @@
 #define DEFAULT_CERT_FILE "/etc/kuberay-tpu-webhook/tls/tls.crt"
 #define DEFAULT_KEY_FILE "/etc/kuberay-tpu-webhook/tls/tls.key"
 #define TICK_MS 100
+/* At exit, how long to wait for a certificate read in progress. */
+#define WATCH_STOP_MS 2000
 
 static const char usage_head[] =
     "usage: tpu-webhook serve [flags]\n"
@@ -124,26 +129,117 @@ static void update_cert_metric(struct wh_tls *tls, struct wh_metrics *m)
     wh_metrics_cert(m, info.not_after);
 }
 
+/* The certificate watcher: polls the files every poll_ms until stopped.
+ * Heap-allocated: if a read never returns, the watcher is abandoned at exit
+ * together with what it uses (tls, metrics). */
+struct cert_watch {
+    struct wh_tls *tls;
+    struct wh_metrics *m;
+    long poll_ms;
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* stop asked, or the thread finished */
+    bool stop, done;
+    pthread_t th;
+};
+
+static void deadline_in(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *cert_watch_main(void *arg)
+{
+    struct cert_watch *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop) {
+        struct timespec until;
+        deadline_in(&until, w->poll_ms);
+        while (!w->stop && pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0) {
+        }
+        if (w->stop)
+            break;
+        pthread_mutex_unlock(&w->lock);
+        int r = wh_tls_poll(w->tls);
+        if (r)
+            wh_metrics_tls_reload(w->m, r > 0);
+        if (r > 0)
+            update_cert_metric(w->tls, w->m);
+        pthread_mutex_lock(&w->lock);
+    }
+    w->done = true;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static struct cert_watch *cert_watch_start(struct wh_tls *tls, struct wh_metrics *m, long poll_ms)
+{
+    struct cert_watch *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->tls = tls;
+    w->m = m;
+    w->poll_ms = poll_ms;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&w->lock, NULL);
+    if (pthread_create(&w->th, NULL, cert_watch_main, w)) {
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Stop the watcher, waiting at most wait_ms. True when it stopped (w is
+ * freed); false when it is stuck in a read (w, its tls and metrics must be
+ * left allocated; the process is about to exit). NULL-safe. */
+static bool cert_watch_stop(struct cert_watch *w, long wait_ms)
+{
+    if (!w)
+        return true;
+    struct timespec until;
+    deadline_in(&until, wait_ms);
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_broadcast(&w->wake);
+    while (!w->done && pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0) {
+    }
+    bool done = w->done;
+    pthread_mutex_unlock(&w->lock);
+    if (!done) {
+        wh_log(WH_LOG_WARN, "tls_watch_stuck", "reason", WH_F_STR,
+               "a certificate file read has not returned (stalled filesystem?); exiting anyway",
+               (char *)NULL);
+        pthread_detach(w->th);
+        return false;
+    }
+    pthread_join(w->th, NULL);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    return true;
+}
+
 /* Wait for SIGTERM/SIGINT, doing housekeeping every tick. */
-static int run_until_signal(const struct config *c, const sigset_t *set, struct wh_server *srv,
-                            struct wh_tls *tls, struct wh_metrics *m)
+static int run_until_signal(const sigset_t *set, struct wh_server *srv)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
-    long since_poll = 0;
     for (;;) {
         int sig = sigtimedwait(set, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT)
             return sig;
         wh_server_tick(srv);
-        since_poll += TICK_MS;
-        if (since_poll >= c->poll_ms) {
-            since_poll = 0;
-            int r = wh_tls_poll(tls);
-            if (r)
-                wh_metrics_tls_reload(m, r > 0);
-            if (r > 0)
-                update_cert_metric(tls, m);
-        }
     }
 }
 
@@ -154,6 +250,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     struct wh_tls *tls = NULL;
     struct wh_admit *ad = NULL;
     struct wh_server *srv = NULL;
+    struct cert_watch *watch = NULL;
     struct wh_metrics *m = wh_metrics_new();
     sigset_t set;
     sigemptyset(&set);
@@ -200,7 +297,12 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     wh_log(WH_LOG_INFO, "listening", "bind_address", WH_F_STR, c->bind, "port", WH_F_INT,
            (long long)wh_server_port(srv), "standalone", WH_F_BOOL, (int)c->standalone, "threads",
            WH_F_INT, (long long)c->threads, (char *)NULL);
-    int sig = run_until_signal(c, &set, srv, tls, m);
+    watch = cert_watch_start(tls, m, c->poll_ms);
+    if (!watch) {
+        fprintf(stderr, "Failed to start server: no thread to watch the certificate files\n");
+        goto out;
+    }
+    int sig = run_until_signal(&set, srv);
     wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
            "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
            (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
@@ -216,8 +318,10 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
 out:
     wh_server_free(srv);
     wh_admit_free(ad);
-    wh_tls_free(tls);
-    wh_metrics_free(m);
+    if (cert_watch_stop(watch, WATCH_STOP_MS)) {
+        wh_tls_free(tls);
+        wh_metrics_free(m);
+    }
     return rc;
 }
 

@@ -2,8 +2,11 @@
 #include "wh/fileio.h"
 
 #include <errno.h>  /* errno */
+#include <fcntl.h>  /* open, O_NONBLOCK */
 #include <stdio.h>  /* fopen, fread */
 #include <string.h> /* strerror */
+#include <sys/stat.h> /* fstat, S_ISREG */
+#include <unistd.h>   /* read, close */
 
 enum wh_err wh_read_file(const char *path, struct wh_buf *b, char *errbuf)
 {
@@ -24,5 +27,35 @@ enum wh_err wh_read_file(const char *path, struct wh_buf *b, char *errbuf)
         err = wh_fail(errbuf, WH_ERR_IO, "read error: %s", strerror(errno));
     if (path)
         fclose(f);
+    return err;
+}
+
+enum wh_err wh_read_regular_file(const char *path, struct wh_buf *b, char *errbuf)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return wh_fail(errbuf, WH_ERR_IO, "cannot open: %s", strerror(errno));
+    enum wh_err err = WH_OK;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        err = wh_fail(errbuf, WH_ERR_IO, "cannot stat: %s", strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        err = wh_fail(errbuf, WH_ERR_IO, "not a regular file (a FIFO, socket, device or directory)");
+    } else if ((unsigned long long)st.st_size > b->max) {
+        err = wh_fail(errbuf, WH_ERR_TOOBIG, "%lld bytes, over the %zu-byte limit",
+                      (long long)st.st_size, b->max);
+    }
+    char chunk[65536];
+    ssize_t n = 0;
+    while (!err && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            err = wh_fail(errbuf, WH_ERR_IO, "read error: %s", strerror(errno));
+        } else if ((err = wh_buf_addn(b, chunk, (size_t)n)) == WH_ERR_TOOBIG) {
+            wh_fail(errbuf, err, "grew over the %zu-byte limit while read", b->max);
+        }
+    }
+    close(fd);
     return err;
 }

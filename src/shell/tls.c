@@ -12,7 +12,7 @@
 #include <openssl/x509.h> /* X509_check_private_key */
 
 #include "wh/buf.h"    /* wh_buf */
-#include "wh/fileio.h" /* wh_read_file */
+#include "wh/fileio.h" /* wh_read_regular_file */
 #include "wh/log.h"    /* wh_log */
 
 #define MAX_CHAIN 8
@@ -150,11 +150,18 @@ static enum wh_err pair_load(const char *cert_pem, size_t cert_len, const char *
     gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)cert_len};
     gnutls_datum_t kd = {(unsigned char *)key_pem, (unsigned)key_len};
     unsigned n = MAX_CHAIN;
-    int rc = gnutls_pcert_list_import_x509_raw(p->pcerts, &n, &cd, GNUTLS_X509_FMT_PEM, 0);
+    /* Without FAIL_IF_EXCEED GnuTLS keeps the first MAX_CHAIN certificates
+     * and drops the rest without a word. */
+    int rc = gnutls_pcert_list_import_x509_raw(p->pcerts, &n, &cd, GNUTLS_X509_FMT_PEM,
+                                               GNUTLS_X509_CRT_LIST_IMPORT_FAIL_IF_EXCEED);
     if (rc < 0) {
         free(p);
-        return wh_fail(errbuf, WH_ERR_TLS, "certificate chain: %s (at most %d certificates)",
-                       gnutls_strerror(rc), MAX_CHAIN);
+        if (rc == GNUTLS_E_SHORT_MEMORY_BUFFER)
+            return wh_fail(errbuf, WH_ERR_TLS,
+                           "certificate chain of more than %d certificates (serve the leaf and "
+                           "its intermediates only)",
+                           MAX_CHAIN);
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate chain: %s", gnutls_strerror(rc));
     }
     p->n_pcerts = n;
     rc = gnutls_privkey_init(&p->key);
@@ -191,11 +198,11 @@ static enum wh_err read_pair(const struct wh_tls *tls, struct wh_buf *cert, stru
                              char *errbuf)
 {
     char why[WH_ERRBUF_LEN] = "";
-    enum wh_err err = wh_read_file(tls->cert_file, cert, why);
+    enum wh_err err = wh_read_regular_file(tls->cert_file, cert, why);
     if (err)
         return wh_fail(errbuf, err, "failed to read server cert file %s: %s", tls->cert_file,
                        why[0] ? why : wh_strerror(err));
-    err = wh_read_file(tls->key_file, key, why);
+    err = wh_read_regular_file(tls->key_file, key, why);
     if (err)
         return wh_fail(errbuf, err, "failed to read server key file %s: %s", tls->key_file,
                        why[0] ? why : wh_strerror(err));

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1062,7 +1063,11 @@ static long rss_kb(pid_t pid)
 
 static void case_hostile(void)
 {
-    char *extra[] = {"--max-connections=16", "--header-timeout=2s", NULL};
+    /* All from 127.0.0.1: the per-client limit as high as the total, so
+     * that the listen queue is what this case sees (hostile_http.py tests
+     * the per-client limit). */
+    char *extra[] = {"--max-connections=16", "--max-connections-per-client=16",
+                     "--header-timeout=2s", NULL};
     start_server(extra);
     char out[4096];
     /* Not HTTP at all. */
@@ -1151,6 +1156,48 @@ static void case_hostile(void)
               before, after);
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
+/* A FIFO at the certificate path (a blocking open waits for a writer for
+ * ever): the reload is refused with a log line, and serving, slow-client
+ * deadlines and SIGTERM go on. */
+static void case_cert_fifo(void)
+{
+    char dir[400], crt[450], key[450], from[450], a_crt[480], a_key[480];
+    snprintf(dir, sizeof(dir), "%s/fifo", work);
+    CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    snprintf(from, sizeof(from), "%s/tls.crt", certs_dir);
+    copy_file(from, crt);
+    snprintf(from, sizeof(from), "%s/tls.key", certs_dir);
+    copy_file(from, key);
+    snprintf(a_crt, sizeof(a_crt), "--tls-cert-file=%s", crt);
+    snprintf(a_key, sizeof(a_key), "--tls-private-key-file=%s", key);
+    char *extra[] = {a_crt, a_key, "--cert-poll-interval=100ms", "--header-timeout=1s", NULL};
+    start_server(extra);
+    CHECK(unlink(crt) == 0 && mkfifo(crt, 0600) == 0, "mkfifo %s", crt);
+    sleep_ms(500);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    CHECK(file_has(log_file, "not a regular file"), "no tls_reload_rejected for the FIFO");
+    /* Deadlines: an idle connection is still cut after --header-timeout. */
+    int fd = tcp_connect();
+    struct timeval tv = {4, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char b[16];
+    double t0 = now_s();
+    ssize_t r = read(fd, b, sizeof(b));
+    CHECK(r == 0 && now_s() - t0 < 3, "idle connection not cut (read %zd after %.1f s)", r,
+          now_s() - t0);
+    close(fd);
+    /* The file comes back: reloaded as usual. */
+    unlink(crt);
+    snprintf(from, sizeof(from), "%s/tls.crt", certs_dir);
+    copy_file(from, crt);
+    sleep_ms(400);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    double took = 0;
+    CHECK(stop_server(SIGTERM, 5, &took) == 0, "exit status");
 }
 
 /* Run serve with argv (no standard flags); expect exit status and text. */
@@ -1285,7 +1332,7 @@ int main(int argc, char **argv)
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
                  {"flags", case_flags},             {"hostile", case_hostile},
                  {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory},
-                 {"request_memory", case_request_memory}};
+                 {"request_memory", case_request_memory}, {"cert_fifo", case_cert_fifo}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,11 +179,95 @@ static void test_reload(void **st)
     free_pair(&b);
 }
 
+/* Files a Secret mount could hold instead of PEM: a FIFO (a blocking open
+ * would wait for a writer for ever), a directory, a file over the size
+ * limit, a chain longer than the handshake can carry. Each is refused at
+ * once, and the pair already loaded keeps serving. */
+static void test_hostile_files(void **st)
+{
+    (void)st;
+    char dir[] = "/tmp/wh-test-tls-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char crt[64], key[64];
+    snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    struct pem a;
+    make_pair(&a, 100);
+    write_file(crt, &a.cert);
+    write_file(key, &a.key);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_tls_opts o = {.cert_file = crt, .key_file = key};
+    struct wh_tls *tls = wh_tls_new(&o, errbuf);
+    if (!tls)
+        fail_msg("wh_tls_new: %s", errbuf);
+    struct wh_cert_info first, now;
+    wh_tls_current(tls, &first);
+    /* A FIFO with no writer. */
+    unlink(key);
+    assert_int_equal(mkfifo(key, 0600), 0);
+    assert_int_equal(wh_tls_poll(tls), -1);
+    assert_null(wh_tls_new(&o, errbuf));
+    assert_non_null(strstr(errbuf, "not a regular file"));
+    /* A directory. */
+    unlink(key);
+    assert_int_equal(mkdir(key, 0700), 0);
+    assert_int_equal(wh_tls_poll(tls), 0); /* the same problem: said once */
+    assert_null(wh_tls_new(&o, errbuf));
+    assert_non_null(strstr(errbuf, "not a regular file"));
+    rmdir(key);
+    /* Over the 1 MiB limit. */
+    struct wh_buf big;
+    wh_buf_init(&big, 2 << 20);
+    while (wh_buf_len(&big) < (1 << 20) + 1)
+        assert_int_equal(wh_buf_addn(&big, wh_buf_ptr(&a.key), wh_buf_len(&a.key)), WH_OK);
+    write_file(key, &big);
+    assert_int_equal(wh_tls_poll(tls), -1);
+    assert_null(wh_tls_new(&o, errbuf));
+    assert_non_null(strstr(errbuf, "over the 1048576-byte limit"));
+    wh_buf_free(&big);
+    /* Nine certificates: the leaf and eight copies of the CA. */
+    struct wh_buf chain;
+    wh_buf_init(&chain, 1 << 20);
+    assert_int_equal(wh_buf_addn(&chain, wh_buf_ptr(&a.cert), wh_buf_len(&a.cert)), WH_OK);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(wh_buf_addn(&chain, wh_buf_ptr(&ca_cert), wh_buf_len(&ca_cert)), WH_OK);
+    write_file(key, &a.key);
+    write_file(crt, &chain);
+    assert_int_equal(wh_tls_poll(tls), -1);
+    assert_null(wh_tls_new(&o, errbuf));
+    assert_non_null(strstr(errbuf, "chain of more than 8 certificates"));
+    wh_tls_current(tls, &now);
+    assert_string_equal(now.serial, first.serial);
+    /* Eight are served. */
+    wh_buf_free(&chain);
+    wh_buf_init(&chain, 1 << 20);
+    assert_int_equal(wh_buf_addn(&chain, wh_buf_ptr(&a.cert), wh_buf_len(&a.cert)), WH_OK);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(wh_buf_addn(&chain, wh_buf_ptr(&ca_cert), wh_buf_len(&ca_cert)), WH_OK);
+    write_file(crt, &chain);
+    struct wh_tls *eight = wh_tls_new(&o, errbuf);
+    if (!eight)
+        fail_msg("eight certificates: %s", errbuf);
+    gnutls_pcert_st *pc;
+    unsigned n;
+    gnutls_privkey_t pk;
+    assert_int_equal(wh_tls_retrieve(NULL, NULL, 0, NULL, 0, &pc, &n, &pk), 0);
+    assert_int_equal(n, 8);
+    wh_tls_free(eight);
+    wh_tls_free(tls);
+    wh_buf_free(&chain);
+    unlink(crt);
+    unlink(key);
+    rmdir(dir);
+    free_pair(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_pair),
         cmocka_unit_test(test_reload),
+        cmocka_unit_test(test_hostile_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

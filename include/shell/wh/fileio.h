@@ -11,4 +11,12 @@
  * bounds what is read: a larger input fails with WH_ERR_TOOBIG. */
 WH_NODISCARD enum wh_err wh_read_file(const char *path, struct wh_buf *b, char *errbuf);
 
+/* Like wh_read_file for a path that another process may replace with
+ * anything (a mounted Secret): opened with O_NONBLOCK so that a FIFO or a
+ * device cannot block the caller, refused unless it is a regular file, and
+ * refused (WH_ERR_TOOBIG) when its size is over b's maximum before any byte
+ * is read. A stalled filesystem can still block the read itself: call it off
+ * the threads that must not stop (tls.h). */
+WH_NODISCARD enum wh_err wh_read_regular_file(const char *path, struct wh_buf *b, char *errbuf);
+
 #endif
