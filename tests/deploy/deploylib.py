@@ -128,6 +128,16 @@ def parse_args(args):
     return out
 
 
+def duration_s(text):
+    """A Go duration of the forms the manifests use (5s, 2500ms, 1m, 1m30s)
+    in seconds; None when it is not one."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        return None
+    return sum(float(n) * units[u] for n, u in parts)
+
+
 def labels_match(selector, labels):
     return all(labels.get(k) == v for k, v in (selector or {}).items())
 
@@ -245,6 +255,20 @@ def check_install(objs, ns="ray-system", cert_manager=True):
         errs.append("container port 'https' %r does not match --bind-address port %d" % (https, port))
     if "v" not in flags:
         errs.append("container args lack --v=N")
+
+    # Shutdown: serve on for a while after SIGTERM (the endpoint is being
+    # dropped), and let the kubelet wait for delay + drain.
+    delay = duration_s(flags.get("shutdown-delay", "0s"))
+    drain = duration_s(flags.get("shutdown-timeout", "20s"))
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    if delay is None or drain is None:
+        errs.append("--shutdown-delay/--shutdown-timeout %r/%r are not durations"
+                    % (flags.get("shutdown-delay"), flags.get("shutdown-timeout")))
+    elif delay <= 0:
+        errs.append("--shutdown-delay is 0: requests routed to a terminating pod are refused")
+    elif not isinstance(grace, int) or grace < delay + drain + 1:
+        errs.append("terminationGracePeriodSeconds %r is shorter than --shutdown-delay + "
+                    "--shutdown-timeout (%gs) plus a second" % (grace, delay + drain))
 
     # TLS: files from the certificate secret, named as in a kubernetes.io/tls secret.
     vols = {v["name"]: v for v in pod.get("volumes", [])}
@@ -443,6 +467,9 @@ def broken_copies(objs):
         mutate("secret name mismatch",
                lambda c: dep(c)["spec"]["template"]["spec"]["volumes"][0]["secret"].update(secretName="certs")),
         mutate("tls file flag off the mount", lambda c: args_sub(c, r"^--tls-cert-file=.*", "--tls-cert-file=/tls/tls.crt")),
+        mutate("no shutdown delay", lambda c: args_sub(c, r"^--shutdown-delay=.*", "--shutdown-delay=0s")),
+        mutate("grace period shorter than delay + drain",
+               lambda c: dep(c)["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=20)),
         mutate("bind port differs from container port", lambda c: args_sub(c, r"^--bind-address=.*", "--bind-address=:9443")),
         mutate("selector changed", lambda c: dep(c)["spec"]["selector"].update(matchLabels={"app.kubernetes.io/name": NAME})),
         mutate("failurePolicy Ignore",
