@@ -163,6 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum wh_mpath route = wh_http_route(path);
     static const char *const names[WH_MPATH__COUNT] = {
         [WH_MPATH_MUTATE] = "/mutate",   [WH_MPATH_VALIDATE] = "/validate",
+        [WH_MPATH_MUTATE_WORKLOAD] = "/mutate-workload",
+        [WH_MPATH_VALIDATE_WORKLOAD] = "/validate-workload",
         [WH_MPATH_ROOT] = "/",           [WH_MPATH_HEALTHZ] = "/healthz",
         [WH_MPATH_READYZ] = "/readyz",   [WH_MPATH_METRICS] = "/metrics"};
     CHECK(route == WH_MPATH_OTHER || (route < WH_MPATH__COUNT && !strcmp(names[route], path)),
