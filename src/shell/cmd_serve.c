@@ -307,6 +307,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
            "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
            (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
     bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
+    /* Counted after the stop: requests it cuts off are aborted ones. */
+    wh_server_stop(srv);
     struct wh_server_counts counts;
     wh_server_counts(srv, &counts);
     wh_server_free(srv);

@@ -890,13 +890,24 @@ void wh_server_counts(const struct wh_server *s, struct wh_server_counts *c)
     c->aborted = atomic_load(&((struct wh_server *)s)->aborted);
 }
 
+void wh_server_stop(struct wh_server *s)
+{
+    if (!s || !s->d)
+        return;
+    MHD_stop_daemon(s->d);
+    s->d = NULL;
+    /* MHD closed the listening socket, unless quiesce handed it back. */
+    if (s->quiesced && s->listen_fd >= 0)
+        close(s->listen_fd);
+    s->listen_fd = -1;
+}
+
 void wh_server_free(struct wh_server *s)
 {
     if (!s)
         return;
-    if (s->d)
-        MHD_stop_daemon(s->d);
-    if ((!s->d || s->quiesced) && s->listen_fd >= 0)
+    wh_server_stop(s);
+    if (s->listen_fd >= 0) /* never handed to MHD */
         close(s->listen_fd);
     /* MHD closed every connection and notified us; nothing is left linked. */
     pthread_mutex_destroy(&s->lock);

@@ -940,6 +940,28 @@ static void case_shutdown_delay(void)
     free((char *)l.body);
 }
 
+/* A request still unanswered when --shutdown-timeout ends (its body
+ * stalled) is counted as aborted in the shutdown log line. */
+static void case_shutdown_count(void)
+{
+    char *extra[] = {"--shutdown-timeout=500ms", NULL};
+    start_server(extra);
+    expect("GET", "/healthz", NULL, 200, NULL, "ok");
+    struct tls_conn t;
+    CHECK(tls_open(&t, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
+    const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 100\r\n\r\n{\"a\":";
+    CHECK(SSL_write(t.ssl, head, (int)strlen(head)) == (int)strlen(head), "write");
+    sleep_ms(300);
+    CHECK(stop_server(SIGTERM, 5, NULL) == 0, "exit status");
+    long long accepted = log_field("shutdown", "accepted");
+    long long answered = log_field("shutdown", "answered");
+    long long aborted = log_field("shutdown", "aborted");
+    CHECK(accepted == 2 && answered == 1 && aborted == 1,
+          "accepted %lld, answered %lld, aborted %lld (want 2, 1, 1)", accepted, answered, aborted);
+    tls_close(&t);
+}
+
 /* --max-body-memory: bodies held by stalled uploads count against one
  * budget; a request that does not fit gets 503, and once the uploads go
  * the memory is free again. */
@@ -1332,7 +1354,8 @@ int main(int argc, char **argv)
                  {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
                  {"flags", case_flags},             {"hostile", case_hostile},
                  {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory},
-                 {"request_memory", case_request_memory}, {"cert_fifo", case_cert_fifo}};
+                 {"request_memory", case_request_memory}, {"cert_fifo", case_cert_fifo},
+                 {"shutdown_count", case_shutdown_count}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;

@@ -75,11 +75,16 @@ void wh_server_tick(struct wh_server *s);
  * True when every accepted request was answered. */
 bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms);
 
+/* Stop the threads and close every connection; a request still unanswered
+ * is counted as aborted. The counts are final after it. NULL-safe. */
+void wh_server_stop(struct wh_server *s);
+
 struct wh_server_counts {
     long long accepted; /* requests whose headers were read */
     long long answered; /* answers sent completely */
     long long aborted;  /* ended without a complete answer (client gone, shutdown) */
 };
+/* accepted = answered + aborted once the server is stopped. */
 void wh_server_counts(const struct wh_server *s, struct wh_server_counts *c);
 
 /* Stop the threads, close every connection, free. NULL-safe. */
