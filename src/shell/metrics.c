@@ -126,8 +126,6 @@ void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct
     inc(&m->patch_ops, (long long)a->n_ops);
 }
 
-
-
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after)
 {
     atomic_store(&m->cert_not_after, (long long)not_after);

@@ -41,10 +41,11 @@ const char *wh_metrics_path_label(enum wh_mpath p);
  * client went away before an answer) after latency_us microseconds. */
 void wh_metrics_begin(struct wh_metrics *m);
 void wh_metrics_end(struct wh_metrics *m, enum wh_mpath path, int status, long long latency_us);
-/* An admission answered. kind is request.kind.kind as sent ("Pod",
- * "RayCluster"; anything else is counted as "other" so that a client cannot
- * grow the label set); the reason label comes from the decision: patched /
- * no_patch when allowed, cluster_state_unavailable / invalid when denied. */
+/* An admission answered. kind is request.kind.kind as sent (Pod,
+ * RayCluster, Job, JobSet and LeaderWorkerSet have their own label value;
+ * anything else counts as "other", so that a client cannot grow the label
+ * set); the reason label comes from the decision: patched / no_patch when
+ * allowed, cluster_state_unavailable / invalid when denied. */
 struct wh_madmission {
     const char *kind;
     bool allowed;
