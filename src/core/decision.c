@@ -7,6 +7,7 @@
 
 #include "wh/json.h" /* wh_json_add */
 #include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/utf8.h" /* wh_utf8_trim_cut */
 
 #define NOTES_MAX (64 * 1024)
 
@@ -30,21 +31,33 @@ void wh_decision_free(struct wh_decision *d)
 
 enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
 {
-    struct wh_buf b;
-    wh_buf_init(&b, 16 * 1024);
+    static const char cut_note[] = " [message cut]";
     va_list ap;
     va_start(ap, fmt);
-    enum wh_err err = wh_buf_vaddf(&b, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (err)
-        return err;
+    if (n < 0)
+        return WH_ERR_INVALID;
+    /* A long message is cut, never a reason to fail: the answer must stay a
+     * denial (issue 10: 1,000 failing groups made an HTTP 400). */
+    size_t keep = (size_t)n > WH_MESSAGE_MAX ? WH_MESSAGE_MAX - (sizeof(cut_note) - 1) : (size_t)n;
+    char *msg = wh_malloc(keep + sizeof(cut_note));
+    if (!msg)
+        return WH_ERR_NOMEM;
+    va_start(ap, fmt);
+    vsnprintf(msg, keep + 1, fmt, ap);
+    va_end(ap);
+    if (keep < (size_t)n) {
+        wh_utf8_trim_cut(msg, keep + 1);
+        strcat(msg, cut_note);
+    }
     wh_free(d->message);
-    d->message = wh_buf_take(&b, NULL);
+    d->message = msg;
     d->allowed = false;
     cJSON_Delete(d->patch);
     d->patch = NULL;
     d->assigned = false;
-    return d->message ? WH_OK : WH_ERR_NOMEM;
+    return WH_OK;
 }
 
 enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
@@ -56,8 +69,11 @@ enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return WH_ERR_INVALID;
-    if ((size_t)n > WH_WARNING_MAX)
-        memcpy(text + WH_WARNING_MAX - 3, "...", 4);
+    if ((size_t)n > WH_WARNING_MAX) {
+        text[WH_WARNING_MAX - 3] = '\0';
+        wh_utf8_trim_cut(text, WH_WARNING_MAX - 2);
+        strcat(text, "...");
+    }
     if (!d->warnings && !(d->warnings = cJSON_CreateArray()))
         return WH_ERR_NOMEM;
     return wh_json_add(d->warnings, cJSON_CreateString(text));

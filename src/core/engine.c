@@ -9,6 +9,7 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
 #include "wh/review.h"   /* wh_review_* */
+#include "wh/utf8.h"     /* wh_utf8_cut */
 #include "wh/validate.h" /* wh_validate_raycluster */
 #include "wh/workload.h" /* wh_mutate_workload */
 #include "wh/mem.h" /* wh_malloc, wh_free */
@@ -82,18 +83,19 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     errbuf[0] = '\0';
     const struct wh_review_info *in = wh_review_info(rv);
     if ((route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD) && in->kind != WH_KIND_POD)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; %s "
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; %s "
                                             "accepts Pod",
-                       in->kind_name, route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
+                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name,
+                       route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
     if (route == WH_ROUTE_VALIDATE_WORKLOAD && in->kind != WH_KIND_WORKLOAD)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; "
                                             "/validate-workload accepts Job, JobSet and "
                                             "LeaderWorkerSet",
-                       in->kind_name);
+                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
     if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.64s\"; "
+        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; "
                                             "/validate accepts RayCluster",
-                       in->kind_name);
+                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
     struct wh_decision d;
     wh_decision_init(&d);
     enum wh_err err = WH_OK;

@@ -5,6 +5,7 @@
 
 #include "wh/json.h"     /* wh_json_get, wh_json_path */
 #include "wh/quantity.h" /* wh_quantity_ceil */
+#include "wh/utf8.h"     /* wh_utf8_cut */
 
 /* One of limits/requests: 0 when absent; -1 when it does not parse. */
 static long tpu_quantity(const cJSON *container, const char *which)
@@ -27,9 +28,9 @@ enum wh_err wh_container_tpu(const cJSON *container, struct wh_tpu_request *out,
         if (!text)
             return WH_ERR_NOMEM;
         wh_fail(errbuf, WH_ERR_INVALID,
-                "container \"%s\": resources.%s[\"google.com/tpu\"] is %.64s, which is not a "
+                "container \"%s\": resources.%s[\"google.com/tpu\"] is %.*s, which is not a "
                 "Kubernetes quantity; set a whole number of chips such as \"4\"",
-                wh_json_str0(container, "name"), which, text);
+                wh_json_str0(container, "name"), which, (int)wh_utf8_cut(text, 64), text);
         cJSON_free(text);
         return WH_ERR_INVALID;
     }

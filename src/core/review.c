@@ -7,6 +7,7 @@
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
 #include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
 #include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/utf8.h"    /* wh_utf8_cut */
 
 struct wh_review {
     cJSON *root;                /* owned: the whole AdmissionReview */
@@ -30,10 +31,12 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     if (!cJSON_IsObject(root))
         err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: the body is not a JSON object");
     else if (kind && strcmp(kind, "AdmissionReview"))
-        err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: kind is \"%.64s\"", kind);
+        err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: kind is \"%.*s\"",
+                      (int)wh_utf8_cut(kind, 64), kind);
     else if (api && strncmp(api, "admission.k8s.io/", 17))
         err = wh_fail(errbuf, WH_ERR_INVALID,
-                      "not an AdmissionReview: apiVersion is \"%.64s\", expected admission.k8s.io/v1", api);
+                      "not an AdmissionReview: apiVersion is \"%.*s\", expected admission.k8s.io/v1",
+                      (int)wh_utf8_cut(api, 64), api);
     else if (!cJSON_IsObject(req))
         err = wh_fail(errbuf, WH_ERR_INVALID, "AdmissionReview has no request object");
     else if (wh_json_has(req, "uid") && !cJSON_IsString(wh_json_get(req, "uid")))

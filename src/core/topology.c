@@ -3,6 +3,8 @@
 
 #include <string.h> /* strncmp, strchr */
 
+#include "wh/utf8.h" /* wh_utf8_cut */
+
 /* Parse one decimal part [p, end); false on anything but digits. */
 static bool parse_part(const char *p, const char *end, long *out)
 {
@@ -43,14 +45,17 @@ enum wh_err wh_topology_parse(const char *s, struct wh_topology *t, char *errbuf
     int n = split_dims(s, dims, 3);
     if (n < 2)
         return wh_fail(errbuf, WH_ERR_INVALID,
-                       "topology \"%.64s\" is not of the form AxB or AxBxC with whole numbers", s);
+                       "topology \"%.*s\" is not of the form AxB or AxBxC with whole numbers",
+                       (int)wh_utf8_cut(s, 64), s);
     long chips = 1;
     for (int i = 0; i < n; i++) {
         if (dims[i] <= 0)
-            return wh_fail(errbuf, WH_ERR_INVALID, "topology \"%.64s\" has a zero dimension", s);
+            return wh_fail(errbuf, WH_ERR_INVALID, "topology \"%.*s\" has a zero dimension",
+                           (int)wh_utf8_cut(s, 64), s);
         chips *= dims[i];
         if (chips > WH_TOPOLOGY_MAX_CHIPS)
-            return wh_fail(errbuf, WH_ERR_INVALID, "topology \"%.64s\" has more than %ld chips", s,
+            return wh_fail(errbuf, WH_ERR_INVALID, "topology \"%.*s\" has more than %ld chips",
+                           (int)wh_utf8_cut(s, 64), s,
                            WH_TOPOLOGY_MAX_CHIPS);
     }
     t->ndims = n;

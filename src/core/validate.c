@@ -13,12 +13,16 @@
 
 #include "wh/affinity.h" /* wh_subslice_find */
 #include "wh/buf.h"      /* wh_buf */
+#include "wh/decision.h" /* WH_MESSAGE_MAX */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
 #include "wh/topology.h" /* wh_topology */
+#include "wh/utf8.h"     /* wh_utf8_trim_cut */
 
-#define PROBLEMS_MAX (256 * 1024)
+/* The problems listed in a denial; more are counted, not listed, so that the
+ * message stays under WH_MESSAGE_MAX. */
+#define PROBLEMS_MAX (WH_MESSAGE_MAX - 256)
 
 struct group_ctx {
     const cJSON *cluster_obj, *spec, *tmpl, *tmpl_spec, *containers;
@@ -32,6 +36,7 @@ struct group_ctx {
     struct wh_decision *d;
     struct wh_buf *problems;
     size_t n_problems;
+    size_t *n_unlisted; /* problems of all groups left out of the message */
 };
 
 /* Record one problem of this group. */
@@ -40,20 +45,21 @@ static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
 
 static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
 {
-    char text[2048];
+    char text[2048], line[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    enum wh_err err = WH_OK;
-    if (g->problems->len)
-        err = wh_buf_add(g->problems, "; ");
-    if (!err)
-        err = wh_buf_addf(g->problems, "RayCluster \"%s\" worker group \"%s\" "
-                                       "(spec.workerGroupSpecs[%d]): %s",
-                          g->cluster, g->group, g->index, text);
+    wh_utf8_trim_cut(text, sizeof(text));
+    snprintf(line, sizeof(line), "%sRayCluster \"%s\" worker group \"%s\" (spec.workerGroupSpecs[%d]): %s",
+             g->problems->len ? "; " : "", g->cluster, g->group, g->index, text);
+    wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
-    return err;
+    if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
+        ++*g->n_unlisted;
+        return WH_OK;
+    }
+    return wh_buf_add(g->problems, line);
 }
 
 /* The template's TPU request; false when the group is not a TPU group. */
@@ -90,9 +96,9 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
         char *text = cJSON_PrintUnformatted(nh);
         if (!text)
             return WH_ERR_NOMEM;
-        enum wh_err err = problem(g, "numOfHosts is %.64s, not a whole number; set numOfHosts to "
+        enum wh_err err = problem(g, "numOfHosts is %.*s, not a whole number; set numOfHosts to "
                                      "the number of TPU hosts of one slice",
-                                  text);
+                                  (int)wh_utf8_cut(text, 64), text);
         cJSON_free(text);
         return err;
     }
@@ -310,16 +316,21 @@ enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *
     struct wh_buf problems;
     wh_buf_init(&problems, PROBLEMS_MAX);
     enum wh_err err = WH_OK;
-    size_t n_problems = 0;
+    size_t n_problems = 0, n_unlisted = 0;
     int i = 0;
     for (const cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g && !err; g = g->next, i++) {
         struct group_ctx gc = {
             .cluster_obj = rc, .spec = g, .cluster = name, .index = i, .d = d, .problems = &problems,
+            .n_unlisted = &n_unlisted,
         };
         err = check_group(&gc, st, errbuf);
         n_problems += gc.n_problems;
     }
-    if (!err && n_problems)
+    if (!err && n_unlisted)
+        err = wh_decision_deny(d, "%s; and %zu more problems of %zu in all (fix the ones above and "
+                                  "apply again to see the rest)",
+                               wh_buf_ptr(&problems), n_unlisted, n_problems);
+    else if (!err && n_problems)
         err = wh_decision_deny(d, "%s", wh_buf_ptr(&problems));
     wh_buf_free(&problems);
     return err;

@@ -8,6 +8,8 @@
 #include <string.h> /* memcpy, strlen */
 #include "wh/mem.h" /* wh_malloc, wh_free */
 
+#include "wh/utf8.h" /* wh_utf8_char_len */
+
 void wh_buf_init(struct wh_buf *b, size_t max)
 {
     b->ptr = NULL;
@@ -133,15 +135,15 @@ static const unsigned char must_escape[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* 0x50: '\\' */
 };
 
-/* Whether any of 8 bytes is < 0x20, '"' or '\\' (exact; the classic
- * "has a byte less than n / equal to c" word tricks). Address lists of large
- * slices are hundreds of KiB with nothing to escape, so they are scanned a
+/* Whether any of 8 bytes is < 0x20, '"', '\\' or not ASCII (exact; the
+ * classic "has a byte less than n / equal to c" word tricks). Address lists
+ * of large slices are hundreds of KiB of plain ASCII, so they are scanned a
  * word at a time. */
-static bool word_needs_escape(uint64_t w)
+static bool word_needs_look(uint64_t w)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs;
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | w) & highs;
 }
 
 enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
@@ -152,13 +154,29 @@ enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);
-            if (word_needs_escape(w))
+            if (word_needs_look(w))
                 break;
             i += 8;
         }
         if (i >= n)
             break;
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            size_t len = wh_utf8_char_len(s + i, n - i);
+            if (len) {
+                i += len - 1; /* a whole character: part of the run */
+                continue;
+            }
+            /* Not UTF-8: U+FFFD per byte, as Go's encoding/json writes it, so
+             * that every answer is valid UTF-8 whatever the input held. */
+            enum wh_err err = wh_buf_addn(b, s + run, i - run);
+            if (!err)
+                err = wh_buf_add(b, "\\ufffd");
+            if (err)
+                return err;
+            run = i + 1;
+            continue;
+        }
         if (!must_escape[c])
             continue;
         enum wh_err err = wh_buf_addn(b, s + run, i - run);

@@ -4,6 +4,8 @@
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf */
 
+#include "wh/utf8.h" /* wh_utf8_trim_cut */
+
 static const char *const err_text[] = {
 #define WH_ERR_TEXT(name, text) text,
     WH_ERR_MAP(WH_ERR_TEXT)
@@ -24,6 +26,7 @@ enum wh_err wh_fail(char *errbuf, enum wh_err err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(errbuf, WH_ERRBUF_LEN, fmt, ap);
         va_end(ap);
+        wh_utf8_trim_cut(errbuf, WH_ERRBUF_LEN); /* no half character at a cut */
     }
     return err;
 }

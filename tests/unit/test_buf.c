@@ -229,6 +229,35 @@ static void test_json_escaping_round_trip(void **unused)
     wh_buf_free(&b);
 }
 
+/* Issue 10: bytes that are not UTF-8 were echoed into answers; each becomes
+ * U+FFFD (as Go's encoding/json writes it), whole characters stay, including
+ * ones that straddle the 8-byte fast path. */
+static void test_json_escaping_invalid_utf8(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"caf\xc3\xa9", "caf\xc3\xa9"},
+        {"\xff", "\\ufffd"},
+        {"a\x80" "b", "a\\ufffdb"},
+        {"\xc3", "\\ufffd"},                         /* cut short at the end */
+        {"\xe2\x82x", "\\ufffd\\ufffdx"},             /* cut short inside */
+        {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},      /* surrogate */
+        {"\xc0\xaf\"", "\\ufffd\\ufffd\\\""},           /* overlong, then an escape */
+        {"1234567\xe2\x82\xac" "89", "1234567\xe2\x82\xac" "89"}, /* € across a word edge */
+        {"12345678\xf0\x9f\x98\x80", "12345678\xf0\x9f\x98\x80"},
+        {"\xc2\x85", "\xc2\x85"},                     /* U+0085 is a character */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct wh_buf b;
+        wh_buf_init(&b, 4096);
+        assert_int_equal(wh_buf_add_json_escaped(&b, cases[i].in, strlen(cases[i].in)), WH_OK);
+        assert_string_equal(wh_buf_ptr(&b), cases[i].out);
+        wh_buf_free(&b);
+    }
+}
+
 static void test_json_escaping_bounded(void **unused)
 {
     (void)unused;
@@ -253,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_addf_over_max),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_json_escaping_round_trip),
+        cmocka_unit_test(test_json_escaping_invalid_utf8),
         cmocka_unit_test(test_json_escaping_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,32 @@ static void test_deny(void **unused)
     wh_decision_free(&d);
 }
 
+/* Issue 10: a message over the limit made the whole review fail (HTTP 400
+ * "size limit exceeded"); now it is cut on a character boundary. */
+static void test_deny_long_message_cut(void **unused)
+{
+    (void)unused;
+    static char huge[3 * WH_MESSAGE_MAX];
+    for (size_t i = 0; i + 2 < sizeof(huge); i += 2)
+        memcpy(huge + i, "\xc3\xa9", 2); /* é */
+    huge[sizeof(huge) - 1] = '\0';
+    for (int shift = 0; shift < 2; shift++) {
+        struct wh_decision d;
+        wh_decision_init(&d);
+        assert_int_equal(wh_decision_deny(&d, "%.*s%s", shift, "x", huge), WH_OK);
+        assert_false(d.allowed);
+        size_t n = strlen(d.message);
+        assert_true(n <= WH_MESSAGE_MAX);
+        assert_true(n > WH_MESSAGE_MAX - 20);
+        assert_string_equal(d.message + n - strlen(" [message cut]"), " [message cut]");
+        /* the kept text ends on a whole é */
+        size_t body = n - strlen(" [message cut]");
+        assert_int_equal((body - (size_t)shift) % 2, 0);
+        assert_int_equal((unsigned char)d.message[body - 1], 0xa9);
+        wh_decision_free(&d);
+    }
+}
+
 static const char *warning(const struct wh_decision *d, int i)
 {
     const cJSON *w = cJSON_GetArrayItem(d->warnings, i);
@@ -90,6 +116,17 @@ static void test_warnings(void **unused)
     assert_memory_equal(warning(&d, 3) + WH_WARNING_MAX - 3, "...", 3);
     for (int i = 0; i < 4; i++)
         assert_true(strlen(warning(&d, i)) < 120); /* D8: under 120 characters */
+    /* a cut never splits a character: 200 "é" cut to whole ones + "..." */
+    text[0] = '\0';
+    for (int i = 0; i < 100; i++)
+        strcat(text, "\xc3\xa9");
+    assert_int_equal(wh_decision_warn(&d, "%s", text), WH_OK);
+    const char *w = warning(&d, 4);
+    size_t wn = strlen(w);
+    assert_true(wn <= WH_WARNING_MAX);
+    assert_string_equal(w + wn - 3, "...");
+    assert_int_equal((wn - 3) % 2, 0);
+    assert_int_equal((unsigned char)w[wn - 4], 0xa9);
     /* warnings do not change the verdict */
     assert_true(d.allowed);
     wh_decision_free(&d);
@@ -111,6 +148,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_free),
         cmocka_unit_test(test_deny),
+        cmocka_unit_test(test_deny_long_message_cut),
         cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_notes),
     };

@@ -11,6 +11,9 @@
 
 /* Kubernetes shows at most ~120 characters of a warning comfortably. */
 #define WH_WARNING_MAX 119
+/* Longest denial message; a longer one is cut on a character boundary and
+ * ends with " [message cut]". */
+#define WH_MESSAGE_MAX (16 * 1024)
 
 struct wh_decision {
     bool allowed;
@@ -31,11 +34,11 @@ void wh_decision_init(struct wh_decision *d);
 /* Free everything d owns; d is left initialised. NULL-safe. */
 void wh_decision_free(struct wh_decision *d);
 
-/* Deny with a printf-style message; replaces any patch (a denial never
- * carries a partial patch). WH_ERR_NOMEM only. */
+/* Deny with a printf-style message (cut to WH_MESSAGE_MAX bytes); replaces
+ * any patch (a denial never carries a partial patch). WH_ERR_NOMEM only. */
 WH_NODISCARD enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Add a warning, cut to WH_WARNING_MAX characters. */
+/* Add a warning, cut to WH_WARNING_MAX bytes on a character boundary. */
 WH_NODISCARD enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Add a log note line. */

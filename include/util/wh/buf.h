@@ -43,7 +43,9 @@ WH_NODISCARD enum wh_err wh_buf_addu(struct wh_buf *b, unsigned long v);
 /* va_list form of wh_buf_addf. */
 WH_NODISCARD enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
-/* Append s as the body of a JSON string (escaped, without the quotes). */
+/* Append s as the body of a JSON string (escaped, without the quotes). Bytes
+ * that are not UTF-8 become U+FFFD (one per byte), so the text is always
+ * valid JSON in valid UTF-8. */
 WH_NODISCARD enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n);
 /* Make sure n more bytes fit without reallocation. */
 WH_NODISCARD enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n);
