@@ -56,6 +56,7 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     d->allowed = false;
     cJSON_Delete(d->patch);
     d->patch = NULL;
+    d->patch_bytes = 0;
     d->assigned = false;
     return WH_OK;
 }

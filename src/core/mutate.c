@@ -25,7 +25,6 @@
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
-#define VALUE_MAX WH_ENV_VALUE_MAX
 
 struct pod_ctx {
     const cJSON *pod, *spec, *labels, *selector;
@@ -484,7 +483,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     }
     struct wh_buf addrs;
     bool too_many; /* checked above */
-    wh_buf_init(&addrs, VALUE_MAX);
+    wh_buf_init(&addrs, WH_PATCH_MAX_BYTES - c->d->patch_bytes);
     enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
     if (!err)
         err = wh_host_ports(st->hostnames, per_host, &addrs, &too_many);
@@ -523,7 +522,7 @@ static enum wh_err container_env(struct pod_ctx *c, const struct shared_values *
                                  bool *denied)
 {
     struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tpu[ci].obj, "env")};
-    wh_env_writer_init(&st.w, &c->d->patch, c->tpu[ci].index, st.env);
+    wh_env_writer_init(&st.w, c->d, c->tpu[ci].index, st.env);
     enum wh_err err = megascale_env(&st);
     if (!err)
         err = peer_env(&st);
@@ -543,7 +542,7 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const 
         return WH_OK;
     char path[64];
     snprintf(path, sizeof(path), "/spec/%s", field);
-    return wh_patch_op(&c->d->patch, "add", path, cJSON_CreateString(value));
+    return wh_patch_op(c->d, "add", path, cJSON_CreateString(value));
 }
 
 /* A name the API server would refuse: no patch, a denial naming the fix. */
@@ -573,7 +572,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
         if (!cur || strcmp(cur, c->tpu_name))
-            err = wh_patch_op(&c->d->patch, "add", "/metadata/labels/" WH_LABEL_LEGACY_REPLICA,
+            err = wh_patch_op(c->d, "add", "/metadata/labels/" WH_LABEL_LEGACY_REPLICA,
                               cJSON_CreateString(c->tpu_name));
     }
     if (err || c->n_hosts <= 1)
@@ -618,7 +617,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     cJSON *aff = NULL;
     err = wh_affinity_merge(wh_json_get(c->spec, "affinity"), &t, &aff);
     if (!err && aff)
-        err = wh_patch_op(&c->d->patch, "add", "/spec/affinity", aff);
+        err = wh_patch_op(c->d, "add", "/spec/affinity", aff);
     return err;
 }
 
@@ -633,8 +632,53 @@ static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
     if (!err && c->tpu7x)
         err = wh_host_ports(c->n_hosts > 1 ? wh_buf_ptr(&sv->hostnames) : "localhost",
                             (long)c->n_tpu, &sv->process_addrs, &too_many);
+    if (!err && too_many)
+        err = WH_ERR_TOOBIG; /* more addresses than any patch can carry */
     wh_torch_topology(&c->topo, c->tpu7x, sv->torch_topology, sizeof(sv->torch_topology));
     return err;
+}
+
+static size_t digits(long v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* About the patch a pod would need (the env values dominate): shown in the
+ * denial only, after building stopped at WH_PATCH_MAX_BYTES. */
+static size_t patch_estimate(const struct pod_ctx *c)
+{
+    size_t entry = strlen(c->group) + digits(c->replica) + digits(c->n_hosts) + strlen(c->headless) + 4;
+    size_t hosts = (size_t)c->n_hosts, per_container = 400;
+    if (hosts > 1)
+        per_container += hosts * entry;
+    if (hosts > 1 && c->tpu7x)
+        per_container += hosts * c->n_tpu * (entry + 5);
+    per_container += (size_t)c->topo.chips * (c->tpu7x ? 2 : 1) * (hosts > 1 ? entry + 5 : 15);
+    return per_container * c->n_tpu;
+}
+
+/* Issue 10: a 1.9 KB review (TPU7x 16x32x64, 8 one-chip containers) asked for
+ * a 46 MB patch that no API server stores. */
+static enum wh_err deny_patch_too_big(struct pod_ctx *c)
+{
+    char who[400];
+    describe(c, who, sizeof(who));
+    size_t estimate = patch_estimate(c);
+    return wh_decision_deny(c->d,
+                            "%s (RayCluster \"%s\", worker group \"%s\"): the mutation patch would be "
+                            "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
+                            "over the %zu-byte limit of what the API server can store (etcd keeps "
+                            "objects under 1.5 MiB); give each pod one TPU container with all of "
+                            "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
+                            "TorchTPU injection",
+                            who, c->cluster, c->group,
+                            estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1,
+                            c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
 static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
@@ -669,8 +713,10 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);
 
     struct shared_values sv;
-    wh_buf_init(&sv.hostnames, VALUE_MAX);
-    wh_buf_init(&sv.process_addrs, VALUE_MAX);
+    /* Every value is part of the patch: none may pass its limit, and the
+     * operations stop at it (wh_patch_op), so work and memory stay bounded. */
+    wh_buf_init(&sv.hostnames, WH_PATCH_MAX_BYTES);
+    wh_buf_init(&sv.process_addrs, WH_PATCH_MAX_BYTES);
     err = build_shared(c, &sv);
     if (!err)
         err = pod_ops(c, st, &denied, errbuf);
@@ -681,6 +727,8 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = deny_names(c, why, &denied);
     wh_buf_free(&sv.hostnames);
     wh_buf_free(&sv.process_addrs);
+    if (err == WH_ERR_TOOBIG)
+        err = deny_patch_too_big(c);
     return err;
 }
 

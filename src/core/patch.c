@@ -4,14 +4,36 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
+#include "wh/decision.h" /* struct wh_decision, WH_PATCH_MAX_BYTES */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* wh_env_lookup */
 
-enum wh_err wh_patch_op(cJSON **ops, const char *op, const char *path, cJSON *value)
+/* About how many bytes v prints to (escapes not counted): enough to keep
+ * the patch near WH_PATCH_MAX_BYTES while it is built; the engine checks the
+ * printed patch exactly. */
+static size_t printed_size(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return strlen(v->valuestring) + 2;
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+        return 24;
+    size_t n = 2;
+    for (const cJSON *c = v->child; c; c = c->next)
+        n += 1 + (c->string ? strlen(c->string) + 3 : 0) + printed_size(c);
+    return n;
+}
+
+enum wh_err wh_patch_op(struct wh_decision *d, const char *op, const char *path, cJSON *value)
 {
     if (!value)
         return WH_ERR_NOMEM;
-    if (!*ops && !(*ops = cJSON_CreateArray())) {
+    /* {"op":"","path":"","value":}, */
+    size_t size = strlen(op) + strlen(path) + printed_size(value) + 27;
+    if (size > WH_PATCH_MAX_BYTES - d->patch_bytes) {
+        cJSON_Delete(value);
+        return WH_ERR_TOOBIG;
+    }
+    if (!d->patch && !(d->patch = cJSON_CreateArray())) {
         cJSON_Delete(value);
         return WH_ERR_NOMEM;
     }
@@ -31,7 +53,10 @@ enum wh_err wh_patch_op(cJSON **ops, const char *op, const char *path, cJSON *va
         cJSON_Delete(o);
         return err;
     }
-    return wh_json_add(*ops, o);
+    if ((err = wh_json_add(d->patch, o)))
+        return err;
+    d->patch_bytes += size;
+    return WH_OK;
 }
 
 void wh_pointer_escape(const char *token, char *out, size_t out_len)
@@ -48,9 +73,10 @@ void wh_pointer_escape(const char *token, char *out, size_t out_len)
     out[o] = '\0';
 }
 
-void wh_env_writer_init(struct wh_env_writer *w, cJSON **ops, int container, const cJSON *env)
+void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int container,
+                        const cJSON *env)
 {
-    w->ops = ops;
+    w->d = d;
     w->container = container;
     w->env = env;
     w->initialised = cJSON_GetArraySize(env) > 0;
@@ -70,7 +96,7 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
             return WH_OK;
         }
         snprintf(path, sizeof(path), "/spec/containers/%d/env/%d", w->container, at);
-        return wh_patch_op(w->ops, "replace", path, entry);
+        return wh_patch_op(w->d, "replace", path, entry);
     }
     if (!w->initialised) {
         cJSON *arr = cJSON_CreateArray();
@@ -85,10 +111,10 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
         }
         w->initialised = true;
         snprintf(path, sizeof(path), "/spec/containers/%d/env", w->container);
-        return wh_patch_op(w->ops, "add", path, arr);
+        return wh_patch_op(w->d, "add", path, arr);
     }
     snprintf(path, sizeof(path), "/spec/containers/%d/env/-", w->container);
-    return wh_patch_op(w->ops, "add", path, entry);
+    return wh_patch_op(w->d, "add", path, entry);
 }
 
 enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value)

@@ -15,12 +15,14 @@
 #include <string.h> /* strcmp, strncmp, strlen */
 
 #include "wh/buf.h"      /* wh_buf */
+#include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
 #include "wh/patch.h"    /* wh_env_writer */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
+#include "wh/utf8.h"     /* wh_utf8_trim_cut */
 
 /* Keys the controllers put on the pods they create (docs/workloads.md). */
 #define KEY_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
@@ -130,6 +132,7 @@ static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    wh_utf8_trim_cut(msg, sizeof(msg));
     *denied = true;
     return wh_decision_deny(w->d, "%s: %s", w->who, msg);
 }
@@ -486,7 +489,7 @@ static enum wh_err identity_env(struct cenv *c)
     if (lk.first_index < 0) {
         struct wh_buf b;
         bool too_many;
-        wh_buf_init(&b, WH_ENV_VALUE_MAX);
+        wh_buf_init(&b, WH_PATCH_MAX_BYTES);
         err = wh_host_ports(wh_buf_ptr(&w->hosts), (long)w->tc.n, &b, &too_many);
         if (!err && !too_many)
             err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&b));
@@ -556,7 +559,7 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
     if (!err && lk.first_index < 0) {
         struct wh_buf b;
         bool too_many;
-        wh_buf_init(&b, WH_ENV_VALUE_MAX);
+        wh_buf_init(&b, WH_PATCH_MAX_BYTES);
         err = wh_host_ports(wh_buf_ptr(&w->hosts), per_host, &b, &too_many);
         if (!err && too_many)
             err = deny(w, denied, "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
@@ -636,7 +639,7 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
     for (unsigned i = 0; i < w->tc.n && !err && !denied; i++) {
         struct cenv c = {.w = w, .ci = i, .env = wh_json_get(w->tc.items[i].obj, "env")};
-        wh_env_writer_init(&c.wr, &w->d->patch, w->tc.items[i].index, c.env);
+        wh_env_writer_init(&c.wr, w->d, w->tc.items[i].index, c.env);
         err = identity_env(&c);
         if (!err)
             err = megascale_env(&c);
@@ -669,8 +672,17 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     if (!w.pod_name || !*w.pod_name)
         w.pod_name = wh_json_str0(meta, "generateName");
     describe(&w);
-    wh_buf_init(&w.hosts, WH_ENV_VALUE_MAX);
+    /* Every value is part of the patch, which stops at its limit (wh_patch_op). */
+    wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);
     enum wh_err err = decide(&w, st, errbuf);
+    bool denied;
+    if (err == WH_ERR_TOOBIG)
+        err = deny(&w, &denied, "the mutation patch for topology %s (%ld hosts, %u TPU containers "
+                                "per pod) would pass the %zu-byte limit of what the API server can "
+                                "store (etcd keeps objects under 1.5 MiB); set "
+                                "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
+                                "pod one TPU container",
+                   w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
     wh_buf_free(&w.hosts);
     wh_tpu_containers_free(&w.tc);
     if (err) {

@@ -796,6 +796,66 @@ class ValidationSubslice(unittest.TestCase):
         self.assertEqual(r.warnings, [])
 
 
+PATCH_MAX = 1024 * 1024  # WH_PATCH_MAX_BYTES (include/wh/decision.h)
+MESSAGE_MAX = 16 * 1024  # WH_MESSAGE_MAX
+
+
+class Hostile(unittest.TestCase):
+    """Issue 10: reviews built to make the answer huge or not UTF-8."""
+
+    def test_amplifying_pod_denied_with_group_size_and_limit(self):
+        # 1.9 KB in, 46 MB of patch out before the limit; and the same with
+        # long names and one container.
+        cases = [pod(native=(0, 5), accel="tpu7x", topo="16x32x64", chips="1", ncont=8),
+                 pod(native=(0, 5), accel="tpu7x", topo="16x32x64", chips="8", group="g" * 50,
+                     cluster="c" * 40)]
+        for p in cases:
+            raw = json.dumps(review_of(p)).encode()
+            self.assertLess(len(raw), 3000)
+            r = mutate(p)
+            self.assertFalse(r.allowed)
+            group = p["metadata"]["labels"]["ray.io/group"]
+            for want in ('worker group "%s"' % group, "1048576-byte limit", "16x32x64",
+                         "4096 hosts", "TORCH_TPU_TOPOLOGY"):
+                self.assertIn(want, r.message)
+            size = int(r.message.split("would be about ")[1].split(" ")[0])
+            self.assertGreater(size, PATCH_MAX)
+
+    def test_largest_slices_fit(self):
+        # v5p-12288 (6,144 chips) and a 9,216-chip TPU7x slice stay under the limit.
+        for accel, topo in (("tpu-v5p-slice", "16x16x24"), ("tpu7x", "16x16x36")):
+            r = mutate(pod(native=(0, 5), accel=accel, topo=topo, chips="4"))
+            self.assertTrue(r.allowed, r.message)
+            self.assertLess(len(base64.b64decode(r.response["patch"])), PATCH_MAX)
+
+    def test_thousand_failing_groups_denied(self):
+        # Their problems passed the message limit: HTTP 400 "size limit exceeded".
+        groups = [group("g%04d-%s" % (i, "x" * 50), hosts=3) for i in range(1000)]
+        r = validate(raycluster(groups))
+        self.assertFalse(r.allowed)
+        self.assertLessEqual(len(r.message.encode()), MESSAGE_MAX)
+        self.assertIn('worker group "g0000-', r.message)
+        self.assertRegex(r.message, r"and \d+ more problems of 1000 in all")
+
+    def test_answers_are_utf8_whatever_the_input(self):
+        # Bytes that are not UTF-8 are written as U+FFFD, never echoed, and a
+        # cut never splits a character ("%.64s" did).
+        p = pod(native=(0, 0), topo="@TOPO@")
+        p["metadata"]["generateName"] = "@NAME@"
+        raw = json.dumps(review_of(p)).encode()
+        raw = raw.replace(b"@TOPO@", ("é" * 40).encode())
+        raw = raw.replace(b"@NAME@", b"bad\xff\xc3(")
+        r = run(review_of(p), raw=raw)  # run() decodes the answer as strict UTF-8
+        self.assertFalse(r.allowed)
+        self.assertIn("bad\ufffd\ufffd(", r.message)
+        self.assertIn("é" * 32, r.message)
+        # the same in the uid echoed by every answer
+        rv = review_of(pod(chips=None))
+        raw = json.dumps(rv).encode().replace(W.UID.encode(), b"\x80uid\xed\xa0\x80")
+        proc_out = W.run_raw(raw)
+        self.assertEqual(proc_out["response"]["uid"], "\ufffduid\ufffd\ufffd\ufffd")
+
+
 class Contract(unittest.TestCase):
     def test_unreadable_input_exit_2(self):
         for raw in (b"", b"{", b"[]", b"null", b'{"kind":"Pod"}', b'{"request":5}',

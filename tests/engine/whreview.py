@@ -131,7 +131,7 @@ def run(review, pods=None, nodes=None, raw=None, expect_rc=0, workload=False):
         assert proc.returncode == expect_rc, (proc.returncode, proc.stderr)
         return proc.returncode, proc.stderr.decode()
     assert proc.returncode == 0, proc.stderr.decode()
-    out = json.loads(proc.stdout)
+    out = json.loads(proc.stdout.decode("utf-8"))  # every answer is valid UTF-8 (issue 10)
     assert out["apiVersion"] == "admission.k8s.io/v1" and out["kind"] == "AdmissionReview"
     resp = out["response"]
     assert resp["uid"] == review["request"]["uid"]
@@ -150,6 +150,13 @@ def run(review, pods=None, nodes=None, raw=None, expect_rc=0, workload=False):
     res = Result(resp, patch, obj)
     res.notes = proc.stderr.decode()  # the engine's log notes
     return res
+
+
+def run_raw(data):
+    """The answer to raw bytes, as JSON decoded from strict UTF-8."""
+    proc = subprocess.run([BINARY, "review"], input=data, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout.decode("utf-8"))
 
 
 def mutate(p, **kw):

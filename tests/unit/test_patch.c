@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "../testutil.h"
+#include "wh/decision.h"
 #include "wh/patch.h"
 
 static void assert_ops(cJSON *ops, const char *want)
@@ -29,17 +30,45 @@ static void assert_ops(cJSON *ops, const char *want)
 static void test_patch_op(void **unused)
 {
     (void)unused;
-    cJSON *ops = NULL;
-    assert_int_equal(wh_patch_op(&ops, "add", "/spec/hostname", cJSON_CreateString("h")), WH_OK);
-    assert_int_equal(wh_patch_op(&ops, "replace", "/a", cJSON_CreateNumber(1)), WH_OK);
-    assert_ops(ops, "[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"h\"},"
-                    "{\"op\":\"replace\",\"path\":\"/a\",\"value\":1}]");
-    assert_int_equal(wh_patch_op(&ops, "add", "/b", NULL), WH_ERR_NOMEM);
-    assert_int_equal(cJSON_GetArraySize(ops), 2);
-    cJSON_Delete(ops);
-    cJSON *none = NULL;
-    assert_int_equal(wh_patch_op(&none, "add", "/b", NULL), WH_ERR_NOMEM);
-    assert_null(none);
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_op(&d, "add", "/spec/hostname", cJSON_CreateString("h")), WH_OK);
+    assert_int_equal(wh_patch_op(&d, "replace", "/a", cJSON_CreateNumber(1)), WH_OK);
+    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"h\"},"
+                        "{\"op\":\"replace\",\"path\":\"/a\",\"value\":1}]");
+    assert_int_equal(wh_patch_op(&d, "add", "/b", NULL), WH_ERR_NOMEM);
+    assert_int_equal(cJSON_GetArraySize(d.patch), 2);
+    wh_decision_free(&d);
+    assert_int_equal(wh_patch_op(&d, "add", "/b", NULL), WH_ERR_NOMEM);
+    assert_null(d.patch);
+}
+
+/* Issue 10: a 1.9 KB review made a 46 MB patch. Operations are counted as
+ * they are added and refused past WH_PATCH_MAX_BYTES, leaving the patch as it
+ * was. */
+static void test_patch_op_bounded(void **unused)
+{
+    (void)unused;
+    static char value[64 * 1024];
+    memset(value, 'v', sizeof(value) - 1);
+    struct wh_decision d;
+    wh_decision_init(&d);
+    size_t n = 0;
+    enum wh_err err;
+    while (!(err = wh_patch_op(&d, "add", "/x", cJSON_CreateString(value))))
+        n++;
+    assert_int_equal(err, WH_ERR_TOOBIG);
+    assert_int_equal(n, WH_PATCH_MAX_BYTES / sizeof(value) - 1);
+    assert_int_equal(cJSON_GetArraySize(d.patch), n);
+    assert_true(d.patch_bytes <= WH_PATCH_MAX_BYTES);
+    char *text = cJSON_PrintUnformatted(d.patch);
+    assert_non_null(text);
+    assert_true(strlen(text) <= WH_PATCH_MAX_BYTES);
+    assert_true(strlen(text) + sizeof(value) + 32 > d.patch_bytes); /* the count is close */
+    cJSON_free(text);
+    /* a small one still fits */
+    assert_int_equal(wh_patch_op(&d, "add", "/y", cJSON_CreateString("y")), WH_OK);
+    wh_decision_free(&d);
 }
 
 static void test_pointer_escape(void **unused)
@@ -71,13 +100,15 @@ static void test_first_op_creates_array(void **unused)
     (void)unused;
     static const char *const empties[] = {NULL, "[]"};
     for (int i = 0; i < 2; i++) {
-        cJSON *env = env_of(empties[i]), *ops = NULL;
+        cJSON *env = env_of(empties[i]);
+        struct wh_decision d;
+        wh_decision_init(&d);
         struct wh_env_writer w;
-        wh_env_writer_init(&w, &ops, 2, env);
+        wh_env_writer_init(&w, &d, 2, env);
         assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
         assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "1"), WH_OK);
         assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"), WH_OK);
-        assert_ops(ops,
+        assert_ops(d.patch,
                    "[{\"op\":\"add\",\"path\":\"/spec/containers/2/env\",\"value\":"
                    "[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}]},"
                    "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
@@ -85,7 +116,7 @@ static void test_first_op_creates_array(void **unused)
                    "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
                    "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
                    "{\"fieldPath\":\"status.hostIP\"}}}}]");
-        cJSON_Delete(ops);
+        wh_decision_free(&d);
         cJSON_Delete(env);
     }
 }
@@ -93,13 +124,15 @@ static void test_first_op_creates_array(void **unused)
 static void test_appends_to_existing(void **unused)
 {
     (void)unused;
-    cJSON *env = env_of("[{\"name\":\"JAX_PLATFORMS\",\"value\":\"tpu\"}]"), *ops = NULL;
+    cJSON *env = env_of("[{\"name\":\"JAX_PLATFORMS\",\"value\":\"tpu\"}]");
+    struct wh_decision d;
+    wh_decision_init(&d);
     struct wh_env_writer w;
-    wh_env_writer_init(&w, &ops, 0, env);
+    wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
-    assert_ops(ops, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":"
+    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":"
                     "{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}}]");
-    cJSON_Delete(ops);
+    wh_decision_free(&d);
     cJSON_Delete(env);
 }
 
@@ -111,21 +144,22 @@ static void test_replaces_in_place(void **unused)
                         "{\"name\":\"TPU_WORKER_ID\",\"value\":\"\"},"
                         "{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},"
                         "{\"name\":\"HOST\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}}]");
-    cJSON *ops = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
     struct wh_env_writer w;
-    wh_env_writer_init(&w, &ops, 1, env);
+    wh_env_writer_init(&w, &d, 1, env);
     assert_int_equal(wh_env_set(&w, "TPU_WORKER_HOSTNAMES", "g-0-0.c-headless,g-0-1.c-headless"), WH_OK);
     /* the deciding entry (index 3) is replaced, not the empty one before it */
     assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "3"), WH_OK);
     assert_int_equal(wh_env_set_field_ref(&w, "HOST", "status.hostIP"), WH_OK);
-    assert_ops(ops,
+    assert_ops(d.patch,
                "[{\"op\":\"replace\",\"path\":\"/spec/containers/1/env/1\",\"value\":"
                "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"g-0-0.c-headless,g-0-1.c-headless\"}},"
                "{\"op\":\"replace\",\"path\":\"/spec/containers/1/env/3\",\"value\":"
                "{\"name\":\"TPU_WORKER_ID\",\"value\":\"3\"}},"
                "{\"op\":\"replace\",\"path\":\"/spec/containers/1/env/4\",\"value\":"
                "{\"name\":\"HOST\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}}}]");
-    cJSON_Delete(ops);
+    wh_decision_free(&d);
     cJSON_Delete(env);
 }
 
@@ -135,13 +169,14 @@ static void test_empty_entry_replaced(void **unused)
     /* only an empty entry: it is corrected where it is (first_index) */
     cJSON *env = env_of("[{\"name\":\"B\",\"value\":\"b\"},{\"name\":\"TPU_NAME\",\"value\":\"\"},"
                         "{\"name\":\"TPU_NAME\"}]");
-    cJSON *ops = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
     struct wh_env_writer w;
-    wh_env_writer_init(&w, &ops, 0, env);
+    wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-1"), WH_OK);
-    assert_ops(ops, "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/env/1\",\"value\":"
+    assert_ops(d.patch, "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/env/1\",\"value\":"
                     "{\"name\":\"TPU_NAME\",\"value\":\"g-1\"}}]");
-    cJSON_Delete(ops);
+    wh_decision_free(&d);
     cJSON_Delete(env);
 }
 
@@ -151,16 +186,17 @@ static void test_identical_is_no_op(void **unused)
     cJSON *env = env_of("[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"},"
                         "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
                         "{\"fieldPath\":\"status.hostIP\"}}}]");
-    cJSON *ops = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
     struct wh_env_writer w;
-    wh_env_writer_init(&w, &ops, 0, env);
+    wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
     assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"), WH_OK);
-    assert_ops(ops, NULL);
+    assert_ops(d.patch, NULL);
     /* a different value still gives an operation */
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-1"), WH_OK);
-    assert_int_equal(cJSON_GetArraySize(ops), 1);
-    cJSON_Delete(ops);
+    assert_int_equal(cJSON_GetArraySize(d.patch), 1);
+    wh_decision_free(&d);
     cJSON_Delete(env);
 }
 
@@ -168,23 +204,25 @@ static void test_writers_per_container(void **unused)
 {
     (void)unused;
     /* "initialised" is per container: each empty container creates its array */
-    cJSON *ops = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
     struct wh_env_writer w0, w1;
-    wh_env_writer_init(&w0, &ops, 0, NULL);
-    wh_env_writer_init(&w1, &ops, 3, NULL);
+    wh_env_writer_init(&w0, &d, 0, NULL);
+    wh_env_writer_init(&w1, &d, 3, NULL);
     assert_int_equal(wh_env_set(&w0, "A", "1"), WH_OK);
     assert_int_equal(wh_env_set(&w1, "A", "1"), WH_OK);
     assert_int_equal(wh_env_set(&w0, "B", "2"), WH_OK);
-    assert_ops(ops, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
+    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
                     "{\"op\":\"add\",\"path\":\"/spec/containers/3/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
                     "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"B\",\"value\":\"2\"}}]");
-    cJSON_Delete(ops);
+    wh_decision_free(&d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_patch_op),             cmocka_unit_test(test_pointer_escape),
+        cmocka_unit_test(test_patch_op),             cmocka_unit_test(test_patch_op_bounded),
+        cmocka_unit_test(test_pointer_escape),
         cmocka_unit_test(test_first_op_creates_array), cmocka_unit_test(test_appends_to_existing),
         cmocka_unit_test(test_replaces_in_place),    cmocka_unit_test(test_empty_entry_replaced),
         cmocka_unit_test(test_identical_is_no_op),   cmocka_unit_test(test_writers_per_container),

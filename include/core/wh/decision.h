@@ -11,6 +11,11 @@
 
 /* Kubernetes shows at most ~120 characters of a warning comfortably. */
 #define WH_WARNING_MAX 119
+/* Largest JSON patch (its text, before base64) a mutation may answer with.
+ * The API server keeps the patched object in etcd, which refuses requests
+ * over 1.5 MiB; 1 MiB of patch leaves room for the pod as sent. Building
+ * stops at the limit (docs/deploy.md, "Answer size"). */
+#define WH_PATCH_MAX_BYTES ((size_t)1024 * 1024)
 /* Longest denial message; a longer one is cut on a character boundary and
  * ends with " [message cut]". */
 #define WH_MESSAGE_MAX (16 * 1024)
@@ -19,6 +24,7 @@ struct wh_decision {
     bool allowed;
     char *message;   /* denial message (malloc'd), NULL when allowed */
     cJSON *patch;    /* JSON array of RFC 6902 operations, NULL when none */
+    size_t patch_bytes; /* about what patch prints to (wh_patch_op counts) */
     cJSON *warnings; /* JSON array of strings, NULL when none */
     struct wh_buf notes; /* log notes, one per line */
     /* legacy-path assignment, see struct wh_engine_result */

@@ -14,22 +14,28 @@
 
 #include "wh/err.h" /* enum wh_err */
 
-/* Append {"op":op,"path":path,"value":value} to *ops (created on first use).
- * Takes ownership of value in all cases. */
-WH_NODISCARD enum wh_err wh_patch_op(cJSON **ops, const char *op, const char *path, cJSON *value);
+struct wh_decision;
+
+/* Append {"op":op,"path":path,"value":value} to d->patch (created on first
+ * use) and count its size in d->patch_bytes. WH_ERR_TOOBIG, adding nothing,
+ * when the patch would pass WH_PATCH_MAX_BYTES. Takes ownership of value in
+ * all cases. */
+WH_NODISCARD enum wh_err wh_patch_op(struct wh_decision *d, const char *op, const char *path,
+                                     cJSON *value);
 
 /* Escape a JSON Pointer reference token (~ -> ~0, / -> ~1) into out. */
 void wh_pointer_escape(const char *token, char *out, size_t out_len);
 
 /* Env writer for one container of the original pod. */
 struct wh_env_writer {
-    cJSON **ops;
+    struct wh_decision *d; /* whose patch gets the operations */
     int container;      /* index in spec.containers */
     const cJSON *env;   /* the container's env as sent (may be NULL) */
     bool initialised;   /* the env array has at least one entry */
 };
 
-void wh_env_writer_init(struct wh_env_writer *w, cJSON **ops, int container, const cJSON *env);
+void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int container,
+                        const cJSON *env);
 /* Set name=value (value copied). */
 WH_NODISCARD enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value);
 /* Set name from valueFrom.fieldRef.fieldPath. */

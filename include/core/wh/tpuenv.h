@@ -20,7 +20,6 @@
 /* First TPU process / slicebuilder port (anchor §2.8). */
 #define WH_TPU_PROCESS_PORT_BASE 8471
 #define WH_MAX_TORCH_ADDRESSES 65536L
-#define WH_ENV_VALUE_MAX ((size_t)16 * 1024 * 1024)
 
 struct wh_tpu_container {
     const cJSON *obj; /* borrowed from the pod */
