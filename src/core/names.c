@@ -98,45 +98,47 @@ static void broken(char *msg, size_t msg_len, const char *what, const char *valu
         snprintf(msg, msg_len, "%s \"%s\" is not %s; %s", what, value, rule, fix);
 }
 
-bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len)
+/* value = "<group><suffix>" (the group cut to its first SHOW * 2 bytes) is
+ * checked by rule; when it fails, msg says so with a valid group name that
+ * leaves room for the suffix. */
+static bool group_value_ok(const char *group, const char *suffix, const char *what,
+                           const char *(*rule)(const char *), char *msg, size_t msg_len)
 {
     char value[WH_NAME_MAX * 8], fix[WH_NAME_MAX * 6], good[WH_NAME_MAX + 1];
-    const char *rule;
-    size_t glen = strlen(n->group);
+    snprintf(value, sizeof(value), "%.*s%s", SHOW * 2, group, suffix);
+    const char *why = rule(value);
+    if (!why)
+        return true;
+    size_t room = WH_NAME_MAX - strlen(suffix);
+    suggest(group, room, false, good, sizeof(good));
+    snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at "
+             "most %zu characters such as %s", SHOW, group, room, good);
+    broken(msg, msg_len, what, value, strlen(group) + strlen(suffix), why, fix);
+    return false;
+}
+
+bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len)
+{
+    char suffix[48];
     if (n->multi_host) {
-        int sl = snprintf(value, sizeof(value), "%.*s-%ld-%ld", SHOW * 2, n->group, n->replica,
-                          n->host);
-        if ((rule = wh_names_dns_label(value))) {
-            size_t room = (size_t)sl - (glen < SHOW * 2 ? glen : SHOW * 2);
-            suggest(n->group, WH_NAME_MAX - room, false, good, sizeof(good));
-            snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at most "
-                     "%zu characters such as %s", SHOW, n->group, WH_NAME_MAX - room, good);
-            broken(msg, msg_len, "the pod hostname", value, glen + room, RULE_DNS, fix);
+        snprintf(suffix, sizeof(suffix), "-%ld-%ld", n->replica, n->host);
+        if (!group_value_ok(n->group, suffix, "the pod hostname", wh_names_dns_label, msg, msg_len))
             return false;
-        }
+        char value[WH_NAME_MAX * 8], fix[WH_NAME_MAX * 6], good[WH_NAME_MAX + 1];
         snprintf(value, sizeof(value), "%.*s-headless", SHOW * 2, n->cluster);
-        if ((rule = wh_names_dns_label(value))) {
-            size_t total = strlen(n->cluster) + sizeof("-headless") - 1;
+        const char *why = wh_names_dns_label(value);
+        if (why) {
             suggest(n->cluster, 53, true, good, sizeof(good));
             snprintf(fix, sizeof(fix), "rename RayCluster %.*s to a DNS-1035 label of at most 53 "
                      "characters such as %s", SHOW, n->cluster, good);
-            broken(msg, msg_len, "the pod subdomain (the headless Service)", value, total, rule,
-                   fix);
+            broken(msg, msg_len, "the pod subdomain (the headless Service)", value,
+                   strlen(n->cluster) + sizeof("-headless") - 1, why, fix);
             return false;
         }
     }
-    if (n->label) {
-        int sl = snprintf(value, sizeof(value), "%.*s-%ld", SHOW * 2, n->group, n->replica);
-        if ((rule = wh_names_label_value(value))) {
-            size_t room = (size_t)sl - (glen < SHOW * 2 ? glen : SHOW * 2);
-            suggest(n->group, WH_NAME_MAX - room, false, good, sizeof(good));
-            snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at most "
-                     "%zu characters such as %s", SHOW, n->group, WH_NAME_MAX - room, good);
-            broken(msg, msg_len, "the label replicaIndex", value, glen + room, rule, fix);
-            return false;
-        }
-    }
-    return true;
+    snprintf(suffix, sizeof(suffix), "-%ld", n->replica);
+    return !n->label ||
+           group_value_ok(n->group, suffix, "the label replicaIndex", wh_names_label_value, msg, msg_len);
 }
 
 /* The env entries an operation writes: one object, or an array of them. */
