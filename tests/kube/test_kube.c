@@ -858,6 +858,9 @@ static void expect_review(struct wh_admit *ad, const char *tmpl, bool allowed, c
         fail_msg("expected allowed=%d: %s", allowed, res.message ? res.message : "");
     if (needle && (!res.message || !strstr(res.message, needle)))
         fail_msg("message should say \"%s\": %s", needle, res.message ? res.message : "(none)");
+    /* Every denial here is for want of trusted cluster state (the metrics'
+     * reason="cluster_state_unavailable"). */
+    assert_int_equal(res.state_unavailable, !allowed);
     wh_engine_result_free(&res);
     free(body);
 }
@@ -885,10 +888,24 @@ static void test_api_server_lost_after_sync(void **st)
     struct wh_admit *ad = start_admit("kc-admit", false);
     assert_true(wait_ready(ad, 30000));
     expect_review(ad, tmpl16, true, NULL);
+    struct wh_admit_stats as;
+    wh_admit_stats(ad, &as);
+    assert_true(as.pods_synced && as.nodes_synced && as.pods_trusted);
+    assert_int_equal(as.pods_down_ms, 0);
+    assert_int_equal(as.nodes_down_ms, 0);
+    assert_int_equal(as.legacy_reviews, 1);
     kh_server_stop(&srv);
     kh_sleep_ms(fast.trust_ms + 2500); /* roomy: the loss is noticed at once */
     expect_review(ad, tmpl16, false, "trusted");
     expect_review(ad, tmpl_native, true, NULL);
+    /* What the stale-cache alerts read: the watches' down time, the pod
+     * cache no longer trusted, the caches still counted as synced. */
+    wh_admit_stats(ad, &as);
+    assert_true(as.pods_synced && as.nodes_synced);
+    assert_false(as.pods_trusted);
+    assert_true(as.pods_down_ms > fast.trust_ms);
+    assert_true(as.nodes_down_ms > 0);
+    assert_int_equal(as.legacy_reviews, 2);
     static const char *const args[] = {"--bookmark-interval", "0.5", NULL};
     assert_int_equal(kh_server_start(&srv, args), 0);
     bool back = false;
@@ -903,6 +920,9 @@ static void test_api_server_lost_after_sync(void **st)
         free(body);
     }
     assert_true(back);
+    wh_admit_stats(ad, &as);
+    assert_true(as.pods_trusted);
+    assert_int_equal(as.pods_down_ms, 0);
     wh_admit_free(ad);
 }
 
