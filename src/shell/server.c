@@ -73,8 +73,7 @@ struct wh_server {
     struct wh_server_opts o;
     struct wh_admit *ad;
     struct wh_metrics *m;
-    atomic_bool unready;  /* /readyz answers 503 */
-    atomic_bool draining; /* listener closed, answers close their connection */
+    atomic_bool unready;  /* /readyz answers 503, answers close their connection */
     atomic_llong active;   /* requests between first call and completion */
     atomic_llong accepted;
     atomic_llong answered;
@@ -211,8 +210,11 @@ static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, stru
         ok = MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (ok && allow)
         ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    /* Draining, or a body we refused to read: the connection cannot go on. */
-    if (ok && (atomic_load(&s->draining) || rq->close || status == MHD_HTTP_CONTENT_TOO_LARGE))
+    /* Shutting down (from SIGTERM on, the delay included: a kept-alive
+     * client then reconnects through the Service, to another pod once the
+     * endpoint is gone, instead of holding a connection that closes under
+     * its next request), or a body we refused to read. */
+    if (ok && (atomic_load(&s->unready) || rq->close || status == MHD_HTTP_CONTENT_TOO_LARGE))
         ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ok)
         ok = MHD_queue_response(c, status, r);
@@ -850,7 +852,6 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
         wh_server_tick(s);
         sleep_ms(20);
     }
-    atomic_store(&s->draining, true);
     if (!s->quiesced) {
         /* MHD's threads let go of the socket some time after quiesce
          * returns; libmicrohttpd says not to close it before

@@ -900,12 +900,54 @@ static void case_sigterm(void)
     free(pod);
 }
 
+/* POST body to path on an open connection; the answer's header block into
+ * head (NUL-terminated); false when no whole answer came back. */
+static bool post_on(struct tls_conn *t, const char *path, const char *body, size_t len,
+                    char *head, size_t head_len)
+{
+    char req[256];
+    int n = snprintf(req, sizeof(req),
+                     "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     path, len);
+    if (SSL_write(t->ssl, req, n) != n || SSL_write(t->ssl, body, (int)len) != (int)len)
+        return false;
+    static char in[1 << 16];
+    size_t got = 0;
+    char *end = NULL;
+    while (got + 1 < sizeof(in)) {
+        int r = SSL_read(t->ssl, in + got, (int)(sizeof(in) - 1 - got));
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+        in[got] = '\0';
+        if (!end && (end = strstr(in, "\r\n\r\n")) == NULL)
+            continue;
+        const char *cl = strcasestr(in, "\r\nContent-Length:");
+        if (cl && got >= (size_t)(end + 4 - in) + (size_t)atol(cl + 17))
+            break;
+    }
+    size_t hl = end ? (size_t)(end - in) : 0;
+    snprintf(head, head_len, "%.*s", (int)hl, in);
+    return end != NULL;
+}
+
 /* --shutdown-delay: after SIGTERM /readyz says 503 while requests and new
- * connections are still served; then the normal drain. */
+ * connections are still served; then the normal drain. From SIGTERM on each
+ * answer closes its connection, so kept-alive clients move to other pods
+ * instead of holding a connection that the drain closes under them. */
 static void case_shutdown_delay(void)
 {
     char *extra[] = {"--shutdown-delay=2500ms", "--shutdown-timeout=3s", NULL};
     start_server(extra);
+    size_t klen;
+    char *kbody = sample("review-pod.json", &klen);
+    struct tls_conn kept;
+    char head[2048];
+    CHECK(tls_open(&kept, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
+    CHECK(post_on(&kept, "/mutate", kbody, klen, head, sizeof(head)) && strstr(head, " 200 ") &&
+              !strcasestr(head, "Connection: close"),
+          "before SIGTERM: %s", head);
     struct loader l = {.stop = false};
     l.body = sample("review-pod.json", &l.len);
     pthread_t th;
@@ -914,6 +956,11 @@ static void case_shutdown_delay(void)
     double t0 = now_s();
     kill(server_pid, SIGTERM);
     sleep_ms(200);
+    CHECK(post_on(&kept, "/mutate", kbody, klen, head, sizeof(head)) && strstr(head, " 200 ") &&
+              strcasestr(head, "Connection: close"),
+          "kept-alive connection after SIGTERM: %s", head);
+    tls_close(&kept);
+    free(kbody);
     expect("GET", "/readyz", NULL, 503, "text/plain", "shutting down");
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
     size_t plen;

@@ -68,11 +68,11 @@ unsigned wh_server_port(const struct wh_server *s);
  * their deadline. */
 void wh_server_tick(struct wh_server *s);
 
-/* Shut down gracefully: /readyz answers 503 at once, but requests and new
- * connections are served as usual for delay_ms; then stop accepting
- * connections, answer what is in flight (answers now carry "Connection:
- * close") and return when nothing is in flight or after timeout_ms more.
- * True when every accepted request was answered. */
+/* Shut down gracefully: /readyz answers 503 at once, and every answer from
+ * now on carries "Connection: close"; requests and new connections are
+ * served as usual for delay_ms; then stop accepting connections, answer
+ * what is in flight and return when nothing is in flight or after
+ * timeout_ms more. True when every accepted request was answered. */
 bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms);
 
 /* Stop the threads and close every connection; a request still unanswered
