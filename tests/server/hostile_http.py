@@ -26,12 +26,12 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+import servelib
 
 BIN = sys.argv[1]
 WORK = tempfile.mkdtemp(prefix="wh-hostile-")
-LOG = os.path.join(WORK, "server.log")
 PER_CLIENT = 16
 failures = []
 
@@ -47,31 +47,10 @@ def check(cond, msg):
     return cond
 
 
-subprocess.run([BIN, "certs", "--dir=" + WORK + "/certs"], check=True, stdout=subprocess.DEVNULL,
-               stderr=subprocess.DEVNULL)
-CTX = ssl.create_default_context(cafile=WORK + "/certs/ca.crt")
-CTX.check_hostname = False
-
-log = open(LOG, "wb")
-server = subprocess.Popen(
-    [BIN, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--standalone", "--threads=2",
-     "--tls-cert-file=" + WORK + "/certs/tls.crt",
-     "--tls-private-key-file=" + WORK + "/certs/tls.key",
-     "--header-timeout=2s", "--request-timeout=3s", "--max-connections=128",
-     "--max-connections-per-client=%d" % PER_CLIENT, "--max-body-bytes=65536"],
-    stdout=subprocess.DEVNULL, stderr=log)
-PORT = None
-for _ in range(1000):
-    m = re.search(rb'"event":"listening".*"port":(\d+)', open(LOG, "rb").read())
-    if m:
-        PORT = int(m.group(1))
-        break
-    if server.poll() is not None:
-        break
-    time.sleep(0.01)
-if not PORT:
-    sys.stderr.write(open(LOG).read())
-    sys.exit("server did not start")
+CTX = servelib.make_certs(BIN, WORK)
+server, PORT, LOG = servelib.start_server(
+    BIN, WORK, ["--header-timeout=2s", "--request-timeout=3s", "--max-connections=128",
+                "--max-connections-per-client=%d" % PER_CLIENT, "--max-body-bytes=65536"])
 
 
 def connect(source="127.0.0.1", timeout=5.0):

@@ -20,11 +20,12 @@ import select
 import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+import servelib
 
 BIN = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,10 +35,7 @@ REQ = (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
        b"Content-Length: %d\r\n\r\n" % len(BODY)) + BODY
 CLIENTS, THINK_S, RUN_S = 12, 0.15, 2.0
 
-subprocess.run([BIN, "certs", "--dir=" + WORK + "/certs"], check=True,
-               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-CTX = ssl.create_default_context(cafile=WORK + "/certs/ca.crt")
-CTX.check_hostname = False
+CTX = servelib.make_certs(BIN, WORK)
 
 
 def read_answer(s):
@@ -72,23 +70,8 @@ def closed_by_peer(s):
 
 
 def run(delay):
-    log_path = os.path.join(WORK, "server.log")
-    log = open(log_path, "wb")
-    srv = subprocess.Popen(
-        [BIN, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--standalone", "--threads=2",
-         "--tls-cert-file=" + WORK + "/certs/tls.crt",
-         "--tls-private-key-file=" + WORK + "/certs/tls.key",
-         "--shutdown-delay=%dms" % int(delay * 1000), "--shutdown-timeout=5s"],
-        stdout=subprocess.DEVNULL, stderr=log)
-    port = None
-    for _ in range(1000):
-        m = re.search(rb'"event":"listening".*"port":(\d+)', open(log_path, "rb").read())
-        if m:
-            port = int(m.group(1))
-            break
-        time.sleep(0.01)
-    if not port:
-        sys.exit("server did not start")
+    srv, port, log_path = servelib.start_server(
+        BIN, WORK, ["--shutdown-delay=%dms" % int(delay * 1000), "--shutdown-timeout=5s"])
     counts = {"answered": 0, "lost": 0, "closed before the write": 0, "refused": 0}
     lock = threading.Lock()
     stop = threading.Event()

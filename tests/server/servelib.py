@@ -1,0 +1,39 @@
+"""servelib.py: what the Python server tests share: certificates made by
+`BINARY certs`, and `BINARY serve` started on 127.0.0.1, port 0."""
+import os
+import re
+import ssl
+import subprocess
+import sys
+import time
+
+
+def make_certs(binary, work):
+    """Certificates under work/certs; an SSL context that trusts their CA."""
+    subprocess.run([binary, "certs", "--dir=" + work + "/certs"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ctx = ssl.create_default_context(cafile=work + "/certs/ca.crt")
+    ctx.check_hostname = False
+    return ctx
+
+
+def start_server(binary, work, extra):
+    """`serve` with the certificates of make_certs and the extra flags, its
+    stderr in work/server.log; (process, port, log path). Exits the test
+    when the server does not log "listening" within 10 s."""
+    log_path = os.path.join(work, "server.log")
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        [binary, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--standalone", "--threads=2",
+         "--tls-cert-file=" + work + "/certs/tls.crt",
+         "--tls-private-key-file=" + work + "/certs/tls.key"] + extra,
+        stdout=subprocess.DEVNULL, stderr=log)
+    for _ in range(1000):
+        m = re.search(rb'"event":"listening".*"port":(\d+)', open(log_path, "rb").read())
+        if m:
+            return proc, int(m.group(1)), log_path
+        if proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    sys.stderr.write(open(log_path, errors="replace").read())
+    sys.exit("server did not start")
