@@ -909,6 +909,13 @@ static size_t unicode_break(const unsigned char *p)
     return 0;
 }
 
+/* A C1 control character (U+0080..U+009F, UTF-8 C2 80..C2 9F): outside
+ * YAML's printable set, so no reader (libyaml included) loads it raw. */
+static bool c1_control(const unsigned char *p)
+{
+    return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;
+}
+
 /* A plain scalar that loads back as this very string, in block context. */
 static bool plain_safe(const char *s)
 {
@@ -946,6 +953,9 @@ static enum wh_err emit_quoted(struct wh_buf *b, const char *s)
         if (ub) {
             WH_TRY(wh_buf_addf(b, "\\u%04x", p[0] == 0xC2 ? 0x85 : p[2] == 0xA8 ? 0x2028 : 0x2029));
             p += ub - 1;
+        } else if (c1_control(p)) {
+            WH_TRY(wh_buf_addf(b, "\\x%02x", p[1])); /* \xNN is U+00NN */
+            p++;
         } else if (*p == '"' || *p == '\\') {
             WH_TRY(wh_buf_addc(b, '\\'));
             WH_TRY(wh_buf_addc(b, (char)*p));
@@ -970,7 +980,8 @@ static bool literal_ok(const char *s)
     if (!strchr(s, '\n') || s[0] == ' ' || s[0] == '\t' || s[0] == '\n')
         return false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || unicode_break(p))
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || unicode_break(p) ||
+            c1_control(p))
             return false;
     }
     return true;

@@ -10,7 +10,12 @@
  *   - a denial without status.code 400 and a message, or carrying a patch;
  *   - a patch that is not base64 of a JSON array, or that does not apply
  *     (RFC 6902, wh_jsonpatch_apply) to request.object;
- *   - D6: the patched pod, reviewed again, gets a patch.
+ *   - D6: the patched pod, reviewed again, gets a patch;
+ *   - an answer that is not valid UTF-8 (issue 10);
+ *   - a byte the input and the rules did not produce (issue 10: stale heap
+ *     bytes of an earlier request in TORCH_TPU_SLICEBUILDER_ADDRESSES): before
+ *     each input the engine reviews a pod full of a canary word, so that the
+ *     heap holds it; the answer may contain the canary only if the input does.
  *
  * Build and run (clang only):
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DWH_FUZZ=ON
@@ -36,10 +41,15 @@
 #include "wh/json.h"      /* wh_json_* */
 #include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
 #include "wh/state.h"     /* wh_memstate */
+#include "wh/utf8.h"      /* wh_utf8_char_len */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char pods_json[] = WH_FIXTURE_PODS;
+
+/* Never produced by the rules: an answer holding it copied it from the input
+ * or from the heap. */
+#define CANARY "qzcanaryqz"
 
 static const char nodes_json[] = WH_FIXTURE_NODES;
 
@@ -103,8 +113,15 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
     CHECK(cJSON_IsBool(allowed) && cJSON_IsTrue(allowed) == res->allowed, "%.300s", res->body);
     cJSON *sent = cJSON_ParseWithLength((const char *)data, size);
     CHECK(sent, "an accepted request does not parse");
-    CHECK(!strcmp(wh_json_str0(resp, "uid"), wh_json_str0(wh_json_get(sent, "request"), "uid")),
+    /* Echoed as JSON writes it: bytes that are not UTF-8 become U+FFFD. */
+    struct wh_buf uid;
+    wh_buf_init(&uid, 1 << 24);
+    CHECK(!wh_json_write_string(&uid, wh_json_str0(wh_json_get(sent, "request"), "uid")), "uid");
+    cJSON *want_uid = cJSON_ParseWithLength(wh_buf_ptr(&uid), wh_buf_len(&uid));
+    CHECK(cJSON_IsString(want_uid) && !strcmp(wh_json_str0(resp, "uid"), want_uid->valuestring),
           "uid not echoed: %.300s", res->body);
+    cJSON_Delete(want_uid);
+    wh_buf_free(&uid);
     cJSON_Delete(sent);
     const char *patch_b64 = wh_json_str(resp, "patch");
     if (!res->allowed) {
@@ -119,6 +136,8 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
         struct wh_buf b;
         wh_buf_init(&b, 1 << 28);
         CHECK(!wh_b64_decode(&b, patch_b64, strlen(patch_b64)), "patch is not base64");
+        CHECK(memmem(data, size, CANARY, strlen(CANARY)) || !strstr(wh_buf_ptr(&b), CANARY),
+              "the patch holds bytes of an earlier review: %.600s", wh_buf_ptr(&b));
         cJSON *patch = cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
         CHECK(cJSON_IsArray(patch) && (size_t)cJSON_GetArraySize(patch) == res->n_ops,
               "patch is not an array of n_ops operations: %.300s", wh_buf_ptr(&b));
@@ -140,12 +159,53 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
     cJSON_Delete(out);
 }
 
+/* A review that leaves the canary word all over the heap: a v4 pod over 2
+ * hosts whose own host list is made of it (TorchTPU addresses are built from
+ * that list), with it in the uid and the names too. */
+#define CANARY_HOST CANARY CANARY CANARY CANARY
+static const char canary_review[] =
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"" CANARY "\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","
+    "\"object\":{\"metadata\":{\"generateName\":\"" CANARY "-\",\"labels\":{"
+    "\"ray.io/cluster\":\"" CANARY "\",\"ray.io/group\":\"" CANARY "\","
+    "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"
+    "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v4-podslice\","
+    "\"cloud.google.com/gke-tpu-topology\":\"2x2x2\"},\"containers\":[{\"name\":\"" CANARY "\","
+    "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}},\"env\":[{\"name\":"
+    "\"TPU_WORKER_HOSTNAMES\",\"value\":\"" CANARY_HOST "," CANARY_HOST "\"}]}]}}}}";
+
+static void leave_canary(const struct wh_state *st)
+{
+    struct wh_engine_result res;
+    char errbuf[WH_ERRBUF_LEN];
+    enum wh_err err = wh_engine_review(canary_review, sizeof(canary_review) - 1, WH_ROUTE_ANY, st,
+                                       &res, errbuf);
+    CHECK(!err && res.allowed && strstr(res.body, "\"patch\""), "canary review: %s",
+          err ? errbuf : res.body);
+    wh_engine_result_free(&res);
+}
+
+static void check_utf8(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t len = wh_utf8_char_len(s + i, n - i);
+        CHECK(len, "answer is not UTF-8 at byte %zu: %.300s", i, s);
+        i += len;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct wh_state st = wh_memstate_view(state());
     struct wh_engine_result res, res2;
     char errbuf[WH_ERRBUF_LEN], errbuf2[WH_ERRBUF_LEN];
+    leave_canary(&st);
     enum wh_err err = wh_engine_review((const char *)data, size, WH_ROUTE_ANY, &st, &res, errbuf);
+    if (!err && !memmem(data, size, CANARY, strlen(CANARY)))
+        CHECK(!strstr(res.body, CANARY), "the answer holds bytes of an earlier review: %.600s",
+              res.body);
+    if (!err)
+        check_utf8(res.body, res.body_len);
     /* A specific route gives the same answer, or refuses the kind. */
     enum wh_route route = size % 2 ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE;
     enum wh_err err2 = wh_engine_review((const char *)data, size, route, &st, &res2, errbuf2);

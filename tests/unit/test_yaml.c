@@ -337,6 +337,9 @@ static void test_emit_roundtrip(void **state)
         "{\"...\":\"... x\",\"lit\":\"a\\n\\tb\\n  c\\n\"}",
         "{\"deep\":{\"a\":{\"b\":{\"c\":[{\"d\":\"e\\nf\"}]}}}}",
         "{\"0x1F\":\"0x1F\",\"08\":\"08\",\"1e3\":\"1e3\",\"~\":\"~\",\".5\":\".5\",\"<<\":\"<<\"}",
+        /* issue 10: C1 controls (U+0080..U+009F) were written raw, which no
+         * YAML reader loads; as values, keys and inside multi-line text */
+        "{\"c1\":\"a\\u0080b\\u009f\\u0085c\",\"k\\u0090\":\"x\",\"m\":\"l1\\u0081\\nl2\\n\"}",
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         roundtrip(cases[i]);
