@@ -1,7 +1,9 @@
 """Every metric, label and label value the alert rules and the dashboard
-use exists in the /metrics of a running `tpu-webhook serve --standalone`
-after a mix of requests (admissions allowed and denied, a bad review,
-probes, an unknown path). A renamed metric or label fails here.
+use exists in the /metrics of a running `tpu-webhook serve` after a mix of
+requests (admissions allowed and denied, a bad review, probes, an unknown
+path): once `--standalone`, once in Kubernetes mode against the fake API
+server of tests/kube (the caches, and whatever only that mode exports). A
+renamed metric or label fails here.
 """
 import copy
 import http.client
@@ -20,6 +22,8 @@ import monlib as ml  # noqa: E402
 
 BINARY = os.environ.get("WH_BINARY", "")
 DATA = os.path.join(ml.ROOT, "tests", "server", "data")
+FAKE_API = os.path.join(ml.ROOT, "tests", "kube", "fake_apiserver.py")
+TOKEN = "monitoring-test-token"
 SAMPLE = re.compile(r'^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -38,17 +42,60 @@ def parse_exposition(text):
     return out
 
 
-class Server:
+def wait_for(what, pred, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class FakeAPIServer:
+    """tests/kube/fake_apiserver.py over TLS with a bearer token and four TPU
+    nodes, and a kubeconfig for it."""
+
     def __init__(self, tmp):
-        subprocess.run([BINARY, "certs", "--dir", tmp], check=True, capture_output=True)
-        self.log = open(os.path.join(tmp, "server.log"), "w+")
+        port_file = os.path.join(tmp, "api.port")
         self.proc = subprocess.Popen(
-            [BINARY, "serve", "--standalone", "--v=1", "--bind-address=127.0.0.1:0",
+            [sys.executable, FAKE_API, "--port-file", port_file, "--cert", os.path.join(tmp, "tls.crt"),
+             "--key", os.path.join(tmp, "tls.key"), "--token", TOKEN, "--gen-nodes", "4",
+             "--bookmark-interval", "0.5"])
+        def port_written():
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    return f.read()
+            return None
+        port = wait_for("the fake API server", port_written)
+        self.kubeconfig = os.path.join(tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+                    "    server: https://127.0.0.1:%s/\n    certificate-authority: %s\n"
+                    "users:\n- name: u\n  user:\n    token: %s\n"
+                    "contexts:\n- name: c\n  context: {cluster: fake, user: u}\ncurrent-context: c\n"
+                    % (port, os.path.join(tmp, "ca.crt"), TOKEN))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class Server:
+    def __init__(self, tmp, mode_args):
+        self.log = open(os.path.join(tmp, "server-%d.log" % len(os.listdir(tmp))), "w+")
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--v=1", "--bind-address=127.0.0.1:0",
              "--tls-cert-file=" + os.path.join(tmp, "tls.crt"),
-             "--tls-private-key-file=" + os.path.join(tmp, "tls.key")],
-            stdout=self.log, stderr=subprocess.STDOUT)
+             "--tls-private-key-file=" + os.path.join(tmp, "tls.key")] + mode_args,
+            stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ, POD_NAMESPACE="ray-system"))
         self.port = self._wait_port()
         self.ctx = ssl.create_default_context(cafile=os.path.join(tmp, "ca.crt"))
+        try:
+            wait_for("/readyz 200", lambda: self.call("GET", "/readyz")[0] == 200)
+        except AssertionError:
+            self.stop()
+            raise
 
     def _wait_port(self):
         deadline = time.monotonic() + 20
@@ -77,6 +124,16 @@ class Server:
         self.proc.wait(timeout=30)
         self.log.close()
 
+    def run(self, traffic):
+        """(statuses of the traffic, text of /metrics after it); stops."""
+        try:
+            statuses = traffic(self)
+            status, body = self.call("GET", "/metrics")
+            assert status == 200, status
+            return statuses, body.decode()
+        finally:
+            self.stop()
+
 
 def load(name):
     with open(os.path.join(DATA, name)) as f:
@@ -89,15 +146,19 @@ class Scrape(unittest.TestCase):
         if not BINARY:
             raise AssertionError("WH_BINARY (the tpu-webhook binary) is not set")
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.server = Server(cls.tmp.name)
+        tmp = cls.tmp.name
+        subprocess.run([BINARY, "certs", "--dir", tmp], check=True, capture_output=True)
+        cls.statuses, cls.text = Server(tmp, ["--standalone"]).run(cls.traffic)
+        api = FakeAPIServer(tmp)
         try:
-            cls.statuses = cls.traffic(cls.server)
-            status, body = cls.server.call("GET", "/metrics")
-            assert status == 200, status
-            cls.text = body.decode()
-            cls.metrics = parse_exposition(cls.text)
+            cls.kube_statuses, cls.kube_text = Server(tmp, ["--kube-config-path", api.kubeconfig]).run(cls.traffic)
         finally:
-            cls.server.stop()
+            api.stop()
+        # What a rule or panel may use: any series either mode exports.
+        cls.metrics = {}
+        for text in (cls.text, cls.kube_text):
+            for name, samples in parse_exposition(text).items():
+                cls.metrics.setdefault(name, []).extend(samples)
 
     @classmethod
     def tearDownClass(cls):
@@ -120,9 +181,23 @@ class Scrape(unittest.TestCase):
         return got
 
     def test_traffic_was_answered_as_intended(self):
-        self.assertEqual([st for _, st in self.statuses], [200, 200, 200, 400, 200, 200, 200, 404])
-        adm = {(x["path"], x["kind"], x["reason"]): x for x in self.metrics["tpu_webhook_admissions_total"]}
-        self.assertIn(("/validate", "RayCluster", "invalid"), adm)
+        for statuses in (self.statuses, self.kube_statuses):
+            self.assertEqual([st for _, st in statuses], [200, 200, 200, 400, 200, 200, 200, 404])
+        for text in (self.text, self.kube_text):
+            self.assertIn('tpu_webhook_admissions_total{path="/validate",kind="RayCluster",'
+                          'decision="denied",reason="invalid"} 1\n', text)
+            self.assertIn('tpu_webhook_admissions_total{path="/mutate",kind="Pod",'
+                          'decision="allowed",reason="patched"} 1\n', text)
+            self.assertIn("tpu_webhook_legacy_reviews_total 1\n", text)
+            self.assertIn("tpu_webhook_ready 1\n", text)
+
+    def test_kubernetes_mode_caches(self):
+        """The cache series come from real caches fed by the fake API server."""
+        t = self.kube_text
+        for line in ('tpu_webhook_cache_synced{resource="pods"} 1', 'tpu_webhook_cache_synced{resource="nodes"} 1',
+                     'tpu_webhook_cache_watch_down_seconds{resource="pods"} 0',
+                     "tpu_webhook_cache_pods_trusted 1", "tpu_webhook_cache_nodes 4"):
+            self.assertIn(line + "\n", t)
 
     def check_expr(self, where, expr):
         sels, grouping = ml.selectors(expr)
@@ -191,7 +266,7 @@ class Scrape(unittest.TestCase):
         what has a unit, the namespace prefix on everything of ours."""
         for name in self.metrics:
             self.assertRegex(name, r"^(tpu_webhook_|process_)")
-        types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", self.text, re.M))
+        types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", self.text + self.kube_text, re.M))
         self.assertLessEqual(set(types), set(self.metrics) | {n for n in types if types[n] == "histogram"})
         for name, typ in types.items():
             if typ == "counter":
