@@ -10,6 +10,7 @@
 #include "wh/podspec.h"  /* wh_container_tpu, WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
 #include "wh/render.h"   /* wh_render_validate */
 #include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
+#include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/yaml.h"     /* wh_yaml_load */
 
 /* Where the row is from. */
@@ -258,6 +259,81 @@ static bool is_ray_kind(const char *k)
     return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService"));
 }
 
+static bool template_requests_tpu(const cJSON *tmpl)
+{
+    const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
+        if (wh_container_requests_tpu(c))
+            return true;
+    return false;
+}
+
+/* The first pod template of a Job, JobSet or LWS whose containers request
+ * TPUs; NULL when none does. */
+static const cJSON *tpu_template(const cJSON *doc)
+{
+    const char *kind = wh_json_str0(doc, "kind");
+    const cJSON *spec = wh_json_get(doc, "spec"), *t;
+    if (!strcmp(kind, "Job")) {
+        t = wh_json_get(spec, "template");
+        return template_requests_tpu(t) ? t : NULL;
+    }
+    if (!strcmp(kind, "LeaderWorkerSet")) {
+        t = wh_json_path(spec, "leaderWorkerTemplate", "workerTemplate", NULL);
+        return template_requests_tpu(t) ? t : NULL;
+    }
+    const cJSON *rjs = wh_json_get(spec, "replicatedJobs");
+    for (const cJSON *rj = cJSON_IsArray(rjs) ? rjs->child : NULL; rj; rj = rj->next) {
+        t = wh_json_path(rj, "template", "spec", "template", NULL);
+        if (template_requests_tpu(t))
+            return t;
+    }
+    return NULL;
+}
+
+/* A Job, JobSet or LeaderWorkerSet with TPU pods (docs/workloads.md): one
+ * row for the whole object (group "-"), with the columns of its TPU pod
+ * template; rendered (validation, then its pods through the workload
+ * mutation) so that check and the webhook agree. */
+static enum wh_err check_workload(struct origin *o, const cJSON *doc, cJSON *rows,
+                                  struct wh_check_stats *st)
+{
+    const cJSON *tmpl = tpu_template(doc);
+    if (!tmpl)
+        return WH_OK; /* no TPU: nothing the webhook would judge */
+    st->objects++;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_render_result r;
+    enum wh_err err = wh_render_workload(doc, &r, errbuf);
+    if (err == WH_ERR_NOMEM)
+        return err;
+    cJSON *row = new_row(o, "-");
+    cJSON *group = cJSON_CreateObject();
+    enum wh_err cerr = row && group && !wh_json_set(group, "template",
+                                                     cJSON_Duplicate(tmpl, 1))
+                           ? group_columns(row, group)
+                           : WH_ERR_NOMEM;
+    cJSON_Delete(group);
+    if (!cerr) /* a KubeRay worker-group column */
+        cJSON_DeleteItemFromObjectCaseSensitive(row, "replicas");
+    if (cerr) {
+        cJSON_Delete(row);
+        wh_render_result_free(&r);
+        return cerr;
+    }
+    const char *verdict = err                  ? "error"
+                          : !r.verdict.allowed || r.pod_denial ? "rejected"
+                                                               : "ok";
+    const char *message = err                  ? (errbuf[0] ? errbuf : wh_strerror(err))
+                          : !r.verdict.allowed ? r.verdict.message
+                          : r.pod_denial       ? r.pod_denial
+                                               : "";
+    err = finish_row(rows, row, st, verdict, message ? message : "",
+                     r.verdict.warnings ? cJSON_Duplicate(r.verdict.warnings, 1) : NULL);
+    wh_render_result_free(&r);
+    return err;
+}
+
 enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON *rows,
                           struct wh_check_stats *st, char *errbuf)
 {
@@ -280,11 +356,12 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
         bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
         for (const cJSON *x = is_list ? list->child : d; !err && x; x = is_list ? x->next : NULL) {
             const char *kind = wh_json_str(x, "kind");
-            if (!is_ray_kind(kind))
+            bool workload = wh_workload_pods_kind(kind);
+            if (!is_ray_kind(kind) && !workload)
                 continue; /* a manifest directory holds other kinds too */
             struct origin o = {file, lines[i], kind,
                                wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
-            err = check_doc(&o, x, rows, st);
+            err = workload ? check_workload(&o, x, rows, st) : check_doc(&o, x, rows, st);
         }
     }
     cJSON_Delete(docs);
@@ -369,7 +446,7 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
     for (const cJSON *r = rows->child; r; r = r->next)
         groups += strcmp(wh_json_str0(r, "group"), "-") != 0;
     if (!err)
-        err = wh_buf_addf(out, "\n%zu file(s), %zu Ray object(s), %zu TPU worker group(s): "
+        err = wh_buf_addf(out, "\n%zu file(s), %zu object(s), %zu TPU worker group(s): "
                                "%zu rejected, %zu error(s)\n",
                           st->files, st->objects, groups, st->rejected, st->errors);
     return err;

@@ -15,11 +15,39 @@
 #include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
 #include "wh/podspec.h"   /* wh_env_lookup, wh_container_requests_tpu */
 #include "wh/state.h"     /* wh_memstate */
+#include "wh/workload_pods.h" /* wh_workload_pods */
+
+/* What an AdmissionReview says about its object. */
+struct kind_info {
+    char group[128], version[64];
+    const char *kind, *resource;
+};
+
+/* From the object's apiVersion and kind; the resource is the API's plural. */
+static void kind_info_of(const cJSON *obj, bool pod, struct kind_info *k)
+{
+    const char *api = pod ? "v1" : wh_json_str0(obj, "apiVersion");
+    const char *slash = strchr(api, '/');
+    snprintf(k->group, sizeof(k->group), "%.*s", slash ? (int)(slash - api) : 0, api);
+    snprintf(k->version, sizeof(k->version), "%s", slash ? slash + 1 : api);
+    k->kind = pod ? "Pod" : wh_json_str0(obj, "kind");
+    k->resource = pod                                   ? "pods"
+                  : !strcmp(k->kind, "Job")             ? "jobs"
+                  : !strcmp(k->kind, "JobSet")          ? "jobsets"
+                  : !strcmp(k->kind, "LeaderWorkerSet") ? "leaderworkersets"
+                                                        : "rayclusters";
+    if (!pod && !strcmp(k->kind, "RayCluster")) {
+        snprintf(k->group, sizeof(k->group), "ray.io");
+        snprintf(k->version, sizeof(k->version), "v1");
+    }
+}
 
 /* Wrap obj in an AdmissionReview CREATE and print it. *body is the caller's
  * (cJSON_free). */
 static enum wh_err review_bytes(const cJSON *obj, bool pod, long seq, char **body)
 {
+    struct kind_info ki;
+    kind_info_of(obj, pod, &ki);
     enum wh_err err = WH_ERR_NOMEM;
     cJSON *rv = cJSON_CreateObject(), *req = cJSON_CreateObject();
     cJSON *kind = cJSON_CreateObject(), *res = cJSON_CreateObject(), *ui = cJSON_CreateObject();
@@ -43,12 +71,10 @@ static enum wh_err review_bytes(const cJSON *obj, bool pod, long seq, char **bod
     }
     if (wh_json_set_str(req, "uid", uid) || wh_json_set(req, "kind", kind) ||
         wh_json_set(req, "resource", res) || wh_json_set(req, "userInfo", ui) ||
-        wh_json_set_str(kind, "group", pod ? "" : "ray.io") ||
-        wh_json_set_str(kind, "version", "v1") ||
-        wh_json_set_str(kind, "kind", pod ? "Pod" : "RayCluster") ||
-        wh_json_set_str(res, "group", pod ? "" : "ray.io") ||
-        wh_json_set_str(res, "version", "v1") ||
-        wh_json_set_str(res, "resource", pod ? "pods" : "rayclusters") ||
+        wh_json_set_str(kind, "group", ki.group) || wh_json_set_str(kind, "version", ki.version) ||
+        wh_json_set_str(kind, "kind", ki.kind) || wh_json_set_str(res, "group", ki.group) ||
+        wh_json_set_str(res, "version", ki.version) ||
+        wh_json_set_str(res, "resource", ki.resource) ||
         wh_json_set_str(ui, "username", "system:serviceaccount:ray-system:kuberay-operator") ||
         wh_json_set_str(req, "name", pod ? "" : wh_json_str0(meta, "name")) ||
         wh_json_set_str(req, "namespace", wh_json_str0(meta, "namespace")) ||
@@ -62,17 +88,18 @@ out:
     return err;
 }
 
-/* Run obj through the engine; *resp is the parsed response object. */
-static enum wh_err ask_engine(const cJSON *obj, bool pod, long seq, const struct wh_state *st,
-                              struct wh_engine_result *res, cJSON **resp, char *errbuf)
+/* Run obj through the engine on route; *resp is the parsed response object. */
+static enum wh_err ask_engine(const cJSON *obj, enum wh_route route, long seq,
+                              const struct wh_state *st, struct wh_engine_result *res,
+                              cJSON **resp, char *errbuf)
 {
     char *body = NULL;
     *resp = NULL;
+    bool pod = route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD;
     enum wh_err err = review_bytes(obj, pod, seq, &body);
     if (err)
         return wh_fail(errbuf, err, "out of memory building an AdmissionReview");
-    err = wh_engine_review(body, strlen(body), pod ? WH_ROUTE_MUTATE : WH_ROUTE_VALIDATE, st, res,
-                           errbuf);
+    err = wh_engine_review(body, strlen(body), route, st, res, errbuf);
     cJSON_free(body);
     if (err)
         return err;
@@ -186,17 +213,17 @@ static enum wh_err schema_types(const cJSON *cluster, char *errbuf)
     return WH_OK;
 }
 
-enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v, char *errbuf)
+/* The engine's verdict on obj on a validating route. */
+static enum wh_err verdict_of(const cJSON *obj, enum wh_route route, struct wh_render_verdict *v,
+                              char *errbuf)
 {
-    memset(v, 0, sizeof(*v));
-    WH_TRY(schema_types(cluster, errbuf));
     struct wh_memstate *ms = NULL;
     struct wh_state st;
     struct wh_engine_result res = {0};
     cJSON *resp = NULL;
     enum wh_err err = with_empty_state(&ms, &st, errbuf);
     if (!err)
-        err = ask_engine(cluster, false, 0, &st, &res, &resp, errbuf);
+        err = ask_engine(obj, route, 0, &st, &res, &resp, errbuf);
     if (err)
         goto out;
     v->allowed = res.allowed;
@@ -210,12 +237,19 @@ out:
     if (err) {
         wh_render_verdict_free(v);
         if (err == WH_ERR_NOMEM)
-            wh_fail(errbuf, err, "out of memory validating the RayCluster");
+            wh_fail(errbuf, err, "out of memory validating the %s", wh_json_str0(obj, "kind"));
     }
     cJSON_Delete(resp);
     wh_engine_result_free(&res);
     wh_memstate_free(ms);
     return err;
+}
+
+enum wh_err wh_render_validate(const cJSON *cluster, struct wh_render_verdict *v, char *errbuf)
+{
+    memset(v, 0, sizeof(*v));
+    WH_TRY(schema_types(cluster, errbuf));
+    return verdict_of(cluster, WH_ROUTE_VALIDATE, v, errbuf);
 }
 
 void wh_render_verdict_free(struct wh_render_verdict *v)
@@ -248,8 +282,9 @@ static enum wh_err apply_patch(cJSON **pod, const cJSON *resp, char *errbuf)
     return err;
 }
 
-/* Admit every pod in order; a denial stops the walk. */
-static enum wh_err admit_pods(cJSON *pods, struct wh_render_result *out, char *errbuf)
+/* Admit every pod in order on route; a denial stops the walk. */
+static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render_result *out,
+                              char *errbuf)
 {
     struct wh_memstate *ms = wh_memstate_new();
     if (!ms)
@@ -260,17 +295,22 @@ static enum wh_err admit_pods(cJSON *pods, struct wh_render_result *out, char *e
         struct wh_state st = wh_memstate_view(ms);
         struct wh_engine_result res = {0};
         cJSON *resp = NULL;
-        err = ask_engine(p, true, seq, &st, &res, &resp, errbuf);
+        err = ask_engine(p, route, seq, &st, &res, &resp, errbuf);
         if (err)
             break;
         if (!res.allowed) {
             char msg[WH_ERRBUF_LEN * 4];
-            snprintf(msg, sizeof(msg), "worker pod %ld (group %s) denied: %s", seq,
-                     wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"),
+            const cJSON *meta = wh_json_get(p, "metadata");
+            const char *who = route == WH_ROUTE_MUTATE
+                                  ? wh_json_str0(wh_json_get(meta, "labels"), "ray.io/group")
+                              : *wh_json_str0(meta, "name") ? wh_json_str0(meta, "name")
+                                                            : wh_json_str0(meta, "generateName");
+            snprintf(msg, sizeof(msg), "%s pod %ld (%s %s) denied: %s",
+                     route == WH_ROUTE_MUTATE ? "worker" : "the", seq,
+                     route == WH_ROUTE_MUTATE ? "group" : "pod", who,
                      res.message ? res.message : "no reason given");
             out->pod_denial = strdup(msg);
-            out->pod_denial_group = strdup(
-                wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group"));
+            out->pod_denial_group = strdup(who);
             if (!out->pod_denial || !out->pod_denial_group)
                 err = WH_ERR_NOMEM;
         } else {
@@ -321,12 +361,40 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
     }
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
-        err = admit_pods(pods, out, errbuf);
+        err = admit_pods(pods, WH_ROUTE_MUTATE, out, errbuf);
     if (!err && !out->pod_denial) {
         out->pods = pods;
         pods = NULL;
     }
 out:
+    cJSON_Delete(pods);
+    if (err)
+        wh_render_result_free(out);
+    return err;
+}
+
+enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out, char *errbuf)
+{
+    memset(out, 0, sizeof(*out));
+    cJSON *pods = NULL;
+    enum wh_err err = WH_OK;
+    if (!(out->cluster = cJSON_Duplicate(obj, 1)))
+        err = WH_ERR_NOMEM;
+    cJSON *meta = err ? NULL : cJSON_GetObjectItemCaseSensitive(out->cluster, "metadata");
+    if (!err && cJSON_IsObject(meta) && !*wh_json_str0(meta, "namespace"))
+        err = wh_json_set_str(meta, "namespace", "default");
+    if (err)
+        wh_fail(errbuf, err, "out of memory");
+    if (!err)
+        err = verdict_of(out->cluster, WH_ROUTE_VALIDATE_WORKLOAD, &out->verdict, errbuf);
+    if (!err && out->verdict.allowed)
+        err = wh_workload_pods(out->cluster, &pods, errbuf);
+    if (!err && pods)
+        err = admit_pods(pods, WH_ROUTE_MUTATE_WORKLOAD, out, errbuf);
+    if (!err && pods && !out->pod_denial) {
+        out->pods = pods;
+        pods = NULL;
+    }
     cJSON_Delete(pods);
     if (err)
         wh_render_result_free(out);
@@ -349,7 +417,7 @@ void wh_render_result_free(struct wh_render_result *r)
 
 static size_t list_size(const char *s)
 {
-    if (!s || !*s)
+    if (!s || !*s || !strcmp(s, "-"))
         return 0;
     size_t n = 1;
     for (; *s; s++)
@@ -393,8 +461,56 @@ static void facts_of(const cJSON *pod, struct pod_facts *f)
     }
 }
 
+/* Value of env name in the first TPU container of pod, "-" when unset. */
+static const char *tpu_env(const cJSON *pod, const char *name)
+{
+    const cJSON *cs = wh_json_path(pod, "spec", "containers", NULL);
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(c, "env"), name, &lk);
+        return lk.exists && *lk.value ? lk.value : "-";
+    }
+    return NULL;
+}
+
+/* The pods of a Job, JobSet or LWS: one line each with the identity and
+ * TorchTPU/torchrun values the webhook gave (or found) in its first TPU
+ * container. */
+static enum wh_err workload_summary(const struct wh_render_result *r, struct wh_buf *out)
+{
+    const cJSON *meta = wh_json_get(r->cluster, "metadata");
+    enum wh_err err = wh_buf_addf(out, "%s %s/%s: %s, %d pod(s)\n", wh_json_str0(r->cluster, "kind"),
+                                  wh_json_str0(meta, "namespace"), wh_json_str0(meta, "name"),
+                                  r->verdict.allowed ? "allowed" : "DENIED",
+                                  cJSON_GetArraySize(r->pods));
+    if (!err)
+        err = wh_buf_addf(out, "  %-4s %-32s %-9s %-9s %-9s %-6s %-6s %-10s %s\n", "pod", "hostname",
+                          "WORKER_ID", "hostnames", "SLICE_ID", "NNODES", "RANK", "TORCH_TOPO",
+                          "slicebuilder");
+    int seq = 0;
+    for (const cJSON *p = r->pods ? r->pods->child : NULL; p && !err; p = p->next, seq++) {
+        const char *id = tpu_env(p, "TPU_WORKER_ID");
+        const char *host = wh_json_str(wh_json_get(p, "spec"), "hostname");
+        if (!id) {
+            err = wh_buf_addf(out, "  %-4d %-32s (no TPU requested: not mutated)\n", seq,
+                              host ? host : "-");
+            continue;
+        }
+        err = wh_buf_addf(out, "  %-4d %-32s %-9s %-9zu %-9s %-6s %-6s %-10s %zu\n", seq,
+                          host ? host : "-", id, list_size(tpu_env(p, "TPU_WORKER_HOSTNAMES")),
+                          tpu_env(p, "MEGASCALE_SLICE_ID"), tpu_env(p, "PET_NNODES"),
+                          tpu_env(p, "PET_NODE_RANK"), tpu_env(p, "TORCH_TPU_TOPOLOGY"),
+                          list_size(tpu_env(p, "TORCH_TPU_SLICEBUILDER_ADDRESSES")));
+    }
+    return err;
+}
+
 enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *out)
 {
+    if (wh_workload_pods_kind(wh_json_str(r->cluster, "kind")))
+        return workload_summary(r, out);
     const char *name = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
     const char *ns = wh_json_str0(wh_json_get(r->cluster, "metadata"), "namespace");
     enum wh_err err = wh_buf_addf(out, "RayCluster %s/%s: %s, %d worker pod(s)\n", ns, name,

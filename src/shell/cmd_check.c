@@ -1,7 +1,7 @@
 /* cmd_check.c: `tpu-webhook check [--output table|json] PATH...`.
  *
- * For CI: validates every RayCluster / RayJob / RayService found in the
- * given files and directories (recursing into *.yaml, *.yml, *.json) with
+ * For CI: validates every RayCluster / RayJob / RayService (and TPU Job /
+ * JobSet / LeaderWorkerSet) found in the given files and directories (recursing into *.yaml, *.yml, *.json) with
  * the webhook's own validation, prints one row per TPU worker group, and
  * exits non-zero when anything would be rejected. */
 #include <dirent.h>   /* opendir, readdir */
@@ -30,6 +30,8 @@ static const char usage_text[] =
     "exactly as the webhook's RayCluster validation would, and prints one row\n"
     "per TPU worker group: file, cluster, group, accelerator, topology, chips\n"
     "per host, hosts the topology needs, numOfHosts, verdict and warnings.\n"
+    "Jobs, JobSets and LeaderWorkerSets whose pods request TPUs get one row\n"
+    "each, judged by the workload validation and mutation (docs/workloads.md).\n"
     "Other kinds in the files are ignored.\n"
     "\n"
     "  --output table|json  aligned table (default) or a JSON report\n"

@@ -1,8 +1,9 @@
 /* cmd_render.c: `tpu-webhook render [options] FILE|-`.
  *
  * Shows, before anything is applied, the worker pods KubeRay would create
- * for each RayCluster / RayJob / RayService in FILE, as the webhook would
- * mutate them; or the webhook's denial. */
+ * for each RayCluster / RayJob / RayService in FILE, and the pods of each
+ * Job / JobSet / LeaderWorkerSet, as the webhook would mutate them; or the
+ * webhook's denial. */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
@@ -13,6 +14,7 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/kuberay.h"  /* wh_kuberay_opts */
 #include "wh/render.h"   /* wh_render_object */
+#include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/yaml.h"     /* wh_yaml_load, wh_yaml_emit */
 
 /* Rendered output is bounded: WH_KUBERAY_MAX_PODS pods of a few KiB. */
@@ -26,7 +28,10 @@ static const char usage_text[] =
     "from FILE or stdin ('-'). Each cluster is validated exactly as the webhook\n"
     "would; then the worker pods KubeRay would create (replicas x numOfHosts per\n"
     "worker group, in KubeRay's creation order) are run through the webhook's\n"
-    "mutation one by one and printed as mutated. Other kinds are skipped.\n"
+    "mutation one by one and printed as mutated. Jobs, JobSets and\n"
+    "LeaderWorkerSets go through /validate-workload, and the pods their\n"
+    "controllers would create through /mutate-workload (docs/workloads.md).\n"
+    "Other kinds are skipped.\n"
     "\n"
     "  --output yaml|json     YAML documents (default) or one JSON v1 List\n"
     "  --kuberay-version X.Y  operator version (default 1.6): 1.6+ sets the native\n"
@@ -40,7 +45,7 @@ static const char usage_text[] =
     "cluster-name suffixes) are derived from the names, so output is stable.\n"
     "\n"
     "Exit status: 0 rendered; 1 a manifest would be rejected (the denial is\n"
-    "printed); 2 unreadable input, malformed YAML, no Ray object, bad option.\n";
+    "printed); 2 unreadable input, malformed YAML, nothing to render, bad option.\n";
 
 struct opts {
     const char *input;
@@ -108,7 +113,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static bool is_ray_kind(const cJSON *doc)
 {
     const char *k = wh_json_str(doc, "kind");
-    return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService"));
+    return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService") ||
+                 wh_workload_pods_kind(k));
 }
 
 /* Append the rendered pods (or summary) of one result. */
@@ -118,6 +124,8 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
     if (o->summary)
         return wh_render_summary(r, out);
     const char *cluster = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
+    const char *kind = wh_json_str0(r->cluster, "kind");
+    bool ray = !wh_workload_pods_kind(kind);
     int i = 0;
     for (cJSON *p = r->pods->child; p; p = p->next, i++) {
         if (o->json) {
@@ -128,8 +136,10 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
         }
         const char *group =
             wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group");
-        enum wh_err err = wh_buf_addf(out, "---\n# RayCluster %s, worker group %s, pod %d\n",
-                                      cluster, group, i);
+        enum wh_err err =
+            ray ? wh_buf_addf(out, "---\n# RayCluster %s, worker group %s, pod %d\n", cluster,
+                              group, i)
+                : wh_buf_addf(out, "---\n# %s %s, pod %d\n", kind, cluster, i);
         if (!err)
             err = wh_yaml_emit(p, out);
         if (err)
@@ -158,7 +168,8 @@ static void render_one(const struct opts *o, const cJSON *d, unsigned line, stru
     const char *sep = name[0] ? " " : "";
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_render_result r;
-    enum wh_err err = wh_render_object(d, &o->kuberay, &r, errbuf);
+    enum wh_err err = wh_workload_pods_kind(kind) ? wh_render_workload(d, &r, errbuf)
+                                                  : wh_render_object(d, &o->kuberay, &r, errbuf);
     if (err) {
         fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: %s\n", o->input, line, kind,
                 sep, name, errbuf[0] ? errbuf : wh_strerror(err));
@@ -199,7 +210,8 @@ static int render_docs(const struct opts *o, const cJSON *docs, const unsigned *
     }
     if (n_ray == 0) {
         fprintf(stderr,
-                "tpu-webhook render: %s: no RayCluster, RayJob or RayService in the input\n",
+                "tpu-webhook render: %s: no RayCluster, RayJob, RayService, Job, JobSet or "
+                "LeaderWorkerSet in the input\n",
                 o->input);
         return 2;
     }

@@ -19,6 +19,9 @@
  *   (-1 when the topology does not parse), numOfHosts,
  *   verdict ("ok" | "rejected" | "error"), message (the group's part of the
  *   denial, or the error; "" when ok), warnings (array of strings).
+ * A Job, JobSet or LeaderWorkerSet whose pods request TPUs gives one row
+ * (group "-", the columns of its TPU pod template, numOfHosts null), judged
+ * by wh_render_workload (docs/workloads.md).
  * Objects that cannot be checked at all (a YAML syntax error, a RayJob
  * without a cluster spec) give one row with group "-" and verdict "error";
  * a rejected cluster always gives at least one "rejected" row.

@@ -37,7 +37,7 @@ WH_NODISCARD enum wh_err wh_render_validate(const cJSON *cluster, struct wh_rend
 void wh_render_verdict_free(struct wh_render_verdict *v); /* NULL-safe */
 
 struct wh_render_result {
-    cJSON *cluster; /* the RayCluster as validated (defaults applied) */
+    cJSON *cluster; /* the RayCluster as validated (defaults applied), or the workload */
     struct wh_render_verdict verdict;
     cJSON *pods;       /* the mutated pods in creation order; NULL when denied */
     char *pod_denial;  /* malloc'd: the engine denied a pod (pods is NULL then) */
@@ -52,11 +52,21 @@ struct wh_render_result {
  * error. */
 WH_NODISCARD enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
                                           struct wh_render_result *out, char *errbuf);
+/* Render a Job, JobSet or LeaderWorkerSet (docs/workloads.md): the object
+ * (namespace defaulted) is validated on WH_ROUTE_VALIDATE_WORKLOAD; when
+ * allowed, the pods its controllers would create (wh_workload_pods) go
+ * through WH_ROUTE_MUTATE_WORKLOAD one by one and are patched. out->cluster
+ * holds the object, pod_denial_group the denied pod's name. Errors as
+ * wh_render_object. */
+WH_NODISCARD enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out,
+                                            char *errbuf);
 void wh_render_result_free(struct wh_render_result *r); /* NULL-safe */
 
 /* Append a table of the rendered pods to out: per worker group and replica,
  * each pod's hostname, TPU_WORKER_ID (every TPU container), TPU_NAME and the
- * sizes of TPU_WORKER_HOSTNAMES and TPU_PROCESS_ADDRESSES. */
+ * sizes of TPU_WORKER_HOSTNAMES and TPU_PROCESS_ADDRESSES; for a workload,
+ * per pod its hostname, TPU_WORKER_ID, peer count, MEGASCALE_SLICE_ID,
+ * PET_NNODES, PET_NODE_RANK, TORCH_TPU_TOPOLOGY and slicebuilder count. */
 WH_NODISCARD enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *out);
 
 #endif /* WH_RENDER_H */

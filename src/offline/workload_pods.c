@@ -1,0 +1,512 @@
+/* workload_pods.c: the pods of a Job, JobSet or LeaderWorkerSet, offline. */
+#include "wh/workload_pods.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp */
+
+#include "wh/hash.h"    /* wh_hash_str */
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/podspec.h" /* wh_container_requests_tpu */
+
+#define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
+#define LWS "leaderworkerset.sigs.k8s.io/"
+#define JS "jobset.sigs.k8s.io/"
+#define LWS_TPU_PORT 8476 /* LWS's TPU_PROCESS_PORT */
+
+bool wh_workload_pods_kind(const char *kind)
+{
+    return kind && (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") ||
+                    !strcmp(kind, "LeaderWorkerSet"));
+}
+
+/* A made-up but stable UID / hash from a name. */
+static void fake_uid(const char *a, const char *b, char *out, size_t n)
+{
+    uint32_t h = wh_hash_str(wh_hash_str(2166136261u, a), b);
+    snprintf(out, n, "%08x-0000-4000-8000-%012x", h, h ^ 0x5bd1e995u);
+}
+
+/* obj[key] as a mapping, created (or replacing a non-mapping) when needed. */
+static cJSON *mapping(cJSON *obj, const char *key)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (cJSON_IsObject(m))
+        return m;
+    m = cJSON_CreateObject();
+    if (m && wh_json_set(obj, key, m))
+        return NULL;
+    return m;
+}
+
+static enum wh_err put(cJSON *obj, const char *key, const char *value)
+{
+    return obj ? wh_json_set_str(obj, key, value) : WH_ERR_NOMEM;
+}
+
+/* Set key=value as a label and an annotation (the JobSet controller's way). */
+static enum wh_err put_both(cJSON *pod, const char *key, const char *value)
+{
+    cJSON *meta = mapping(pod, "metadata");
+    enum wh_err err = put(meta ? mapping(meta, "labels") : NULL, key, value);
+    if (!err)
+        err = put(meta ? mapping(meta, "annotations") : NULL, key, value);
+    return err;
+}
+
+static enum wh_err put_label(cJSON *pod, const char *key, const char *value)
+{
+    cJSON *meta = mapping(pod, "metadata");
+    return put(meta ? mapping(meta, "labels") : NULL, key, value);
+}
+
+static enum wh_err put_annotation(cJSON *pod, const char *key, const char *value)
+{
+    cJSON *meta = mapping(pod, "metadata");
+    return put(meta ? mapping(meta, "annotations") : NULL, key, value);
+}
+
+static bool has_env(const cJSON *c, const char *name)
+{
+    const cJSON *env = wh_json_get(c, "env");
+    for (const cJSON *e = cJSON_IsArray(env) ? env->child : NULL; e; e = e->next)
+        if (!strcmp(wh_json_str0(e, "name"), name))
+            return true;
+    return false;
+}
+
+/* Append env name (value, or valueFrom.fieldRef when field is set) to
+ * container c unless it has an entry of that name. */
+static enum wh_err add_env(cJSON *c, const char *name, const char *value, const char *field)
+{
+    if (has_env(c, name))
+        return WH_OK;
+    cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+    if (!cJSON_IsArray(env)) {
+        env = cJSON_CreateArray();
+        if (!env || wh_json_set(c, "env", env))
+            return WH_ERR_NOMEM;
+    }
+    cJSON *e = cJSON_CreateObject();
+    enum wh_err err = e ? wh_json_set_str(e, "name", name) : WH_ERR_NOMEM;
+    if (!err && !field) {
+        err = wh_json_set_str(e, "value", value);
+    } else if (!err) {
+        cJSON *vf = cJSON_CreateObject(), *fr = cJSON_CreateObject();
+        err = vf && fr ? wh_json_set_str(fr, "fieldPath", field) : WH_ERR_NOMEM;
+        if (!err) {
+            err = wh_json_set(vf, "fieldRef", fr);
+            fr = NULL;
+        }
+        if (!err) {
+            err = wh_json_set(e, "valueFrom", vf);
+            vf = NULL;
+        }
+        cJSON_Delete(fr);
+        cJSON_Delete(vf);
+    }
+    if (err) {
+        cJSON_Delete(e);
+        return err;
+    }
+    return wh_json_add(env, e);
+}
+
+/* Every container and init container of pod. */
+static enum wh_err each_container(cJSON *pod, const char *name, const char *value, const char *field)
+{
+    static const char *const lists[2] = {"containers", "initContainers"};
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+    enum wh_err err = WH_OK;
+    for (int l = 0; l < 2 && !err; l++) {
+        cJSON *cs = cJSON_GetObjectItemCaseSensitive(spec, lists[l]);
+        for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c && !err; c = c->next)
+            if (cJSON_IsObject(c))
+                err = add_env(c, name, value, field);
+    }
+    return err;
+}
+
+/* A pod from a pod template: metadata (labels, annotations) and spec copied. */
+static cJSON *pod_from_template(const cJSON *tmpl, const char *ns)
+{
+    cJSON *pod = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+    const cJSON *tm = wh_json_get(tmpl, "metadata"), *ts = wh_json_get(tmpl, "spec");
+    if (!pod || !meta || wh_json_set_str(pod, "apiVersion", "v1") ||
+        wh_json_set_str(pod, "kind", "Pod") || wh_json_set(pod, "metadata", meta)) {
+        cJSON_Delete(meta);
+        cJSON_Delete(pod);
+        return NULL;
+    }
+    static const char *const keep[2] = {"labels", "annotations"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *m = wh_json_get(tm, keep[i]);
+        if (cJSON_IsObject(m) && wh_json_set(meta, keep[i], cJSON_Duplicate(m, 1)))
+            goto fail;
+    }
+    if (wh_json_set_str(meta, "namespace", ns) ||
+        wh_json_set(pod, "spec", cJSON_IsObject(ts) ? cJSON_Duplicate(ts, 1) : cJSON_CreateObject()))
+        goto fail;
+    return pod;
+fail:
+    cJSON_Delete(pod);
+    return NULL;
+}
+
+static enum wh_err too_many(long n, char *errbuf)
+{
+    return wh_fail(errbuf, WH_ERR_TOOBIG, "the manifest makes %ld pods or more; at most %ld are "
+                                          "rendered",
+                   n, WH_WORKLOAD_MAX_PODS);
+}
+
+/* A whole number >= 0 at obj[key]; def when absent. */
+static enum wh_err count(const cJSON *obj, const char *key, const char *field, long def, long *out,
+                         char *errbuf)
+{
+    const cJSON *v = wh_json_get(obj, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v))
+        return WH_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
+        v->valuedouble != (double)(long)v->valuedouble)
+        return wh_fail(errbuf, WH_ERR_INVALID, "%s.%s is not a whole number >= 0; the API server "
+                                               "would refuse the object",
+                       field, key);
+    *out = (long)v->valuedouble;
+    return WH_OK;
+}
+
+/* The pods of Job <job> in ns with spec jspec (field: how messages name
+ * it); extra (may be NULL) is applied by the caller to each pod before. */
+struct job_in {
+    const char *ns, *job, *field;
+    const cJSON *spec;
+    bool jobset; /* completionMode defaults to Indexed */
+    const char *subdomain; /* JobSet's, or NULL */
+    const cJSON *jobset_keys; /* label+annotation pairs of a JobSet child */
+};
+
+static enum wh_err job_pods(const struct job_in *in, cJSON *out, char *errbuf)
+{
+    const char *mode = wh_json_str(in->spec, "completionMode");
+    bool indexed = mode ? !strcmp(mode, "Indexed") : in->jobset;
+    long parallelism, completions;
+    WH_TRY(count(in->spec, "parallelism", in->field, 1, &parallelism, errbuf));
+    WH_TRY(count(in->spec, "completions", in->field, indexed ? -1 : parallelism, &completions,
+                 errbuf));
+    if (indexed && completions < 0)
+        return wh_fail(errbuf, WH_ERR_INVALID, "%s.completions is unset; an Indexed Job needs it",
+                       in->field);
+    long n = indexed ? completions : (completions < parallelism ? completions : parallelism);
+    if (cJSON_GetArraySize(out) + n > WH_WORKLOAD_MAX_PODS)
+        return too_many(cJSON_GetArraySize(out) + n, errbuf);
+    char uid[64], s[400];
+    fake_uid(in->ns, in->job, uid, sizeof(uid));
+    const cJSON *tmpl = wh_json_get(in->spec, "template");
+    for (long i = 0; i < n; i++) {
+        cJSON *pod = pod_from_template(tmpl, in->ns);
+        if (!pod || wh_json_add(out, pod))
+            return WH_ERR_NOMEM;
+        enum wh_err err = WH_OK;
+        for (const cJSON *k = in->jobset_keys ? in->jobset_keys->child : NULL; k && !err; k = k->next)
+            err = put_both(pod, k->string, k->valuestring);
+        static const char *const name_keys[2] = {"batch.kubernetes.io/job-name", "job-name"};
+        static const char *const uid_keys[2] = {"batch.kubernetes.io/controller-uid",
+                                                "controller-uid"};
+        for (int k = 0; k < 2 && !err; k++) {
+            err = put_label(pod, name_keys[k], in->job);
+            if (!err)
+                err = put_label(pod, uid_keys[k], uid);
+        }
+        if (indexed) {
+            snprintf(s, sizeof(s), "%ld", i);
+            if (!err)
+                err = put_label(pod, KEY_JOB_INDEX, s);
+            if (!err)
+                err = put_annotation(pod, KEY_JOB_INDEX, s);
+            if (!err)
+                err = each_container(pod, "JOB_COMPLETION_INDEX", NULL,
+                                     "metadata.labels['" KEY_JOB_INDEX "']");
+            snprintf(s, sizeof(s), "%.300s-%ld", in->job, i);
+            if (!err)
+                err = put(mapping(pod, "spec"), "hostname", s);
+            snprintf(s, sizeof(s), "%.300s-%ld-", in->job, i);
+        } else {
+            snprintf(s, sizeof(s), "%.300s-", in->job);
+        }
+        if (!err)
+            err = put(mapping(pod, "metadata"), "generateName", s);
+        if (!err && in->subdomain)
+            err = put(mapping(pod, "spec"), "subdomain", in->subdomain);
+        if (err)
+            return err;
+    }
+    return WH_OK;
+}
+
+static const char *ns_of(const cJSON *obj)
+{
+    const char *ns = wh_json_str(wh_json_get(obj, "metadata"), "namespace");
+    return ns && *ns ? ns : "default";
+}
+
+static enum wh_err name_of(const cJSON *obj, const char **name, char *errbuf)
+{
+    *name = wh_json_str(wh_json_get(obj, "metadata"), "name");
+    if (!*name || !**name)
+        return wh_fail(errbuf, WH_ERR_INVALID, "%s has no metadata.name; render needs the name "
+                                               "the controller derives pod names from",
+                       wh_json_str0(obj, "kind"));
+    return WH_OK;
+}
+
+static enum wh_err job(const cJSON *obj, cJSON *out, char *errbuf)
+{
+    struct job_in in = {.ns = ns_of(obj), .field = "spec", .spec = wh_json_get(obj, "spec")};
+    WH_TRY(name_of(obj, &in.job, errbuf));
+    return job_pods(&in, out, errbuf);
+}
+
+static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
+{
+    const char *js;
+    WH_TRY(name_of(obj, &js, errbuf));
+    const cJSON *spec = wh_json_get(obj, "spec");
+    const cJSON *rjobs = wh_json_get(spec, "replicatedJobs");
+    const cJSON *dns = wh_json_path(spec, "network", "enableDNSHostnames", NULL);
+    const char *sub = wh_json_str(wh_json_get(spec, "network"), "subdomain");
+    if (!sub || !*sub)
+        sub = js;
+    long global = 0, before = 0;
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj; rj = rj->next) {
+        long r;
+        WH_TRY(count(rj, "replicas", "spec.replicatedJobs[]", 1, &r, errbuf));
+        global += r;
+    }
+    char uid[64], s[64], gs[32], field[160], child[400];
+    fake_uid(ns_of(obj), js, uid, sizeof(uid));
+    snprintf(gs, sizeof(gs), "%ld", global);
+    const char *excl = wh_meta_annotation(obj, "alpha.jobset.sigs.k8s.io/exclusive-topology");
+    int i = 0;
+    enum wh_err err = WH_OK;
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err;
+         rj = rj->next, i++) {
+        long replicas;
+        snprintf(field, sizeof(field), "spec.replicatedJobs[%d]", i);
+        WH_TRY(count(rj, "replicas", field, 1, &replicas, errbuf));
+        const char *rname = wh_json_str(rj, "name");
+        if (!rname || !*rname)
+            return wh_fail(errbuf, WH_ERR_INVALID, "%s.name is missing", field);
+        snprintf(field, sizeof(field), "spec.replicatedJobs[%d].template.spec", i);
+        for (long j = 0; j < replicas && !err; j++) {
+            cJSON *keys = cJSON_CreateObject();
+            if (!keys)
+                return WH_ERR_NOMEM;
+            snprintf(child, sizeof(child), "%.120s-%.60s-%ld", js, rname, j);
+            snprintf(s, sizeof(s), "%ld", replicas);
+            err = put(keys, JS "jobset-name", js);
+            if (!err)
+                err = put(keys, JS "jobset-uid", uid);
+            if (!err)
+                err = put(keys, JS "replicatedjob-name", rname);
+            if (!err)
+                err = put(keys, JS "replicatedjob-replicas", s);
+            if (!err)
+                err = put(keys, JS "global-replicas", gs);
+            snprintf(s, sizeof(s), "%ld", j);
+            if (!err)
+                err = put(keys, JS "job-index", s);
+            snprintf(s, sizeof(s), "%ld", before + j);
+            if (!err)
+                err = put(keys, JS "job-global-index", s);
+            if (!err)
+                err = put(keys, JS "restart-attempt", "0");
+            if (!err)
+                err = put(keys, JS "group-name", "default");
+            if (!err)
+                err = put(keys, JS "group-replicas", gs);
+            if (!err)
+                err = put(keys, JS "job-group-index", wh_json_str0(keys, JS "job-global-index"));
+            char key[64];
+            fake_uid(ns_of(obj), child, key, sizeof(key));
+            if (!err)
+                err = put(keys, JS "job-key", key);
+            size_t first = cJSON_GetArraySize(out) > 0 ? (size_t)cJSON_GetArraySize(out) : 0;
+            struct job_in in = {.ns = ns_of(obj), .job = child, .field = field,
+                                .spec = wh_json_path(rj, "template", "spec", NULL), .jobset = true,
+                                .subdomain = cJSON_IsFalse(dns) ? NULL : sub, .jobset_keys = keys};
+            if (!err)
+                err = job_pods(&in, out, errbuf);
+            /* The exclusive-placement annotation is an annotation only. */
+            for (cJSON *p = cJSON_GetArrayItem(out, (int)first); p && excl && !err; p = p->next)
+                err = put_annotation(p, "alpha.jobset.sigs.k8s.io/exclusive-topology", excl);
+            cJSON_Delete(keys);
+        }
+        before += replicas;
+    }
+    return err;
+}
+
+/* LWS's pod webhook: TPU identity for the TPU containers (docs/workloads.md). */
+static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long worker,
+                               bool leader_tpu, const char *sub)
+{
+    cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
+                                                 "containers");
+    int n_tpu = 0;
+    cJSON *first = NULL;
+    for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
+        if (wh_container_requests_tpu(c) && n_tpu++ == 0)
+            first = c;
+    if (!first || has_env(first, "TPU_WORKER_HOSTNAMES") || has_env(first, "TPU_WORKER_ID"))
+        return WH_OK;
+    cJSON *hosts = cJSON_CreateArray(); /* build the strings in one go */
+    char host[400], *list = NULL, *procs = NULL;
+    size_t ll = 0, pl = 0;
+    enum wh_err err = hosts ? WH_OK : WH_ERR_NOMEM;
+    for (long k = leader_tpu ? 0 : 1; k < size && !err; k++) {
+        if (k == 0)
+            snprintf(host, sizeof(host), "%.253s.%.63s", leader, sub);
+        else
+            snprintf(host, sizeof(host), "%.250s-%ld.%.63s", leader, k, sub);
+        for (int c = 0; c < n_tpu && !err; c++)
+            err = wh_json_add(hosts, cJSON_CreateString(host));
+    }
+    for (const cJSON *h = hosts ? hosts->child : NULL; h && !err; h = h->next) {
+        ll += strlen(h->valuestring) + 1;
+        pl += strlen(h->valuestring) + 8;
+    }
+    if (!err && (!(list = cJSON_malloc(ll + 1)) || !(procs = cJSON_malloc(pl + 1))))
+        err = WH_ERR_NOMEM;
+    if (!err) {
+        char *a = list, *b = procs;
+        *a = *b = '\0';
+        for (const cJSON *h = hosts->child; h; h = h->next) {
+            a += sprintf(a, "%s%s", h == hosts->child ? "" : ",", h->valuestring);
+            b += sprintf(b, "%s%s:%d", h == hosts->child ? "" : ",", h->valuestring, LWS_TPU_PORT);
+        }
+    }
+    int ci = 0;
+    for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c && !err; c = c->next) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        char id[32], port[16];
+        snprintf(id, sizeof(id), "%ld", (worker - (leader_tpu ? 0 : 1)) * n_tpu + ci);
+        snprintf(port, sizeof(port), "%d", LWS_TPU_PORT + ci);
+        err = add_env(c, "TPU_WORKER_HOSTNAMES", list, NULL);
+        if (!err)
+            err = add_env(c, "TPU_WORKER_ID", id, NULL);
+        if (!err)
+            err = add_env(c, "TPU_NAME", leader, NULL);
+        if (!err)
+            err = add_env(c, "TPU_PROCESS_ADDRESSES", procs, NULL);
+        if (!err)
+            err = add_env(c, "TPU_PROCESS_PORT", port, NULL);
+        ci++;
+    }
+    cJSON_free(list);
+    cJSON_free(procs);
+    cJSON_Delete(hosts);
+    return err;
+}
+
+static bool template_requests_tpu(const cJSON *tmpl)
+{
+    const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
+        if (wh_container_requests_tpu(c))
+            return true;
+    return false;
+}
+
+static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
+{
+    const char *name;
+    WH_TRY(name_of(obj, &name, errbuf));
+    const cJSON *spec = wh_json_get(obj, "spec"), *lwt = wh_json_get(spec, "leaderWorkerTemplate");
+    long replicas, size;
+    WH_TRY(count(spec, "replicas", "spec", 1, &replicas, errbuf));
+    WH_TRY(count(lwt, "size", "spec.leaderWorkerTemplate", 1, &size, errbuf));
+    if (size < 1)
+        return wh_fail(errbuf, WH_ERR_INVALID, "spec.leaderWorkerTemplate.size is 0; it must be "
+                                               "at least 1");
+    if (replicas * size > WH_WORKLOAD_MAX_PODS)
+        return too_many(replicas * size, errbuf);
+    const cJSON *wt = wh_json_get(lwt, "workerTemplate"), *lt = wh_json_get(lwt, "leaderTemplate");
+    if (!cJSON_IsObject(lt))
+        lt = wt;
+    bool leader_tpu = template_requests_tpu(lt);
+    const char *ns = ns_of(obj);
+    char s[400], leader[400], key[64], sz[32];
+    snprintf(sz, sizeof(sz), "%ld", size);
+    enum wh_err err = WH_OK;
+    for (long g = 0; g < replicas && !err; g++) {
+        snprintf(leader, sizeof(leader), "%.250s-%ld", name, g);
+        fake_uid(ns, leader, key, sizeof(key));
+        for (long w = 0; w < size && !err; w++) {
+            cJSON *pod = pod_from_template(w ? wt : lt, ns);
+            if (!pod || wh_json_add(out, pod))
+                return WH_ERR_NOMEM;
+            if (w)
+                snprintf(s, sizeof(s), "%.300s-%ld", leader, w);
+            else
+                snprintf(s, sizeof(s), "%s", leader);
+            err = put(mapping(pod, "metadata"), "name", s);
+            if (!err)
+                err = put(mapping(pod, "spec"), "hostname", s);
+            if (!err)
+                err = put(mapping(pod, "spec"), "subdomain", name);
+            if (!err)
+                err = put_label(pod, LWS "name", name);
+            snprintf(s, sizeof(s), "%ld", g);
+            if (!err)
+                err = put_label(pod, LWS "group-index", s);
+            snprintf(s, sizeof(s), "%ld", w);
+            if (!err)
+                err = put_label(pod, LWS "worker-index", s);
+            if (!err)
+                err = put_label(pod, LWS "group-key", key);
+            if (!err)
+                err = put_annotation(pod, LWS "size", sz);
+            if (!err && w)
+                err = put_annotation(pod, LWS "leader-name", leader);
+            if (!err && w && leader_tpu)
+                err = put_annotation(pod, LWS "leader-requests-tpus", "true");
+            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, name, ns);
+            if (!err)
+                err = each_container(pod, "LWS_LEADER_ADDRESS", s, NULL);
+            if (!err)
+                err = each_container(pod, "LWS_GROUP_SIZE", sz, NULL);
+            snprintf(s, sizeof(s), "%ld", w);
+            if (!err)
+                err = each_container(pod, "LWS_WORKER_INDEX", s, NULL);
+            if (!err)
+                err = lws_tpu_env(pod, leader, size, w, leader_tpu, name);
+        }
+    }
+    return err;
+}
+
+enum wh_err wh_workload_pods(const cJSON *obj, cJSON **pods, char *errbuf)
+{
+    *pods = NULL;
+    const char *kind = wh_json_str0(obj, "kind");
+    if (!wh_workload_pods_kind(kind))
+        return wh_fail(errbuf, WH_ERR_KIND, "kind \"%.64s\" is not a Job, JobSet or "
+                                            "LeaderWorkerSet",
+                       kind);
+    cJSON *out = cJSON_CreateArray();
+    if (!out)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    enum wh_err err = !strcmp(kind, "Job")      ? job(obj, out, errbuf)
+                      : !strcmp(kind, "JobSet") ? jobset(obj, out, errbuf)
+                                                : lws(obj, out, errbuf);
+    if (err == WH_ERR_NOMEM)
+        wh_fail(errbuf, err, "out of memory building the pods");
+    if (err) {
+        cJSON_Delete(out);
+        return err;
+    }
+    *pods = out;
+    return WH_OK;
+}

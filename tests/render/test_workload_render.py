@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""render/check/review of Jobs, JobSets and LeaderWorkerSets (issue 12,
+docs/workloads.md), through the real binary, on tests/fixtures/workloads.
+
+Usage: test_workload_render.py BINARY FIXTURES_DIR"""
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+BINARY = FIX = None
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+def run(*args, stdin=None):
+    return subprocess.run([BINARY] + list(args), input=stdin, capture_output=True, timeout=120)
+
+
+def render(name):
+    p = run("render", "--output", "json", os.path.join(FIX, name))
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(p.stdout)["items"]
+
+
+def tpu_env(pod):
+    for c in pod["spec"]["containers"]:
+        if "google.com/tpu" in json.dumps(c.get("resources", {})):
+            names = [e["name"] for e in c.get("env", [])]
+            assert len(names) == len(set(names)), names
+            for n in names:
+                assert ENV_NAME.match(n), n
+            return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+    raise AssertionError("no TPU container")
+
+
+class Render(unittest.TestCase):
+    def test_two_slice_jobset(self):
+        pods = render("jobset-v5p-2x2x4-two-slices.yaml")
+        self.assertEqual(len(pods), 8)
+        by_slice = {}
+        for p in pods:
+            lab = p["metadata"]["labels"]
+            self.assertEqual(p["metadata"]["annotations"]["jobset.sigs.k8s.io/job-index"],
+                             lab["jobset.sigs.k8s.io/job-index"])
+            self.assertEqual(p["spec"]["subdomain"], "llm")
+            j, i = lab["jobset.sigs.k8s.io/job-index"], lab["batch.kubernetes.io/job-completion-index"]
+            self.assertEqual(p["spec"]["hostname"], "llm-slice-%s-%s" % (j, i))
+            self.assertEqual(p["metadata"]["generateName"], "llm-slice-%s-%s-" % (j, i))
+            self.assertEqual(lab["batch.kubernetes.io/job-name"], "llm-slice-%s" % j)
+            self.assertEqual(p["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"],
+                             "cloud.google.com/gke-nodepool")
+            by_slice.setdefault(j, []).append(tpu_env(p))
+        self.assertEqual(sorted(by_slice), ["0", "1"])
+        for j, envs in by_slice.items():
+            self.assertEqual(sorted(int(e["TPU_WORKER_ID"]) for e in envs), [0, 1, 2, 3])
+            self.assertEqual(len({e["TPU_WORKER_HOSTNAMES"] for e in envs}), 1)
+            self.assertEqual(len({e["TORCH_TPU_SLICEBUILDER_ADDRESSES"] for e in envs}), 1)
+            self.assertEqual({e["MEGASCALE_SLICE_ID"] for e in envs}, {j})
+            self.assertTrue(envs[0]["TPU_WORKER_HOSTNAMES"].startswith("llm-slice-%s-0.llm," % j))
+        envs = [e for v in by_slice.values() for e in v]
+        self.assertEqual({(e["MEGASCALE_NUM_SLICES"], e["MEGASCALE_COORDINATOR_ADDRESS"]) for e in envs},
+                         {("2", "llm-slice-0-0.llm")})
+        self.assertEqual(sorted(int(e["PET_NODE_RANK"]) for e in envs), list(range(8)))
+
+    def test_four_host_indexed_job(self):
+        pods = render("indexed-job-v6e-4x4.yaml")  # the Service is skipped
+        self.assertEqual(len(pods), 4)
+        envs = [tpu_env(p) for p in pods]
+        self.assertEqual([e["TPU_WORKER_ID"] for e in envs], ["0", "1", "2", "3"])
+        self.assertEqual(len({e["TPU_WORKER_HOSTNAMES"] for e in envs}), 1)
+        self.assertEqual(envs[2]["TPU_WORKER_HOSTNAMES"],
+                         ",".join("train-v6e-%d.train-v6e" % i for i in range(4)))
+        self.assertEqual([p["spec"]["hostname"] for p in pods], ["train-v6e-%d" % i for i in range(4)])
+        for e in envs:
+            self.assertIn("fieldRef", e["JOB_COMPLETION_INDEX"])
+            for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+                self.assertNotIn(k, e)
+
+    def test_list_with_lws_and_plain_job(self):
+        pods = render("lws-and-smoke-job.json")
+        self.assertEqual(len(pods), 9)
+        lws, smoke = pods[:8], pods[8]
+        for p in lws:
+            e = tpu_env(p)
+            w = int(p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"])
+            self.assertEqual(e["TPU_WORKER_ID"], str(w))  # LWS's own, kept
+            self.assertEqual(e["TPU_PROCESS_PORT"], "8476")
+            self.assertEqual(e["PET_NODE_RANK"], str(w))
+            g = p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"]
+            self.assertEqual(e["PET_MASTER_ADDR"], "vllm-%s.vllm" % g)
+            self.assertEqual(p["metadata"]["namespace"], "serving")
+        e = tpu_env(smoke)
+        self.assertEqual((e["TORCH_TPU_TOPOLOGY"], e["TORCH_TPU_SLICEBUILDER_ADDRESSES"], e["PET_NPROC_PER_NODE"]),
+                         ("1,1,1", "localhost:8471", "1"))
+        self.assertEqual(smoke["metadata"]["generateName"], "torchtpu-smoke-")
+
+    def test_summary(self):
+        p = run("render", "--summary", os.path.join(FIX, "jobset-v5p-2x2x4-two-slices.yaml"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout.decode()
+        self.assertIn("JobSet default/llm: allowed, 8 pod(s)", out)
+        self.assertRegex(out, r"llm-slice-1-3\s+3\s+4\s+1\s+8\s+7\s+2,2,4\s+16")
+
+    def test_rejected_job(self):
+        p = run("render", os.path.join(FIX, "bad-job-parallelism.yaml"))
+        self.assertEqual(p.returncode, 1)
+        err = p.stderr.decode()
+        self.assertIn("would be rejected", err)
+        self.assertIn("spec.parallelism is 2, expected 4", err)
+        self.assertIn("spec.template.spec.subdomain is unset", err)
+
+    def test_rendered_pods_review_unchanged(self):
+        # A second review of what the webhook produced yields no patch.
+        for name in ("jobset-v5p-2x2x4-two-slices.yaml", "indexed-job-v6e-4x4.yaml"):
+            for pod in render(name)[:2]:
+                rv = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                      "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                                  "resource": {"group": "", "version": "v1", "resource": "pods"},
+                                  "namespace": "default", "operation": "CREATE", "object": pod}}
+                p = run("review", "--workload", stdin=json.dumps(rv).encode())
+                self.assertEqual(p.returncode, 0, p.stderr)
+                resp = json.loads(p.stdout)["response"]
+                self.assertTrue(resp["allowed"])
+                self.assertNotIn("patch", resp)
+
+
+class Check(unittest.TestCase):
+    def test_gates_ci(self):
+        good = [os.path.join(FIX, n) for n in ("jobset-v5p-2x2x4-two-slices.yaml",
+                                               "indexed-job-v6e-4x4.yaml", "lws-and-smoke-job.json")]
+        p = run("check", *good)
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        self.assertIn("0 rejected", p.stdout.decode())
+        p = run("check", "--output", "json", FIX)  # the directory, bad file included
+        self.assertEqual(p.returncode, 1)
+        report = json.loads(p.stdout)
+        rows = {(r["kind"], r["name"]): r for r in report["rows"]}
+        self.assertEqual(set(rows), {("JobSet", "llm"), ("Job", "train-v6e"), ("LeaderWorkerSet", "vllm"),
+                                     ("Job", "torchtpu-smoke"), ("Job", "train-short")})
+        bad = rows[("Job", "train-short")]
+        self.assertEqual(bad["verdict"], "rejected")
+        self.assertIn('Job "default/train-short": spec.parallelism is 2, expected 4', bad["message"])
+        self.assertEqual((bad["topology"], bad["chipsPerHost"], bad["hostsExpected"]), ("4x4", 4, 4))
+        self.assertEqual(rows[("JobSet", "llm")]["verdict"], "ok")
+
+
+def main():
+    global BINARY, FIX
+    BINARY, FIX = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0]], verbosity=1)
+
+
+if __name__ == "__main__":
+    main()
