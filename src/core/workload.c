@@ -18,6 +18,7 @@
 #include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
+#include "wh/names.h"    /* wh_names_patch_ok */
 #include "wh/patch.h"    /* wh_env_writer */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
@@ -646,6 +647,10 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         if (!err)
             err = torch_env(&c, &denied);
     }
+    /* The guard the KubeRay path has too: only names the API server accepts. */
+    char bad[1024];
+    if (!err && !denied && !wh_names_patch_ok(w->d->patch, bad, sizeof(bad)))
+        err = deny(w, &denied, "%s", bad);
     return err;
 }
 
