@@ -25,6 +25,10 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     enum wh_err err = wh_json_parse(body, len, &root, errbuf);
     if (err)
         return err;
+    if (wh_json_repair_utf8(root)) {
+        cJSON_Delete(root);
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    }
     const char *api = wh_json_str(root, "apiVersion");
     const char *kind = wh_json_str(root, "kind");
     const cJSON *req = wh_json_get(root, "request");

@@ -9,6 +9,7 @@
 #include <string.h> /* strlen */
 
 #include "wh/buf.h" /* wh_buf */
+#include "wh/utf8.h" /* wh_utf8_char_len */
 
 const cJSON *wh_json_get(const cJSON *obj, const char *key)
 {
@@ -175,4 +176,54 @@ enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item)
     }
     default: return WH_ERR_INVALID;
     }
+}
+
+/* A copy of s with U+FFFD for each stray byte (cJSON's allocator), or s
+ * itself when it is all UTF-8; NULL on OOM. */
+static char *repaired(char *s)
+{
+    size_t n = strlen(s), bad = 0;
+    for (size_t i = 0, len; i < n; i += len ? len : 1)
+        bad += !(len = wh_utf8_char_len(s + i, n - i));
+    if (!bad)
+        return s;
+    char *out = cJSON_malloc(n + 2 * bad + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0, len; i < n; i += len ? len : 1) {
+        len = wh_utf8_char_len(s + i, n - i);
+        if (len) {
+            memcpy(o, s + i, len);
+            o += len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Repair *field in place (a key or a string value of one item). */
+static enum wh_err repair_field(char **field)
+{
+    char *r = repaired(*field);
+    if (!r)
+        return WH_ERR_NOMEM;
+    if (r != *field) {
+        cJSON_free(*field);
+        *field = r;
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_json_repair_utf8(cJSON *item)
+{
+    if (item->string && !(item->type & cJSON_StringIsConst))
+        WH_TRY(repair_field(&item->string));
+    if (cJSON_IsString(item) && item->valuestring)
+        WH_TRY(repair_field(&item->valuestring));
+    for (cJSON *c = item->child; c; c = c->next)
+        WH_TRY(wh_json_repair_utf8(c));
+    return WH_OK;
 }

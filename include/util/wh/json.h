@@ -36,6 +36,12 @@ WH_NODISCARD enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char
  * (cJSON_Delete). errbuf gets the byte offset of a syntax error. */
 WH_NODISCARD enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf);
 
+/* Replace, in every string and key under item, each byte that is not part
+ * of a UTF-8 character by U+FFFD, as Go's encoding/json decodes them: the
+ * engine then sees the strings the API server would, and what it copies into
+ * a patch is what the object holds. WH_ERR_NOMEM (the tree stays valid). */
+WH_NODISCARD enum wh_err wh_json_repair_utf8(cJSON *item);
+
 /* Print unformatted; malloc'd text the caller frees with cJSON_free. */
 WH_NODISCARD enum wh_err wh_json_print(const cJSON *item, char **out);
 
