@@ -681,6 +681,29 @@ static enum wh_err deny_patch_too_big(struct pod_ctx *c)
                             c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
+/* Issue 10: a second entry of a variable the webhook sets hid the injected
+ * value (the kubelet uses the last entry). Deny before any work. */
+static enum wh_err check_env_duplicates(struct pod_ctx *c, bool *denied)
+{
+    for (unsigned i = 0; i < c->n_tpu; i++) {
+        int first, second;
+        const char *name = wh_env_duplicate(wh_json_get(c->tpu[i].obj, "env"), &first, &second);
+        if (!name)
+            continue;
+        char who[400];
+        describe(c, who, sizeof(who));
+        *denied = true;
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\"): container \"%s\" "
+                                "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
+                                "kubelet uses the last one and the webhook edits one of them, so "
+                                "the value the container gets is ambiguous; keep one %s entry",
+                                who, c->cluster, c->group, wh_json_str0(c->tpu[i].obj, "name"), name,
+                                c->tpu[i].index, first, second, name);
+    }
+    return WH_OK;
+}
+
 static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
 {
     char who[400];
@@ -698,6 +721,8 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         return err; /* no TPU: admitted unchanged */
     c->d->n_tpu_containers = c->n_tpu;
     if ((err = check_identity(c, &denied)) || denied)
+        return err;
+    if ((err = check_env_duplicates(c, &denied)) || denied)
         return err;
     c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
     c->legacy = !(wh_json_has(c->labels, WH_LABEL_REPLICA_INDEX) &&

@@ -604,6 +604,17 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     if (err || w->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
     w->d->n_tpu_containers = w->tc.n;
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        int first, second;
+        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
+        if (name) /* issue 10: the kubelet uses the last entry, the lookup the first */
+            return deny(w, &denied, "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
+                                    "and env[%d]); the kubelet uses the last one and the webhook "
+                                    "edits one of them, so the value the container gets is "
+                                    "ambiguous; keep one %s entry",
+                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index,
+                        first, second, name);
+    }
     if ((err = read_topology(w, st, &denied, &skipped, errbuf)) || denied || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)

@@ -856,6 +856,45 @@ class Hostile(unittest.TestCase):
         self.assertEqual(proc_out["response"]["uid"], "\ufffduid\ufffd\ufffd\ufffd")
 
 
+class DuplicateEnv(unittest.TestCase):
+    """Issue 10: the webhook edited the first entry of a name, the kubelet uses
+    the last, so a user's second entry hid the injected value. A TPU container
+    with two entries of a name the webhook reads or writes is denied."""
+
+    def test_duplicates_denied_naming_container_variable_fix(self):
+        for name, v1, v2 in (("TPU_WORKER_HOSTNAMES", "", "localhost"),
+                             ("TPU_WORKER_ID", "0", "0"),
+                             ("MEGASCALE_SLICE_ID", "", "5"),
+                             ("TORCH_TPU_TOPOLOGY", "1,1,1", "2,2,1"),
+                             ("MEGASCALE_NUM_SLICES", "2", "2")):
+            env = [{"name": "A", "value": "x"}, {"name": name, "value": v1},
+                   {"name": "B", "value": "y"}, {"name": name, "value": v2}]
+            for native in ((0, 1), None):
+                with self.subTest(name=name, native=native):
+                    r = mutate(pod(native=native, env=env), pods=[] if native is None else None)
+                    self.assertFalse(r.allowed)
+                    for part in ('container "ray-worker"', "%s twice" % name,
+                                 "spec.containers[0].env[1] and env[3]",
+                                 "keep one %s entry" % name, 'worker group "tpu-group"'):
+                        self.assertIn(part, r.message)
+
+    def test_second_container_and_other_names(self):
+        dup = [{"name": "TPU_NAME", "value": "a"}, {"name": "TPU_NAME", "value": "b"}]
+        p = pod(native=(0, 0), accel="tpu7x", topo="2x2x1", chips="2", ncont=2)
+        p["spec"]["containers"][1]["env"] = dup
+        r = mutate(p)
+        self.assertFalse(r.allowed)
+        self.assertIn('container "ray-worker-1"', r.message)
+        self.assertIn("spec.containers[1].env[0] and env[1]", r.message)
+        # names the webhook neither reads nor writes may repeat, and so may
+        # injected names in containers without TPUs
+        env = [{"name": "PATH", "value": "/a"}, {"name": "PATH", "value": "/b"}]
+        self.assertTrue(mutate(pod(native=(0, 0), env=env)).allowed)
+        p = pod(native=(0, 0))
+        p["spec"]["containers"].append(container("sidecar", None, dup))
+        self.assertTrue(mutate(p).allowed)
+
+
 class Contract(unittest.TestCase):
     def test_unreadable_input_exit_2(self):
         for raw in (b"", b"{", b"[]", b"null", b'{"kind":"Pod"}', b'{"request":5}',

@@ -444,6 +444,16 @@ class Denials(WorkloadCase):
         r = self.mutate(p, allowed=False)
         self.assertIn('"x"', r.message)
 
+    def test_duplicate_injected_env_denied(self):
+        # Issue 10: the kubelet uses the last entry of a name, the webhook
+        # edited the first; a second TPU_WORKER_HOSTNAMES hid the injected one.
+        env = [{"name": "TPU_WORKER_HOSTNAMES", "value": "a"},
+               {"name": "TPU_WORKER_HOSTNAMES", "value": "localhost"}]
+        r = self.mutate(indexed_job_pod(containers=[tpu_container(env=env)]), allowed=False)
+        for part in ('container "trainer"', "TPU_WORKER_HOSTNAMES twice", "env[0] and env[1]",
+                     "keep one TPU_WORKER_HOSTNAMES entry"):
+            self.assertIn(part, r.message)
+
     def test_bad_topology(self):
         r = self.mutate(indexed_job_pod(topo="4xfour"), allowed=False)
         self.assertIn("4xfour", r.message)

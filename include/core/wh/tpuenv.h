@@ -55,6 +55,13 @@ void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_
 WH_NODISCARD enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b,
                                        bool *too_many);
 
+/* The first env name that a mutation path reads or writes (TPU_*, MEGASCALE_*,
+ * TORCH_TPU_*, PET_*) and that env has more than once, with the indices of
+ * its first two entries; NULL when there is none. Such a pod is ambiguous:
+ * the lookup rule (anchor §2.7.1) reads the first entry, the kubelet uses the
+ * last, so an edit of one can be hidden by the other. */
+const char *wh_env_duplicate(const cJSON *env, int *first, int *second);
+
 /* Hosts in a comma list (1 for "localhost"). */
 long wh_host_count(const char *hostnames);
 
