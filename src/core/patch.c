@@ -117,41 +117,41 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
     return wh_patch_op(w->d, "add", path, entry);
 }
 
-enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value)
+cJSON *wh_env_entry(const char *name, const char *value, const char *field_path)
 {
     cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return WH_ERR_NOMEM;
-    if (wh_json_set_str(e, "name", name) || wh_json_set_str(e, "value", value)) {
-        cJSON_Delete(e);
-        return WH_ERR_NOMEM;
+    enum wh_err err = e ? wh_json_set_str(e, "name", name) : WH_ERR_NOMEM;
+    if (!err && !field_path) {
+        err = wh_json_set_str(e, "value", value);
+    } else if (!err) {
+        cJSON *vf = cJSON_CreateObject(), *fr = cJSON_CreateObject();
+        err = vf && fr ? wh_json_set_str(fr, "fieldPath", field_path) : WH_ERR_NOMEM;
+        if (!err) {
+            err = wh_json_set(vf, "fieldRef", fr);
+            fr = NULL;
+        }
+        if (!err) {
+            err = wh_json_set(e, "valueFrom", vf);
+            vf = NULL;
+        }
+        cJSON_Delete(fr);
+        cJSON_Delete(vf);
     }
-    return env_put(w, name, e);
+    if (err) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return e;
+}
+
+enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value)
+{
+    cJSON *e = wh_env_entry(name, value, NULL);
+    return e ? env_put(w, name, e) : WH_ERR_NOMEM;
 }
 
 enum wh_err wh_env_set_field_ref(struct wh_env_writer *w, const char *name, const char *field_path)
 {
-    cJSON *e = cJSON_CreateObject();
-    cJSON *vf = cJSON_CreateObject();
-    cJSON *fr = cJSON_CreateObject();
-    enum wh_err err = e && vf && fr ? WH_OK : WH_ERR_NOMEM;
-    if (!err)
-        err = wh_json_set_str(fr, "fieldPath", field_path);
-    if (!err) {
-        err = wh_json_set(vf, "fieldRef", fr);
-        fr = NULL;
-    }
-    if (!err)
-        err = wh_json_set_str(e, "name", name);
-    if (!err) {
-        err = wh_json_set(e, "valueFrom", vf);
-        vf = NULL;
-    }
-    cJSON_Delete(fr);
-    cJSON_Delete(vf);
-    if (err) {
-        cJSON_Delete(e);
-        return err;
-    }
-    return env_put(w, name, e);
+    cJSON *e = wh_env_entry(name, NULL, field_path);
+    return e ? env_put(w, name, e) : WH_ERR_NOMEM;
 }

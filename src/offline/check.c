@@ -259,15 +259,6 @@ static bool is_ray_kind(const char *k)
     return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService"));
 }
 
-static bool template_requests_tpu(const cJSON *tmpl)
-{
-    const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
-    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
-        if (wh_container_requests_tpu(c))
-            return true;
-    return false;
-}
-
 /* The first pod template of a Job, JobSet or LWS whose containers request
  * TPUs; NULL when none does. */
 static const cJSON *tpu_template(const cJSON *doc)
@@ -276,16 +267,16 @@ static const cJSON *tpu_template(const cJSON *doc)
     const cJSON *spec = wh_json_get(doc, "spec"), *t;
     if (!strcmp(kind, "Job")) {
         t = wh_json_get(spec, "template");
-        return template_requests_tpu(t) ? t : NULL;
+        return wh_workload_template_requests_tpu(t) ? t : NULL;
     }
     if (!strcmp(kind, "LeaderWorkerSet")) {
         t = wh_json_path(spec, "leaderWorkerTemplate", "workerTemplate", NULL);
-        return template_requests_tpu(t) ? t : NULL;
+        return wh_workload_template_requests_tpu(t) ? t : NULL;
     }
     const cJSON *rjs = wh_json_get(spec, "replicatedJobs");
     for (const cJSON *rj = cJSON_IsArray(rjs) ? rjs->child : NULL; rj; rj = rj->next) {
         t = wh_json_path(rj, "template", "spec", "template", NULL);
-        if (template_requests_tpu(t))
+        if (wh_workload_template_requests_tpu(t))
             return t;
     }
     return NULL;

@@ -6,6 +6,7 @@
 
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
+#include "wh/patch.h"   /* wh_env_entry */
 #include "wh/podspec.h" /* wh_container_requests_tpu */
 
 #define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
@@ -86,28 +87,9 @@ static enum wh_err add_env(cJSON *c, const char *name, const char *value, const 
         if (!env || wh_json_set(c, "env", env))
             return WH_ERR_NOMEM;
     }
-    cJSON *e = cJSON_CreateObject();
-    enum wh_err err = e ? wh_json_set_str(e, "name", name) : WH_ERR_NOMEM;
-    if (!err && !field) {
-        err = wh_json_set_str(e, "value", value);
-    } else if (!err) {
-        cJSON *vf = cJSON_CreateObject(), *fr = cJSON_CreateObject();
-        err = vf && fr ? wh_json_set_str(fr, "fieldPath", field) : WH_ERR_NOMEM;
-        if (!err) {
-            err = wh_json_set(vf, "fieldRef", fr);
-            fr = NULL;
-        }
-        if (!err) {
-            err = wh_json_set(e, "valueFrom", vf);
-            vf = NULL;
-        }
-        cJSON_Delete(fr);
-        cJSON_Delete(vf);
-    }
-    if (err) {
-        cJSON_Delete(e);
-        return err;
-    }
+    cJSON *e = wh_env_entry(name, value, field);
+    if (!e)
+        return WH_ERR_NOMEM;
     return wh_json_add(env, e);
 }
 
@@ -410,7 +392,7 @@ static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long w
     return err;
 }
 
-static bool template_requests_tpu(const cJSON *tmpl)
+bool wh_workload_template_requests_tpu(const cJSON *tmpl)
 {
     const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
     for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
@@ -435,7 +417,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
     const cJSON *wt = wh_json_get(lwt, "workerTemplate"), *lt = wh_json_get(lwt, "leaderTemplate");
     if (!cJSON_IsObject(lt))
         lt = wt;
-    bool leader_tpu = template_requests_tpu(lt);
+    bool leader_tpu = wh_workload_template_requests_tpu(lt);
     const char *ns = ns_of(obj);
     char s[400], leader[400], key[64], sz[32];
     snprintf(sz, sizeof(sz), "%ld", size);

@@ -37,6 +37,9 @@ struct wh_env_writer {
 void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int container,
                         const cJSON *env);
 /* Set name=value (value copied). */
+/* A new env entry {name, value}, or with field_path set {name, valueFrom:
+ * {fieldRef: {fieldPath}}}; owned by the caller (cJSON_Delete). NULL on OOM. */
+cJSON *wh_env_entry(const char *name, const char *value, const char *field_path);
 WH_NODISCARD enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value);
 /* Set name from valueFrom.fieldRef.fieldPath. */
 WH_NODISCARD enum wh_err wh_env_set_field_ref(struct wh_env_writer *w, const char *name,

@@ -25,6 +25,9 @@
 /* True for Job, JobSet and LeaderWorkerSet. */
 bool wh_workload_pods_kind(const char *kind);
 
+/* True when a pod template's containers request google.com/tpu. */
+bool wh_workload_template_requests_tpu(const cJSON *tmpl);
+
 /* Build the pods of obj (a Job, JobSet or LeaderWorkerSet) in creation
  * order: an Indexed Job's pods by index (completions of them), a
  * non-indexed Job's parallelism pods, a JobSet's child Jobs in replicated
