@@ -315,6 +315,12 @@ static void log_notes(const struct request *rq, const char *notes)
     }
 }
 
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (struct conn *)ci->socket_context : NULL;
+}
+
 static void log_admission(struct MHD_Connection *c, const struct request *rq, unsigned status,
                           const struct wh_engine_result *res, const char *problem,
                           long long latency_us)
@@ -323,8 +329,13 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
     if (!wh_log_enabled(level))
         return;
     const struct wh_review_info *d = who(rq);
+    /* The connection's address, looked up once when it opened. */
+    const struct conn *cn = conn_of(c);
     char client[ADDR_LEN];
-    client_of(c, client, sizeof(client));
+    if (cn)
+        memcpy(client, cn->client, sizeof(client));
+    else
+        client_of(c, client, sizeof(client));
     const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
     wh_log(level, "admission", "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid", WH_F_STR,
            d->uid, "kind", WH_F_STR, d->kind_name, "namespace", WH_F_STR, d->ns, "name", WH_F_STR,
@@ -441,12 +452,6 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
                     wh_buf_len(&b), NULL);
     wh_buf_free(&b);
     return ret;
-}
-
-static struct conn *conn_of(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? (struct conn *)ci->socket_context : NULL;
 }
 
 static struct request *request_new(struct wh_server *s, struct MHD_Connection *c, const char *url)

@@ -4,6 +4,9 @@
  * answer; this driver fails when a file cannot be read.
  *
  *   fuzz_replay FILE...                  every file must pass
+ *   fuzz_replay --arena FILE...          the same, every input in a request
+ *                                        arena bound to the thread, as the
+ *                                        server runs the engine (reqmem.h)
  *   fuzz_replay --known-bug FILE...      every file must still fail (each in
  *                                        its own process): reproducers of
  *                                        engine bugs not fixed yet; once one
@@ -15,7 +18,11 @@
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h> /* fork */
 
+#include "wh/reqmem.h" /* wh_reqmem_* */
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct wh_reqmem *rm; /* --arena: the server's request memory */
 
 /* Feed one file to the harness; non-zero when it cannot be read (the
  * harness itself aborts on a bad answer). */
@@ -37,7 +44,16 @@ static int replay(const char *path)
         return 1;
     }
     fclose(f);
+    struct wh_arena *a = rm ? wh_reqmem_get(rm) : NULL;
+    if (rm && !a) {
+        fprintf(stderr, "fuzz_replay: no arena for %s\n", path);
+        free(buf);
+        return 1;
+    }
+    wh_reqmem_bind(a);
     LLVMFuzzerTestOneInput(buf, (size_t)n);
+    wh_reqmem_bind(NULL);
+    wh_reqmem_put(rm, a); /* the whole review's memory at once */
     free(buf);
     return 0;
 }
@@ -77,13 +93,29 @@ int main(int argc, char **argv)
     if (argc > 2 && !strcmp(argv[1], "--known-bug"))
         return expect_failures(argc - 2, argv + 2);
     if (argc < 2) {
-        fprintf(stderr, "usage: fuzz_replay [--known-bug] FILE...\n");
+        fprintf(stderr, "usage: fuzz_replay [--known-bug | --arena] FILE...\n");
         return 2;
     }
-    for (int i = 1; i < argc; i++)
-        if (replay(argv[i]))
+    int first = 1;
+    if (!strcmp(argv[1], "--arena") && argc > 2) {
+        wh_reqmem_install();
+        /* The harness builds its cluster state on its first call and keeps
+         * it: that call runs on the heap, as the server's caches and ledger
+         * live outside request arenas. */
+        if (replay(argv[2]))
             return 1;
-    printf("fuzz_replay: %d input(s) replayed\n", argc - 1);
-    return 0;
+        if (!(rm = wh_reqmem_new(NULL))) {
+            fprintf(stderr, "fuzz_replay: out of memory\n");
+            return 1;
+        }
+        first = 2;
+    }
+    int rc = 0;
+    for (int i = first; i < argc && !rc; i++)
+        rc = replay(argv[i]);
+    wh_reqmem_free(rm);
+    if (!rc)
+        printf("fuzz_replay: %d input(s) replayed%s\n", argc - first, first == 2 ? " in arenas" : "");
+    return rc;
 }
 

@@ -52,7 +52,9 @@ void wh_admit_free(struct wh_admit *ad); /* NULL-safe */
 
 /* Decide a review the caller parsed (wh_review_parse) and keeps until the
  * answer is sent, so that it can log from it. Same contract as
- * wh_engine_decide(). */
+ * wh_engine_decide(). The server calls it with the request's arena bound
+ * (reqmem.h): what the pipeline keeps past the request (reservations,
+ * claims) must not come from mem.h or cJSON while it is bound. */
 WH_NODISCARD enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
                                          enum wh_route route, struct wh_engine_result *res,
                                          char *errbuf);

@@ -8,6 +8,14 @@
  * util, core and cJSON (installed by wh_reqmem_install, see mem.h) allocate
  * from the bound arena; with nothing bound they are the C library's.
  *
+ * Why per request, from a pool: a libmicrohttpd thread serves many
+ * connections between two calls for one request, so a per-thread arena
+ * could not hold a body across calls, and a per-connection one would keep
+ * memory in every idle kept-alive connection. A pool of reset arenas costs
+ * two uncontended lock operations per request and no malloc. Measured with
+ * wh-bench-engine: a 16-host review makes 1 allocation instead of 399 and
+ * takes 0.023 ms instead of 0.036.
+ *
  * Budgets: one request's arena never holds more than request_budget bytes,
  * and all arenas together (bodies included) never more than total_budget.
  * An arena that runs out fails every later allocation, and the server
@@ -19,9 +27,12 @@
  * system at once.
  *
  * Ownership: the pool owns idle arenas; a request owns the arena it got
- * until wh_reqmem_put(). A block allocated while an arena is bound belongs to
- * that arena: it must not outlive the request (whatever the shell keeps, the
- * ledger and the caches, is allocated with the C library's malloc directly).
+ * until wh_reqmem_put(). A block allocated through mem.h or cJSON while an
+ * arena is bound belongs to that arena and dies with the request. So code
+ * that runs inside a request (the admission pipeline: ledger, caches, the
+ * Kubernetes client) and keeps something beyond it must allocate that with
+ * the C library's malloc (the ledger and caches do), or unbind around it:
+ *   struct wh_arena *req = wh_reqmem_bind(NULL); ... wh_reqmem_bind(req);
  */
 #ifndef WH_REQMEM_H
 #define WH_REQMEM_H
