@@ -339,15 +339,20 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
  * would dominate the review. */
 static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
 {
-    char prefix[400];
-    int pl = snprintf(prefix, sizeof(prefix), "%s-%ld-", c->group, c->replica);
-    size_t hl = strlen(c->headless);
-    enum wh_err err = wh_buf_reserve(b, (size_t)c->n_hosts * ((size_t)pl + hl + 20));
+    /* The prefix is as long as the group name: a fixed array cut it, and
+     * snprintf's would-be length then read past the array (fuzz_review,
+     * issue 10: stack bytes in TPU_WORKER_HOSTNAMES). */
+    struct wh_buf prefix;
+    wh_buf_init(&prefix, WH_PATCH_MAX_BYTES);
+    enum wh_err err = wh_buf_addf(&prefix, "%s-%ld-", c->group, c->replica);
+    size_t pl = wh_buf_len(&prefix), hl = strlen(c->headless);
+    if (!err)
+        err = wh_buf_reserve(b, (size_t)c->n_hosts * (pl + hl + 20));
     for (long h = 0; h < c->n_hosts && !err; h++) {
         if (b->len)
             err = wh_buf_addc(b, ',');
         if (!err)
-            err = wh_buf_addn(b, prefix, (size_t)pl);
+            err = wh_buf_addn(b, wh_buf_ptr(&prefix), pl);
         if (!err)
             err = wh_buf_addu(b, (unsigned long)h);
         if (!err)
@@ -355,6 +360,7 @@ static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
         if (!err)
             err = wh_buf_addn(b, c->headless, hl);
     }
+    wh_buf_free(&prefix);
     return err;
 }
 
