@@ -18,6 +18,7 @@
 #include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
 #include "wh/topology.h" /* wh_topology */
+#include "wh/tpuenv.h"   /* wh_env_duplicate */
 #include "wh/utf8.h"     /* wh_utf8_trim_cut */
 
 /* The problems listed in a denial; more are counted, not listed, so that the
@@ -270,6 +271,25 @@ static enum wh_err check_names(struct group_ctx *g)
     return ok ? WH_OK : problem(g, "%s", why);
 }
 
+/* A TPU container with two entries of a variable the webhook sets: its pods
+ * would be denied (issue 10), so say it when the RayCluster is applied. */
+static enum wh_err check_env_duplicates(struct group_ctx *g)
+{
+    int i = 0;
+    for (const cJSON *k = g->containers->child; k; k = k->next, i++) {
+        int first, second;
+        const char *name = wh_container_requests_tpu(k)
+                               ? wh_env_duplicate(wh_json_get(k, "env"), &first, &second)
+                               : NULL;
+        if (name)
+            WH_TRY(problem(g, "container \"%s\" sets %s twice (template.spec.containers[%d].env[%d] "
+                              "and env[%d]); the kubelet uses the last one and the webhook edits "
+                              "one of them, so its pods would be denied; keep one %s entry",
+                           wh_json_str0(k, "name"), name, i, first, second, name));
+    }
+    return WH_OK;
+}
+
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
 {
     g->tmpl = wh_json_get(g->spec, "template");
@@ -288,7 +308,9 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
     if (cJSON_GetArraySize(g->containers) == 0)
         return problem(g, "template.spec.containers is empty; a worker group needs its Ray "
                           "container (Container path not specified)");
-    err = check_match(g, &ok);
+    err = check_env_duplicates(g);
+    if (!err)
+        err = check_match(g, &ok);
     if (!err && ok)
         err = check_names(g);
     if (!err && ok)

@@ -878,6 +878,14 @@ class DuplicateEnv(unittest.TestCase):
                                  "keep one %s entry" % name, 'worker group "tpu-group"'):
                         self.assertIn(part, r.message)
 
+    def test_raycluster_with_duplicates_denied(self):
+        env = [{"name": "TPU_WORKER_ID", "value": "0"}, {"name": "TPU_WORKER_ID", "value": "1"}]
+        r = validate(raycluster([group(hosts=4, env=env)]))
+        self.assertFalse(r.allowed)
+        for part in ('worker group "tpu-group"', 'container "ray-worker-0"', "TPU_WORKER_ID twice",
+                     "template.spec.containers[0].env[0] and env[1]", "keep one TPU_WORKER_ID"):
+            self.assertIn(part, r.message)
+
     def test_second_container_and_other_names(self):
         dup = [{"name": "TPU_NAME", "value": "a"}, {"name": "TPU_NAME", "value": "b"}]
         p = pod(native=(0, 0), accel="tpu7x", topo="2x2x1", chips="2", ncont=2)
