@@ -17,6 +17,7 @@
 #include <yaml.h> /* libyaml */
 
 #include "wh/json.h" /* wh_json_parse, wh_json_add, wh_json_set */
+#include "wh/utf8.h" /* wh_utf8_char_len */
 
 /* ---- scalar resolution (go-yaml v2 rules) ------------------------------ */
 
@@ -725,27 +726,9 @@ static int json_depth(const cJSON *j, int limit)
  * libyaml's reader demands; cJSON would pass any bytes through. */
 static bool utf8_ok(const unsigned char *p, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
-                                          : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-        if (k == 0 || n - i <= k)
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = wh_utf8_char_len((const char *)p + i, n - i)))
             return false;
-        unsigned long cp = c & (0x3F >> k);
-        for (size_t j = 1; j <= k; j++) {
-            if ((p[i + j] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i + j] & 0x3F);
-        }
-        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
-        i += k + 1;
-    }
     return true;
 }
 
