@@ -44,6 +44,8 @@
 
 #define NAME_MAX_LEN 320
 
+enum wh_workload_kind { WH_WL_KUBERAY, WH_WL_LWS, WH_WL_JOBSET, WH_WL_INDEXED_JOB, WH_WL_SINGLE };
+
 struct wl {
     const cJSON *pod, *spec;
     const char *ns, *pod_name;
@@ -73,7 +75,8 @@ static const char *meta_value(const cJSON *pod, const char *key, bool annotation
     return annotation_first ? (a ? a : l) : (l ? l : a);
 }
 
-enum wh_workload_kind wh_workload_classify(const cJSON *pod)
+/* The classification order of workload.h. */
+static enum wh_workload_kind classify(const cJSON *pod)
 {
     const char *created_by = wh_meta_label(pod, WH_LABEL_CREATED_BY);
     if (wh_meta_has_label(pod, WH_LABEL_CLUSTER) ||
@@ -86,18 +89,6 @@ enum wh_workload_kind wh_workload_classify(const cJSON *pod)
     if (meta_value(pod, KEY_JOB_INDEX, true))
         return WH_WL_INDEXED_JOB;
     return WH_WL_SINGLE;
-}
-
-const char *wh_workload_kind_name(enum wh_workload_kind kind)
-{
-    switch (kind) {
-    case WH_WL_KUBERAY: return "KubeRay";
-    case WH_WL_LWS: return "LeaderWorkerSet";
-    case WH_WL_JOBSET: return "JobSet";
-    case WH_WL_INDEXED_JOB: return "Indexed Job";
-    case WH_WL_SINGLE: break;
-    }
-    return "single-host pod";
 }
 
 static const char *job_name(const cJSON *pod)
@@ -674,7 +665,7 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
     struct wl w = {.pod = pod, .spec = wh_json_get(pod, "spec"), .d = d};
-    w.kind = wh_workload_classify(pod);
+    w.kind = classify(pod);
     if (w.kind == WH_WL_KUBERAY)
         return wh_mutate_pod(request, st, d, errbuf);
     const char *optout = wh_meta_label(pod, WH_LABEL_INJECT);

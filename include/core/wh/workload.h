@@ -1,7 +1,10 @@
 /* workload.h: TPU identity and TorchTPU/torchrun variables for TPU pods of
- * any workload kind (docs/workloads.md): KubeRay pods go to the KubeRay
- * engine (mutate.h); LeaderWorkerSet, JobSet, Indexed Job and single pods
- * get the values of the decision table in docs/workloads.md. Pure. */
+ * any workload kind (docs/workloads.md). A pod is classified in this order:
+ * KubeRay (ray.io/cluster label, or created by kuberay-operator) -> the
+ * KubeRay engine (mutate.h); LeaderWorkerSet (leaderworkerset.sigs.k8s.io/
+ * name); JobSet (jobset.sigs.k8s.io/jobset-name); Indexed Job
+ * (batch.kubernetes.io/job-completion-index); anything else: one host. Each
+ * gets the values of the decision table in docs/workloads.md. Pure. */
 #ifndef WH_WORKLOAD_H
 #define WH_WORKLOAD_H
 
@@ -15,19 +18,6 @@
 #define WH_LABEL_INJECT "tpu-webhook/inject"
 /* torchrun's default static rendezvous port. */
 #define WH_TORCH_MASTER_PORT 29500
-
-enum wh_workload_kind {
-    WH_WL_KUBERAY,     /* ray.io/cluster label or created by kuberay-operator */
-    WH_WL_LWS,         /* leaderworkerset.sigs.k8s.io/name label */
-    WH_WL_JOBSET,      /* jobset.sigs.k8s.io/jobset-name label or annotation */
-    WH_WL_INDEXED_JOB, /* batch.kubernetes.io/job-completion-index annotation or label */
-    WH_WL_SINGLE,      /* anything else: one host */
-};
-
-/* Classify a Pod object, in the order above. */
-enum wh_workload_kind wh_workload_classify(const cJSON *pod);
-/* "KubeRay", "LeaderWorkerSet", "JobSet", "Indexed Job", "single-host pod". */
-const char *wh_workload_kind_name(enum wh_workload_kind kind);
 
 /* Decide about request (an AdmissionReview request whose kind is Pod) on the
  * /mutate-workload route. d must be initialised; on WH_OK it holds the
