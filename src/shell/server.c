@@ -22,7 +22,6 @@
 #include "wh/httpreq.h" /* wh_http_framing, wh_http_target_problem */
 #include "wh/json.h"   /* wh_parse_long */
 #include "wh/log.h"    /* wh_log */
-#include "wh/mem.h"    /* wh_free */
 #include "wh/reqmem.h" /* wh_reqmem, wh_arena */
 #include "wh/tls.h"    /* wh_tls_retrieve, WH_TLS_PRIORITIES */
 

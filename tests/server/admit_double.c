@@ -88,18 +88,6 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enu
     return answer(in, strcmp(in->name, "deny-me") != 0, res, errbuf);
 }
 
-enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len, enum wh_route route,
-                            struct wh_engine_result *res, char *errbuf)
-{
-    memset(res, 0, sizeof(*res));
-    struct wh_review *rv = NULL;
-    enum wh_err err = wh_review_parse(body, len, &rv, errbuf);
-    if (!err)
-        err = wh_admit_decide(ad, rv, route, res, errbuf);
-    wh_review_free(rv);
-    return err;
-}
-
 bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
 {
     (void)ad;
