@@ -1,7 +1,7 @@
 /* check.c: one table row per TPU worker group of every Ray manifest. */
 #include "wh/check.h"
 
-#include <stdio.h>  /* snprintf, sscanf */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strstr */
 
@@ -11,7 +11,7 @@
 #include "wh/render.h"   /* wh_render_validate */
 #include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
-#include "wh/yaml.h"     /* wh_yaml_load */
+#include "wh/yaml.h"     /* wh_yaml_load_at */
 
 /* Where the row is from. */
 struct origin {
@@ -332,15 +332,12 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
     unsigned *lines = NULL;
     char yerr[WH_ERRBUF_LEN] = "";
     st->files++;
-    enum wh_err err = wh_yaml_load(text, len, &docs, &lines, yerr);
+    struct wh_yaml_pos where;
+    enum wh_err err = wh_yaml_load_at(text, len, &docs, &lines, &where, yerr);
     if (err == WH_ERR_NOMEM)
         return wh_fail(errbuf, err, "out of memory reading %s", file);
-    if (err) {
-        unsigned line = 0; /* the loader's messages start "line N, column M: " */
-        if (sscanf(yerr, "line %u,", &line) != 1)
-            line = 0;
-        return wh_check_error_row(rows, st, file, line, yerr);
-    }
+    if (err)
+        return wh_check_error_row(rows, st, file, where.line, yerr);
     int i = 0;
     for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
         const cJSON *list = wh_json_get(d, "items");

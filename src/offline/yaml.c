@@ -221,7 +221,15 @@ struct loader {
     unsigned *lines;
     size_t n_lines, cap_lines;
     char *errbuf;
+    struct wh_yaml_pos *where; /* NULL, or where the error is */
 };
+
+/* Record where the error is, for wh_yaml_load_at's caller. */
+static void locate(struct loader *L, size_t line, size_t col)
+{
+    if (L->where)
+        *L->where = (struct wh_yaml_pos){(unsigned)line, (unsigned)col};
+}
 
 /* Room for one more element in a growing array of n elements: arr itself
  * or a bigger copy (*cap updated), NULL when out of memory (arr is then
@@ -240,12 +248,14 @@ static void *grow(void *arr, size_t *cap, size_t n, size_t size)
 static enum wh_err at(struct loader *L, unsigned line, unsigned col, enum wh_err err,
                       const char *what)
 {
+    locate(L, line, col);
     return wh_fail(L->errbuf, err, "line %u, column %u: %s", line, col, what);
 }
 
 static enum wh_err count_nodes(struct loader *L, long n, unsigned line, unsigned col)
 {
     if (n > WH_YAML_MAX_NODES - L->nodes) {
+        locate(L, line, col);
         return wh_fail(L->errbuf, WH_ERR_TOOBIG,
                        "line %u, column %u: the input expands to more than %ld nodes "
                        "(alias bomb or oversized input); split it or drop the aliases",
@@ -638,6 +648,7 @@ static enum wh_err syntax_error(struct loader *L)
     if (p->error == YAML_MEMORY_ERROR)
         return wh_fail(L->errbuf, WH_ERR_NOMEM, "out of memory while parsing YAML");
     const char *problem = p->problem ? p->problem : "syntax error";
+    locate(L, p->problem_mark.line + 1, p->problem_mark.column + 1);
     if (p->context) {
         return wh_fail(L->errbuf, WH_ERR_INVALID,
                        "line %zu, column %zu: %s (%s at line %zu, column %zu)",
@@ -822,7 +833,15 @@ static bool try_json(const char *text, size_t len, struct loader *L)
 enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **lines,
                          char *errbuf)
 {
+    return wh_yaml_load_at(text, len, docs, lines, NULL, errbuf);
+}
+
+enum wh_err wh_yaml_load_at(const char *text, size_t len, cJSON **docs, unsigned **lines,
+                            struct wh_yaml_pos *where, char *errbuf)
+{
     *docs = NULL;
+    if (where)
+        *where = (struct wh_yaml_pos){0, 0};
     if (lines)
         *lines = NULL;
     if (len > WH_YAML_MAX_BYTES)
@@ -832,6 +851,7 @@ enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **
     if (!L)
         return WH_ERR_NOMEM;
     L->errbuf = errbuf;
+    L->where = where;
     enum wh_err err = WH_OK;
     if (!(L->docs = cJSON_CreateArray())) {
         err = WH_ERR_NOMEM;

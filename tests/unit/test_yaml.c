@@ -145,6 +145,36 @@ static void test_multi_document(void **state)
     assert_null(doc);
 }
 
+/* The loader reports where an error is as numbers (check uses them). */
+static void test_error_position(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml;
+        unsigned line, column;
+    } cases[] = {
+        {"a: 1\nb: 2\na: 3\n", 3, 1},   /* duplicate key */
+        {"a:\n  b: 1\n\tc: 2\n", 3, 1}, /* tab: a scanner error */
+        {"x: 1\ny: *nope\n", 2, 4},     /* unknown alias */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char errbuf[WH_ERRBUF_LEN] = "";
+        cJSON *docs = NULL;
+        struct wh_yaml_pos at = {99, 99};
+        assert_int_equal(wh_yaml_load_at(cases[i].yaml, strlen(cases[i].yaml), &docs, NULL, &at,
+                                         errbuf),
+                         WH_ERR_INVALID);
+        assert_int_equal(at.line, cases[i].line);
+        assert_int_equal(at.column, cases[i].column);
+    }
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *docs = NULL;
+    struct wh_yaml_pos at = {99, 99};
+    assert_int_equal(wh_yaml_load_at("a: 1\n", 5, &docs, NULL, &at, errbuf), WH_OK);
+    assert_int_equal(at.line, 0);
+    cJSON_Delete(docs);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -391,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_alias_bomb),
         cmocka_unit_test(test_merge_many),    cmocka_unit_test(test_limits),
         cmocka_unit_test(test_emit_roundtrip),
+        cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_emit_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,6 +55,18 @@
 WH_NODISCARD enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs,
                                       unsigned **lines, char *errbuf);
 
+/* Where a load failed: 1-based line and column, 0 when the error has no
+ * place (a size limit, out of memory). */
+struct wh_yaml_pos {
+    unsigned line, column;
+};
+
+/* wh_yaml_load that also says where the error is (where may be NULL; it is
+ * zeroed on success). */
+WH_NODISCARD enum wh_err wh_yaml_load_at(const char *text, size_t len, cJSON **docs,
+                                         unsigned **lines, struct wh_yaml_pos *where,
+                                         char *errbuf);
+
 /* Parse a stream that must hold exactly one non-empty document. *doc is the
  * caller's (cJSON_Delete). WH_ERR_INVALID when there are none or several. */
 WH_NODISCARD enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc,
