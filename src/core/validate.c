@@ -7,14 +7,15 @@
 #include "wh/validate.h"
 
 #include <stdarg.h> /* va_list */
-#include <stdio.h>  /* vsnprintf */
+#include <stdio.h>  /* vsnprintf, snprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* strcmp */
+#include <string.h> /* strcmp, memset */
 
 #include "wh/affinity.h" /* wh_subslice_find */
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/decision.h" /* WH_MESSAGE_MAX */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/mem.h"      /* wh_realloc, wh_strdup, wh_free */
 #include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
 #include "wh/topology.h" /* wh_topology */
@@ -38,13 +39,64 @@ struct group_ctx {
     struct wh_buf *problems;
     size_t n_problems;
     size_t *n_unlisted; /* problems of all groups left out of the message */
+    struct wh_validation *report; /* NULL when not asked for */
 };
 
-/* Record one problem of this group. */
-static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* What a finding is about: the field (from the group), the value found and
+ * what would be accepted. */
+struct about {
+    const char *field;
+    const char *value;
+    const char *expected;
+};
 
-static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
+#define ABOUT_GROUP ((struct about){"", "", ""})
+
+static const char *lstr(long v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%ld", v);
+    return buf;
+}
+
+/* Add a finding to the report, if there is one. */
+static enum wh_err report(struct group_ctx *g, bool warning, struct about a, const char *text)
+{
+    struct wh_validation *v = g->report;
+    if (!v)
+        return WH_OK;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        struct wh_group_finding *items = wh_realloc(v->items, cap * sizeof(*items));
+        if (!items)
+            return WH_ERR_NOMEM;
+        v->items = items;
+        v->cap = cap;
+    }
+    struct wh_group_finding *f = &v->items[v->n];
+    memset(f, 0, sizeof(*f));
+    f->warning = warning;
+    f->index = g->index;
+    f->field = a.field;
+    snprintf(f->value, sizeof(f->value), "%s", a.value ? a.value : "");
+    snprintf(f->expected, sizeof(f->expected), "%s", a.expected ? a.expected : "");
+    wh_utf8_trim_cut(f->value, sizeof(f->value)); /* snprintf may cut a character */
+    wh_utf8_trim_cut(f->expected, sizeof(f->expected));
+    f->group = wh_strdup(g->group);
+    f->message = wh_strdup(text);
+    if (!f->group || !f->message) {
+        wh_free(f->group);
+        wh_free(f->message);
+        return WH_ERR_NOMEM;
+    }
+    v->n++;
+    return WH_OK;
+}
+
+/* Record one problem of this group: into the denial and the report. */
+static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
 {
     char text[2048], line[4096];
     va_list ap;
@@ -56,11 +108,35 @@ static enum wh_err problem(struct group_ctx *g, const char *fmt, ...)
              g->problems->len ? "; " : "", g->cluster, g->group, g->index, text);
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
+    enum wh_err err = report(g, false, a, text);
+    if (err)
+        return err;
     if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
         ++*g->n_unlisted;
         return WH_OK;
     }
     return wh_buf_add(g->problems, line);
+}
+
+/* A problem about the group as a whole. */
+#define problem(g, ...) problem_at((g), ABOUT_GROUP, __VA_ARGS__)
+
+/* Record one warning of this group: into the decision and the report. */
+static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    enum wh_err err = wh_decision_warn(g->d, "%s", text);
+    if (err)
+        return err;
+    const cJSON *last = cJSON_GetArrayItem(g->d->warnings, cJSON_GetArraySize(g->d->warnings) - 1);
+    return report(g, true, a, cJSON_IsString(last) ? last->valuestring : text); /* as cut */
 }
 
 /* The template's TPU request; false when the group is not a TPU group. */
@@ -77,7 +153,9 @@ static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
         if (qerr) {
             *bad = true;
             *is_tpu = true;
-            return problem(g, "%s", errbuf);
+            return problem_at(g, (struct about){"template.spec.containers[].resources", "",
+                                                "a Kubernetes quantity"},
+                              "%s", errbuf);
         }
         if (rq.requests_tpu) {
             *is_tpu = true;
@@ -97,35 +175,53 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
         char *text = cJSON_PrintUnformatted(nh);
         if (!text)
             return WH_ERR_NOMEM;
-        enum wh_err err = problem(g, "numOfHosts is %.*s, not a whole number; set numOfHosts to "
-                                     "the number of TPU hosts of one slice",
-                                  (int)wh_utf8_cut(text, 64), text);
+        enum wh_err err = problem_at(g, (struct about){"numOfHosts", text, "a whole number"},
+                                     "numOfHosts is %.*s, not a whole number; set numOfHosts "
+                                     "to the number of TPU hosts of one slice",
+                                     (int)wh_utf8_cut(text, 64), text);
         cJSON_free(text);
         return err;
     }
+    char n1[24], n2[24];
     if (g->num_hosts <= 0)
-        return problem(g, "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
+        return problem_at(g,
+                          (struct about){"numOfHosts",
+                                         !nh || cJSON_IsNull(nh) ? "" : lstr(g->num_hosts, n1, sizeof(n1)),
+                                         "1 or more"},
+                          "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
                           "slice (1 for a single-host slice)",
-                       !nh || cJSON_IsNull(nh) ? "not set" : g->num_hosts ? "negative" : "0");
+                          !nh || cJSON_IsNull(nh) ? "not set" : g->num_hosts ? "negative" : "0");
     g->from_annotation = wh_meta_has_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY);
     g->topology = g->from_annotation ? wh_meta_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY)
                                      : wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);
+    const char *topo_field = g->from_annotation
+                                 ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
+                                 : "template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]";
     if (!g->topology || !*g->topology)
-        return problem(g, "TPU topology not specified: set template.spec.nodeSelector[\"%s\"] "
+        return problem_at(g, (struct about){topo_field, "", "AxB or AxBxC"},
+                          "TPU topology not specified: set template.spec.nodeSelector[\"%s\"] "
                           "(for example \"2x2x2\" or \"4x4\")",
                        WH_SEL_TOPOLOGY);
     if (wh_topology_parse(g->topology, &g->topo, errbuf))
-        return problem(g, "%s %s: %s; use the form AxB or AxBxC",
+        return problem_at(g, (struct about){topo_field, g->topology, "AxB or AxBxC"}, "%s %s: %s; use the form AxB or AxBxC",
                        g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
                        g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+    char divisor[48];
+    snprintf(divisor, sizeof(divisor), "a divisor of %ld", g->topo.chips);
     if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host)
-        return problem(g, "each pod requests %ld TPU chips (google.com/tpu), which does not divide "
+        return problem_at(g,
+                          (struct about){"template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
+                                         lstr(g->chips_per_host, n1, sizeof(n1)), divisor},
+                          "each pod requests %ld TPU chips (google.com/tpu), which does not divide "
                           "the %ld chips of topology %s; request a number of chips per pod that "
                           "divides it (the machine type's chips per VM)",
                        g->chips_per_host, g->topo.chips, g->topology);
     long expected = wh_topology_hosts(&g->topo, g->chips_per_host);
     if (expected != g->num_hosts)
-        return problem(g, "Number of workers in worker group not equal to specified topology: "
+        return problem_at(g,
+                          (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)),
+                                         lstr(expected, n2, sizeof(n2))},
+                          "Number of workers in worker group not equal to specified topology: "
                           "topology %s has %ld chips and each pod requests %ld chips, so numOfHosts "
                           "must be %ld, not %ld; set numOfHosts: %ld",
                        g->topology, g->topo.chips, g->chips_per_host, expected, g->num_hosts,
@@ -145,11 +241,17 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
     const char *parent = wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);
     const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
     if (!parent || !*parent)
-        return problem(g, "must specify parent topology \"%s\" in nodeSelector when using "
+        return problem_at(g,
+                          (struct about){"template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]", "",
+                                         "the node pool topology"},
+                          "must specify parent topology \"%s\" in nodeSelector when using "
                           "subslice annotation",
                        WH_SEL_TOPOLOGY);
     if (!wh_topology_is_subset(g->topology, parent))
-        return problem(g, "subslice \"%s\" is not smaller than parent \"%s\"; the annotation %s "
+        return problem_at(g,
+                          (struct about){"template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]",
+                                         g->topology, parent},
+                          "subslice \"%s\" is not smaller than parent \"%s\"; the annotation %s "
                           "must fit inside the node pool topology dimension by dimension",
                        g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
     struct wh_subslice_index idx;
@@ -157,16 +259,21 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
                                        &idx, errbuf);
     if (err)
         return err;
+    char n1[24];
     if (idx.n_nodes == 0)
-        return wh_decision_warn(g->d, "Subsliced TPU worker group \"%s\" targets zero nodes; "
+        return warn_at(g, (struct about){"template.spec.nodeSelector", "", ""}, "Subsliced TPU worker group \"%s\" targets zero nodes; "
                                       "re-create it after nodes are provisioned",
                                 g->group);
     if (idx.pool_only)
-        return problem(g, "cannot subslice TPU type \"%s\" without Dynamic Slicing "
+        return problem_at(g,
+                          (struct about){"template.spec.nodeSelector[" WH_SEL_ACCELERATOR "]",
+                                         accel ? accel : "", "a TPU type with Dynamic Slicing"},
+                          "cannot subslice TPU type \"%s\" without Dynamic Slicing "
                           "(https://docs.cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing)",
                        accel ? accel : "");
     if (!idx.key)
-        return problem(g, "ambiguous subslice: could not find affinity rule to schedule %ld hosts "
+        return problem_at(g, (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)), ""},
+                          "ambiguous subslice: could not find affinity rule to schedule %ld hosts "
                           "(no host, subblock, block or node pool of the %zu matching nodes has "
                           "exactly %ld nodes)",
                        g->num_hosts, idx.n_nodes, g->num_hosts);
@@ -215,14 +322,20 @@ static enum wh_err warnings(struct group_ctx *g)
     for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next)
         megascale |= has_env(k, "MEGASCALE_NUM_SLICES", NULL);
     if (megascale && g->num_hosts == 1)
-        err = wh_decision_warn(g->d, "group \"%s\": MEGASCALE_NUM_SLICES on a single-host group; "
+        err = warn_at(g, (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]", "", ""},
+                      "group \"%s\": MEGASCALE_NUM_SLICES on a single-host group; "
                                      "the coordinator name will not resolve",
                                g->group);
     const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
     enum wh_tpu_gen gen = wh_tpu_gen_from_accelerator(accel);
     int dims = wh_tpu_gen_dims(gen);
     if (!err && dims && g->topology && g->topo.ndims && g->topo.ndims != dims)
-        err = wh_decision_warn(g->d, "group \"%s\": topology %s is %d-D but %s uses %d-D topologies",
+        err = warn_at(g,
+                      (struct about){g->from_annotation
+                                         ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
+                                         : "template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]",
+                                     g->topology, dims == 3 ? "AxBxC" : "AxB"},
+                      "group \"%s\": topology %s is %d-D but %s uses %d-D topologies",
                                g->group, g->topology, g->topo.ndims, wh_tpu_gen_name(gen), dims);
     if (!err && gen == WH_GEN_TPU7X && g->chips_per_host > 0 &&
         declared_tpu(g->spec) == 2 * g->chips_per_host) {
@@ -233,7 +346,10 @@ static enum wh_err warnings(struct group_ctx *g)
         bool w_ok = worker && has_env(worker, "RAY_TPU_RESOURCE_PER_CHIP", "2");
         bool h_ok = head && has_env(head, "RAY_TPU_RESOURCE_PER_CHIP", "2");
         if (!w_ok || !h_ok)
-            err = wh_decision_warn(g->d, "group \"%s\": TPU=2x chips needs RAY_TPU_RESOURCE_PER_CHIP=2 "
+            err = warn_at(g,
+                          (struct about){"template.spec.containers[].env[RAY_TPU_RESOURCE_PER_CHIP]",
+                                         "", "2"},
+                          "group \"%s\": TPU=2x chips needs RAY_TPU_RESOURCE_PER_CHIP=2 "
                                          "on the %s container",
                                    g->group, !w_ok && !h_ok ? "worker and head" : !w_ok ? "worker" : "head");
     }
@@ -306,7 +422,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
     if (cJSON_GetArraySize(g->containers) > 0 && !is_tpu)
         return WH_OK; /* CPU/GPU group */
     if (cJSON_GetArraySize(g->containers) == 0)
-        return problem(g, "template.spec.containers is empty; a worker group needs its Ray "
+        return problem_at(g, (struct about){"template.spec.containers", "[]", "the Ray container"},
+                          "template.spec.containers is empty; a worker group needs its Ray "
                           "container (Container path not specified)");
     err = check_env_duplicates(g);
     if (!err)
@@ -322,6 +439,33 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
 
 enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *st,
                                    struct wh_decision *d, char *errbuf)
+{
+    return wh_validate_raycluster_report(request, st, d, NULL, errbuf);
+}
+
+void wh_validation_free(struct wh_validation *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->n; i++) {
+        wh_free(v->items[i].group);
+        wh_free(v->items[i].message);
+    }
+    wh_free(v->items);
+    memset(v, 0, sizeof(*v));
+}
+
+size_t wh_validation_problems(const struct wh_validation *v, int index)
+{
+    size_t n = 0;
+    for (size_t i = 0; v && i < v->n; i++)
+        n += !v->items[i].warning && v->items[i].index == index;
+    return n;
+}
+
+enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_state *st,
+                                          struct wh_decision *d, struct wh_validation *report,
+                                          char *errbuf)
 {
     const char *op = wh_json_str0(request, "operation");
     if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
@@ -344,6 +488,7 @@ enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *
         struct group_ctx gc = {
             .cluster_obj = rc, .spec = g, .cluster = name, .index = i, .d = d, .problems = &problems,
             .n_unlisted = &n_unlisted,
+            .report = report,
         };
         err = check_group(&gc, st, errbuf);
         n_problems += gc.n_problems;

@@ -3,12 +3,13 @@
 
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* strcmp, strstr */
+#include <string.h> /* strcmp */
 
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/kuberay.h"  /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
 #include "wh/podspec.h"  /* wh_container_tpu, WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
 #include "wh/render.h"   /* wh_render_validate */
+#include "wh/validate.h" /* wh_validation_problems */
 #include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/yaml.h"     /* wh_yaml_load_at */
@@ -60,43 +61,46 @@ enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st, const cha
     return finish_row(rows, new_row(&o, "-"), st, "error", message, NULL);
 }
 
-/* The part of a denial about group g (problems are joined with "; "). */
-static bool group_part(const char *msg, const char *cluster, const char *g, int index,
-                       char *out, size_t len)
+/* The denial's text about group index, from the validation's findings:
+ * "worker group "g" (spec.workerGroupSpecs[i]): problem[; problem...]". */
+static enum wh_err group_message(const struct wh_validation *f, int index, struct wh_buf *out)
 {
-    char marker[512];
-    snprintf(marker, sizeof(marker), "worker group \"%s\" (spec.workerGroupSpecs[%d])", g, index);
-    const char *p = msg ? strstr(msg, marker) : NULL;
-    if (!p)
-        return false;
-    char next[320];
-    snprintf(next, sizeof(next), "; RayCluster \"%s\" worker group", cluster);
-    const char *end = strstr(p, next);
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p);
-    return true;
+    enum wh_err err = WH_OK;
+    bool first = true;
+    for (size_t k = 0; !err && k < f->n; k++) {
+        const struct wh_group_finding *x = &f->items[k];
+        if (x->warning || x->index != index)
+            continue;
+        if (first)
+            err = wh_buf_addf(out, "worker group \"%s\" (spec.workerGroupSpecs[%d]): %s", x->group,
+                              index, x->message);
+        else
+            err = wh_buf_addf(out, "; %s", x->message);
+        first = false;
+    }
+    return err;
 }
 
-/* Warnings that name group g, or that name no group of the cluster. */
-static cJSON *group_warnings(const cJSON *warnings, const cJSON *groups, const char *g)
+/* The warnings of group index: its own findings, then those the verdict
+ * carries beyond the validation's (a failed render, which concerns every
+ * group). */
+static cJSON *group_warnings(const struct wh_render_verdict *v, int index)
 {
     cJSON *out = cJSON_CreateArray();
-    char quoted[320];
-    for (const cJSON *w = warnings ? warnings->child : NULL; out && w; w = w->next) {
-        if (!cJSON_IsString(w))
-            continue;
-        bool mine = false, anyone = false;
-        for (const cJSON *x = groups ? groups->child : NULL; x; x = x->next) {
-            snprintf(quoted, sizeof(quoted), "\"%s\"", wh_json_str0(x, "groupName"));
-            if (strstr(w->valuestring, quoted)) {
-                anyone = true;
-                mine = mine || !strcmp(wh_json_str0(x, "groupName"), g);
-            }
-        }
-        if ((mine || !anyone) && wh_json_add(out, cJSON_CreateString(w->valuestring))) {
-            cJSON_Delete(out);
-            return NULL;
-        }
+    enum wh_err err = out ? WH_OK : WH_ERR_NOMEM;
+    int own = 0;
+    for (size_t k = 0; !err && k < v->findings.n; k++) {
+        const struct wh_group_finding *x = &v->findings.items[k];
+        own += x->warning;
+        if (x->warning && x->index == index)
+            err = wh_json_add(out, cJSON_CreateString(x->message));
+    }
+    for (const cJSON *w = cJSON_GetArrayItem(v->warnings, own); !err && w; w = w->next)
+        if (cJSON_IsString(w))
+            err = wh_json_add(out, cJSON_CreateString(w->valuestring));
+    if (err) {
+        cJSON_Delete(out);
+        return NULL;
     }
     return out;
 }
@@ -148,13 +152,10 @@ static bool is_tpu_group(const cJSON *group)
 }
 
 /* Does the denial name any worker group of the cluster? */
-static bool names_a_group(const struct wh_render_verdict *v, const char *cluster,
-                          const cJSON *groups)
+static bool names_a_group(const struct wh_render_verdict *v)
 {
-    char part[64];
-    int i = 0;
-    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next, i++)
-        if (group_part(v->message, cluster, wh_json_str0(g, "groupName"), i, part, sizeof(part)))
+    for (size_t k = 0; k < v->findings.n; k++)
+        if (!v->findings.items[k].warning)
             return true;
     return false;
 }
@@ -172,36 +173,43 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
     const cJSON *groups = wh_json_path(cluster, "spec", "workerGroupSpecs", NULL);
     if (!cJSON_IsArray(groups))
         groups = NULL;
-    bool named = !v->allowed && names_a_group(v, o->cluster, groups);
+    bool named = !v->allowed && names_a_group(v);
     size_t before = st->rows;
     int i = 0;
-    char part[2048];
-    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next, i++) {
+    struct wh_buf part;
+    wh_buf_init(&part, 64 * 1024);
+    enum wh_err err = WH_OK;
+    for (const cJSON *g = groups ? groups->child : NULL; !err && g; g = g->next, i++) {
         if (!is_tpu_group(g))
             continue;
         const char *gname = wh_json_str0(g, "groupName");
         cJSON *r = new_row(o, gname);
         if (!r || group_columns(r, g)) {
             cJSON_Delete(r);
-            return WH_ERR_NOMEM;
+            err = WH_ERR_NOMEM;
+            break;
         }
         const char *verdict = "ok", *message = "";
+        wh_buf_reset(&part);
         if (!v->allowed && !named) {
             verdict = "rejected"; /* a denial that names no group rejects every row */
             message = v->message ? v->message : "";
-        } else if (!v->allowed &&
-                   group_part(v->message, o->cluster, gname, i, part, sizeof(part))) {
+        } else if (!v->allowed && wh_validation_problems(&v->findings, i)) {
             verdict = "rejected";
-            message = part;
+            err = group_message(&v->findings, i, &part);
+            message = wh_buf_ptr(&part);
         } else if (v->allowed && pd->group && !strcmp(pd->group, gname)) {
             verdict = "rejected";
             message = pd->message;
         }
-        enum wh_err err =
-            finish_row(rows, r, st, verdict, message, group_warnings(v->warnings, groups, gname));
         if (err)
-            return err;
+            cJSON_Delete(r);
+        else
+            err = finish_row(rows, r, st, verdict, message, group_warnings(v, i));
     }
+    wh_buf_free(&part);
+    if (err)
+        return err;
     if ((!v->allowed || pd->group) && st->rows == before)
         return finish_row(rows, new_row(o, "-"), st, "rejected",
                           !v->allowed && v->message ? v->message : pd->message ? pd->message : "",

@@ -1,7 +1,12 @@
-/* render.c: a RayCluster through the engine, then its worker pods, offline.
+/* render.c: a RayCluster (or a Job, JobSet, LWS) through the engine, then
+ * its pods, offline.
  *
- * Everything goes through the engine's public entry point with real
- * AdmissionReview bytes, so render and the webhook cannot disagree. */
+ * Each object goes to the engine's policy for its route in process (as
+ * wh_engine_decide dispatches it) inside the same AdmissionReview request
+ * the API server would send; the decision comes back as data (the patch a
+ * cJSON array, a RayCluster's problems and warnings per group), so nothing
+ * is printed and parsed again. Only the response encoding (base64 JSON
+ * Patch) is left out, which the engine's own tests cover. */
 #include "wh/render.h"
 
 #include <stdint.h> /* int32_t */
@@ -9,12 +14,16 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strdup */
 
-#include "wh/b64.h"       /* wh_b64_decode */
-#include "wh/engine.h"    /* wh_engine_review */
+#include "wh/decision.h"  /* struct wh_decision */
+#include "wh/engine.h"    /* enum wh_route */
 #include "wh/json.h"      /* wh_json_* */
 #include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
+#include "wh/mutate.h"    /* wh_mutate_pod */
 #include "wh/podspec.h"   /* wh_env_lookup, wh_container_requests_tpu */
 #include "wh/state.h"     /* wh_memstate */
+#include "wh/validate.h"  /* wh_validate_raycluster_report */
+#include "wh/workload.h"  /* wh_mutate_workload */
+#include "wh/workload_validate.h" /* wh_validate_workload */
 #include "wh/workload_pods.h" /* wh_workload_pods */
 
 /* What an AdmissionReview says about its object. */
@@ -42,75 +51,73 @@ static void kind_info_of(const cJSON *obj, bool pod, struct kind_info *k)
     }
 }
 
-/* Wrap obj in an AdmissionReview CREATE and print it. *body is the caller's
- * (cJSON_free). */
-static enum wh_err review_bytes(const cJSON *obj, bool pod, long seq, char **body)
+/* The request of an AdmissionReview CREATE for obj, as the API server would
+ * send it; its "object" refers to obj's members (not a copy), so obj (a JSON
+ * object) must outlive it. *out is the caller's (cJSON_Delete). */
+static enum wh_err request_of(const cJSON *obj, bool pod, long seq, cJSON **out)
 {
     struct kind_info ki;
     kind_info_of(obj, pod, &ki);
-    enum wh_err err = WH_ERR_NOMEM;
-    cJSON *rv = cJSON_CreateObject(), *req = cJSON_CreateObject();
+    cJSON *req = cJSON_CreateObject();
     cJSON *kind = cJSON_CreateObject(), *res = cJSON_CreateObject(), *ui = cJSON_CreateObject();
     char uid[64];
     snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012ld", seq);
     const cJSON *meta = wh_json_get(obj, "metadata");
-    *body = NULL;
-    if (!rv || !req || !kind || !res || !ui) {
-        cJSON_Delete(req);
+    *out = NULL;
+    if (!req) {
         cJSON_Delete(kind);
         cJSON_Delete(res);
         cJSON_Delete(ui);
-        goto out;
+        return WH_ERR_NOMEM;
     }
-    if (wh_json_set_str(rv, "apiVersion", "admission.k8s.io/v1") ||
-        wh_json_set_str(rv, "kind", "AdmissionReview") || wh_json_set(rv, "request", req)) {
-        cJSON_Delete(kind);
-        cJSON_Delete(res);
-        cJSON_Delete(ui);
-        goto out;
-    }
-    if (wh_json_set_str(req, "uid", uid) || wh_json_set(req, "kind", kind) ||
-        wh_json_set(req, "resource", res) || wh_json_set(req, "userInfo", ui) ||
-        wh_json_set_str(kind, "group", ki.group) || wh_json_set_str(kind, "version", ki.version) ||
-        wh_json_set_str(kind, "kind", ki.kind) || wh_json_set_str(res, "group", ki.group) ||
-        wh_json_set_str(res, "version", ki.version) ||
+    bool bad = wh_json_set(req, "kind", kind) != WH_OK; /* each takes its item, always */
+    bad |= wh_json_set(req, "resource", res) != WH_OK;
+    bad |= wh_json_set(req, "userInfo", ui) != WH_OK;
+    if (bad || wh_json_set_str(req, "uid", uid) || wh_json_set_str(kind, "group", ki.group) ||
+        wh_json_set_str(kind, "version", ki.version) || wh_json_set_str(kind, "kind", ki.kind) ||
+        wh_json_set_str(res, "group", ki.group) || wh_json_set_str(res, "version", ki.version) ||
         wh_json_set_str(res, "resource", ki.resource) ||
         wh_json_set_str(ui, "username", "system:serviceaccount:ray-system:kuberay-operator") ||
         wh_json_set_str(req, "name", pod ? "" : wh_json_str0(meta, "name")) ||
         wh_json_set_str(req, "namespace", wh_json_str0(meta, "namespace")) ||
         wh_json_set_str(req, "operation", "CREATE") ||
-        wh_json_set(req, "object", cJSON_Duplicate(obj, 1)) ||
-        wh_json_set(req, "dryRun", cJSON_CreateFalse()))
-        goto out;
-    err = wh_json_print(rv, body);
-out:
-    cJSON_Delete(rv);
-    return err;
+        wh_json_set(req, "object", cJSON_CreateObjectReference(obj->child)) ||
+        wh_json_set(req, "dryRun", cJSON_CreateFalse())) {
+        cJSON_Delete(req);
+        return WH_ERR_NOMEM;
+    }
+    *out = req;
+    return WH_OK;
 }
 
-/* Run obj through the engine on route; *resp is the parsed response object. */
-static enum wh_err ask_engine(const cJSON *obj, enum wh_route route, long seq,
-                              const struct wh_state *st, struct wh_engine_result *res,
-                              cJSON **resp, char *errbuf)
+/* Decide about obj with the engine's policy for route, as wh_engine_decide
+ * does for the same request; report (may be NULL) gets the findings of a
+ * RayCluster's validation. d must be initialised. */
+static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq,
+                          const struct wh_state *st, struct wh_decision *d,
+                          struct wh_validation *report, char *errbuf)
 {
-    char *body = NULL;
-    *resp = NULL;
+    cJSON *req = NULL;
     bool pod = route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD;
-    enum wh_err err = review_bytes(obj, pod, seq, &body);
+    enum wh_err err = request_of(obj, pod, seq, &req);
     if (err)
-        return wh_fail(errbuf, err, "out of memory building an AdmissionReview");
-    err = wh_engine_review(body, strlen(body), route, st, res, errbuf);
-    cJSON_free(body);
-    if (err)
-        return err;
-    cJSON *out = NULL;
-    err = wh_json_parse(res->body, res->body_len, &out, errbuf);
-    if (err) {
-        wh_engine_result_free(res);
-        return err;
+        return wh_fail(errbuf, err, "out of memory building the admission request");
+    switch (route) {
+    case WH_ROUTE_MUTATE:
+        err = wh_mutate_pod(req, st, d, errbuf);
+        break;
+    case WH_ROUTE_MUTATE_WORKLOAD:
+        err = wh_mutate_workload(req, st, d, errbuf);
+        break;
+    case WH_ROUTE_VALIDATE_WORKLOAD:
+        err = wh_validate_workload(req, d);
+        break;
+    default:
+        err = wh_validate_raycluster_report(req, st, d, report, errbuf);
+        break;
     }
-    *resp = out;
-    return WH_OK;
+    cJSON_Delete(req);
+    return err;
 }
 
 /* An empty state for validation (no TPU nodes known, as in a fresh CI run). */
@@ -219,18 +226,18 @@ static enum wh_err verdict_of(const cJSON *obj, enum wh_route route, struct wh_r
 {
     struct wh_memstate *ms = NULL;
     struct wh_state st;
-    struct wh_engine_result res = {0};
-    cJSON *resp = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
     enum wh_err err = with_empty_state(&ms, &st, errbuf);
     if (!err)
-        err = ask_engine(obj, route, 0, &st, &res, &resp, errbuf);
+        err = decide(obj, route, 0, &st, &d, &v->findings, errbuf);
     if (err)
         goto out;
-    v->allowed = res.allowed;
-    if (!res.allowed && !(v->message = strdup(res.message ? res.message : "denied")))
+    v->allowed = d.allowed;
+    if (!d.allowed && !(v->message = strdup(d.message ? d.message : "denied")))
         err = WH_ERR_NOMEM;
-    const cJSON *w = wh_json_path(resp, "response", "warnings", NULL);
-    v->warnings = cJSON_IsArray(w) ? cJSON_Duplicate(w, 1) : cJSON_CreateArray();
+    v->warnings = d.warnings ? d.warnings : cJSON_CreateArray();
+    d.warnings = NULL;
     if (!v->warnings)
         err = WH_ERR_NOMEM;
 out:
@@ -239,8 +246,7 @@ out:
         if (err == WH_ERR_NOMEM)
             wh_fail(errbuf, err, "out of memory validating the %s", wh_json_str0(obj, "kind"));
     }
-    cJSON_Delete(resp);
-    wh_engine_result_free(&res);
+    wh_decision_free(&d);
     wh_memstate_free(ms);
     return err;
 }
@@ -258,28 +264,8 @@ void wh_render_verdict_free(struct wh_render_verdict *v)
         return;
     free(v->message);
     cJSON_Delete(v->warnings);
+    wh_validation_free(&v->findings);
     memset(v, 0, sizeof(*v));
-}
-
-/* Apply the response's patch (base64 JSON Patch) to *pod. */
-static enum wh_err apply_patch(cJSON **pod, const cJSON *resp, char *errbuf)
-{
-    const char *b64 = wh_json_str(wh_json_get(resp, "response"), "patch");
-    if (!b64)
-        return WH_OK;
-    struct wh_buf text;
-    wh_buf_init(&text, WH_REVIEW_MAX_BYTES);
-    cJSON *patch = NULL;
-    enum wh_err err = wh_b64_decode(&text, b64, strlen(b64));
-    if (!err)
-        err = wh_json_parse(wh_buf_ptr(&text), wh_buf_len(&text), &patch, errbuf);
-    if (!err && !cJSON_IsNull(patch))
-        err = wh_jsonpatch_apply(pod, patch, errbuf);
-    if (err && !errbuf[0])
-        wh_fail(errbuf, err, "the engine's patch could not be decoded");
-    cJSON_Delete(patch);
-    wh_buf_free(&text);
-    return err;
 }
 
 /* Admit every pod in order on route; a denial stops the walk. */
@@ -293,12 +279,14 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
     long seq = 1;
     for (cJSON *p = pods->child; p && !err; p = p->next, seq++) {
         struct wh_state st = wh_memstate_view(ms);
-        struct wh_engine_result res = {0};
-        cJSON *resp = NULL;
-        err = ask_engine(p, route, seq, &st, &res, &resp, errbuf);
-        if (err)
+        struct wh_decision d;
+        wh_decision_init(&d);
+        err = decide(p, route, seq, &st, &d, NULL, errbuf);
+        if (err) {
+            wh_decision_free(&d);
             break;
-        if (!res.allowed) {
+        }
+        if (!d.allowed) {
             char msg[WH_ERRBUF_LEN * 4];
             const cJSON *meta = wh_json_get(p, "metadata");
             const char *who = route == WH_ROUTE_MUTATE
@@ -308,7 +296,7 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
             snprintf(msg, sizeof(msg), "%s pod %ld (%s %s) denied: %s",
                      route == WH_ROUTE_MUTATE ? "worker" : "the", seq,
                      route == WH_ROUTE_MUTATE ? "group" : "pod", who,
-                     res.message ? res.message : "no reason given");
+                     d.message ? d.message : "no reason given");
             out->pod_denial = strdup(msg);
             out->pod_denial_group = strdup(who);
             if (!out->pod_denial || !out->pod_denial_group)
@@ -316,7 +304,9 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
         } else {
             /* Replace p in the list by its patched copy. */
             cJSON *pod = cJSON_Duplicate(p, 1);
-            err = pod ? apply_patch(&pod, resp, errbuf) : WH_ERR_NOMEM;
+            err = pod ? WH_OK : WH_ERR_NOMEM;
+            if (!err && cJSON_GetArraySize(d.patch) > 0)
+                err = wh_jsonpatch_apply(&pod, d.patch, errbuf);
             if (!err)
                 err = wh_memstate_add_pods(ms, pod, NULL, errbuf);
             if (!err && !cJSON_ReplaceItemViaPointer(pods, p, pod))
@@ -326,8 +316,7 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
             else
                 p = pod;
         }
-        cJSON_Delete(resp);
-        wh_engine_result_free(&res);
+        wh_decision_free(&d);
         if (out->pod_denial)
             break;
     }

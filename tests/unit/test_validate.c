@@ -24,7 +24,8 @@
 #define CLUSTER(groups)                                                                        \
     "{\"metadata\":{\"name\":\"rc\",\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" groups "]}}"
 
-static void decide(const char *rc, const char *op, struct wh_decision *d)
+static void decide_report(const char *rc, const char *op, struct wh_decision *d,
+                          struct wh_validation *report)
 {
     cJSON *req = cJSON_CreateObject();
     assert_non_null(req);
@@ -34,9 +35,14 @@ static void decide(const char *rc, const char *op, struct wh_decision *d)
     struct wh_state st = wh_memstate_view(ms);
     char errbuf[WH_ERRBUF_LEN];
     wh_decision_init(d);
-    assert_int_equal(wh_validate_raycluster(req, &st, d, errbuf), WH_OK);
+    assert_int_equal(wh_validate_raycluster_report(req, &st, d, report, errbuf), WH_OK);
     wh_memstate_free(ms);
     cJSON_Delete(req);
+}
+
+static void decide(const char *rc, const char *op, struct wh_decision *d)
+{
+    decide_report(rc, op, d, NULL);
 }
 
 static void test_matching_groups_admitted(void **unused)
@@ -90,6 +96,47 @@ static void test_warnings_are_short(void **unused)
     wh_decision_free(&d);
 }
 
+/* The report says per group, as data, what the denial and the warnings say
+ * as text: group, field, value, expected, message. */
+static void test_report_per_group(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    struct wh_validation v = {0};
+    decide_report(CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4", "") ","
+                          GROUP("b", "5", "4x4", "3", "") ","
+                          GROUP("w", "1", "2x2x1", "4",
+                                ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
+                  "CREATE", &d, &v);
+    assert_false(d.allowed);
+    assert_int_equal(v.n, 4);
+    const struct wh_group_finding *f = &v.items[0];
+    assert_false(f->warning);
+    assert_int_equal(f->index, 0);
+    assert_string_equal(f->group, "a");
+    assert_string_equal(f->field, "numOfHosts");
+    assert_string_equal(f->value, "2");
+    assert_string_equal(f->expected, "4");
+    assert_non_null(strstr(d.message, f->message)); /* the denial carries the same text */
+    f = &v.items[1];
+    assert_int_equal(f->index, 2);
+    assert_string_equal(f->field, "template.spec.containers[].resources[google.com/tpu]");
+    assert_string_equal(f->value, "3");
+    assert_string_equal(f->expected, "a divisor of 16");
+    for (size_t i = 2; i < 4; i++) { /* group w: two warnings, as sent */
+        assert_true(v.items[i].warning);
+        assert_int_equal(v.items[i].index, 3);
+        assert_string_equal(v.items[i].message,
+                            cJSON_GetArrayItem(d.warnings, (int)i - 2)->valuestring);
+    }
+    assert_int_equal(wh_validation_problems(&v, 0), 1);
+    assert_int_equal(wh_validation_problems(&v, 1), 0);
+    assert_int_equal(wh_validation_problems(&v, 3), 0);
+    wh_validation_free(&v);
+    assert_int_equal(v.n, 0);
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -97,6 +144,7 @@ int main(void)
         cmocka_unit_test(test_every_failing_group_in_one_message),
         cmocka_unit_test(test_other_operations_admitted),
         cmocka_unit_test(test_warnings_are_short),
+        cmocka_unit_test(test_report_per_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

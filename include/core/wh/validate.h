@@ -2,6 +2,9 @@
 #ifndef WH_VALIDATE_H
 #define WH_VALIDATE_H
 
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
 #include <cjson/cJSON.h>
 
 #include "wh/decision.h" /* struct wh_decision */
@@ -14,5 +17,38 @@
  * Errors only for OOM or a failing state callback. */
 WH_NODISCARD enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *st,
                                                 struct wh_decision *d, char *errbuf);
+
+/* One finding about one worker group: a problem (the cluster is denied) or
+ * a warning. The text is exactly what the denial carries after the group's
+ * prefix, or the warning as sent; the other fields say the same as data, for
+ * tools that show or act on them (check, render). */
+struct wh_group_finding {
+    bool warning;
+    int index;          /* spec.workerGroupSpecs[index] */
+    char *group;        /* groupName, owned (wh_malloc); "" when absent */
+    const char *field;  /* the field at fault, from the group (static text) */
+    char value[128];    /* the value found; "" when not set */
+    char expected[128]; /* what would be accepted; "" when no single answer */
+    char *message;      /* owned (wh_malloc) */
+};
+
+/* Every finding, in the order found. Owned by the caller once filled;
+ * wh_validation_free() frees items and messages. Start zeroed. */
+struct wh_validation {
+    struct wh_group_finding *items;
+    size_t n, cap;
+};
+
+/* wh_validate_raycluster that also fills report (may be NULL) with the
+ * findings of every worker group. The decision is the same either way. */
+WH_NODISCARD enum wh_err wh_validate_raycluster_report(const cJSON *request,
+                                                       const struct wh_state *st,
+                                                       struct wh_decision *d,
+                                                       struct wh_validation *report,
+                                                       char *errbuf);
+void wh_validation_free(struct wh_validation *v); /* v is left zeroed; NULL-safe */
+
+/* Number of problems (not warnings) about group index in v. */
+size_t wh_validation_problems(const struct wh_validation *v, int index);
 
 #endif

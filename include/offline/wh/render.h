@@ -2,12 +2,13 @@
  * offline.
  *
  * The cluster (from a RayCluster, RayJob or RayService manifest) gets the CRD
- * defaults the API server applies, is wrapped in an AdmissionReview and
- * validated by the engine (route WH_ROUTE_VALIDATE), exactly as the webhook
+ * defaults the API server applies, is wrapped in an AdmissionReview request
+ * and validated by the engine's RayCluster policy, exactly as the webhook
  * would. When allowed, the worker pods KubeRay would create (wh_kuberay) go
- * through the engine one by one in creation order (AdmissionReview CREATE,
- * WH_ROUTE_MUTATE) against an in-memory cluster state that grows as pods are
- * admitted, and each returned JSON patch is applied to its pod.
+ * through the engine's pod mutation one by one in creation order (CREATE)
+ * against an in-memory cluster state that grows as pods are admitted, and
+ * each returned JSON patch is applied to its pod. The engine is called in
+ * process and answers with data, not AdmissionReview text.
  */
 #ifndef WH_RENDER_H
 #define WH_RENDER_H
@@ -18,13 +19,15 @@
 
 #include "wh/buf.h"     /* struct wh_buf */
 #include "wh/err.h"     /* enum wh_err */
-#include "wh/kuberay.h" /* struct wh_kuberay_opts */
+#include "wh/kuberay.h"  /* struct wh_kuberay_opts */
+#include "wh/validate.h" /* struct wh_validation */
 
 /* The engine's answer to a RayCluster CREATE. */
 struct wh_render_verdict {
     bool allowed;
     char *message;   /* malloc'd denial message; NULL when allowed */
     cJSON *warnings; /* JSON array of strings, never NULL after success */
+    struct wh_validation findings; /* the same, per worker group, as data */
 };
 
 /* Validate cluster (not changed) as the webhook would. On success v holds
