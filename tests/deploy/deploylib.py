@@ -7,6 +7,8 @@ the set is consistent. The tests assert on that list, and also feed it
 deliberately broken copies to prove that each check can fail.
 """
 import copy
+import functools
+import json
 import os
 import re
 import shutil
@@ -44,9 +46,24 @@ def load_file(path):
         return load_docs(f.read(), path)
 
 
+def _kubectl_minor(path):
+    try:
+        p = subprocess.run([path, "version", "--client", "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        return int(re.sub(r"\D.*", "", json.loads(p.stdout)["clientVersion"]["minor"]))
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError):
+        return 0
+
+
+@functools.lru_cache(maxsize=None)
 def kubectl():
-    """Path of kubectl, or None."""
-    return shutil.which("kubectl")
+    """Path of a kubectl of 1.21 or later (its kustomize reads our
+    kustomizations), or None: the one on PATH, else the test-only one
+    scripts/setup.sh puts in build-tools/."""
+    for path in (shutil.which("kubectl"), os.path.join(ROOT, "build-tools", "kubectl")):
+        if path and os.access(path, os.X_OK) and _kubectl_minor(path) >= 21:
+            return path
+    return None
 
 
 def kustomize_render(kdir):

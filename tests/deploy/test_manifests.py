@@ -114,7 +114,7 @@ class Manifests(unittest.TestCase):
                 self.assertEqual(dl.check_install(objs, cert_manager=cm), [])
 
     def test_kustomize_renders_offline(self):
-        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh (Debian's kubernetes-client)")
+        self.assertIsNotNone(dl.kubectl(), "no kubectl 1.21+ found: run scripts/setup.sh")
         rendered = {}
         for kdir, cm in ((BASE, False), (DEFAULT, True)):
             with self.subTest(kustomization=kdir):
