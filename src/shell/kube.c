@@ -2,11 +2,12 @@
 #include "wh/kube.h"
 
 #include <ctype.h>   /* isspace */
-#include <pthread.h> /* pthread_once */
+#include <pthread.h> /* pthread_once, pthread_mutex_t */
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* free */
 #include <string.h>  /* strlen */
+#include <strings.h> /* strncasecmp */
 
 #include <curl/curl.h>
 
@@ -18,8 +19,16 @@
 #define STREAM_TIMEOUT_MS 900000L
 #define TOKEN_MAX ((size_t)64 * 1024)
 
+/* Idle handles of plain requests, kept so that their connections stay
+ * open (keep-alive): a claim is one small request, and a TLS handshake per
+ * request would cost more than the request. */
+#define POOL_MAX 32
+
 struct wh_kube {
     struct wh_kube_config cfg;
+    pthread_mutex_t pool_mu;
+    CURL *pool[POOL_MAX];
+    size_t n_pool;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -45,6 +54,7 @@ struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf)
     }
     k->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
+    pthread_mutex_init(&k->pool_mu, NULL);
     return k;
 }
 
@@ -53,6 +63,9 @@ void wh_kube_free(struct wh_kube *k)
     if (!k)
         return;
     wh_kube_config_clear(&k->cfg);
+    for (size_t i = 0; i < k->n_pool; i++)
+        curl_easy_cleanup(k->pool[i]);
+    pthread_mutex_destroy(&k->pool_mu);
     free(k);
 }
 
@@ -104,6 +117,12 @@ struct xfer {
     bool ok_status;  /* 2xx */
     bool stopped_by_callback;
     bool too_big;
+    long retry_after_s; /* Retry-After of the last response, 0 when none */
+    /* request */
+    const char *method;   /* NULL: GET */
+    const char *req_body; /* NULL: none */
+    size_t req_len;
+    long timeout_ms;      /* 0: the default of the kind of transfer */
 };
 
 static int progress_cb(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -145,9 +164,23 @@ static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *p)
 {
     struct xfer *x = p;
     size_t n = size * nmemb;
+    /* A new response (after a 100 Continue or a redirect) starts afresh. */
+    if (n > 5 && !strncmp(ptr, "HTTP/", 5))
+        x->retry_after_s = 0;
+    /* Retry-After in seconds (429, 503); the HTTP-date form is not used by
+     * the API server. */
+    if (n > 12 && !strncasecmp(ptr, "retry-after:", 12)) {
+        long v = 0;
+        const char *q = ptr + 12;
+        while (q < ptr + n && (*q == ' ' || *q == '\t'))
+            q++;
+        while (q < ptr + n && *q >= '0' && *q <= '9' && v < 3600)
+            v = v * 10 + (*q++ - '0');
+        x->retry_after_s = v;
+    }
     /* The blank line ends the headers: the stream is open from here, even
      * if no event arrives for minutes. */
-    if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n'))
+    if (x->on_line && ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')))
         note_status(x);
     return n;
 }
@@ -186,6 +219,34 @@ static size_t stream_write_cb(char *ptr, size_t size, size_t nmemb, void *p)
     return n;
 }
 
+/* A handle for a plain request: an idle one of the pool (its connection
+ * may still be open) or a new one. */
+static CURL *handle_get(struct wh_kube *k)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&k->pool_mu);
+    if (k->n_pool)
+        h = k->pool[--k->n_pool];
+    pthread_mutex_unlock(&k->pool_mu);
+    if (h) {
+        curl_easy_reset(h); /* options only: the connection cache stays */
+        return h;
+    }
+    return curl_easy_init();
+}
+
+static void handle_put(struct wh_kube *k, CURL *h)
+{
+    pthread_mutex_lock(&k->pool_mu);
+    if (k->n_pool < POOL_MAX) {
+        k->pool[k->n_pool++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&k->pool_mu);
+    if (h)
+        curl_easy_cleanup(h);
+}
+
 static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
                             long *status, char *errbuf)
 {
@@ -193,7 +254,8 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     char *tok = NULL, *url = NULL, *auth = NULL;
     struct curl_slist *hdrs = NULL;
     char cerr[CURL_ERROR_SIZE] = "";
-    CURL *h = curl_easy_init();
+    const char *method = x->method ? x->method : "GET";
+    CURL *h = stream ? curl_easy_init() : handle_get(k);
     enum wh_err err = h ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     if (!err)
         err = current_token(k, &tok, errbuf);
@@ -209,6 +271,11 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     struct curl_slist *t = curl_slist_append(NULL, "Accept: application/json");
     if (t)
         hdrs = t;
+    if (t && x->req_body) {
+        t = curl_slist_append(hdrs, "Content-Type: application/json");
+        if (t)
+            hdrs = t;
+    }
     if (t && tok && *tok) {
         size_t al = strlen(tok) + 32;
         auth = malloc(al);
@@ -231,7 +298,14 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, stream ? STREAM_TIMEOUT_MS : GET_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     x->timeout_ms > 0 ? x->timeout_ms : stream ? STREAM_TIMEOUT_MS : GET_TIMEOUT_MS);
+    if (x->method)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, x->method);
+    if (x->req_body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, x->req_body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->req_len);
+    }
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
@@ -261,28 +335,24 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     } else if (k->cfg.key_file) {
         curl_easy_setopt(h, CURLOPT_SSLKEY, k->cfg.key_file);
     }
-    if (stream) {
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream_write_cb);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    } else {
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, get_write_cb);
-    }
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream ? stream_write_cb : get_write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->stopped_by_callback))
         goto out;
     if (x->too_big) {
-        err = wh_fail(errbuf, WH_ERR_TOOBIG, "GET %s: response larger than the client accepts",
-                      path);
+        err = wh_fail(errbuf, WH_ERR_TOOBIG, "%s %s: response larger than the client accepts",
+                      method, path);
     } else if (rc == CURLE_ABORTED_BY_CALLBACK) {
-        err = wh_fail(errbuf, WH_ERR_UNAVAILABLE, "GET %s: stopped", path);
+        err = wh_fail(errbuf, WH_ERR_UNAVAILABLE, "%s %s: stopped", method, path);
     } else {
         bool tls = rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
                    rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CIPHER ||
                    rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CRL_BADFILE;
-        err = wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "GET %s%s (%s): %s",
+        err = wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "%s %s%s (%s): %s", method,
                       k->cfg.server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
     }
     *status = 0;
@@ -297,7 +367,9 @@ out:
         free(tok);
     }
     free(url);
-    if (h)
+    if (h && !stream && !err)
+        handle_put(k, h); /* a failed transfer's connection is not reused */
+    else if (h)
         curl_easy_cleanup(h);
     return err;
 }
@@ -307,6 +379,17 @@ enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body
 {
     struct xfer x = {.stop = stop, .body = body};
     return transfer(k, path, false, &x, status, errbuf);
+}
+
+enum wh_err wh_kube_request(struct wh_kube *k, const char *method, const char *path,
+                            const char *body, size_t body_len, long timeout_ms,
+                            struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf)
+{
+    struct xfer x = {.body = resp, .method = method, .req_body = body, .req_len = body_len,
+                     .timeout_ms = timeout_ms};
+    enum wh_err err = transfer(k, path, false, &x, &ans->status, errbuf);
+    ans->retry_after_s = x.retry_after_s;
+    return err;
 }
 
 enum wh_err wh_kube_stream(struct wh_kube *k, const char *path, void (*on_open)(void *arg),

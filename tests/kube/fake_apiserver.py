@@ -5,7 +5,24 @@ Serves LIST and WATCH of /api/v1/pods and /api/v1/nodes with label
 selectors (k=v, k!=v, k, !k), paging (limit/continue), resourceVersion,
 watch bookmarks, 410 Gone for compacted versions, bearer-token checking
 (or a client certificate signed by --client-ca) and TLS. Listens on
-127.0.0.1 only.
+127.0.0.1 only; plain requests keep their connection alive (HTTP/1.1).
+
+coordination.k8s.io/v1 Leases (what the worker-id claims use) behave as
+the real API server's: POST creates or answers 409 AlreadyExists, PUT with
+a stale metadata.resourceVersion answers 409 Conflict, DELETE honours
+DeleteOptions.preconditions (uid, resourceVersion: 409 Conflict on a
+mismatch), GET and LIST (label selectors) read them. Every object gets a
+uid and a resourceVersion. Deleting a pod or node deletes the Leases whose
+metadata.ownerReferences name its uid (the garbage collector, at once).
+
+Faults for plain API requests (not watches, not the control plane), set by
+POST /_control/faults {"latency_ms": 10, "error_rate": 0.05, "errors":
+["500", "429", "timeout", "reset"], "only": "leases"}: each request waits
+latency_ms, then with probability error_rate fails in one of the listed
+ways, picked at random: 500 InternalError, 429 TooManyRequests with
+Retry-After: 1, a timeout (the request is carried out, the answer comes
+only after --fault-timeout seconds, so the client gives up not knowing
+whether it happened) or a connection reset before anything is done.
 
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
@@ -18,8 +35,12 @@ import argparse
 import bisect
 import json
 import os
+import random
+import re
 import signal
+import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -32,7 +53,9 @@ class State:
         self.cv = threading.Condition()
         self.rv = 1
         self.min_rv = 1          # watches from below this get 410
-        self.objs = {"pods": {}, "nodes": {}}
+        self.objs = {"pods": {}, "nodes": {}, "leases": {}}
+        self.uid = 0
+        self.faults = {}
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
         self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
@@ -41,12 +64,14 @@ class State:
         self.stalled = False     # open watches go silent (a half-dead connection)
         self.watch_error_html = False  # ... answered as a proxy's HTML page instead
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
-        self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0}
+        self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
+                      "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
+                      "faults": 0}
 
     @staticmethod
     def key(kind, obj):
         m = obj.get("metadata", {})
-        return (m.get("namespace", ""), m["name"]) if kind == "pods" else m["name"]
+        return (m.get("namespace", ""), m["name"]) if kind in ("pods", "leases") else m["name"]
 
     def put(self, kind, obj, typ=None, silent=False):
         """Caller holds cv. silent: no watch event (as if history was lost)."""
@@ -58,7 +83,13 @@ class State:
             typ = "MODIFIED" if k in self.objs[kind] else "ADDED"
         if typ == "DELETED":
             self.objs[kind].pop(k, None)
+            uid = obj["metadata"].get("uid")
+            if uid and kind != "leases":
+                self.collect(uid, silent)
         else:
+            if not obj["metadata"].get("uid"):
+                self.uid += 1
+                obj["metadata"]["uid"] = "fake-uid-%d" % self.uid
             self.objs[kind][k] = obj
         if not silent:
             self.events.append((self.rv, kind, typ, obj))
@@ -67,19 +98,29 @@ class State:
             self.min_rv = self.events[drop][0]
             del self.events[:drop]
 
+    def collect(self, owner_uid, silent):
+        """The garbage collector: Leases owned by a deleted object go too."""
+        for k, o in list(self.objs["leases"].items()):
+            refs = o["metadata"].get("ownerReferences") or []
+            if any(r.get("uid") == owner_uid for r in refs):
+                self.put("leases", o, "DELETED", silent)
+
     def save(self, path):
         with open(path + ".tmp", "w") as f:
-            json.dump({"rv": self.rv, "pods": list(self.objs["pods"].values()),
-                       "nodes": list(self.objs["nodes"].values())}, f)
+            json.dump({"rv": self.rv, "uid": self.uid,
+                       "pods": list(self.objs["pods"].values()),
+                       "nodes": list(self.objs["nodes"].values()),
+                       "leases": list(self.objs["leases"].values())}, f)
         os.replace(path + ".tmp", path)
 
     def load(self, path):
         with open(path) as f:
             d = json.load(f)
         self.rv = d["rv"]
+        self.uid = d.get("uid", 0)
         self.min_rv = self.rv + 1  # history is lost across a restart
-        for kind in ("pods", "nodes"):
-            for o in d[kind]:
+        for kind in ("pods", "nodes", "leases"):
+            for o in d.get(kind, []):
                 self.objs[kind][self.key(kind, o)] = o
 
 
@@ -137,16 +178,28 @@ SNAPSHOTS = {}
 ARGS = None
 
 
+LEASES = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$")
+
+
+def now_micro():
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%06dZ" % int(t % 1 * 1e6)
+
+
 class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"  # the body of a watch runs until close
+    # Plain requests keep the connection alive; a watch answers
+    # "Connection: close" and its body runs until the close.
+    protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *a):
         if ARGS.verbose:
             sys.stderr.write("fake-apiserver: " + fmt % a + "\n")
 
-    def send_json(self, code, obj):
+    def send_json(self, code, obj, headers=None):
         body = json.dumps(obj).encode()
         self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -166,9 +219,148 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.stats["unauthorized"] += 1
         return ok
 
-    def do_POST(self):
+    def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(n) or b"null")
+        return json.loads(self.rfile.read(n) or b"null")
+
+    def fault(self, path):
+        """Injected latency and errors. True when the request is answered
+        (or cut) here; "timeout" returns the delay to add after doing it."""
+        with STATE.cv:
+            f = dict(STATE.faults)
+        if f.get("only") and f["only"] not in path:
+            return None
+        if f.get("latency_ms"):
+            time.sleep(f["latency_ms"] / 1000.0)
+        if not f.get("error_rate") or random.random() >= f["error_rate"]:
+            return None
+        kind = random.choice(f.get("errors") or ["500"])
+        with STATE.cv:
+            STATE.stats["faults"] += 1
+        if kind == "500":
+            self.status(500, "InternalError", "Internal error occurred: etcdserver: leader changed")
+        elif kind == "429":
+            self.send_json(429, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                 "status": "Failure", "reason": "TooManyRequests", "code": 429,
+                                 "message": "storage is (re)initializing"},
+                           {"Retry-After": "1"})
+        elif kind == "reset":
+            self.close_connection = True
+            try:  # RST instead of FIN: the client sees "connection reset"
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.connection.close()
+            except OSError:
+                pass
+        elif kind == "timeout":
+            return "timeout"
+        return True
+
+    def api(self, method):
+        """Leases (any method) and fault injection; False: not handled here."""
+        u = urllib.parse.urlparse(self.path)
+        if u.path.startswith("/_control/"):
+            return False
+        q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
+        if q.get("watch") in ("1", "true"):
+            return False
+        m = LEASES.match(u.path)
+        # The body is read first, so that an injected answer leaves the
+        # kept-alive connection at the start of the next request.
+        body = self.read_body() if m and method in ("POST", "PUT", "DELETE") else None
+        f = self.fault(u.path)
+        if f is True:
+            return True
+        if not m:
+            if f == "timeout":
+                time.sleep(ARGS.fault_timeout)
+            return False
+        if not self.authorized():
+            self.status(401, "Unauthorized", "Unauthorized")
+            return True
+        code, out = self.leases(method, m.group(1), m.group(2), q, body)
+        if f == "timeout":
+            time.sleep(ARGS.fault_timeout)
+        self.send_json(code, out)
+        return True
+
+    @staticmethod
+    def st(code, reason, msg, name=None):
+        o = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+             "message": msg, "reason": reason, "code": code}
+        if name:
+            o["details"] = {"name": name, "group": "coordination.k8s.io", "kind": "leases"}
+        return code, o
+
+    def leases(self, method, ns, name, q, body):
+        with STATE.cv:
+            objs = STATE.objs["leases"]
+            if name is None and method == "GET":
+                terms = parse_selector(q.get("labelSelector"))
+                items = [o for (n, _), o in sorted(objs.items()) if n == ns and matches(terms, o)]
+                return 200, {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                             "metadata": {"resourceVersion": str(STATE.rv)}, "items": items}
+            if name is None and method == "POST":
+                meta = (body or {}).get("metadata") or {}
+                name = meta.get("name")
+                if not name or meta.get("namespace", ns) != ns:
+                    return self.st(422, "Invalid", "Lease is invalid: metadata.name: Required")
+                if (ns, name) in objs:
+                    STATE.stats["lease_conflicts"] += 1
+                    return self.st(409, "AlreadyExists",
+                                   'leases.coordination.k8s.io "%s" already exists' % name, name)
+                body["metadata"]["namespace"] = ns
+                body["metadata"].pop("uid", None)
+                body["metadata"]["creationTimestamp"] = now_micro()[:19] + "Z"
+                STATE.put("leases", body, "ADDED")
+                STATE.stats["lease_creates"] += 1
+                return 201, objs[(ns, name)]
+            cur = objs.get((ns, name)) if name else None
+            if name is None or method not in ("GET", "PUT", "DELETE"):
+                return self.st(405, "MethodNotAllowed", "the server does not allow this method")
+            if cur is None:
+                return self.st(404, "NotFound",
+                               'leases.coordination.k8s.io "%s" not found' % name, name)
+            if method == "GET":
+                return 200, cur
+            if method == "PUT":
+                want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+                if want and want != cur["metadata"]["resourceVersion"]:
+                    STATE.stats["lease_conflicts"] += 1
+                    return self.st(409, "Conflict",
+                                   'Operation cannot be fulfilled on leases.coordination.k8s.io '
+                                   '"%s": the object has been modified; please apply your '
+                                   'changes to the latest version and try again' % name, name)
+                body["metadata"]["uid"] = cur["metadata"]["uid"]
+                body["metadata"]["namespace"] = ns
+                STATE.put("leases", body, "MODIFIED")
+                return 200, objs[(ns, name)]
+            pre = (body or {}).get("preconditions") or {}
+            for field in ("uid", "resourceVersion"):
+                if pre.get(field) and pre[field] != cur["metadata"].get(field):
+                    STATE.stats["lease_conflicts"] += 1
+                    return self.st(409, "Conflict",
+                                   'Operation cannot be fulfilled on leases.coordination.k8s.io '
+                                   '"%s": Precondition failed: %s: %s, ObjectMeta.%s: %s'
+                                   % (name, field, pre[field], field,
+                                      cur["metadata"].get(field)), name)
+            STATE.put("leases", cur, "DELETED")
+            STATE.stats["lease_deletes"] += 1
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": {"name": name}}
+
+    def do_PUT(self):
+        if not self.api("PUT"):
+            self.status(404, "NotFound", "the server could not find the requested resource")
+
+    def do_DELETE(self):
+        if not self.api("DELETE"):
+            self.status(404, "NotFound", "the server could not find the requested resource")
+
+    def do_POST(self):
+        if self.api("POST"):
+            return
+        body = self.read_body()
         u = urllib.parse.urlparse(self.path)
         path = u.path
         silent = "silent=1" in u.query
@@ -202,6 +394,8 @@ class Handler(BaseHTTPRequestHandler):
                 # ends (a sick API server); {"code": 0} heals it.
                 STATE.watch_error = int((body or {}).get("code") or 0)
                 STATE.watch_error_html = bool((body or {}).get("html"))
+            elif parts[0] == "faults":
+                STATE.faults = dict(body or {})
             elif parts[0] == "tokens":
                 STATE.tokens = set(body)
             elif parts[0] == "forbidden":
@@ -216,10 +410,12 @@ class Handler(BaseHTTPRequestHandler):
                 return
             STATE.cv.notify_all()
             out = dict(STATE.stats, rv=STATE.rv, pods=len(STATE.objs["pods"]),
-                       nodes=len(STATE.objs["nodes"]))
+                       nodes=len(STATE.objs["nodes"]), leases=len(STATE.objs["leases"]))
         self.send_json(200, out)
 
     def do_GET(self):
+        if self.api("GET"):
+            return
         u = urllib.parse.urlparse(self.path)
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes"}.get(u.path)
@@ -285,14 +481,17 @@ class Handler(BaseHTTPRequestHandler):
             html = STATE.watch_error_html
         if sick and html and not gone:
             page = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n"
+            self.close_connection = True
             self.send_response(sick)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(page)))
             self.end_headers()
             self.wfile.write(page)
             return
+        self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
         self.end_headers()
 
         def send(ev):
@@ -366,6 +565,7 @@ def main():
     p.add_argument("--gen-pods", type=int, default=0)
     p.add_argument("--gen-nodes", type=int, default=0)
     p.add_argument("--bookmark-interval", type=float, default=1.0)
+    p.add_argument("--fault-timeout", type=float, default=5.0)
     p.add_argument("--verbose", action="store_true")
     ARGS = p.parse_args()
     STATE.tokens = set(ARGS.token)

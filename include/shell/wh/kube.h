@@ -1,4 +1,4 @@
-/* kube.h: a minimal Kubernetes API client on libcurl (GET and watch streams).
+/* kube.h: a minimal Kubernetes API client on libcurl (requests and watch streams).
  *
  * Thread-safe: each call uses its own curl handle, so the pod and node
  * watchers run in parallel. The bearer token of a token file is re-read on
@@ -37,6 +37,21 @@ const char *wh_kube_source(const struct wh_kube *k);
  * with *status 0. stop (may be NULL) aborts the transfer when set. */
 WH_NODISCARD enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body,
                                      long *status, const atomic_bool *stop, char *errbuf);
+
+/* Another request: method ("POST", "PUT", "DELETE", ...) with an optional
+ * JSON body (body may be NULL), a whole-transfer timeout (timeout_ms > 0,
+ * else the GET default) and the answer's status and Retry-After in *ans.
+ * The response body is appended to resp. Handles of such requests are
+ * pooled so that their connections are kept alive between calls. A
+ * transport failure is WH_ERR_HTTP/WH_ERR_TLS with ans->status 0. */
+struct wh_kube_answer {
+    long status;        /* HTTP status; 0 on a transport failure */
+    long retry_after_s; /* Retry-After (seconds) when the server sent one, else 0 */
+};
+WH_NODISCARD enum wh_err wh_kube_request(struct wh_kube *k, const char *method, const char *path,
+                                         const char *body, size_t body_len, long timeout_ms,
+                                         struct wh_buf *resp, struct wh_kube_answer *ans,
+                                         char *errbuf);
 
 /* A watch: GET a newline-delimited stream and call on_line for each line.
  * Returns when the server ends the stream (WH_OK), on_line returns non-zero
