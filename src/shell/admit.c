@@ -5,16 +5,25 @@
  * reservations, and the assignment it makes is reserved before the lock is
  * released. Everything else (native-index pods, RayClusters, other kinds)
  * goes straight to the engine with no lock at all.
+ *
+ * In Kubernetes mode the assignment is then claimed through the API server
+ * (claims.c) with the group unlocked, so that other admissions of the group
+ * in this replica go on meanwhile (they see the reservation). Only a TAKEN
+ * claim leaves the replica as an answer; see docs/legacy-indices.md.
  */
 #include "wh/admit.h"
 
-#include <stdatomic.h> /* atomic_ullong */
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* calloc, free */
-#include <string.h> /* strcmp */
+#include <stdatomic.h>  /* atomic_ullong */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* calloc, free, getenv */
+#include <string.h>     /* strcmp */
+#include <sys/random.h> /* getrandom */
+#include <unistd.h>     /* gethostname */
 
 #include "wh/cache.h"      /* wh_cache */
-#include "wh/clock.h"      /* wh_clock_us */
+#include "wh/claims.h"     /* wh_claims */
+#include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
+#include "wh/fileio.h"     /* wh_read_file */
 #include "wh/kube.h"       /* wh_kube */
 #include "wh/kubeconfig.h" /* wh_kubeconfig_load */
 #include "wh/ledger.h"     /* wh_ledger */
@@ -25,13 +34,19 @@ struct wh_admit {
     struct wh_ledger *ledger;
     struct wh_cache *cache; /* NULL when standalone */
     atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_admit_stats */
+    struct wh_claims *claims; /* NULL when standalone or turned off */
 };
+
+/* Conflicts one admission may meet before it gives up (each teaches one id
+ * held by another replica; a LIST would teach them all but cost more). */
+#define MAX_CLAIM_ROUNDS 64
 
 /* The state one decision sees. g is the locked group of a legacy pod. */
 struct view {
     const struct wh_admit *ad;
     struct wh_ledger_group *g;
     const char *ns, *cluster, *group;
+    const char *unavailable; /* set: deny the legacy pod for this reason */
 };
 
 static bool is_own_group(const struct view *v, const char *ns, const char *cluster,
@@ -91,6 +106,8 @@ static enum wh_err view_each_node(const void *impl, wh_node_visit_fn fn, void *a
 static const char *view_legacy_unavailable(const void *impl)
 {
     const struct view *v = impl;
+    if (v->unavailable)
+        return v->unavailable;
     /* Standalone: the ledger is the truth. */
     return v->ad->cache ? wh_cache_pods_unavailable(v->ad->cache) : NULL;
 }
@@ -101,8 +118,7 @@ static const struct wh_state_ops view_ops = {
     .legacy_unavailable = view_legacy_unavailable,
 };
 
-static struct wh_cache *start_cache(const struct wh_admit_opts *opts, struct wh_ledger *ledger,
-                                    char *errbuf)
+static struct wh_kube *new_kube(const struct wh_admit_opts *opts, char *errbuf)
 {
     struct wh_kube_config cfg;
     enum wh_err err = opts->kubeconfig_path && opts->kubeconfig_path[0]
@@ -112,10 +128,85 @@ static struct wh_cache *start_cache(const struct wh_admit_opts *opts, struct wh_
         return NULL;
     struct wh_kube *kube = wh_kube_new(&cfg, errbuf);
     wh_kube_config_clear(&cfg);
+    return kube;
+}
+
+#define SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+/* The namespace of the claims: the flag, $POD_NAMESPACE (downward API),
+ * the service account's, else "default". out: WH_ERRBUF_LEN bytes. */
+static void claims_namespace(const struct wh_admit_opts *opts, char *out)
+{
+    const char *env = getenv("POD_NAMESPACE");
+    if (opts->claims_namespace && opts->claims_namespace[0]) {
+        snprintf(out, WH_ERRBUF_LEN, "%s", opts->claims_namespace);
+        return;
+    }
+    if (env && env[0]) {
+        snprintf(out, WH_ERRBUF_LEN, "%s", env);
+        return;
+    }
+    snprintf(out, WH_ERRBUF_LEN, "default");
+    struct wh_buf b;
+    wh_buf_init(&b, 256);
+    char inner[WH_ERRBUF_LEN];
+    if (!wh_read_file(SA_NAMESPACE_FILE, &b, inner) && wh_buf_len(&b) > 0)
+        snprintf(out, WH_ERRBUF_LEN, "%.*s", (int)strcspn(wh_buf_ptr(&b), " \t\r\n"),
+                 wh_buf_ptr(&b));
+    wh_buf_free(&b);
+}
+
+/* "<pod or host name>_<random>": a restarted process is a new holder, so
+ * it never mistakes the claims of its previous life for its own. */
+static void claims_holder(const struct wh_admit_opts *opts, char *out)
+{
+    char host[256] = "tpu-webhook";
+    const char *env = getenv("POD_NAME");
+    if (opts->claims_holder && opts->claims_holder[0])
+        snprintf(host, sizeof(host), "%s", opts->claims_holder);
+    else if (env && env[0])
+        snprintf(host, sizeof(host), "%s", env);
+    else if (gethostname(host, sizeof(host) - 1))
+        snprintf(host, sizeof(host), "tpu-webhook");
+    host[sizeof(host) - 1] = '\0';
+    unsigned r = 0;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        r = (unsigned)getpid() ^ (unsigned)wh_clock_ms();
+    snprintf(out, WH_ERRBUF_LEN, "%.200s_%08x", host, r);
+}
+
+static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
+                                    char *errbuf)
+{
+    struct wh_kube *kube = new_kube(opts, errbuf);
     if (!kube)
-        return NULL;
+        return WH_ERR_INVALID;
     wh_log(WH_LOG_INFO, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
-    return wh_cache_new(kube, ledger, opts->cache, errbuf);
+    ad->cache = wh_cache_new(kube, ad->ledger, opts->cache, errbuf);
+    if (!ad->cache)
+        return WH_ERR_INVALID;
+    if (opts->claims_off) {
+        wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
+               "worker-id claims are turned off (a test switch): several replicas can hand out "
+               "the same TPU_WORKER_ID", (char *)NULL);
+        return WH_OK;
+    }
+    /* The claims get a client of their own: the cache owns the first. */
+    kube = new_kube(opts, errbuf);
+    if (!kube)
+        return WH_ERR_INVALID;
+    char ns[WH_ERRBUF_LEN], holder[WH_ERRBUF_LEN];
+    claims_namespace(opts, ns);
+    claims_holder(opts, holder);
+    struct wh_claims_opts co = {.ns = ns, .holder = holder, .lifetime_s = opts->claim_lifetime_s};
+    ad->claims = wh_claims_new(kube, &co, errbuf);
+    if (!ad->claims)
+        return WH_ERR_INVALID;
+    wh_log(WH_LOG_INFO, "claims", "namespace", WH_F_STR, ns, "holder", WH_F_STR, holder,
+           "lifetime_s", WH_F_INT,
+           (long long)(co.lifetime_s > 0 ? co.lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S),
+           (char *)NULL);
+    return WH_OK;
 }
 
 struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
@@ -135,13 +226,10 @@ struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
         wh_admit_free(ad);
         return NULL;
     }
-    if (!ad->standalone) {
-        struct wh_admit_opts none = {0};
-        ad->cache = start_cache(opts ? opts : &none, ad->ledger, errbuf);
-        if (!ad->cache) {
-            wh_admit_free(ad);
-            return NULL;
-        }
+    struct wh_admit_opts none = {0};
+    if (!ad->standalone && start_kubernetes(ad, opts ? opts : &none, errbuf)) {
+        wh_admit_free(ad);
+        return NULL;
     }
     return ad;
 }
@@ -150,7 +238,8 @@ void wh_admit_free(struct wh_admit *ad)
 {
     if (!ad)
         return;
-    wh_cache_free(ad->cache); /* first: its threads feed the ledger */
+    wh_claims_free(ad->claims);
+    wh_cache_free(ad->cache); /* before the ledger: its threads feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
 }
@@ -168,48 +257,121 @@ static void forget_recreated_cluster(struct wh_admit *ad, const struct wh_review
                WH_F_STR, info->cluster, "error", WH_F_STR, "out of memory", (char *)NULL);
 }
 
+static void log_reserved(const struct wh_review_info *info, const struct wh_engine_result *res)
+{
+    if (wh_log_enabled(WH_LOG_DEBUG))
+        wh_log(WH_LOG_DEBUG, "legacy_index_reserved", "namespace", WH_F_STR, info->ns, "cluster",
+               WH_F_STR, info->cluster, "group", WH_F_STR, info->group, "replica", WH_F_INT,
+               (long long)res->replica, "host", WH_F_INT, (long long)res->host, (char *)NULL);
+}
+
+/* Decide a legacy pod with its group locked and reserve what the engine
+ * chose (not for a dry run: sideEffects None must leave nothing behind).
+ * *reserved tells whether a reservation was made. */
+static enum wh_err decide_locked(struct wh_admit *ad, const struct wh_review *rv,
+                                 enum wh_route route, struct view *v,
+                                 struct wh_engine_result *res, bool *reserved, char *errbuf)
+{
+    const struct wh_review_info *info = wh_review_info(rv);
+    struct wh_ledger_group *g = NULL;
+    *reserved = false;
+    long long t0 = wh_clock_us();
+    enum wh_err err = wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf);
+    atomic_fetch_add_explicit(&ad->legacy_wait_us, (unsigned long long)(wh_clock_us() - t0),
+                              memory_order_relaxed);
+    if (err)
+        return err;
+    v->g = g;
+    struct wh_state state = {.ops = &view_ops, .impl = v};
+    err = wh_engine_decide(rv, route, &state, res, errbuf);
+    if (!err && res->assigned && !info->dry_run) {
+        err = wh_ledger_reserve(g, res->replica, res->host, res->worker_id,
+                                res->n_tpu_containers, errbuf);
+        if (err)
+            wh_engine_result_free(res);
+        else
+            *reserved = true;
+    }
+    v->g = NULL;
+    wh_ledger_unlock(g);
+    return err;
+}
+
+/* A claim failed: forget its reservation (nobody holds the id). */
+static void release(struct wh_admit *ad, const struct wh_review_info *info,
+                    const struct wh_engine_result *res)
+{
+    struct wh_ledger_group *g = NULL;
+    char errbuf[WH_ERRBUF_LEN];
+    if (wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf))
+        return; /* out of memory: the reservation expires by itself */
+    wh_ledger_release(g, res->replica, res->worker_id);
+    wh_ledger_unlock(g);
+}
+
+/* The legacy path: decide, reserve, claim; a claim held elsewhere stays a
+ * reservation (this replica has learned the id is taken) and the pod is
+ * decided again; a claim that cannot be made denies the pod. */
+static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
+                                enum wh_route route, struct wh_engine_result *res, char *errbuf)
+{
+    const struct wh_review_info *info = wh_review_info(rv);
+    struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
+    char why[WH_ERRBUF_LEN], reason[WH_ERRBUF_LEN + 200];
+    for (int round = 0;; round++) {
+        bool reserved;
+        enum wh_err err = decide_locked(ad, rv, route, &v, res, &reserved, errbuf);
+        if (err || !reserved || v.unavailable)
+            return err;
+        if (!ad->claims) {
+            log_reserved(info, res);
+            return WH_OK;
+        }
+        enum wh_claim_outcome oc = wh_claims_take(ad->claims, info->ns, info->cluster,
+                                                  info->group, res->replica, res->worker_id,
+                                                  why, sizeof(why));
+        if (oc == WH_CLAIM_TAKEN) {
+            log_reserved(info, res);
+            return WH_OK;
+        }
+        if (oc == WH_CLAIM_FAILED) {
+            release(ad, info, res);
+            snprintf(reason, sizeof(reason),
+                     "the Kubernetes API server could not record this webhook's claim on "
+                     "TPU_WORKER_ID %ld of replica %ld (%s)",
+                     res->worker_id, res->replica, why);
+        } else if (round + 1 >= MAX_CLAIM_ROUNDS) {
+            snprintf(reason, sizeof(reason),
+                     "%d TPU worker ids in a row were claimed by other webhook replicas while "
+                     "this one chose", MAX_CLAIM_ROUNDS);
+        } else {
+            wh_engine_result_free(res);
+            continue; /* HELD: the reservation now stands for the other claim */
+        }
+        wh_engine_result_free(res);
+        v.unavailable = reason; /* the engine writes the denial */
+    }
+}
+
 enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
                             enum wh_route route, struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
-    struct wh_ledger_group *g = NULL;
-    enum wh_err err = WH_OK;
+    enum wh_err err;
     const struct wh_review_info *info = wh_review_info(rv);
-    struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
     /* Only KubeRay pods have a worker group to lock; the workload route
      * sends every other TPU pod elsewhere. */
     if (info->kind == WH_KIND_POD && info->legacy &&
         (route != WH_ROUTE_MUTATE_WORKLOAD || *info->cluster)) {
-        long long t0 = wh_clock_us();
-        err = wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf);
         atomic_fetch_add_explicit(&ad->legacy_reviews, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ad->legacy_wait_us, (unsigned long long)(wh_clock_us() - t0),
-                                  memory_order_relaxed);
-        if (err)
-            goto out;
-        v.g = g;
+        err = admit_legacy(ad, rv, route, res, errbuf);
+    } else {
+        struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
+        struct wh_state state = {.ops = &view_ops, .impl = &v};
+        err = wh_engine_decide(rv, route, &state, res, errbuf);
     }
-    struct wh_state state = {.ops = &view_ops, .impl = &v};
-    err = wh_engine_decide(rv, route, &state, res, errbuf);
-    if (err)
-        goto out;
-    /* A dry run (sideEffects: None) must leave nothing behind. */
-    if (res->assigned && g && !info->dry_run) {
-        err = wh_ledger_reserve(g, res->replica, res->host, res->worker_id,
-                                res->n_tpu_containers, errbuf);
-        if (err) {
-            wh_engine_result_free(res);
-            goto out;
-        }
-        if (wh_log_enabled(WH_LOG_DEBUG))
-            wh_log(WH_LOG_DEBUG, "legacy_index_reserved", "namespace", WH_F_STR, info->ns,
-                   "cluster", WH_F_STR, info->cluster, "group", WH_F_STR, info->group,
-                   "replica", WH_F_INT, (long long)res->replica, "host", WH_F_INT,
-                   (long long)res->host, (char *)NULL);
-    }
-    forget_recreated_cluster(ad, info, res);
-out:
-    wh_ledger_unlock(g);
+    if (!err)
+        forget_recreated_cluster(ad, info, res);
     return err;
 }
 
@@ -231,6 +393,10 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
     bool ready = !ad->cache || wh_cache_ready(ad->cache, &reason);
     if (why && why_len)
         snprintf(why, why_len, "%s", reason ? reason : "");
+    /* Readiness says the API server answers too: a replica that cannot
+     * claim would deny every legacy pod. */
+    if (ready && ad->claims)
+        ready = wh_claims_ready(ad->claims, why, why_len);
     return ready;
 }
 
@@ -253,4 +419,7 @@ void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
     st->reservations = wh_ledger_pending(ad->ledger);
     st->legacy_reviews = atomic_load_explicit(&ad->legacy_reviews, memory_order_relaxed);
     st->legacy_wait_us = atomic_load_explicit(&ad->legacy_wait_us, memory_order_relaxed);
+    st->claims = ad->claims != NULL;
+    if (ad->claims)
+        wh_claims_stats(ad->claims, &st->claim);
 }

@@ -57,12 +57,17 @@ static const char usage_head[] =
     "flags:\n";
 
 struct config {
-    const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig;
+    const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig, *claims_ns;
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
+    long claim_lifetime_ms;
 };
+
+/* Tests only (tests/kube/test_replicas.py): run without worker-id claims to
+ * show the duplicates several replicas produce without them. */
+#define CLAIMS_OFF_ENV "TPU_WEBHOOK_TEST_DISABLE_CLAIMS"
 
 static long default_threads(void)
 {
@@ -273,7 +278,11 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     update_cert_metric(tls, m);
     struct wh_admit_opts aopts = {.standalone = c->standalone,
                                   .kubeconfig_path = c->kubeconfig,
-                                  .reservation_ttl_ms = c->reservation_ttl_ms};
+                                  .reservation_ttl_ms = c->reservation_ttl_ms,
+                                  .claims_namespace = c->claims_ns,
+                                  .claim_lifetime_s = (c->claim_lifetime_ms + 999) / 1000,
+                                  .claims_off = getenv(CLAIMS_OFF_ENV) &&
+                                                !strcmp(getenv(CLAIMS_OFF_ENV), "1")};
     wh_memtune_server();
     wh_reqmem_install(); /* before the caches start their threads */
     ad = wh_admit_new(&aopts, errbuf);
@@ -357,6 +366,8 @@ int wh_cmd_serve(int argc, char **argv)
         {"shutdown-delay", WH_FLAG_DURATION, &c.delay_ms, 0, 600000, "after SIGTERM, keep serving this long while /readyz says 503 (default 0s)", false},
         {"cert-poll-interval", WH_FLAG_DURATION, &c.poll_ms, 100, 3600000, "how often certificate files are checked (default 1s)", false},
         {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
+        {"claims-namespace", WH_FLAG_STR, &c.claims_ns, 0, 0, "namespace of the worker-id claim Leases (default: $POD_NAMESPACE, else the service account's)", false},
+        {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds (default 60s)", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */
         {"logtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
         {"alsologtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},

@@ -412,6 +412,15 @@ enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host
     return WH_OK;
 }
 
+bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id)
+{
+    long i = lookup(g, replica, worker_id);
+    if (i < 0)
+        return false;
+    remove_at(g, (size_t)i);
+    return true;
+}
+
 bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,
                        const char *group, const char *replica_label, long worker_id)
 {

@@ -239,6 +239,50 @@ static enum wh_err gauge(struct wh_buf *b, const char *name, const char *type, c
     return err ? err : wh_buf_addf(b, "%s %lld\n", name, v);
 }
 
+/* Worker-id claims through the API server (claims.h). */
+static enum wh_err render_claims(const struct wh_claims_stats *c, struct wh_buf *b)
+{
+    enum wh_err err = gauge(b, "tpu_webhook_claims_in_flight", "gauge",
+                            "Worker-id claim Leases in the API server (all replicas), as of the "
+                            "last sweep.",
+                            (long long)c->objects);
+    if (!err)
+        err = head(b, "tpu_webhook_claims_total", "counter",
+                   "Worker-id claims asked of the API server, by outcome (taken; held by "
+                   "another claim; failed: the pod was denied).");
+    if (!err)
+        err = wh_buf_addf(b, "tpu_webhook_claims_total{result=\"taken\"} %llu\n"
+                             "tpu_webhook_claims_total{result=\"held\"} %llu\n"
+                             "tpu_webhook_claims_total{result=\"failed\"} %llu\n",
+                          (unsigned long long)c->taken, (unsigned long long)c->held,
+                          (unsigned long long)c->failed);
+    if (!err)
+        err = gauge(b, "tpu_webhook_claim_api_errors_total", "counter",
+                    "Claim and sweep calls the API server failed or did not answer (retries "
+                    "included).",
+                    (long long)c->api_errors);
+    if (!err)
+        err = gauge(b, "tpu_webhook_claims_expired_deleted_total", "counter",
+                    "Expired worker-id claims this replica's sweeper deleted.", (long long)c->swept);
+    if (!err)
+        err = gauge(b, "tpu_webhook_claim_sweeps_failed_total", "counter",
+                    "Sweeps whose LIST of claims failed.", (long long)c->sweeps_failed);
+    if (!err)
+        err = head(b, "tpu_webhook_claim_duration_seconds", "histogram",
+                   "Time to claim one worker id, retries included.");
+    for (size_t i = 0; i < WH_CLAIMS_N_BUCKETS && !err; i++)
+        err = wh_buf_addf(b, "tpu_webhook_claim_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                          wh_claims_buckets[i], (unsigned long long)c->dur_buckets[i]);
+    if (!err)
+        err = wh_buf_addf(b,
+                          "tpu_webhook_claim_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                          "tpu_webhook_claim_duration_seconds_sum %.6f\n"
+                          "tpu_webhook_claim_duration_seconds_count %llu\n",
+                          (unsigned long long)c->dur_count, c->dur_sum_s,
+                          (unsigned long long)c->dur_count);
+    return err;
+}
+
 /* "name{resource="pods"} v\nname{resource="nodes"} v\n" after its header. */
 static enum wh_err per_resource(struct wh_buf *b, const char *name, const char *help,
                                 double pods, double nodes)
@@ -312,6 +356,8 @@ static enum wh_err render_pipeline(const struct wh_admit_stats *st, struct wh_bu
     if (!err)
         err = wh_buf_addf(b, "tpu_webhook_legacy_lock_wait_seconds_total %.6f\n",
                           (double)st->legacy_wait_us / 1e6);
+    if (!err && st->claims)
+        err = render_claims(&st->claim, b);
     return err;
 }
 

@@ -519,10 +519,11 @@ static struct wh_admit *start_admit(const char *kubeconfig, bool standalone)
 
 static bool wait_ready(struct wh_admit *ad, long ms)
 {
-    char why[256];
+    char why[512] = "";
     for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20))
         if (wh_admit_ready(ad, why, sizeof(why)))
             return true;
+    fprintf(stderr, "not ready: %s\n", why);
     return false;
 }
 

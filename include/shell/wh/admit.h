@@ -3,7 +3,10 @@
  * Owns the cluster-state sources (Kubernetes caches unless standalone) and
  * the legacy-index ledger, and runs each review through the pure engine:
  * parse -> (legacy pod: lock its worker group) -> state view (cache +
- * ledger reservations) -> decide -> reserve the assignment -> unlock.
+ * ledger reservations) -> decide -> reserve the assignment -> unlock ->
+ * claim it through the API server (Kubernetes mode); a claim held by
+ * another replica is kept as a reservation and the pod is decided again,
+ * a claim that cannot be made denies the pod (KubeRay retries).
  * Thread-safe: the server calls wh_admit_review() from many threads; an
  * admission for one worker group never waits on another group.
  */
@@ -14,6 +17,7 @@
 #include <stddef.h>  /* size_t */
 
 #include "wh/cache.h"  /* struct wh_cache_opts */
+#include "wh/claims.h" /* struct wh_claims_stats */
 #include "wh/engine.h" /* struct wh_engine_result, enum wh_route */
 
 /* Standalone mode: the ledger is the whole state and never forgets; use it
@@ -25,6 +29,12 @@ struct wh_admit_opts {
     const char *kubeconfig_path;  /* NULL or "": in-cluster configuration */
     long reservation_ttl_ms;      /* unconfirmed reservations expire; 0 = default (30 s) */
     const struct wh_cache_opts *cache; /* NULL: defaults (tests tune timeouts) */
+    /* Worker-id claims through the API server (Kubernetes mode; see
+     * claims.h), so that several replicas never hand out the same id. */
+    const char *claims_namespace; /* NULL/"": $POD_NAMESPACE, the service account's, "default" */
+    const char *claims_holder;    /* NULL/"": $POD_NAME or the host name, + a random suffix */
+    long claim_lifetime_s;        /* 0: default (60 s) */
+    bool claims_off;              /* tests only: show what several replicas do without them */
 };
 
 struct wh_admit_stats {
@@ -39,6 +49,8 @@ struct wh_admit_stats {
      * group's ledger entry (another admission of the group held it). */
     unsigned long long legacy_reviews;
     unsigned long long legacy_wait_us;
+    bool claims;          /* worker-id claims in use (the fields below are valid) */
+    struct wh_claims_stats claim;
 };
 
 struct wh_admit;

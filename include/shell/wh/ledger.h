@@ -88,6 +88,10 @@ WH_NODISCARD enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long repli
                                            long worker_id, unsigned n_tpu_containers,
                                            char *errbuf);
 
+/* Drop the locked group's reservation of (replica, worker_id), if any (a
+ * claim for it failed). Returns true when one matched. */
+bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id);
+
 /* A live pod with these ids showed up in the watch: drop the matching
  * pending reservation. Returns true when one matched. */
 bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,

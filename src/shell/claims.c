@@ -1,0 +1,645 @@
+/* claims.c: legacy worker-id claims as Leases (see claims.h and
+ * docs/legacy-indices.md). */
+#include "wh/claims.h"
+
+#include <errno.h>     /* ETIMEDOUT */
+#include <pthread.h>   /* pthread_t, pthread_mutex_t, pthread_cond_t */
+#include <stdatomic.h> /* atomic_bool */
+#include <stdint.h>    /* uintptr_t */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* calloc, free */
+#include <string.h>    /* strdup, strcmp */
+#include <sys/random.h> /* getrandom */
+#include <time.h>      /* clock_gettime, gmtime_r, timegm */
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h> /* EVP_Digest */
+
+#include "wh/buf.h"   /* wh_buf */
+#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/log.h"   /* wh_log */
+
+#define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+#define CLAIM_SELECTOR                                                                             \
+    "app.kubernetes.io%2Fmanaged-by%3Dtpu-webhook%2Capp.kubernetes.io%2Fcomponent%3Dworker-id-claim"
+#define RESP_MAX ((size_t)64 * 1024 * 1024)
+/* Tells this claim attempt's own Lease from any other (see take()). */
+#define NONCE_ANN "tpu-webhook/claim-nonce"
+#define BACKOFF_FIRST_MS 50L
+/* One attempt never takes more than this, so that a request the API server
+ * sits on leaves time to ask again within the budget. */
+#define ATTEMPT_MAX_MS 1000L
+/* Readiness turns false after this many sweeps in a row failed, so that one
+ * lost request does not take the replica out of the Service. */
+#define SWEEP_FAILS_UNREADY 2
+
+const double wh_claims_buckets[WH_CLAIMS_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
+                                                       0.1,   0.25, 1.0,   2.5};
+
+/* A claim this process created and may still hold: the Lease's
+ * resourceVersion at creation, for renewing it (see take()). */
+struct own {
+    struct own *next;
+    char name[WH_CLAIMS_NAME_LEN];
+    char rv[32];
+    long at_ms; /* created or renewed (monotonic) */
+};
+#define OWN_BUCKETS 1024u
+
+struct wh_claims {
+    struct wh_kube *kube;
+    char *ns, *holder;
+    char path[512]; /* the Leases collection */
+    long lifetime_s, sweep_ms, budget_ms;
+    atomic_bool stop;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu; /* guards everything below; cv wakes the sweeper on stop */
+    pthread_cond_t cv;
+    struct wh_claims_stats st;
+    int sweep_fails; /* in a row */
+    bool swept;      /* a sweep has succeeded */
+    char last_error[256];
+    struct own *own[OWN_BUCKETS]; /* under mu; entries older than the lifetime are dropped */
+    size_t n_own;
+};
+
+static unsigned own_bucket(const char *name)
+{
+    unsigned h = 2166136261u;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 16777619u;
+    return h % OWN_BUCKETS;
+}
+
+/* Caller holds mu. Drops the bucket's expired entries on the way; returns
+ * the live entry of name, else NULL. */
+static struct own *own_find(struct wh_claims *c, const char *name, long now)
+{
+    struct own *hit = NULL;
+    for (struct own **p = &c->own[own_bucket(name)]; *p;) {
+        struct own *o = *p;
+        if (now - o->at_ms >= c->lifetime_s * 1000) {
+            *p = o->next;
+            free(o);
+            c->n_own--;
+            continue;
+        }
+        if (!strcmp(o->name, name))
+            hit = o;
+        p = &o->next;
+    }
+    return hit;
+}
+
+/* Remember (or refresh) a claim we hold; a failed allocation only costs a
+ * conflict later. */
+static void own_note(struct wh_claims *c, const char *name, const char *rv)
+{
+    long now = wh_clock_ms();
+    pthread_mutex_lock(&c->mu);
+    struct own *o = own_find(c, name, now);
+    if (!o && (o = calloc(1, sizeof(*o)))) {
+        snprintf(o->name, sizeof(o->name), "%s", name);
+        unsigned b = own_bucket(name);
+        o->next = c->own[b];
+        c->own[b] = o;
+        c->n_own++;
+    }
+    if (o) {
+        snprintf(o->rv, sizeof(o->rv), "%s", rv ? rv : "");
+        o->at_ms = now;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The resourceVersion of our own live claim name into rv, or false. */
+static bool own_rv(struct wh_claims *c, const char *name, char rv[32])
+{
+    pthread_mutex_lock(&c->mu);
+    struct own *o = own_find(c, name, wh_clock_ms());
+    bool hit = o && o->rv[0];
+    if (hit)
+        memcpy(rv, o->rv, 32);
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+static char *answer_rv(const struct wh_buf *resp)
+{
+    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
+    const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "metadata"), "resourceVersion"));
+    char *out = rv ? strdup(rv) : NULL;
+    cJSON_Delete(j);
+    return out;
+}
+
+void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
+                    long worker_id, char out[WH_CLAIMS_NAME_LEN])
+{
+    /* NUL-separated so that ("a-b", "c") and ("a", "b-c") differ. */
+    char nums[64];
+    int nl = snprintf(nums, sizeof(nums), "%ld%c%ld", replica, '\0', worker_id);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned dl = 0;
+    bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) &&
+              EVP_DigestUpdate(md, ns, strlen(ns) + 1) &&
+              EVP_DigestUpdate(md, cluster, strlen(cluster) + 1) &&
+              EVP_DigestUpdate(md, group, strlen(group) + 1) &&
+              EVP_DigestUpdate(md, nums, (size_t)nl + 1) && EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    int o = snprintf(out, WH_CLAIMS_NAME_LEN, "tpu-worker-id-");
+    for (unsigned i = 0; i < 20; i++)
+        o += snprintf(out + o, WH_CLAIMS_NAME_LEN - (size_t)o, "%02x", ok && i < dl ? d[i] : 0u);
+}
+
+/* RFC 3339 with microseconds, as Kubernetes writes MicroTime. */
+static void micro_time(char out[40])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 40 - n, ".%06ldZ", ts.tv_nsec / 1000);
+}
+
+/* Microseconds since the epoch of a MicroTime/Time text, or -1. */
+static long long parse_time_us(const char *s)
+{
+    struct tm tm = {0};
+    int used = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    long long us = (long long)timegm(&tm) * 1000000;
+    const char *p = s + used;
+    if (*p == '.') {
+        long long frac = 0, scale = 1000000;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1) {
+                scale /= 10;
+                frac += (*p - '0') * scale;
+            }
+        us += frac;
+    }
+    return us;
+}
+
+static long long wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "HTTP <status>: <Status.message>" of an error answer. */
+static void describe_answer(long status, const struct wh_buf *resp, char *out, size_t n)
+{
+    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "message"));
+    snprintf(out, n, "HTTP %ld%s%.300s", status, msg ? ": " : "", msg ? msg : "");
+    cJSON_Delete(j);
+}
+
+static char *lease_body(const struct wh_claims *c, const char *name, const char *ns,
+                        const char *cluster, const char *group, long replica, long worker_id,
+                        const char *nonce)
+{
+    char now[40], num[32];
+    micro_time(now);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", "coordination.k8s.io/v1");
+    cJSON_AddStringToObject(o, "kind", "Lease");
+    cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(meta, "namespace", c->ns);
+    cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+    cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "tpu-webhook");
+    cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "worker-id-claim");
+    /* What the hashed name stands for, for people and for kubectl. */
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    cJSON_AddStringToObject(ann, "tpu-webhook/pod-namespace", ns);
+    cJSON_AddStringToObject(ann, "tpu-webhook/ray-cluster", cluster);
+    cJSON_AddStringToObject(ann, "tpu-webhook/worker-group", group);
+    snprintf(num, sizeof(num), "%ld", replica);
+    cJSON_AddStringToObject(ann, "tpu-webhook/replica", num);
+    snprintf(num, sizeof(num), "%ld", worker_id);
+    cJSON_AddStringToObject(ann, "tpu-webhook/worker-id", num);
+    cJSON_AddStringToObject(ann, NONCE_ANN, nonce);
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddStringToObject(spec, "holderIdentity", c->holder);
+    cJSON_AddNumberToObject(spec, "leaseDurationSeconds", (double)c->lifetime_s);
+    cJSON_AddStringToObject(spec, "acquireTime", now);
+    cJSON_AddStringToObject(spec, "renewTime", now);
+    char *text = cJSON_PrintUnformatted(o); /* NULL on OOM, including a failed add above */
+    cJSON_Delete(o);
+    return text;
+}
+
+static void count_outcome(struct wh_claims *c, enum wh_claim_outcome oc, long long us,
+                          uint64_t api_errors)
+{
+    double s = (double)us / 1e6;
+    pthread_mutex_lock(&c->mu);
+    if (oc == WH_CLAIM_TAKEN)
+        c->st.taken++;
+    else if (oc == WH_CLAIM_HELD)
+        c->st.held++;
+    else
+        c->st.failed++;
+    c->st.api_errors += api_errors;
+    for (size_t i = 0; i < WH_CLAIMS_N_BUCKETS; i++)
+        if (s <= wh_claims_buckets[i])
+            c->st.dur_buckets[i]++;
+    c->st.dur_count++;
+    c->st.dur_sum_s += s;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* After an attempt whose answer was lost, a 409 may be that attempt's own
+ * Lease: read it and compare the nonce. true when it is ours. */
+static bool created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left)
+{
+    char path[700], errbuf[WH_ERRBUF_LEN] = "";
+    snprintf(path, sizeof(path), "%s/%s", c->path, name);
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0,
+                                      left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp, &ans,
+                                      errbuf);
+    cJSON *j = err || ans.status != 200
+                   ? NULL
+                   : cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
+    wh_buf_free(&resp);
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "metadata"), "annotations");
+    const char *seen = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, NONCE_ANN));
+    bool ours = seen && !strcmp(seen, nonce);
+    cJSON_Delete(j);
+    return ours;
+}
+
+/* Our own claim of this id is still alive (this process handed the id out
+ * before, and its ledger has since let it go: the pod never appeared, or
+ * was deleted). Renew it for the new pod: PUT with the resourceVersion we
+ * last saw, so that a Lease changed by anyone else is not overwritten. */
+static bool renew_own(struct wh_claims *c, const char *name, const char *body, long left)
+{
+    char rv[32], path[700], errbuf[WH_ERRBUF_LEN] = "";
+    if (!own_rv(c, name, rv))
+        return false;
+    cJSON *o = cJSON_Parse(body);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    char *text = meta && cJSON_AddStringToObject(meta, "resourceVersion", rv)
+                     ? cJSON_PrintUnformatted(o)
+                     : NULL;
+    cJSON_Delete(o);
+    if (!text)
+        return false;
+    snprintf(path, sizeof(path), "%s/%s", c->path, name);
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(c->kube, "PUT", path, text, strlen(text),
+                                      left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp, &ans,
+                                      errbuf);
+    free(text);
+    bool ok = !err && ans.status == 200;
+    if (ok) {
+        char *nrv = answer_rv(&resp);
+        own_note(c, name, nrv);
+        free(nrv);
+    }
+    wh_buf_free(&resp);
+    return ok;
+}
+
+enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const char *cluster,
+                                     const char *group, long replica, long worker_id, char *why,
+                                     size_t why_len)
+{
+    long long t0 = wh_clock_us();
+    long deadline = wh_clock_ms() + c->budget_ms;
+    char name[WH_CLAIMS_NAME_LEN];
+    wh_claims_name(ns, cluster, group, replica, worker_id, name);
+    unsigned long long rnd[2] = {0, 0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        rnd[0] = (unsigned long long)t0 ^ ((unsigned long long)(uintptr_t)&rnd << 16);
+    char nonce[40];
+    snprintf(nonce, sizeof(nonce), "%016llx%016llx", rnd[0], rnd[1]);
+    bool lost = false; /* an attempt may have created the Lease unseen */
+    char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
+    if (!body) {
+        snprintf(why, why_len, "out of memory building the claim");
+        count_outcome(c, WH_CLAIM_FAILED, wh_clock_us() - t0, 0);
+        return WH_CLAIM_FAILED;
+    }
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    enum wh_claim_outcome oc = WH_CLAIM_FAILED;
+    uint64_t api_errors = 0;
+    long backoff = BACKOFF_FIRST_MS;
+    snprintf(why, why_len, "no time left to ask the Kubernetes API server");
+    for (;;) {
+        long left = deadline - wh_clock_ms();
+        if (left <= 0)
+            break;
+        char errbuf[WH_ERRBUF_LEN] = "";
+        struct wh_kube_answer ans = {0};
+        wh_buf_reset(&resp);
+        enum wh_err err = wh_kube_request(c->kube, "POST", c->path, body, strlen(body),
+                                          left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp,
+                                          &ans, errbuf);
+        long wait = backoff;
+        if (!err && (ans.status == 201 || ans.status == 200)) {
+            char *rv = answer_rv(&resp);
+            own_note(c, name, rv);
+            free(rv);
+            oc = WH_CLAIM_TAKEN;
+            break;
+        }
+        if (!err && ans.status == 409) {
+            /* AlreadyExists: another claim, or the Lease of an attempt of
+             * ours whose answer was lost. */
+            left = deadline - wh_clock_ms();
+            oc = left > 0 && (renew_own(c, name, body, left) ||
+                              (lost && created_by_us(c, name, nonce, left)))
+                     ? WH_CLAIM_TAKEN
+                     : WH_CLAIM_HELD;
+            break;
+        }
+        api_errors++;
+        if (err) {
+            lost = true; /* sent, maybe carried out, answer lost */
+            snprintf(why, why_len, "%s", errbuf);
+        } else {
+            describe_answer(ans.status, &resp, why, why_len);
+            lost = lost || ans.status >= 500; /* "etcdserver: request timed out" may have written */
+            if (ans.status != 429 && ans.status < 500)
+                break; /* 401, 403, 404, 422: asking again will not help */
+            if (ans.retry_after_s > 0)
+                wait = ans.retry_after_s * 1000;
+        }
+        if (wh_clock_ms() + wait >= deadline)
+            break;
+        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+            ;
+        backoff *= 2;
+    }
+    wh_buf_free(&resp);
+    free(body);
+    count_outcome(c, oc, wh_clock_us() - t0, api_errors);
+    if (oc == WH_CLAIM_FAILED)
+        wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,
+               "cluster", WH_F_STR, cluster, "group", WH_F_STR, group, "replica", WH_F_INT,
+               (long long)replica, "worker_id", WH_F_INT, (long long)worker_id, "error", WH_F_STR,
+               why, (char *)NULL);
+    return oc;
+}
+
+/* Delete one expired claim; preconditions make sure that it is the object
+ * that was seen expired (not a newer claim of the same name). Returns true
+ * when the API server answered (deleted, or someone else did it first). */
+static bool delete_expired(struct wh_claims *c, const char *name, const char *uid,
+                           const char *rv, bool *deleted)
+{
+    char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
+    snprintf(path, sizeof(path), "%s/%s", c->path, name);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",\"preconditions\":"
+             "{\"uid\":\"%.100s\",\"resourceVersion\":\"%.100s\"}}",
+             uid, rv);
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(c->kube, "DELETE", path, body, strlen(body), c->budget_ms,
+                                      &resp, &ans, errbuf);
+    wh_buf_free(&resp);
+    *deleted = !err && (ans.status == 200 || ans.status == 202);
+    return !err && (*deleted || ans.status == 404 || ans.status == 409);
+}
+
+static bool str_ok(const char *s)
+{
+    /* Names, uids and versions go into a path and a JSON text unescaped. */
+    if (!s || !*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '.'))
+            return false;
+    return true;
+}
+
+/* One LIST of the claims, deleting the expired ones. */
+static void sweep(struct wh_claims *c)
+{
+    char path[700], errbuf[WH_ERRBUF_LEN] = "", reason[300] = "";
+    snprintf(path, sizeof(path), "%s?labelSelector=%s", c->path, CLAIM_SELECTOR);
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0, c->budget_ms, &resp, &ans,
+                                      errbuf);
+    cJSON *list = NULL;
+    if (err)
+        snprintf(reason, sizeof(reason), "%s", errbuf);
+    else if (ans.status != 200)
+        describe_answer(ans.status, &resp, reason, sizeof(reason));
+    else if (!(list = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))))
+        snprintf(reason, sizeof(reason), "LIST leases: the answer is not JSON");
+    wh_buf_free(&resp);
+    if (!reason[0]) {
+        /* Reachable: readiness need not wait for the deletes below (after
+         * an outage there may be thousands of them). */
+        pthread_mutex_lock(&c->mu);
+        c->sweep_fails = 0;
+        c->swept = true;
+        pthread_mutex_unlock(&c->mu);
+    }
+    size_t objects = 0;
+    uint64_t swept = 0, api_errors = reason[0] ? 1 : 0;
+    long long now = wall_us();
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        if (atomic_load(&c->stop))
+            break;
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
+        const char *rv =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+        const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+        const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "renewTime"));
+        if (!renew)
+            renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
+        long long at = parse_time_us(renew);
+        objects++;
+        /* A claim without a readable time or duration was not written by
+         * us as we write them; it still expires, by the default lifetime. */
+        double d = cJSON_IsNumber(dur) && dur->valuedouble > 0 ? dur->valuedouble
+                                                                : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
+        if (at < 0 || now < at + (long long)(d * 1e6) || !str_ok(name) || !str_ok(uid) ||
+            !str_ok(rv))
+            continue;
+        bool deleted = false;
+        if (!delete_expired(c, name, uid, rv, &deleted))
+            api_errors++;
+        if (deleted) {
+            swept++;
+            objects--;
+        }
+    }
+    cJSON_Delete(list);
+    pthread_mutex_lock(&c->mu);
+    long mono = wh_clock_ms();
+    for (size_t b = 0; b < OWN_BUCKETS; b++) /* drop our expired claims everywhere */
+        for (struct own **p = &c->own[b]; *p;) {
+            struct own *o = *p;
+            if (mono - o->at_ms < c->lifetime_s * 1000) {
+                p = &o->next;
+                continue;
+            }
+            *p = o->next;
+            free(o);
+            c->n_own--;
+        }
+    c->st.api_errors += api_errors;
+    c->st.swept += swept;
+    if (reason[0]) {
+        c->st.sweeps_failed++;
+        c->sweep_fails++;
+        snprintf(c->last_error, sizeof(c->last_error), "%s", reason);
+    } else {
+        c->st.objects = objects;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (reason[0])
+        wh_log(WH_LOG_WARN, "claim_sweep_failed", "namespace", WH_F_STR, c->ns, "error", WH_F_STR,
+               reason, (char *)NULL);
+    else if (swept)
+        wh_log(WH_LOG_INFO, "claims_expired_deleted", "namespace", WH_F_STR, c->ns, "deleted",
+               WH_F_INT, (long long)swept, "remaining", WH_F_INT, (long long)objects,
+               (char *)NULL);
+}
+
+static void *sweeper(void *arg)
+{
+    struct wh_claims *c = arg;
+    while (!atomic_load(&c->stop)) {
+        sweep(c);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += c->sweep_ms / 1000;
+        until.tv_nsec += (c->sweep_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&c->mu);
+        while (!atomic_load(&c->stop) &&
+               pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return NULL;
+}
+
+struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opts *opts,
+                                char *errbuf)
+{
+    if (!opts->ns || !str_ok(opts->ns) || !opts->holder || !opts->holder[0]) {
+        wh_kube_free(kube);
+        wh_fail(errbuf, WH_ERR_INVALID,
+                "worker-id claims need the webhook's namespace (a Kubernetes name, got \"%s\") "
+                "and a holder identity",
+                opts->ns ? opts->ns : "");
+        return NULL;
+    }
+    struct wh_claims *c = calloc(1, sizeof(*c));
+    if (c) {
+        c->ns = strdup(opts->ns);
+        c->holder = strdup(opts->holder);
+    }
+    if (!c || !c->ns || !c->holder) {
+        if (c) {
+            free(c->ns);
+            free(c->holder);
+        }
+        free(c);
+        wh_kube_free(kube);
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->kube = kube;
+    snprintf(c->path, sizeof(c->path), LEASES_PATH, c->ns);
+    c->lifetime_s = opts->lifetime_s > 0 ? opts->lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S;
+    long sweep = c->lifetime_s * 1000 / 4;
+    c->sweep_ms = opts->sweep_ms > 0 ? opts->sweep_ms : sweep < 5000 ? sweep : 5000;
+    c->budget_ms = opts->budget_ms > 0 ? opts->budget_ms : WH_CLAIMS_DEFAULT_BUDGET_MS;
+    atomic_init(&c->stop, false);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    snprintf(c->last_error, sizeof(c->last_error), "the first LIST of claims has not answered yet");
+    if (pthread_create(&c->thread, NULL, sweeper, c)) {
+        wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the claim sweeper thread");
+        wh_claims_free(c);
+        return NULL;
+    }
+    c->started = true;
+    return c;
+}
+
+void wh_claims_free(struct wh_claims *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->stop, true);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    for (size_t b = 0; b < OWN_BUCKETS; b++)
+        for (struct own *o = c->own[b], *next; o; o = next) {
+            next = o->next;
+            free(o);
+        }
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    wh_kube_free(c->kube);
+    free(c->ns);
+    free(c->holder);
+    free(c);
+}
+
+bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len)
+{
+    pthread_mutex_lock(&c->mu);
+    bool ready = c->swept && c->sweep_fails < SWEEP_FAILS_UNREADY;
+    if (!ready && why && why_len)
+        snprintf(why, why_len, "the Kubernetes API server does not answer the worker-id claim "
+                 "LIST in namespace %s: %s", c->ns, c->last_error);
+    pthread_mutex_unlock(&c->mu);
+    return ready;
+}
+
+void wh_claims_stats(struct wh_claims *c, struct wh_claims_stats *st)
+{
+    pthread_mutex_lock(&c->mu);
+    *st = c->st;
+    pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,348 @@
+#!/usr/bin/python3
+"""Several `tpu-webhook serve` replicas against one fake API server never hand
+out the same legacy TPU_WORKER_ID (docs/legacy-indices.md, "Several replicas").
+
+usage: test_replicas.py TPU_WEBHOOK SCENARIO
+
+Three replicas share fake_apiserver.py (next to this file). A round sends 64
+concurrent legacy admissions of one 16-host worker group (a new RayCluster
+each round), each to a random replica, and creates every admitted pod in the
+fake API server at once, as the API server would. A denied or failed
+admission is sent again, to a random live replica, as KubeRay retries.
+Every round must end with slices 0..3, each with TPU_WORKER_ID 0..15 exactly
+once.
+
+Scenarios:
+  exact      8 rounds
+  latency    4 rounds, every API request 10 ms late
+  errors     4 rounds, 5% of API requests fail (500, 429 + Retry-After,
+             timeouts that still carry out the request, connection resets)
+  kill       one replica is killed (SIGKILL) mid-round; the admissions it
+             never answered are retried once its claims have expired, then
+             2 more rounds on the 2 live replicas
+  no_claims  claims turned off (TPU_WEBHOOK_TEST_DISABLE_CLAIMS=1): the
+             same rounds must show a duplicate id, so the check can fail
+"""
+import base64
+import ctypes
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import http.client
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKEN = "replica-test-token"
+HOSTS, SLICES = 16, 4
+LIFETIME_S = 2
+NS = "tpu-webhook"
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def die_with_parent():
+    """Children never outlive the test (a ctest timeout kills only us)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Env:
+    def __init__(self, binary, claims=True):
+        self.binary = binary
+        self.dir = tempfile.mkdtemp(prefix="wh-replicas-")
+        self.procs = []
+        self.api = None
+        self.claims = claims
+        self.make_certs()
+        self.start_api()
+        self.replicas = [self.start_replica(i) for i in range(3)]
+        self.live = list(range(3))
+        with open(os.path.join(HERE, "legacy-v6e-16.json")) as f:
+            self.tmpl = f.read()
+        self.ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def make_certs(self):
+        d = self.dir
+        with open(self.path("san.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        for cmd in ("openssl req -x509 %s -keyout ca.key -out ca.crt -subj /CN=ca -days 1" % ec,
+                    "openssl req %s -keyout srv.key -out srv.csr -subj /CN=localhost" % ec,
+                    "openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+                    "-out srv.crt -days 1 -extfile san.ext"):
+            subprocess.run(cmd.split(), cwd=d, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+    def start_api(self):
+        port_file = self.path("api.port")
+        self.api = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(HERE, "fake_apiserver.py"), "--port-file",
+             port_file, "--cert", self.path("srv.crt"), "--key", self.path("srv.key"),
+             "--token", TOKEN, "--bookmark-interval", "0.2", "--fault-timeout", "2"],
+            stdout=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        self.procs.append(self.api)
+        self.api_port = int(self.wait_file(port_file, 30))
+        with open(self.path("kubeconfig"), "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                    "contexts:\n- name: t\n  context: {cluster: fake, user: u}\n"
+                    "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:%d\n"
+                    "    certificate-authority: %s\n"
+                    "users:\n- name: u\n  user:\n    token: %s\n"
+                    % (self.api_port, self.path("ca.crt"), TOKEN))
+
+    def wait_file(self, p, secs):
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            try:
+                with open(p) as f:
+                    t = f.read().strip()
+                if t:
+                    return t
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        fail("%s did not appear" % p)
+
+    def start_replica(self, i):
+        log = self.path("replica%d.log" % i)
+        env = dict(os.environ, POD_NAME="replica-%d" % i)
+        env.pop("TPU_WEBHOOK_TEST_DISABLE_CLAIMS", None)
+        if not self.claims:
+            env["TPU_WEBHOOK_TEST_DISABLE_CLAIMS"] = "1"
+        p = subprocess.Popen(
+            [self.binary, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--threads=8",
+             "--tls-cert-file=" + self.path("srv.crt"),
+             "--tls-private-key-file=" + self.path("srv.key"),
+             "--kube-config-path=" + self.path("kubeconfig"), "--claims-namespace=" + NS,
+             "--claim-lifetime=%ds" % LIFETIME_S, "--reservation-ttl=%ds" % LIFETIME_S],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), preexec_fn=die_with_parent)
+        self.procs.append(p)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            with open(log) as f:
+                m = re.search(r'"event":"listening".*?"port":(\d+)', f.read())
+            if m:
+                return {"proc": p, "port": int(m.group(1)), "log": log}
+            if p.poll() is not None:
+                fail("replica %d exited: %s" % (i, open(log).read()[-2000:]))
+            time.sleep(0.05)
+        fail("replica %d did not listen" % i)
+
+    def request(self, port, method, path, body=None, timeout=30):
+        c = http.client.HTTPSConnection("127.0.0.1", port, context=self.ctx, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers={"Content-Type": "application/json",
+                                                         "Authorization": "Bearer " + TOKEN})
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def control(self, what, body):
+        st, out = self.request(self.api_port, "POST", "/_control/" + what, json.dumps(body))
+        if st != 200:
+            fail("control %s: HTTP %d" % (what, st))
+        return json.loads(out)
+
+    def wait_ready(self):
+        end = time.monotonic() + 60
+        for i in self.live:
+            while True:
+                try:
+                    st, _ = self.request(self.replicas[i]["port"], "GET", "/readyz", timeout=5)
+                    if st == 200:
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > end:
+                    fail("replica %d not ready" % i)
+                time.sleep(0.1)
+
+    def kill(self, i):
+        self.live.remove(i)  # first: a request that fails from here on knows why
+        self.replicas[i]["proc"].send_signal(signal.SIGKILL)
+        self.replicas[i]["proc"].wait()
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def admitted_ids(resp):
+    """(replica label, TPU_WORKER_ID) from an allowed response, else None."""
+    r = json.loads(resp)["response"]
+    if not r.get("allowed"):
+        return None, r.get("status", {}).get("message", "")
+    label, wid = None, None
+    for op in json.loads(base64.b64decode(r["patch"])):
+        if op["path"] == "/metadata/labels/replicaIndex":
+            label = op["value"]
+        vals = op["value"] if isinstance(op["value"], list) else [op["value"]]
+        for v in vals:
+            if isinstance(v, dict) and v.get("name") == "TPU_WORKER_ID":
+                wid = int(v["value"])
+    return (label, wid), None
+
+
+def pod_of(review, name, label, wid):
+    pod = json.loads(review)["request"]["object"]
+    pod["metadata"]["name"] = name
+    pod["metadata"]["uid"] = "uid-" + name
+    pod["metadata"]["labels"]["replicaIndex"] = label
+    pod["spec"]["containers"][0].setdefault("env", []).append(
+        {"name": "TPU_WORKER_ID", "value": str(wid)})
+    return pod
+
+
+def run_round(env, rnd, kill_after=None):
+    """64 concurrent admissions; returns {(label, wid): count}."""
+    cluster = "r%d" % rnd
+    review = env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu")
+    got, lock = {}, threading.Lock()
+    orphaned = []      # admissions the killed replica never answered
+    denials = []
+    answered = [0]
+    killed = threading.Event()
+
+    def one(k):
+        tries = 0
+        while True:
+            tries += 1
+            if tries > 50:
+                with lock:
+                    denials.append("admission %d: gave up after 50 tries" % k)
+                return
+            with lock:
+                i = random.choice(env.live)
+            try:
+                st, out = env.request(env.replicas[i]["port"], "POST", "/mutate",
+                                      review.replace("705ab4f5", "%08x" % (rnd * 1000 + k)))
+            except OSError:
+                if killed.is_set() and i not in env.live:
+                    with lock:
+                        orphaned.append(k)
+                    return
+                time.sleep(0.05)
+                continue
+            if st != 200:
+                time.sleep(0.05)
+                continue
+            ids, why = admitted_ids(out)
+            if ids is None:  # denied: KubeRay retries
+                with lock:
+                    denials.append(why)
+                if "two pods with the same TPU_WORKER_ID" in why:
+                    return  # the slice is broken for good: retrying cannot help
+                time.sleep(0.05 * tries)
+                continue
+            env.control("pods", [pod_of(review, "%s-tpu-%d" % (cluster, k), ids[0], ids[1])])
+            with lock:
+                got[ids] = got.get(ids, 0) + 1
+                answered[0] += 1
+                if kill_after is not None and answered[0] == kill_after and not killed.is_set():
+                    killed.set()
+                    env.kill(env.live[-1])
+            return
+
+    def run(ks):
+        ts = [threading.Thread(target=one, args=(k,)) for k in ks]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    run(range(HOSTS * SLICES))
+    if orphaned:
+        # KubeRay creates the missing pods again; the dead replica's
+        # claims block their ids until they expire (the claim lifetime).
+        time.sleep(LIFETIME_S + 1.5)
+        print("round %d: %d admissions lost with the killed replica, retried" %
+              (rnd, len(orphaned)))
+        run(orphaned)
+    return got, denials
+
+
+def check_round(got, rnd):
+    want = {("tpu-%d" % r, h): 1 for r in range(SLICES) for h in range(HOSTS)}
+    dups = {k: v for k, v in got.items() if v > 1}
+    if got != want:
+        extra = sorted(k for k in got if k not in want)
+        missing = sorted(k for k in want if k not in got)
+        return "round %d: duplicates %s, unexpected %s, missing %s" % (
+            rnd, sorted(dups.items())[:8], extra[:8], missing[:8])
+    return None
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(__doc__)
+    binary, scenario = sys.argv[1], sys.argv[2]
+    random.seed(os.getpid())
+    env = Env(binary, claims=scenario != "no_claims")
+    try:
+        env.wait_ready()
+        rounds = {"exact": 8, "latency": 4, "errors": 4, "kill": 3, "no_claims": 6}[scenario]
+        if scenario == "latency":
+            env.control("faults", {"latency_ms": 10})
+        if scenario == "errors":
+            env.control("faults", {"error_rate": 0.05,
+                                   "errors": ["500", "429", "timeout", "reset"]})
+        problems = []
+        denied = 0
+        for rnd in range(rounds):
+            got, denials = run_round(env, rnd, kill_after=20 if scenario == "kill" and rnd == 0
+                                     else None)
+            denied += len(denials)
+            p = check_round(got, rnd)
+            if p:
+                problems.append(p)
+                if scenario == "no_claims":
+                    break
+            if denials:
+                print("round %d: %d denials (retried), e.g. %s" % (rnd, len(denials),
+                                                                    denials[0][:300]))
+        stats = env.control("stats", {})
+        print("%s: %d rounds, %d denials retried, API stats %s" % (
+            scenario, rnd + 1, denied, json.dumps(stats)))
+        if scenario == "no_claims":
+            if not problems:
+                fail("without claims, %d rounds of 3 replicas showed no duplicate: the test "
+                     "cannot tell claims from luck" % rounds)
+            print("without claims: %s" % problems[0])
+            return
+        if problems:
+            fail("\n".join(problems))
+        # Bounded: claims go away by themselves (lifetime + a sweep).
+        end = time.monotonic() + LIFETIME_S * 3 + 5
+        while env.control("stats", {})["leases"] and time.monotonic() < end:
+            time.sleep(0.2)
+        left = env.control("stats", {})["leases"]
+        if left:
+            fail("%d claim Leases left %ds after the last round" % (left, LIFETIME_S * 3 + 5))
+        print("PASS %s" % scenario)
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    main()
