@@ -225,6 +225,25 @@ def check_install(objs, ns="ray-system", cert_manager=True):
                 verbs |= set(r.get("verbs", []))
         if not ({"get", "list", "watch"} <= verbs or "*" in verbs):
             errs.append("ClusterRole %s grants %s only %s (needs get, list, watch)" % (ROLE, res, sorted(verbs)))
+    # RBAC: the worker-id claims, Leases in the webhook's own namespace only.
+    claims = [o for o in objs if o["kind"] == "Role"
+              and any("leases" in r.get("resources", []) for r in o.get("rules", []))]
+    if len(claims) != 1:
+        errs.append("%d Roles grant leases (the worker-id claims need one)" % len(claims))
+    else:
+        verbs = set()
+        for r in claims[0]["rules"]:
+            if "coordination.k8s.io" in r.get("apiGroups", []) and "leases" in r.get("resources", []):
+                verbs |= set(r.get("verbs", []))
+        need = {"create", "get", "list", "update", "delete"}
+        if verbs != need:
+            errs.append("Role %s grants leases %s (the claims need exactly %s)"
+                        % (claims[0]["metadata"]["name"], sorted(verbs), sorted(need)))
+        rbs = [o for o in objs if o["kind"] == "RoleBinding"
+               and o["roleRef"].get("name") == claims[0]["metadata"]["name"]]
+        if not any(s.get("kind") == "ServiceAccount" and s.get("name") == NAME and s.get("namespace") == ns
+                   for rb in rbs for s in rb.get("subjects", [])):
+            errs.append("no RoleBinding gives the claims Role to ServiceAccount %s/%s" % (ns, NAME))
     if crb["roleRef"].get("name") != ROLE or crb["roleRef"].get("kind") != "ClusterRole":
         errs.append("ClusterRoleBinding does not bind ClusterRole %s" % ROLE)
     if not any(s.get("kind") == "ServiceAccount" and s.get("name") == NAME and s.get("namespace") == ns
@@ -472,6 +491,9 @@ def broken_copies(objs):
         mutate("service renamed", lambda c: first(c, "Service")["metadata"].update(name="tpu-webhook")),
         mutate("nodes missing from RBAC", lambda c: first(c, "ClusterRole")["rules"][0].update(resources=["pods"])),
         mutate("watch verb missing", lambda c: first(c, "ClusterRole")["rules"][0].update(verbs=["get", "list"])),
+        mutate("lease delete verb missing",
+               lambda c: first(c, "Role")["rules"][0].update(verbs=["create", "get", "list", "update"])),
+        mutate("leases granted everything", lambda c: first(c, "Role")["rules"][0].update(verbs=["*"])),
         mutate("readiness on a missing route",
                lambda c: cont(c)["readinessProbe"]["httpGet"].update(path="/ready")),
         mutate("probe over HTTP", lambda c: cont(c)["livenessProbe"]["httpGet"].update(scheme="HTTP")),
@@ -517,6 +539,8 @@ MODELS = {
     ("v1", "Service"): "V1Service",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
     ("apps/v1", "Deployment"): "V1Deployment",
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
