@@ -206,6 +206,8 @@ static void describe_answer(long status, const struct wh_buf *resp, char *out, s
     cJSON_Delete(j);
 }
 
+/* The Lease of a claim as JSON text; free with cJSON_free (cJSON's heap may
+ * be the request's arena, see reqmem.h). */
 static char *lease_body(const struct wh_claims *c, const char *name, const char *ns,
                         const char *cluster, const char *group, long replica, long worker_id,
                         const char *nonce)
@@ -309,7 +311,7 @@ static bool renew_own(struct wh_claims *c, const char *name, const char *body, l
     enum wh_err err = wh_kube_request(c->kube, "PUT", path, text, strlen(text),
                                       left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp, &ans,
                                       errbuf);
-    free(text);
+    cJSON_free(text);
     bool ok = !err && ans.status == 200;
     if (ok) {
         char *nrv = answer_rv(&resp);
@@ -394,7 +396,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         backoff *= 2;
     }
     wh_buf_free(&resp);
-    free(body);
+    cJSON_free(body);
     count_outcome(c, oc, wh_clock_us() - t0, api_errors);
     if (oc == WH_CLAIM_FAILED)
         wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,
@@ -488,7 +490,13 @@ static void sweep(struct wh_claims *c)
          * us as we write them; it still expires, by the default lifetime. */
         double d = cJSON_IsNumber(dur) && dur->valuedouble > 0 ? dur->valuedouble
                                                                 : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
-        if (at < 0 || now < at + (long long)(d * 1e6) || !str_ok(name) || !str_ok(uid) ||
+        /* Each replica deletes its own claims; another's only one sweep
+         * period later (its holder crashed, or is partitioned away), so
+         * that sweepers rarely race for the same object. */
+        const char *holder =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
+        long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
+        if (at < 0 || now < at + (long long)(d * 1e6) + grace || !str_ok(name) || !str_ok(uid) ||
             !str_ok(rv))
             continue;
         bool deleted = false;

@@ -93,14 +93,17 @@ static enum wh_err current_token(const struct wh_kube *k, char **tok, char *errb
         wh_buf_free(&b);
         return wh_fail(errbuf, WH_ERR_IO, "bearer token file %s: %s", k->cfg.token_file, inner);
     }
-    size_t n;
-    char *t = wh_buf_take(&b, &n);
-    if (!t)
-        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    /* The buffer may come from the caller's request arena (reqmem.h): copy
+     * the token to the C library's heap, which the caller frees. */
+    size_t n = wh_buf_len(&b);
+    const char *t = wh_buf_ptr(&b);
     while (n > 0 && isspace((unsigned char)t[n - 1]))
-        t[--n] = '\0';
-    *tok = t;
-    return WH_OK;
+        n--;
+    *tok = strndup(t, n);
+    if (b.ptr) /* best effort: no token copies left behind */
+        memset(b.ptr, 0, wh_buf_len(&b));
+    wh_buf_free(&b);
+    return *tok ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
 }
 
 struct xfer {

@@ -332,13 +332,14 @@ def main():
             return
         if problems:
             fail("\n".join(problems))
-        # Bounded: claims go away by themselves (lifetime + a sweep).
-        end = time.monotonic() + LIFETIME_S * 3 + 5
+        # Bounded: claims go away by themselves (lifetime + sweeps; the
+        # deletes are one request each, so a loaded machine needs a while).
+        end = time.monotonic() + 60
         while env.control("stats", {})["leases"] and time.monotonic() < end:
             time.sleep(0.2)
         left = env.control("stats", {})["leases"]
         if left:
-            fail("%d claim Leases left %ds after the last round" % (left, LIFETIME_S * 3 + 5))
+            fail("%d claim Leases left 60 s after the last round" % left)
         print("PASS %s" % scenario)
     finally:
         env.close()

@@ -12,7 +12,9 @@
  * docs/legacy-indices.md for why.
  *
  * Thread-safe. The claims object owns its API client and its sweeper
- * thread; wh_claims_free() stops the thread and frees both.
+ * thread; wh_claims_free() stops the thread and frees both. What it keeps
+ * across calls is allocated with the C library's malloc, never from the
+ * request arena a caller's thread may have bound (reqmem.h).
  */
 #ifndef WH_CLAIMS_H
 #define WH_CLAIMS_H
