@@ -297,15 +297,23 @@ static enum wh_err decide_locked(struct wh_admit *ad, const struct wh_review *rv
     return err;
 }
 
-/* A claim failed: forget its reservation (nobody holds the id). */
-static void release(struct wh_admit *ad, const struct wh_review_info *info,
-                    const struct wh_engine_result *res)
+/* After the claim: a failed one forgets its reservation (nobody holds the
+ * id); a taken one refreshes it, so that its TTL counts from the answer
+ * (the pod cannot appear before) and not from the decision. */
+static void settle(struct wh_admit *ad, const struct wh_review_info *info,
+                   const struct wh_engine_result *res, bool taken)
 {
     struct wh_ledger_group *g = NULL;
     char errbuf[WH_ERRBUF_LEN];
     if (wh_ledger_lock(ad->ledger, info->ns, info->cluster, info->group, &g, errbuf))
-        return; /* out of memory: the reservation expires by itself */
-    wh_ledger_release(g, res->replica, res->worker_id);
+        return; /* out of memory: the reservation stays as it was */
+    if (!taken)
+        wh_ledger_release(g, res->replica, res->worker_id);
+    else if (wh_ledger_reserve(g, res->replica, res->host, res->worker_id, res->n_tpu_containers,
+                               errbuf))
+        wh_log(WH_LOG_WARN, "ledger_refresh_failed", "namespace", WH_F_STR, info->ns, "cluster",
+               WH_F_STR, info->cluster, "group", WH_F_STR, info->group, "error", WH_F_STR, errbuf,
+               (char *)NULL);
     wh_ledger_unlock(g);
 }
 
@@ -331,11 +339,12 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
                                                   info->group, res->replica, res->worker_id,
                                                   why, sizeof(why));
         if (oc == WH_CLAIM_TAKEN) {
+            settle(ad, info, res, true);
             log_reserved(info, res);
             return WH_OK;
         }
         if (oc == WH_CLAIM_FAILED) {
-            release(ad, info, res);
+            settle(ad, info, res, false);
             snprintf(reason, sizeof(reason),
                      "the Kubernetes API server could not record this webhook's claim on "
                      "TPU_WORKER_ID %ld of replica %ld (%s)",

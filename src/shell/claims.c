@@ -36,16 +36,6 @@
 const double wh_claims_buckets[WH_CLAIMS_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
                                                        0.1,   0.25, 1.0,   2.5};
 
-/* A claim this process created and may still hold: the Lease's
- * resourceVersion at creation, for renewing it (see take()). */
-struct own {
-    struct own *next;
-    char name[WH_CLAIMS_NAME_LEN];
-    char rv[32];
-    long at_ms; /* created or renewed (monotonic) */
-};
-#define OWN_BUCKETS 1024u
-
 struct wh_claims {
     struct wh_kube *kube;
     char *ns, *holder;
@@ -59,81 +49,8 @@ struct wh_claims {
     struct wh_claims_stats st;
     int sweep_fails; /* in a row */
     bool swept;      /* a sweep has succeeded */
-    char last_error[256];
-    struct own *own[OWN_BUCKETS]; /* under mu; entries older than the lifetime are dropped */
-    size_t n_own;
+    char last_error[WH_ERRBUF_LEN];
 };
-
-static unsigned own_bucket(const char *name)
-{
-    unsigned h = 2166136261u;
-    for (; *name; name++)
-        h = (h ^ (unsigned char)*name) * 16777619u;
-    return h % OWN_BUCKETS;
-}
-
-/* Caller holds mu. Drops the bucket's expired entries on the way; returns
- * the live entry of name, else NULL. */
-static struct own *own_find(struct wh_claims *c, const char *name, long now)
-{
-    struct own *hit = NULL;
-    for (struct own **p = &c->own[own_bucket(name)]; *p;) {
-        struct own *o = *p;
-        if (now - o->at_ms >= c->lifetime_s * 1000) {
-            *p = o->next;
-            free(o);
-            c->n_own--;
-            continue;
-        }
-        if (!strcmp(o->name, name))
-            hit = o;
-        p = &o->next;
-    }
-    return hit;
-}
-
-/* Remember (or refresh) a claim we hold; a failed allocation only costs a
- * conflict later. */
-static void own_note(struct wh_claims *c, const char *name, const char *rv)
-{
-    long now = wh_clock_ms();
-    pthread_mutex_lock(&c->mu);
-    struct own *o = own_find(c, name, now);
-    if (!o && (o = calloc(1, sizeof(*o)))) {
-        snprintf(o->name, sizeof(o->name), "%s", name);
-        unsigned b = own_bucket(name);
-        o->next = c->own[b];
-        c->own[b] = o;
-        c->n_own++;
-    }
-    if (o) {
-        snprintf(o->rv, sizeof(o->rv), "%s", rv ? rv : "");
-        o->at_ms = now;
-    }
-    pthread_mutex_unlock(&c->mu);
-}
-
-/* The resourceVersion of our own live claim name into rv, or false. */
-static bool own_rv(struct wh_claims *c, const char *name, char rv[32])
-{
-    pthread_mutex_lock(&c->mu);
-    struct own *o = own_find(c, name, wh_clock_ms());
-    bool hit = o && o->rv[0];
-    if (hit)
-        memcpy(rv, o->rv, 32);
-    pthread_mutex_unlock(&c->mu);
-    return hit;
-}
-
-static char *answer_rv(const struct wh_buf *resp)
-{
-    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
-    const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(j, "metadata"), "resourceVersion"));
-    char *out = rv ? strdup(rv) : NULL;
-    cJSON_Delete(j);
-    return out;
-}
 
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN])
@@ -264,8 +181,10 @@ static void count_outcome(struct wh_claims *c, enum wh_claim_outcome oc, long lo
 }
 
 /* After an attempt whose answer was lost, a 409 may be that attempt's own
- * Lease: read it and compare the nonce. true when it is ours. */
-static bool created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left)
+ * Lease: read it and compare the nonce. */
+enum mine { MINE_NO, MINE_YES, MINE_UNKNOWN };
+
+static enum mine created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left)
 {
     char path[700], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -275,51 +194,19 @@ static bool created_by_us(struct wh_claims *c, const char *name, const char *non
     enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0,
                                       left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp, &ans,
                                       errbuf);
-    cJSON *j = err || ans.status != 200
-                   ? NULL
-                   : cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
+    if (err || (ans.status != 200 && ans.status != 404)) {
+        wh_buf_free(&resp);
+        return MINE_UNKNOWN; /* ask again while the budget lasts */
+    }
+    cJSON *j = ans.status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
+                                 : NULL;
     wh_buf_free(&resp);
     const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(j, "metadata"), "annotations");
     const char *seen = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, NONCE_ANN));
-    bool ours = seen && !strcmp(seen, nonce);
+    enum mine m = seen && !strcmp(seen, nonce) ? MINE_YES : MINE_NO;
     cJSON_Delete(j);
-    return ours;
-}
-
-/* Our own claim of this id is still alive (this process handed the id out
- * before, and its ledger has since let it go: the pod never appeared, or
- * was deleted). Renew it for the new pod: PUT with the resourceVersion we
- * last saw, so that a Lease changed by anyone else is not overwritten. */
-static bool renew_own(struct wh_claims *c, const char *name, const char *body, long left)
-{
-    char rv[32], path[700], errbuf[WH_ERRBUF_LEN] = "";
-    if (!own_rv(c, name, rv))
-        return false;
-    cJSON *o = cJSON_Parse(body);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-    char *text = meta && cJSON_AddStringToObject(meta, "resourceVersion", rv)
-                     ? cJSON_PrintUnformatted(o)
-                     : NULL;
-    cJSON_Delete(o);
-    if (!text)
-        return false;
-    snprintf(path, sizeof(path), "%s/%s", c->path, name);
-    struct wh_buf resp;
-    wh_buf_init(&resp, RESP_MAX);
-    struct wh_kube_answer ans = {0};
-    enum wh_err err = wh_kube_request(c->kube, "PUT", path, text, strlen(text),
-                                      left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp, &ans,
-                                      errbuf);
-    cJSON_free(text);
-    bool ok = !err && ans.status == 200;
-    if (ok) {
-        char *nrv = answer_rv(&resp);
-        own_note(c, name, nrv);
-        free(nrv);
-    }
-    wh_buf_free(&resp);
-    return ok;
+    return m;
 }
 
 enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const char *cluster,
@@ -360,9 +247,6 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
                                           &ans, errbuf);
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
-            char *rv = answer_rv(&resp);
-            own_note(c, name, rv);
-            free(rv);
             oc = WH_CLAIM_TAKEN;
             break;
         }
@@ -370,17 +254,20 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
             /* AlreadyExists: another claim, or the Lease of an attempt of
              * ours whose answer was lost. */
             left = deadline - wh_clock_ms();
-            oc = left > 0 && (renew_own(c, name, body, left) ||
-                              (lost && created_by_us(c, name, nonce, left)))
-                     ? WH_CLAIM_TAKEN
-                     : WH_CLAIM_HELD;
-            break;
-        }
-        api_errors++;
-        if (err) {
+            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left) : MINE_NO;
+            if (m != MINE_UNKNOWN) {
+                oc = m == MINE_YES ? WH_CLAIM_TAKEN : WH_CLAIM_HELD;
+                break;
+            }
+            api_errors++;
+            snprintf(why, why_len, "could not read back claim %s after a lost answer", name);
+            wait = BACKOFF_FIRST_MS;
+        } else if (err) {
+            api_errors++;
             lost = true; /* sent, maybe carried out, answer lost */
             snprintf(why, why_len, "%s", errbuf);
         } else {
+            api_errors++;
             describe_answer(ans.status, &resp, why, why_len);
             lost = lost || ans.status >= 500; /* "etcdserver: request timed out" may have written */
             if (ans.status != 429 && ans.status < 500)
@@ -443,7 +330,7 @@ static bool str_ok(const char *s)
 /* One LIST of the claims, deleting the expired ones. */
 static void sweep(struct wh_claims *c)
 {
-    char path[700], errbuf[WH_ERRBUF_LEN] = "", reason[300] = "";
+    char path[700], errbuf[WH_ERRBUF_LEN] = "", reason[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s?labelSelector=%s", c->path, CLAIM_SELECTOR);
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
@@ -509,18 +396,6 @@ static void sweep(struct wh_claims *c)
     }
     cJSON_Delete(list);
     pthread_mutex_lock(&c->mu);
-    long mono = wh_clock_ms();
-    for (size_t b = 0; b < OWN_BUCKETS; b++) /* drop our expired claims everywhere */
-        for (struct own **p = &c->own[b]; *p;) {
-            struct own *o = *p;
-            if (mono - o->at_ms < c->lifetime_s * 1000) {
-                p = &o->next;
-                continue;
-            }
-            *p = o->next;
-            free(o);
-            c->n_own--;
-        }
     c->st.api_errors += api_errors;
     c->st.swept += swept;
     if (reason[0]) {
@@ -621,11 +496,6 @@ void wh_claims_free(struct wh_claims *c)
     pthread_mutex_unlock(&c->mu);
     if (c->started)
         pthread_join(c->thread, NULL);
-    for (size_t b = 0; b < OWN_BUCKETS; b++)
-        for (struct own *o = c->own[b], *next; o; o = next) {
-            next = o->next;
-            free(o);
-        }
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     wh_kube_free(c->kube);

@@ -235,7 +235,7 @@ def check_install(objs, ns="ray-system", cert_manager=True):
         for r in claims[0]["rules"]:
             if "coordination.k8s.io" in r.get("apiGroups", []) and "leases" in r.get("resources", []):
                 verbs |= set(r.get("verbs", []))
-        need = {"create", "get", "list", "update", "delete"}
+        need = {"create", "get", "list", "delete"}
         if verbs != need:
             errs.append("Role %s grants leases %s (the claims need exactly %s)"
                         % (claims[0]["metadata"]["name"], sorted(verbs), sorted(need)))
@@ -492,7 +492,7 @@ def broken_copies(objs):
         mutate("nodes missing from RBAC", lambda c: first(c, "ClusterRole")["rules"][0].update(resources=["pods"])),
         mutate("watch verb missing", lambda c: first(c, "ClusterRole")["rules"][0].update(verbs=["get", "list"])),
         mutate("lease delete verb missing",
-               lambda c: first(c, "Role")["rules"][0].update(verbs=["create", "get", "list", "update"])),
+               lambda c: first(c, "Role")["rules"][0].update(verbs=["create", "get", "list"])),
         mutate("leases granted everything", lambda c: first(c, "Role")["rules"][0].update(verbs=["*"])),
         mutate("readiness on a missing route",
                lambda c: cont(c)["readinessProbe"]["httpGet"].update(path="/ready")),

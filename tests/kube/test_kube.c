@@ -730,7 +730,10 @@ static void test_reservation_lifecycle(void **st)
     (void)st;
     char p[512], errbuf[WH_ERRBUF_LEN];
     path_in(p, sizeof(p), "kc-admit");
-    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
+    /* The ledger alone: worker-id claims (tested by test_replicas.py) would
+     * hold ids for their own lifetime. */
+    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast,
+                              .claims_off = true};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     assert_non_null(ad);
     assert_true(wait_ready(ad, 30000));
@@ -763,7 +766,10 @@ static void test_silent_watch_keeps_reservations(void **st)
     (void)st;
     char p[512], errbuf[WH_ERRBUF_LEN];
     path_in(p, sizeof(p), "kc-admit");
-    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast};
+    /* The ledger alone: worker-id claims (tested by test_replicas.py) would
+     * hold ids for their own lifetime. */
+    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast,
+                              .claims_off = true};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     assert_non_null(ad);
     assert_true(wait_ready(ad, 30000));
