@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../tests/kube/harness.h"
+#include "pod_creator.h"
 #include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/admit.h"
 #include "wh/log.h"
@@ -26,62 +27,6 @@
 
 static struct kh_server srv;
 static char *review;
-
-/* Pods waiting to be created by the creator thread. */
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static char *queue[HOSTS * 2];
-static size_t q_head, q_tail;
-static bool q_done;
-
-static void enqueue(char *pod)
-{
-    pthread_mutex_lock(&q_mu);
-    queue[q_tail++] = pod;
-    pthread_cond_signal(&q_cv);
-    pthread_mutex_unlock(&q_mu);
-}
-
-static void *creator(void *arg)
-{
-    (void)arg;
-    static char batch[1 << 20];
-    for (;;) {
-        pthread_mutex_lock(&q_mu);
-        while (q_head == q_tail && !q_done)
-            pthread_cond_wait(&q_cv, &q_mu);
-        if (q_head == q_tail && q_done) {
-            pthread_mutex_unlock(&q_mu);
-            return NULL;
-        }
-        char *o = batch;
-        size_t n = 0;
-        while (q_head < q_tail && n < 64) {
-            char *pod = queue[q_head++];
-            pod[strlen(pod) - 1] = '\0';
-            o += sprintf(o, "%s%s", n ? "," : "[", pod + 1);
-            free(pod);
-            n++;
-        }
-        pthread_mutex_unlock(&q_mu);
-        sprintf(o, "]");
-        if (kh_control(&srv, "pods", batch, NULL))
-            fprintf(stderr, "bench: creating pods failed\n");
-    }
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
-static long now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 struct run {
     struct wh_admit *ad;
@@ -102,10 +47,10 @@ static void *admit_loop(void *arg)
     char errbuf[WH_ERRBUF_LEN];
     for (int i; (i = atomic_fetch_add(&r->next, 1)) < HOSTS;) {
         struct wh_engine_result res;
-        long t0 = now_us();
+        long t0 = pc_now_us();
         enum wh_err err = wh_admit_review(r->ad, r->body, strlen(r->body), WH_ROUTE_MUTATE, &res,
                                           errbuf);
-        r->lat[i] = now_us() - t0;
+        r->lat[i] = pc_now_us() - t0;
         if (err || !res.allowed || !res.assigned || res.host < 0 || res.host >= HOSTS) {
             atomic_fetch_add(&r->failures, 1);
             if (!err)
@@ -120,7 +65,7 @@ static void *admit_loop(void *arg)
         snprintf(name, sizeof(name), "%s-w-%d", r->cluster, i);
         char *pod = kh_created_pod(r->body, name, res.replica, res.host, res.n_tpu_containers);
         if (pod && r->create)
-            enqueue(pod);
+            pc_enqueue(pod);
         else
             free(pod);
         wh_engine_result_free(&res);
@@ -138,13 +83,13 @@ static void run_once(struct wh_admit *ad, const char *cluster, int threads, cons
     r->create = strcmp(what, "standalone") != 0;
     pthread_mutex_init(&r->seen_mu, NULL);
     pthread_t th[THREADS];
-    long t0 = now_us();
+    long t0 = pc_now_us();
     for (int i = 0; i < threads; i++)
         pthread_create(&th[i], NULL, admit_loop, r);
     for (int i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
-    long total = now_us() - t0;
-    qsort(r->lat, HOSTS, sizeof(long), cmp_long);
+    long total = pc_now_us() - t0;
+    qsort(r->lat, HOSTS, sizeof(long), pc_cmp_long);
     printf("%-12s legacy slice of %d hosts, %2d thread(s): %6.0f pods/s  p50 %6ld us  p99 %6ld us  "
            "max %6ld us  failures %d  duplicate ids %d\n",
            what, HOSTS, threads, HOSTS / (total / 1e6), r->lat[HOSTS / 2], r->lat[HOSTS * 99 / 100],
@@ -158,14 +103,10 @@ int main(void)
 {
     wh_memtune_server(); /* as `serve` runs */
     wh_log_set_verbosity(-1);
-    char p[1024];
-    kh_file(p, sizeof(p), "legacy-v5p-1024.json");
-    review = kh_slurp(p);
-    if (!review || kh_certs(&srv) || kh_server_start(&srv, NULL) || kh_kubeconfig(&srv, "kc", NULL)) {
-        fprintf(stderr, "bench: cannot start the fake API server\n");
-        kh_cleanup(&srv);
+    review = pc_fake_start(&srv, "legacy-v5p-1024.json");
+    if (!review)
         return 1;
-    }
+    char p[1024];
     snprintf(p, sizeof(p), "%s/kc", srv.dir);
     char errbuf[WH_ERRBUF_LEN];
     struct wh_admit_opts o = {.kubeconfig_path = p};
@@ -178,15 +119,10 @@ int main(void)
     char why[256];
     for (long end = kh_now_ms() + 30000; !wh_admit_ready(ad, why, sizeof(why)) && kh_now_ms() < end;)
         kh_sleep_ms(10);
-    pthread_t cr;
-    pthread_create(&cr, NULL, creator, NULL);
+    pc_start(&srv);
     run_once(ad, "bench-a", 1, "kubernetes");
     run_once(ad, "bench-b", THREADS, "kubernetes");
-    pthread_mutex_lock(&q_mu);
-    q_done = true;
-    pthread_cond_signal(&q_cv);
-    pthread_mutex_unlock(&q_mu);
-    pthread_join(cr, NULL);
+    pc_stop();
     /* Let the watch catch up, then report how many reservations it confirmed. */
     struct wh_admit_stats st;
     for (long end = kh_now_ms() + 20000; kh_now_ms() < end; kh_sleep_ms(50)) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../tests/kube/harness.h"
+#include "pod_creator.h"
 #include "wh/admit.h"
 #include "wh/log.h"
 #include "wh/memtune.h" /* wh_memtune_server */
@@ -30,61 +31,6 @@
 
 static struct kh_server srv;
 static char *review;
-
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static char *queue[HOSTS * 8];
-static size_t q_head, q_tail;
-static bool q_done;
-
-static void enqueue(char *pod)
-{
-    pthread_mutex_lock(&q_mu);
-    queue[q_tail++] = pod;
-    pthread_cond_signal(&q_cv);
-    pthread_mutex_unlock(&q_mu);
-}
-
-static void *creator(void *arg)
-{
-    (void)arg;
-    static char batch[1 << 20];
-    for (;;) {
-        pthread_mutex_lock(&q_mu);
-        while (q_head == q_tail && !q_done)
-            pthread_cond_wait(&q_cv, &q_mu);
-        if (q_head == q_tail && q_done) {
-            pthread_mutex_unlock(&q_mu);
-            return NULL;
-        }
-        char *o = batch;
-        size_t n = 0;
-        while (q_head < q_tail && n < 64) {
-            char *pod = queue[q_head++];
-            pod[strlen(pod) - 1] = '\0';
-            o += sprintf(o, "%s%s", n ? "," : "[", pod + 1);
-            free(pod);
-            n++;
-        }
-        pthread_mutex_unlock(&q_mu);
-        sprintf(o, "]");
-        if (kh_control(&srv, "pods", batch, NULL))
-            fprintf(stderr, "bench: creating pods failed\n");
-    }
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
-static long now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 struct run {
     struct wh_admit **ads;
@@ -106,7 +52,7 @@ static void *admit_loop(void *arg)
     char errbuf[WH_ERRBUF_LEN];
     unsigned seed = atomic_fetch_add(&r->seed, 7919);
     for (int i; (i = atomic_fetch_add(&r->next, 1)) < HOSTS;) {
-        long t0 = now_us();
+        long t0 = pc_now_us();
         struct wh_engine_result res;
         bool ok = false;
         /* A denial (claims could not be made) is retried, as KubeRay does. */
@@ -121,7 +67,7 @@ static void *admit_loop(void *arg)
                 wh_engine_result_free(&res);
             }
         }
-        r->lat[i] = now_us() - t0;
+        r->lat[i] = pc_now_us() - t0;
         if (!ok)
             continue;
         pthread_mutex_lock(&r->seen_mu);
@@ -132,7 +78,7 @@ static void *admit_loop(void *arg)
         snprintf(name, sizeof(name), "%s-w-%d", r->cluster, i);
         char *pod = kh_created_pod(r->body, name, res.replica, res.host, res.n_tpu_containers);
         if (pod)
-            enqueue(pod);
+            pc_enqueue(pod);
         wh_engine_result_free(&res);
     }
     return NULL;
@@ -162,13 +108,13 @@ static double run_once(struct wh_admit **ads, int n_ads, const char *cluster, co
     pthread_mutex_init(&r->seen_mu, NULL);
     long long held0 = held_total(ads, n_ads);
     pthread_t th[THREADS];
-    long t0 = now_us();
+    long t0 = pc_now_us();
     for (int i = 0; i < THREADS; i++)
         pthread_create(&th[i], NULL, admit_loop, r);
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    long total = now_us() - t0;
-    qsort(r->lat, HOSTS, sizeof(long), cmp_long);
+    long total = pc_now_us() - t0;
+    qsort(r->lat, HOSTS, sizeof(long), pc_cmp_long);
     int missing = 0;
     for (int h = 0; h < HOSTS; h++)
         missing += !r->seen[h];
@@ -208,16 +154,10 @@ int main(void)
 {
     wh_memtune_server(); /* as `serve` runs */
     wh_log_set_verbosity(-1);
-    char p[1024];
-    kh_file(p, sizeof(p), "legacy-v5p-1024.json");
-    review = kh_slurp(p);
-    if (!review || kh_certs(&srv) || kh_server_start(&srv, NULL) || kh_kubeconfig(&srv, "kc", NULL)) {
-        fprintf(stderr, "bench: cannot start the fake API server\n");
-        kh_cleanup(&srv);
+    review = pc_fake_start(&srv, "legacy-v5p-1024.json");
+    if (!review)
         return 1;
-    }
-    pthread_t cr;
-    pthread_create(&cr, NULL, creator, NULL);
+    pc_start(&srv);
     struct wh_admit *ads[REPLICAS] = {0};
     struct wh_admit *peer = NULL;
     double base = 0, at1 = 0;
@@ -237,11 +177,7 @@ int main(void)
     printf("targets: > 500 pods/s at 1 ms; p99 far below 10 s at 10 ms\n");
     rc = 0;
 out:
-    pthread_mutex_lock(&q_mu);
-    q_done = true;
-    pthread_cond_signal(&q_cv);
-    pthread_mutex_unlock(&q_mu);
-    pthread_join(cr, NULL);
+    pc_stop();
     for (int i = 0; i < REPLICAS; i++)
         wh_admit_free(ads[i]);
     wh_admit_free(peer);

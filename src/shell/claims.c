@@ -32,6 +32,8 @@
 /* Readiness turns false after this many sweeps in a row failed, so that one
  * lost request does not take the replica out of the Service. */
 #define SWEEP_FAILS_UNREADY 2
+/* The sweeper's LIST may carry thousands of claims after a burst. */
+#define LIST_TIMEOUT_MS 10000L
 
 const double wh_claims_buckets[WH_CLAIMS_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
                                                        0.1,   0.25, 1.0,   2.5};
@@ -335,7 +337,7 @@ static void sweep(struct wh_claims *c)
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
     struct wh_kube_answer ans = {0};
-    enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0, c->budget_ms, &resp, &ans,
+    enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0, LIST_TIMEOUT_MS, &resp, &ans,
                                       errbuf);
     cJSON *list = NULL;
     if (err)
