@@ -127,7 +127,8 @@ class Env:
              "--tls-cert-file=" + self.path("srv.crt"),
              "--tls-private-key-file=" + self.path("srv.key"),
              "--kube-config-path=" + self.path("kubeconfig"), "--claims-namespace=" + NS,
-             "--claim-lifetime=%ds" % LIFETIME_S, "--reservation-ttl=%ds" % LIFETIME_S],
+             "--claim-lifetime=%ds" % LIFETIME_S, "--reservation-ttl=%ds" % LIFETIME_S,
+             "--shutdown-delay=0s"],
             env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), preexec_fn=die_with_parent)
         self.procs.append(p)
         end = time.monotonic() + 30
@@ -175,6 +176,26 @@ class Env:
         self.live.remove(i)  # first: a request that fails from here on knows why
         self.replicas[i]["proc"].send_signal(signal.SIGKILL)
         self.replicas[i]["proc"].wait()
+
+    def stop_replicas(self):
+        """SIGTERM the live replicas: each must have stayed up and exit 0
+        (under the sanitizers a report or a leak makes the exit code
+        non-zero)."""
+        for i in self.live:
+            p = self.replicas[i]["proc"]
+            if p.poll() is not None:
+                fail("replica %d died (exit %s): %s" % (i, p.returncode,
+                                                         open(self.replicas[i]["log"]).read()[-3000:]))
+            p.terminate()
+        for i in self.live:
+            p = self.replicas[i]["proc"]
+            try:
+                rc = p.wait(60)
+            except subprocess.TimeoutExpired:
+                fail("replica %d did not exit within 60 s of SIGTERM" % i)
+            if rc != 0:
+                fail("replica %d exited %d: %s" % (i, rc,
+                                                   open(self.replicas[i]["log"]).read()[-3000:]))
 
     def close(self):
         for p in self.procs:
@@ -329,6 +350,7 @@ def main():
                 fail("without claims, %d rounds of 3 replicas showed no duplicate: the test "
                      "cannot tell claims from luck" % rounds)
             print("without claims: %s" % problems[0])
+            env.stop_replicas()
             return
         if problems:
             fail("\n".join(problems))
@@ -340,6 +362,7 @@ def main():
         left = env.control("stats", {})["leases"]
         if left:
             fail("%d claim Leases left 60 s after the last round" % left)
+        env.stop_replicas()
         print("PASS %s" % scenario)
     finally:
         env.close()
