@@ -684,8 +684,8 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     enum wh_err err = decide(&w, st, errbuf);
     bool denied;
     if (err == WH_ERR_TOOBIG)
-        err = deny(&w, &denied, "the mutation patch for topology %s (%ld hosts, %u TPU containers "
-                                "per pod) would pass the %zu-byte limit of what the API server can "
+        err = deny(&w, &denied, "the mutation patch for topology %s (%ld hosts; TPU containers "
+                                "per pod: %u) would pass the %zu-byte limit of what the API server can "
                                 "store (etcd keeps objects under 1.5 MiB); set "
                                 "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
                                 "pod one TPU container",

@@ -454,6 +454,16 @@ class Denials(WorkloadCase):
                      "keep one TPU_WORKER_HOSTNAMES entry"):
             self.assertIn(part, r.message)
 
+    def test_patch_over_limit_denied(self):
+        # Issue 10: answers are bounded; a TPU7x 16x32x64 Indexed Job with
+        # long names asks for several MB of addresses per pod.
+        p = indexed_job_pod(job="j" * 40, subdomain="j" * 40, accel="tpu7x", topo="16x32x64",
+                            containers=[tpu_container(chips=8)], index=5)
+        r = self.mutate(p, allowed=False)
+        for part in ('Indexed Job "default/' + "j" * 40, "16x32x64", "4096 hosts",
+                     "1048576-byte limit"):
+            self.assertIn(part, r.message)
+
     def test_bad_topology(self):
         r = self.mutate(indexed_job_pod(topo="4xfour"), allowed=False)
         self.assertIn("4xfour", r.message)
