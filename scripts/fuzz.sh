@@ -12,8 +12,9 @@
 # the script exit 1: replay it with the harness binary, fix the engine, and
 # add the input to the committed corpus so that ctest replays it.
 #
-# --merge minimises the grown corpus into the committed one (libFuzzer
-# -merge=1: only inputs that add coverage are copied, each under its SHA-1),
+# --merge minimises the grown corpus into the committed one (a libFuzzer
+# set cover over edges: the fewest inputs that reach what it reaches, each
+# under its SHA-1),
 # for committing. Keep the committed corpora small: merge after long runs,
 # not after every one.
 #
@@ -64,7 +65,15 @@ for row in "${table[@]}"; do
   [ "$dict" != - ] && args+=(-dict="$dict")
   if [ $merge = 1 ]; then
     echo "== $name: merging $grown into $corpus"
-    "build-fuzz/$bin" -merge=1 "${args[@]}" "$corpus" "$grown" 2>&1 | tail -n 3
+    # Edges only (no counters or comparisons) and a set cover: the smallest
+    # set of inputs that reaches what the grown corpus reaches.
+    tmp=$(mktemp -d)
+    "build-fuzz/$bin" -set_cover_merge=1 -use_counters=0 -use_cmp=0 "${args[@]}" "$tmp" \
+      "$corpus" "$grown" 2>&1 | grep MERGE-OUTER | tail -n 1
+    for f in "$tmp"/*; do
+      [ -e "$f" ] && ! cmp -s "$f" "$corpus/$(basename "$f")" && cp -n "$f" "$corpus/" || true
+    done
+    rm -rf "$tmp"
     continue
   fi
   echo "== $name: ${seconds}s or $runs runs (log build-fuzz/$name.log)"
