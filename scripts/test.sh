@@ -30,7 +30,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 # ThreadSanitizer (~5-10x slower) on the tests labelled "threads" only: the
 # server integration tests (the server binary itself is the TSan build), the
-# kube client/cache/ledger tests and unit.test_ledger. Each process writes
+# kube client/cache/ledger tests, the multi-replica claims tests
+# (kube.replicas.*) and unit.test_ledger. Each process writes
 # its reports to tsan/report.<pid> (log_path) instead of stderr, since the
 # Python tests swallow the server's stderr; any report fails the run, and
 # halt_on_error also makes the racing process exit 66. tests/tsan.supp holds
