@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 
+echo "== source checks (banned calls, exported names, include comments)"
+python3 scripts/checksrc.py .
+
 echo "== gcc build + tests"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc >/dev/null
 cmake --build build -j "$jobs"

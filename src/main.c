@@ -1,5 +1,5 @@
 /* main.c: the tpu-webhook binary; dispatches to a subcommand. */
-#include <stdio.h>  /* printf, fprintf */
+#include <stdio.h>  /* fprintf */
 #include <string.h> /* strcmp */
 
 #include "wh/commands.h" /* wh_cmd_* */

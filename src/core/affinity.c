@@ -6,7 +6,7 @@
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* key names */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h" /* wh_free */
 
 static const char gcp_prefix[] = "cloud.google.com/";
 

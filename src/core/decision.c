@@ -49,7 +49,7 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     va_end(ap);
     if (keep < (size_t)n) {
         wh_utf8_trim_cut(msg, keep + 1);
-        strcat(msg, cut_note);
+        memcpy(msg + strlen(msg), cut_note, sizeof(cut_note));
     }
     wh_free(d->message);
     d->message = msg;
@@ -73,7 +73,7 @@ enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
     if ((size_t)n > WH_WARNING_MAX) {
         text[WH_WARNING_MAX - 3] = '\0';
         wh_utf8_trim_cut(text, WH_WARNING_MAX - 2);
-        strcat(text, "...");
+        memcpy(text + strlen(text), "...", sizeof("..."));
     }
     if (!d->warnings && !(d->warnings = cJSON_CreateArray()))
         return WH_ERR_NOMEM;

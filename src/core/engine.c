@@ -1,7 +1,7 @@
 /* engine.c: from a parsed review to the response AdmissionReview bytes. */
 #include "wh/engine.h"
 
-#include <string.h> /* strcmp, memset */
+#include <string.h> /* memset */
 
 #include "wh/b64.h"      /* wh_b64_encode */
 #include "wh/buf.h"      /* wh_buf */
@@ -12,7 +12,7 @@
 #include "wh/utf8.h"     /* wh_utf8_cut */
 #include "wh/validate.h" /* wh_validate_raycluster */
 #include "wh/workload.h" /* wh_mutate_workload */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h" /* wh_free */
 #include "wh/workload_validate.h" /* wh_validate_workload */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */

@@ -1,8 +1,8 @@
 /* mutate.c: TPU worker pod mutation.
  *
- * Order of the patch (anchor §2.7.2): [replicaIndex label] -> [hostname,
- * subdomain, affinity (multi-host)] -> env operations of each TPU container
- * in spec order. Every value is computed before any operation is emitted,
+ * Order of the patch (docs/internals/reference-behaviour.md §2.7.2):
+ * [replicaIndex label] -> [hostname, subdomain, affinity (multi-host)] ->
+ * env operations of each TPU container in spec order. Every value is computed before any operation is emitted,
  * and a denial discards the operations, so a patch is never partial.
  * Operations whose target already holds the wanted value are not emitted,
  * which makes a second review of a mutated pod patch-free (D6). */
@@ -21,7 +21,7 @@
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
-#include "wh/mem.h"      /* wh_malloc, wh_free */
+#include "wh/mem.h"      /* wh_free */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -154,8 +154,9 @@ static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
  * gave it (D6). The evidence is what that review wrote and a user cannot
  * have set differently: the replicaIndex label "<group>-<r>" plus, on a
  * multi-host pod, the hostname "<group>-<r>-<h>" (TPU_WORKER_ID is no
- * evidence: a user value is kept, anchor §2.7.6); a single-host pod's host
- * is always 0, and its TPU_WORKER_ID must be set. */
+ * evidence: a user value is kept, docs/internals/reference-behaviour.md
+ * §2.7.6); a single-host pod's host is always 0, and its TPU_WORKER_ID must
+ * be set. */
 static bool reuse_indices(struct pod_ctx *c)
 {
     const char *label = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
@@ -195,7 +196,7 @@ struct scan {
 };
 
 /* The integer after the last '-' of a replicaIndex label; 0 when it does
- * not parse (anchor §2.4). */
+ * not parse (docs/internals/reference-behaviour.md §2.4). */
 static long label_replica(const char *label)
 {
     const char *dash = strrchr(label, '-');
@@ -227,7 +228,8 @@ static int scan_pod(void *arg, const struct wh_pod_rec *p)
         sc->cap = nc;
     }
     sc->slots[sc->n].replica = label_replica(p->replica_label);
-    /* Only TPU7x numbers its containers host x containers + c (§2.7.3); the
+    /* Only TPU7x numbers its containers host x containers + c
+     * (docs/internals/reference-behaviour.md §2.7.3); the
      * reference divides every pod's id, which misreads other multi-container
      * pods. */
     sc->slots[sc->n].host = sc->tpu7x ? p->worker_id / (long)p->n_tpu_containers : p->worker_id;
@@ -243,7 +245,7 @@ static int cmp_slot(const void *a, const void *b)
     return (x->host > y->host) - (x->host < y->host);
 }
 
-/* anchor §2.4 steps 4-5 over slots sorted by (replica, host). */
+/* docs/internals/reference-behaviour.md §2.4 steps 4-5 over slots sorted by (replica, host). */
 static long choose_replica(const struct slot *s, size_t n, long n_hosts)
 {
     size_t distinct = 0;
@@ -379,7 +381,8 @@ struct shared_values {
     char torch_topology[96];
 };
 
-/* One TPU container's env operations, in the order of anchor §2.7.2. */
+/* One TPU container's env operations, in the order of
+ * docs/internals/reference-behaviour.md §2.7.2. */
 struct env_step {
     struct pod_ctx *c;
     const struct shared_values *sv;
@@ -405,7 +408,8 @@ static enum wh_err set_if_empty(struct env_step *st, const char *name, const cha
     return wh_env_set(&st->w, name, value);
 }
 
-/* MEGASCALE_* for multi-slice groups (anchor §2.7.4), single-host too. */
+/* MEGASCALE_* for multi-slice groups, single-host too
+ * (docs/internals/reference-behaviour.md §2.7.4). */
 static enum wh_err megascale_env(struct env_step *st)
 {
     const struct pod_ctx *c = st->c;
@@ -422,8 +426,9 @@ static enum wh_err megascale_env(struct env_step *st)
     return err;
 }
 
-/* Peers (anchor §2.7.5): TPU_WORKER_HOSTNAMES on multi-host pods, TPU7x's
- * process addresses and port. Decides the host list TorchTPU uses: the
+/* Peers (docs/internals/reference-behaviour.md §2.7.5):
+ * TPU_WORKER_HOSTNAMES on multi-host pods, TPU7x's process addresses and
+ * port. Decides the host list TorchTPU uses: the
  * user's non-localhost list wins. */
 static enum wh_err peer_env(struct env_step *st)
 {
@@ -452,8 +457,8 @@ static enum wh_err peer_env(struct env_step *st)
     return err;
 }
 
-/* TorchTPU (anchor §2.7.8, topology per D3); skipped when the user set
- * TORCH_TPU_TOPOLOGY. */
+/* TorchTPU (docs/internals/reference-behaviour.md §2.7.8, topology per
+ * D3); skipped when the user set TORCH_TPU_TOPOLOGY. */
 static enum wh_err torch_env(struct env_step *st, bool *denied)
 {
     struct pod_ctx *c = st->c;
@@ -462,7 +467,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     if (preset)
         return WH_OK;
     /* Addresses per host: the chips of the slice over the hosts of the list
-     * (anchor §2.7.8), doubled on TPU7x. */
+     * (docs/internals/reference-behaviour.md §2.7.8), doubled on TPU7x. */
     long hosts = wh_host_count(st->hostnames);
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
@@ -499,8 +504,8 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     return err;
 }
 
-/* TPU_WORKER_ID (anchor §2.7.3, §2.7.6), TPU_NAME and the device plugin's
- * variables (§2.7.7). */
+/* TPU_WORKER_ID (docs/internals/reference-behaviour.md §2.7.3, §2.7.6),
+ * TPU_NAME and the device plugin's variables (§2.7.7). */
 static enum wh_err identity_env(struct env_step *st)
 {
     const struct pod_ctx *c = st->c;
@@ -563,8 +568,9 @@ static enum wh_err deny_names(struct pod_ctx *c, const char *why, bool *denied)
 
 static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
 {
-    /* Selector label of the replica (anchor §2.6); the fallback key needs the
-     * pod to carry the legacy label itself (D7 / B10). */
+    /* Selector label of the replica (docs/internals/reference-behaviour.md §2.6);
+     * the fallback key needs the pod to carry the legacy label itself
+     * (D7 / B10). */
     bool by_name = wh_json_has(c->labels, WH_LABEL_REPLICA_NAME) &&
                    wh_json_has(c->labels, WH_LABEL_HOST_INDEX);
     const char *sel_value = by_name ? wh_json_str0(c->labels, WH_LABEL_REPLICA_NAME) : c->tpu_name;

@@ -2,7 +2,7 @@
 #include "wh/patch.h"
 
 #include <stdio.h>  /* snprintf */
-#include <string.h> /* strcmp */
+#include <string.h> /* strlen */
 
 #include "wh/decision.h" /* struct wh_decision, WH_PATCH_MAX_BYTES */
 #include "wh/json.h"    /* wh_json_* */

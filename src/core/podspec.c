@@ -64,7 +64,9 @@ void wh_env_lookup(const cJSON *env, const char *name, struct wh_env_lookup *out
         if (v && *v) {
             out->value = v;
         } else if (!vf || cJSON_IsNull(vf)) {
-            continue; /* empty entries do not decide (anchor §2.7.1) */
+            /* empty entries do not decide
+             * (docs/internals/reference-behaviour.md §2.7.1) */
+            continue;
         }
         out->exists = true;
         out->index = i;

@@ -6,7 +6,7 @@
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
 #include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h" /* wh_free */
 #include "wh/utf8.h"    /* wh_utf8_cut */
 
 struct wh_review {

@@ -3,13 +3,13 @@
  * only read during one; it is not locked. */
 #include "wh/state.h"
 
-#include <string.h> /* strcmp, strdup */
+#include <string.h> /* strcmp */
 
 #include <cjson/cJSON.h>
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* label keys, wh_env_lookup */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h" /* wh_free */
 
 const char *wh_node_label(const struct wh_node_rec *node, const char *key)
 {
@@ -19,8 +19,9 @@ const char *wh_node_label(const struct wh_node_rec *node, const char *key)
     return NULL;
 }
 
-/* anchor §2.4 step 3: the first TPU container with an integer TPU_WORKER_ID
- * decides; an unset one met first makes the record "empty". */
+/* docs/internals/reference-behaviour.md §2.4 step 3: the first TPU container
+ * with an integer TPU_WORKER_ID decides; an unset one met first makes the
+ * record "empty". */
 static long first_worker_id(const cJSON *containers)
 {
     for (const cJSON *c = cJSON_IsArray(containers) ? containers->child : NULL; c; c = c->next) {

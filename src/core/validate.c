@@ -8,7 +8,6 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf, snprintf */
-#include <stdlib.h> /* free */
 #include <string.h> /* strcmp, memset */
 
 #include "wh/affinity.h" /* wh_subslice_find */

@@ -475,7 +475,8 @@ static enum wh_err identity_env(struct cenv *c)
         err = add(c, "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&w->hosts));
     if (err || !w->tpu7x || (w->n_hosts == 1 && w->tc.n < 2))
         return err;
-    /* TPU7x: one JAX process per TPU container (anchor §2.7.5 of the KubeRay path). */
+    /* TPU7x: one JAX process per TPU container (as on the KubeRay path,
+     * docs/internals/reference-behaviour.md §2.7.5). */
     struct wh_env_lookup lk;
     wh_env_lookup(c->env, "TPU_PROCESS_ADDRESSES", &lk);
     if (lk.first_index < 0) {

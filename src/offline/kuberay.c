@@ -7,11 +7,12 @@
 #include "wh/kuberay.h"
 
 #include <ctype.h>  /* tolower, ispunct, isdigit */
-#include <limits.h> /* INT32_MAX */
-#include <math.h>   /* ceil, pow */
+#include <errno.h>  /* errno, ERANGE */
+#include <limits.h> /* INT_MIN, INT_MAX, INT32_MAX */
+#include <math.h>   /* ceil */
 #include <stdint.h> /* uint32_t */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* qsort */
+#include <stdlib.h> /* qsort, strtol */
 #include <string.h> /* strcmp, strlen */
 #include <strings.h> /* strcasecmp */
 
@@ -245,11 +246,34 @@ static void check_name(const char *in, char *out, size_t len)
 
 /* ---- cluster-level facts ---------------------------------------------- */
 
+/* A decimal int at *p (leading blanks and a sign allowed, as scanf's %d);
+ * moves *p past it. False, *p unchanged, without digits or beyond int. */
+static bool take_int(const char **p, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(*p, &end, 10);
+    if (end == *p || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    *p = end;
+    return true;
+}
+
+/* "X.Y" or "X.Y.Z..." (Z 0 when missing) and at least a.b.c. */
 static bool ray_version_at_least(const char *v, int a, int b, int c)
 {
     int x = 0, y = 0, z = 0;
-    if (!v || sscanf(v, "%d.%d.%d", &x, &y, &z) < 2)
+    const char *p = v;
+    if (!p || !take_int(&p, &x) || *p != '.')
         return false;
+    p++;
+    if (!take_int(&p, &y))
+        return false;
+    if (*p == '.') {
+        p++;
+        (void)take_int(&p, &z);
+    }
     return x != a ? x > a : y != b ? y > b : z >= c;
 }
 
@@ -880,9 +904,9 @@ void wh_kuberay_opts_init(struct wh_kuberay_opts *o, int major, int minor)
 enum wh_err wh_kuberay_parse_version(const char *s, int *major, int *minor, char *errbuf)
 {
     const char *p = s && (s[0] == 'v' || s[0] == 'V') ? s + 1 : s;
-    int a = -1, b = -1, n = 0;
-    if (!p || sscanf(p, "%d.%d%n", &a, &b, &n) != 2 || a != 1 || b < 0 || b > 99 ||
-        (p[n] != '\0' && p[n] != '.'))
+    int a = -1, b = -1;
+    bool parsed = p && take_int(&p, &a) && *p == '.' && (p++, take_int(&p, &b));
+    if (!parsed || a != 1 || b < 0 || b > 99 || (*p != '\0' && *p != '.'))
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "KubeRay version '%s' is not of the form 1.MINOR (e.g. 1.6 or v1.7.0)",
                        s ? s : "");

@@ -361,11 +361,14 @@ static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long w
     if (!err && (!(list = cJSON_malloc(ll + 1)) || !(procs = cJSON_malloc(pl + 1))))
         err = WH_ERR_NOMEM;
     if (!err) {
+        /* Both buffers were sized above for every entry, separators included. */
         char *a = list, *b = procs;
         *a = *b = '\0';
         for (const cJSON *h = hosts->child; h; h = h->next) {
-            a += sprintf(a, "%s%s", h == hosts->child ? "" : ",", h->valuestring);
-            b += sprintf(b, "%s%s:%d", h == hosts->child ? "" : ",", h->valuestring, LWS_TPU_PORT);
+            const char *sep = h == hosts->child ? "" : ",";
+            a += snprintf(a, (size_t)(list + ll + 1 - a), "%s%s", sep, h->valuestring);
+            b += snprintf(b, (size_t)(procs + pl + 1 - b), "%s%s:%d", sep, h->valuestring,
+                          LWS_TPU_PORT);
         }
     }
     int ci = 0;

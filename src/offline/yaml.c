@@ -14,9 +14,9 @@
 #include <stdlib.h> /* malloc, free, qsort, bsearch, strtod */
 #include <string.h> /* memcmp, strcmp, strlen */
 
-#include <yaml.h> /* libyaml */
+#include <yaml.h> /* yaml_parser_*, yaml_event_* */
 
-#include "wh/json.h" /* wh_json_parse, wh_json_add, wh_json_set */
+#include "wh/json.h" /* wh_json_parse, wh_json_add */
 #include "wh/utf8.h" /* wh_utf8_char_len */
 
 /* ---- scalar resolution (go-yaml v2 rules) ------------------------------ */

@@ -7,7 +7,6 @@
  * denied), 2 when the input is not a readable AdmissionReview or a state
  * file is bad. */
 #include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
 
 #include "wh/buf.h"      /* wh_buf */

@@ -18,8 +18,8 @@
 #include <signal.h> /* sigtimedwait */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* strlen */
-#include <time.h>   /* time */
+#include <string.h> /* strcmp, memset */
+#include <time.h>   /* clock_gettime */
 #include <unistd.h> /* sysconf */
 
 #include "wh/admit.h"    /* wh_admit_new */

@@ -39,9 +39,13 @@ static char *concat(const char *a, const char *b, const char *c, const char *d, 
     char *s = malloc(n);
     if (!s)
         return NULL;
-    s[0] = '\0';
-    for (size_t i = 0; i < 5 && parts[i]; i++)
-        strcat(s, parts[i]);
+    size_t at = 0;
+    for (size_t i = 0; i < 5 && parts[i]; i++) {
+        size_t len = strlen(parts[i]);
+        memcpy(s + at, parts[i], len);
+        at += len;
+    }
+    s[at] = '\0';
     return s;
 }
 

@@ -4,7 +4,6 @@
 
 #include <arpa/inet.h>  /* inet_pton */
 #include <errno.h>      /* errno */
-#include <fcntl.h>      /* fcntl */
 #include <netdb.h>      /* getnameinfo */
 #include <netinet/in.h> /* sockaddr_in6 */
 #include <pthread.h>    /* pthread_mutex_t */
@@ -13,7 +12,7 @@
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free, strtoull */
 #include <string.h>     /* strcmp, strerror */
-#include <time.h>       /* clock_gettime, nanosleep */
+#include <time.h>       /* nanosleep */
 #include <unistd.h>     /* close */
 
 #include <microhttpd.h>

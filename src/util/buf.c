@@ -6,7 +6,7 @@
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* vsnprintf */
 #include <string.h> /* memcpy, strlen */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h" /* wh_free */
 
 #include "wh/utf8.h" /* wh_utf8_char_len */
 

@@ -1,7 +1,6 @@
 /* json.c: cJSON helpers. */
 #include "wh/json.h"
 
-#include <errno.h>  /* errno */
 #include <limits.h> /* LONG_MAX */
 #include <stdarg.h> /* va_list */
 #include <math.h>   /* isfinite, floor */

@@ -930,7 +930,8 @@ class Contract(unittest.TestCase):
                 self.assertTrue(r.allowed, r.message)
 
     def test_golden_patches(self):
-        """Byte-exact op sequences, checked by hand against anchor §2."""
+        """Byte-exact op sequences, checked by hand against
+        docs/internals/reference-behaviour.md §2."""
         for f in sorted(glob.glob(os.path.join(FIXTURES, "golden", "*.review.json"))):
             with self.subTest(fixture=os.path.basename(f)):
                 with open(f) as fh:

@@ -2,7 +2,10 @@
 """Every file of the repository stays inside it: no tracked file names a path
 outside the checkout (a sibling folder such as ../shared, an absolute path
 of the machine that wrote it, a relative path that climbs above the root),
-and no comment cites a background document that is not in the repository.
+and no comment cites a background document that is not in the repository:
+a docs/*.md path named anywhere exists, no note is cited by a nickname
+("anchor §2.4"), and every comment of a C file that cites a section (§)
+names the document it is in (docs/....md, or an RFC).
 
 usage: test_self_contained.py REPO_ROOT
 
@@ -25,6 +28,9 @@ ABSOLUTE = re.compile(r"(?<![\w.~/-])/(?:work|home|tmp/fc|root)/[\w.-]")
 SIBLING = re.compile(r"(?<![\w.])\.\./" + "shared" + r"\b|\bshared/(?:reference|style)\b")
 CLIMB = re.compile(r"(?<![\w.])((?:\.\./)+)([\w.-]+)")
 CMAKE_UP = re.compile(r"\$\{(PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR|CMAKE_CURRENT_SOURCE_DIR)\}((?:/\.\.)+)")
+DOCS_PATH = re.compile(r"(?<![\w/.-])docs/[\w/.-]*[\w-]\.md")
+NICKNAME = re.compile(r"\b(?:anchor|facts|workloads|reference)\s*§")
+C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 DOC_REF = re.compile(r"(?<![\w/-])(?:docs/)?(" + "|".join(OUTSIDE_DOCS) + r")\.md")
 
 
@@ -69,6 +75,19 @@ def problems_of(name, text):
             if not os.path.exists(os.path.join(ROOT, "docs", m.group(1) + ".md")):
                 out.append("%s:%d: cites %r, which is not in the repository (docs/)" %
                            (name, no, m.group(0)))
+        for m in DOCS_PATH.finditer(line):
+            if not os.path.isfile(os.path.join(ROOT, m.group(0))):
+                out.append("%s:%d: cites %r, which does not exist" % (name, no, m.group(0)))
+        for m in NICKNAME.finditer(line):
+            out.append("%s:%d: %r cites a note by a nickname; cite a document in docs/ by its "
+                       "path" % (name, no, m.group(0)))
+    if name.endswith((".c", ".h")):
+        for m in C_COMMENT.finditer(text):
+            c = m.group(0)
+            if "§" in c and ".md" not in c and "RFC" not in c:
+                no = text.count("\n", 0, m.start()) + 1
+                out.append("%s:%d: a comment cites a section (§) without naming its document "
+                           "(docs/....md)" % (name, no))
     return out
 
 
@@ -91,8 +110,10 @@ def main():
         found += problems_of(name, data.decode("utf-8", "replace"))
     # The checker itself must see what it is meant to catch.
     probe = problems_of("tests/x.c", "see ../" + "shared/reference/x\n/wo" + "rk/main/y\n"
-                        "../../../etc\n" + OUTSIDE_DOCS[0] + ".md\n")
-    if len(probe) < 4:
+                        "../../../etc\n" + OUTSIDE_DOCS[0] + ".md\n"
+                        "/* as in anchor " + "§2.4 */\n/* see docs/no-such-" + "note.md */\n"
+                        "/* the lookup rule (" + "§2.7.1) */\n")
+    if len(probe) < 8:
         print("FAIL: the checker misses planted outside paths: %s" % probe)
         return 1
     for p in found:

@@ -1,5 +1,5 @@
-/* test_affinity.c: the slice affinity (anchor §2.6: topology key rules
- * (a)-(c), merge after the user's terms, D6 idempotence) and subslice
+/* test_affinity.c: the slice affinity (docs/internals/reference-behaviour.md
+ * §2.6: topology key rules (a)-(c), merge after the user's terms, D6 idempotence) and subslice
  * topology-key discovery from nodes (§4.1, §4.2). */
 #include <setjmp.h>
 #include <stdarg.h>

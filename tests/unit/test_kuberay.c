@@ -91,7 +91,7 @@ static void test_v6e_16_native(void **state)
     char args[1024];
     snprintf(args, sizeof(args), "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; %s", start);
     assert_string_equal(wh_json_get(c, "args")->child->valuestring, args);
-    /* Env order of §3.2: user env first, then KubeRay's. */
+    /* Env order (docs/kuberay-pods.md §4): user env first, then KubeRay's. */
     const cJSON *e = wh_json_get(c, "env")->child;
     static const char *const order[] = {
         "NODE_IP", "VBAR_CONTROL_SERVICE_URL", "JAX_PLATFORMS", "ENABLE_PJRT_COMPATIBILITY",
@@ -168,6 +168,13 @@ static void test_versions(void **state)
     assert_int_equal(wh_kuberay_parse_version("2.0", &major, &minor, errbuf), WH_ERR_INVALID);
     assert_int_equal(wh_kuberay_parse_version("1.x", &major, &minor, errbuf), WH_ERR_INVALID);
     assert_int_equal(wh_kuberay_parse_version("1.6beta", &major, &minor, errbuf), WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version("1", &major, &minor, errbuf), WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version("1.", &major, &minor, errbuf), WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version("1.100", &major, &minor, errbuf), WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version("1.99999999999", &major, &minor, errbuf),
+                     WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version("", &major, &minor, errbuf), WH_ERR_INVALID);
+    assert_int_equal(wh_kuberay_parse_version(NULL, &major, &minor, errbuf), WH_ERR_INVALID);
 }
 
 /* CheckLabel / CheckName keep the END of the whole string, however long the

@@ -1,5 +1,6 @@
 /* test_patch.c: JSON Patch operations and the env writer (D5 one entry per
- * name, D6 no operation for an identical entry, anchor §2.7 array creation). */
+ * name, D6 no operation for an identical entry, array creation of
+ * docs/internals/reference-behaviour.md §2.7). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

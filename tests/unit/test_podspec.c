@@ -1,4 +1,5 @@
-/* test_podspec.c: TPU requests (anchor §2.2.2, §2.3), the env lookup rule
+/* test_podspec.c: TPU requests (docs/internals/reference-behaviour.md
+ * §2.2.2, §2.3), the env lookup rule
  * (§2.7.1), metadata helpers and the Kueue bypass managed() (§4.3). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,7 +173,8 @@ static void test_meta(void **unused)
     assert_true(wh_meta_has_label(pod, "n"));   /* but present */
     assert_string_equal(wh_meta_label(pod, "e"), "");
     assert_false(wh_meta_has_label(pod, WH_LABEL_GROUP));
-    /* an annotation present with an empty value is present (anchor §2.2.5) */
+    /* an annotation present with an empty value is present
+     * (docs/internals/reference-behaviour.md §2.2.5) */
     assert_true(wh_meta_has_annotation(pod, WH_ANN_SLICE_TOPOLOGY));
     assert_string_equal(wh_meta_annotation(pod, WH_ANN_SLICE_TOPOLOGY), "");
     assert_false(wh_meta_has_annotation(pod, WH_ANN_SKIP_CHECK));

@@ -84,7 +84,8 @@ static void test_info_pod(void **unused)
     assert_string_equal(in->operation, "CREATE");
     assert_int_equal(in->kind, WH_KIND_POD);
     assert_string_equal(in->kind_name, "Pod");
-    assert_string_equal(in->ns, "obj-ns"); /* the object's namespace wins (anchor §2.1) */
+    /* the object's namespace wins (docs/internals/reference-behaviour.md §2.1) */
+    assert_string_equal(in->ns, "obj-ns");
     assert_string_equal(in->name, "c-g-worker-");
     assert_string_equal(in->cluster, "c");
     assert_string_equal(in->group, "g");

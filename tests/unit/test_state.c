@@ -1,4 +1,5 @@
-/* test_state.c: pod records (worker id rules of anchor §2.4 step 3) and the
+/* test_state.c: pod records (worker id rules of
+ * docs/internals/reference-behaviour.md §2.4 step 3) and the
  * in-memory state (pod cache and node cache filtering, list shapes). */
 #include <setjmp.h>
 #include <stdarg.h>

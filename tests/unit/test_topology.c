@@ -1,4 +1,5 @@
-/* test_topology.c: topology parsing, host counts (anchor §2.3), subsets
+/* test_topology.c: topology parsing, host counts
+ * (docs/internals/reference-behaviour.md §2.3), subsets
  * (§3.3) and accelerator generations. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,7 +90,8 @@ static long hosts(const char *topo, long chips_per_host)
 static void test_hosts(void **unused)
 {
     (void)unused;
-    /* the examples of the reference's host count (anchor §2.3) */
+    /* the examples of the reference's host count
+     * (docs/internals/reference-behaviour.md §2.3) */
     assert_int_equal(hosts("2x2x1", 4), 1); /* v4 */
     assert_int_equal(hosts("2x2x2", 4), 2);
     assert_int_equal(hosts("2x2x4", 4), 4);

@@ -1,5 +1,6 @@
-/* affinity.h: the pod affinity that keeps a slice's hosts together (anchor
- * §2.6) and the subslice topology-key discovery from TPU nodes (§4). Pure. */
+/* affinity.h: the pod affinity that keeps a slice's hosts together
+ * (docs/internals/reference-behaviour.md §2.6) and the subslice topology-key
+ * discovery from TPU nodes (§4). Pure. */
 #ifndef WH_AFFINITY_H
 #define WH_AFFINITY_H
 

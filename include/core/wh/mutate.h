@@ -1,5 +1,6 @@
-/* mutate.h: TPU worker pod mutation (anchor §2 with the deliberate
- * differences D1-D7, D9 of issue 2). Pure. */
+/* mutate.h: TPU worker pod mutation (docs/internals/reference-behaviour.md §2
+ * with the deliberate differences D1-D7, D9 of README "Differences from the
+ * reference"). Pure. */
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
 
@@ -8,9 +9,9 @@
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/state.h"    /* struct wh_state */
-#include "wh/tpuenv.h"   /* WH_TPU_PROCESS_PORT_BASE */
+#include "wh/tpuenv.h"   /* the process port base, beside the ports below */
 
-/* Ports (anchor §2.8; the process port base is in tpuenv.h). */
+/* Ports (docs/internals/reference-behaviour.md §2.8; the process port base is in tpuenv.h). */
 #define WH_MEGASCALE_PORT 8081
 #define WH_DEVICE_PLUGIN_PORT 2112
 

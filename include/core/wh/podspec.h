@@ -10,7 +10,7 @@
 
 #include "wh/err.h" /* enum wh_err */
 
-/* Well-known keys (anchor §2, docs/kuberay-pods.md §2). */
+/* Well-known keys (docs/internals/reference-behaviour.md §2, docs/kuberay-pods.md §2). */
 #define WH_TPU_RESOURCE "google.com/tpu"
 #define WH_LABEL_CLUSTER "ray.io/cluster"
 #define WH_LABEL_GROUP "ray.io/group"
@@ -42,7 +42,7 @@ WH_NODISCARD enum wh_err wh_container_tpu(const cJSON *container, struct wh_tpu_
 /* Lenient form for records of existing pods: a bad quantity counts as 0. */
 bool wh_container_requests_tpu(const cJSON *container);
 
-/* The env lookup rule (anchor §2.7.1). */
+/* The env lookup rule (docs/internals/reference-behaviour.md §2.7.1). */
 struct wh_env_lookup {
     const char *value; /* "" when unset or set through valueFrom */
     bool exists;       /* a deciding entry (non-empty value or valueFrom) exists */
@@ -63,7 +63,7 @@ bool wh_pod_is_legacy(const cJSON *pod);
 bool wh_meta_has_annotation(const cJSON *obj, const char *key);
 const char *wh_node_selector(const cJSON *pod_spec, const char *key);
 
-/* Kueue / dynamic-slicing bypass (anchor §4.3). */
+/* Kueue / dynamic-slicing bypass (docs/internals/reference-behaviour.md §4.3). */
 bool wh_managed(const cJSON *labels, const cJSON *annotations);
 
 #endif

@@ -20,7 +20,8 @@
 
 struct cJSON;
 
-/* What the engine needs of an existing worker pod (see anchor §2.4 step 3). */
+/* What the engine needs of an existing worker pod
+ * (see docs/internals/reference-behaviour.md §2.4 step 3). */
 #define WH_WORKER_ID_EMPTY (-1L) /* first TPU container's TPU_WORKER_ID unset/valueFrom */
 #define WH_WORKER_ID_NONE (-2L)  /* no TPU container had an integer TPU_WORKER_ID */
 

@@ -22,8 +22,9 @@ WH_NODISCARD enum wh_err wh_topology_parse(const char *s, struct wh_topology *t,
  * chips_per_host <= 0 counts as 1 host. */
 long wh_topology_hosts(const struct wh_topology *t, long chips_per_host);
 
-/* Subslice rule (anchor §3.3): same number of x-separated parts, all
- * integers, child_i <= parent_i. Unparsable counts as not a subset. */
+/* Subslice rule (docs/internals/reference-behaviour.md §3.3): same number of
+ * x-separated parts, all integers, child_i <= parent_i. Unparsable counts as
+ * not a subset. */
 bool wh_topology_is_subset(const char *child, const char *parent);
 
 enum wh_tpu_gen { WH_GEN_UNKNOWN, WH_GEN_V4, WH_GEN_V5E, WH_GEN_V5P, WH_GEN_V6E, WH_GEN_TPU7X };
@@ -34,7 +35,8 @@ enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel);
 int wh_tpu_gen_dims(enum wh_tpu_gen gen);
 const char *wh_tpu_gen_name(enum wh_tpu_gen gen);
 
-/* True when the accelerator label starts with "tpu7x" (anchor §2.3). */
+/* True when the accelerator label starts with "tpu7x"
+ * (docs/internals/reference-behaviour.md §2.3). */
 bool wh_is_tpu7x(const char *accel);
 
 #endif

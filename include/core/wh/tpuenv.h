@@ -17,7 +17,7 @@
 /* Bounds that keep one review's output proportional to a real slice (the
  * largest today has ~1,536 hosts and ~6,144 processes). */
 #define WH_MAX_HOSTS 4096L
-/* First TPU process / slicebuilder port (anchor §2.8). */
+/* First TPU process / slicebuilder port (docs/internals/reference-behaviour.md §2.8). */
 #define WH_TPU_PROCESS_PORT_BASE 8471
 #define WH_MAX_TORCH_ADDRESSES 65536L
 
@@ -58,15 +58,17 @@ WH_NODISCARD enum wh_err wh_host_ports(const char *hostnames, long per_host, str
 /* The first env name that a mutation path reads or writes (TPU_*, MEGASCALE_*,
  * TORCH_TPU_*, PET_*) and that env has more than once, with the indices of
  * its first two entries; NULL when there is none. Such a pod is ambiguous:
- * the lookup rule (anchor §2.7.1) reads the first entry, the kubelet uses the
- * last, so an edit of one can be hidden by the other. */
+ * the lookup rule (docs/internals/reference-behaviour.md §2.7.1) reads the
+ * first entry, the kubelet uses the last, so an edit of one can be hidden by
+ * the other. */
 const char *wh_env_duplicate(const cJSON *env, int *first, int *second);
 
 /* Hosts in a comma list (1 for "localhost"). */
 long wh_host_count(const char *hostnames);
 
-/* TPU_WORKER_ID of TPU container ci of host `host` (anchor §2.7.3): on
- * TPU7x every TPU container is a worker (host x containers + ci). */
+/* TPU_WORKER_ID of TPU container ci of host `host`
+ * (docs/internals/reference-behaviour.md §2.7.3): on TPU7x every TPU container is a
+ * worker (host x containers + ci). */
 long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x);
 
 #endif

@@ -12,7 +12,6 @@
 #ifndef WH_HTTPREQ_H
 #define WH_HTTPREQ_H
 
-#include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
 #include "wh/metrics.h" /* enum wh_mpath */

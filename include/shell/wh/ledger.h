@@ -3,7 +3,8 @@
  * A legacy-path admission locks its worker group, lets the engine read the
  * group's pods (cache + the ledger's pending reservations), and reserves the
  * chosen (replica, host) before unlocking, so the next admission of the same
- * slice sees it at once without waiting for the watch (anchor §5, B5-B7).
+ * slice sees it at once without waiting for the watch
+ * (docs/internals/reference-behaviour.md §5 and §6, B5-B7).
  *
  * Locking is per worker group: a sharded table maps (ns, cluster, group) to a
  * group entry with its own mutex. A shard mutex is held only to find or
@@ -40,7 +41,7 @@
 #include <stddef.h>  /* size_t */
 
 #include "wh/err.h"   /* enum wh_err */
-#include "wh/state.h" /* struct wh_pod_rec, wh_pod_visit_fn */
+#include "wh/state.h" /* wh_pod_visit_fn */
 
 #define WH_LEDGER_DEFAULT_TTL_MS 30000L
 #define WH_LEDGER_DEFAULT_MAX_PER_GROUP 65536u

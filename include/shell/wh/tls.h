@@ -14,7 +14,6 @@
 #ifndef WH_TLS_H
 #define WH_TLS_H
 
-#include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 #include <time.h>    /* time_t */
 

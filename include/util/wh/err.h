@@ -9,7 +9,6 @@
 #ifndef WH_ERR_H
 #define WH_ERR_H
 
-#include <stddef.h> /* size_t */
 
 #define WH_ERRBUF_LEN 512
 
