@@ -49,6 +49,32 @@ static void describe(const struct pod_ctx *c, char *out, size_t n)
     snprintf(out, n, "Pod \"%s/%s\"", c->ns, c->name);
 }
 
+/* Denies the pod: "Pod "ns/name" (RayCluster "c", worker group "g")" and the
+ * rest of the message from fmt. Sets *denied when denied is not NULL. */
+static enum wh_err deny_pod(struct pod_ctx *c, bool *denied, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum wh_err deny_pod(struct pod_ctx *c, bool *denied, const char *fmt, ...)
+{
+    char who[400];
+    describe(c, who, sizeof(who));
+    if (denied)
+        *denied = true;
+    struct wh_buf text;
+    wh_buf_init(&text, (size_t)-1 / 2); /* wh_decision_deny cuts a long message */
+    enum wh_err err = wh_buf_addf(&text, "%s (RayCluster \"%s\", worker group \"%s\")", who,
+                                  c->cluster, c->group);
+    if (!err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err = wh_buf_vaddf(&text, fmt, ap);
+        va_end(ap);
+    }
+    if (!err)
+        err = wh_decision_deny(c->d, "%s", text.ptr);
+    wh_buf_free(&text);
+    return err;
+}
+
 /* ---- gate checks -------------------------------------------------------- */
 
 static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers, bool *denied)
@@ -86,31 +112,25 @@ static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
     c->topology = from_ann ? wh_meta_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY)
                            : wh_node_selector(c->spec, WH_SEL_TOPOLOGY);
     if (!c->topology || !*c->topology)
-        return wh_decision_deny(
-            c->d,
-            "%s (RayCluster \"%s\", worker group \"%s\") requests google.com/tpu but %s; set "
-            "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
-            "template",
-            who, c->cluster, c->group,
-            from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
-                     : "has no TPU topology",
-            WH_SEL_TOPOLOGY);
+        return deny_pod(c, denied, " requests google.com/tpu but %s; set "
+                        "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
+                        "template",
+                        from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
+                        : "has no TPU topology",
+                        WH_SEL_TOPOLOGY);
     char errbuf[WH_ERRBUF_LEN];
     if (wh_topology_parse(c->topology, &c->topo, errbuf))
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): %s %s: %s; use the form "
-                                "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
-                                who, c->cluster, c->group,
-                                from_ann ? "annotation" : "spec.nodeSelector",
-                                from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+        return deny_pod(c, denied, ": %s %s: %s; use the form "
+                        "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
+                        from_ann ? "annotation" : "spec.nodeSelector",
+                        from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
     c->n_hosts = wh_topology_hosts(&c->topo, c->chips_per_host);
     if (c->n_hosts > MAX_HOSTS)
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): topology %s with %ld "
-                                "chips per pod gives %ld hosts; at most %ld hosts per slice are "
-                                "supported; request more google.com/tpu per pod",
-                                who, c->cluster, c->group, c->topology, c->chips_per_host,
-                                c->n_hosts, MAX_HOSTS);
+        return deny_pod(c, denied, ": topology %s with %ld "
+                        "chips per pod gives %ld hosts; at most %ld hosts per slice are "
+                        "supported; request more google.com/tpu per pod",
+                        c->topology, c->chips_per_host,
+                        c->n_hosts, MAX_HOSTS);
     *denied = false;
     return WH_OK;
 }
@@ -121,29 +141,22 @@ static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
 {
     static const char *const keys[2] = {WH_LABEL_REPLICA_INDEX, WH_LABEL_HOST_INDEX};
     long v[2];
-    char who[400];
     for (int i = 0; i < 2; i++) {
         const char *s = wh_json_str(c->labels, keys[i]);
         if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
-            describe(c, who, sizeof(who));
-            *denied = true;
-            return wh_decision_deny(c->d,
-                                    "%s (RayCluster \"%s\", worker group \"%s\"): label \"%s\" is "
-                                    "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
-                                    "remove it to let the webhook assign one",
-                                    who, c->cluster, c->group, keys[i], s ? s : "(not a string)",
-                                    i ? "host" : "replica");
+            return deny_pod(c, denied, ": label \"%s\" is "
+                            "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
+                            "remove it to let the webhook assign one",
+                            keys[i], s ? s : "(not a string)",
+                            i ? "host" : "replica");
         }
     }
     if (v[1] >= c->n_hosts) {
-        describe(c, who, sizeof(who));
-        *denied = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): label \"%s\" is %ld but "
-                                "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
-                                "numOfHosts of the worker group",
-                                who, c->cluster, c->group, WH_LABEL_HOST_INDEX, v[1], c->topology,
-                                c->chips_per_host, c->n_hosts, c->n_hosts - 1);
+        return deny_pod(c, denied, ": label \"%s\" is %ld but "
+                        "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
+                        "numOfHosts of the worker group",
+                        WH_LABEL_HOST_INDEX, v[1], c->topology,
+                        c->chips_per_host, c->n_hosts, c->n_hosts - 1);
     }
     c->replica = v[0];
     c->host = v[1];
@@ -292,19 +305,15 @@ static long choose_host(const struct slot *s, size_t n, long replica)
 static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, bool *denied,
                                   char *errbuf)
 {
-    char who[400];
     if (reuse_indices(c))
         return WH_OK;
     const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
     if (why) {
-        describe(c, who, sizeof(who));
-        *denied = true;
         c->d->state_unavailable = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\") needs a TPU worker id "
-                                "assigned from the pods that already exist, but %s; the pod is not "
-                                "created now and KubeRay will retry",
-                                who, c->cluster, c->group, why);
+        return deny_pod(c, denied, " needs a TPU worker id "
+                        "assigned from the pods that already exist, but %s; the pod is not "
+                        "created now and KubeRay will retry",
+                        why);
     }
     struct scan sc = {.d = c->d, .tpu7x = c->tpu7x};
     enum wh_err err = st->ops->each_group_pod(st->impl, c->ns, c->cluster, c->group, scan_pod, &sc,
@@ -321,14 +330,11 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
     c->host = choose_host(sc.slots, sc.n, c->replica);
     wh_free(sc.slots);
     if (c->host < 0) {
-        describe(c, who, sizeof(who));
-        *denied = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): replica %ld already has "
-                                "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
-                                "delete the replica's pods (or the RayCluster) to let KubeRay "
-                                "re-create them",
-                                who, c->cluster, c->group, c->replica);
+        return deny_pod(c, denied, ": replica %ld already has "
+                        "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
+                        "delete the replica's pods (or the RayCluster) to let KubeRay "
+                        "re-create them",
+                        c->replica);
     }
     c->d->assigned = true;
     return WH_OK;
@@ -471,26 +477,20 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     long hosts = wh_host_count(st->hostnames);
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
-        char who[400];
-        describe(c, who, sizeof(who));
-        *denied = true;
         if (per_host == 0)
-            return wh_decision_deny(c->d,
-                                    "%s (RayCluster \"%s\", worker group \"%s\"): container "
-                                    "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
-                                    "has only %ld chips, so TorchTPU would get no address; list "
-                                    "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
-                                    "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU "
-                                    "injection",
-                                    who, c->cluster, c->group,
-                                    wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
-                                    c->topo.chips, c->n_hosts);
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): "
-                                "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
-                                "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
-                                "TorchTPU injection",
-                                who, c->cluster, c->group, c->topology, MAX_TORCH_ADDRESSES);
+            return deny_pod(c, denied, ": container "
+                            "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
+                            "has only %ld chips, so TorchTPU would get no address; list "
+                            "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
+                            "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU "
+                            "injection",
+                            wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
+                            c->topo.chips, c->n_hosts);
+        return deny_pod(c, denied, ": "
+                        "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
+                        "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
+                        "TorchTPU injection",
+                        c->topology, MAX_TORCH_ADDRESSES);
     }
     struct wh_buf addrs;
     bool too_many; /* checked above */
@@ -556,16 +556,6 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const 
     return wh_patch_op(c->d, "add", path, cJSON_CreateString(value));
 }
 
-/* A name the API server would refuse: no patch, a denial naming the fix. */
-static enum wh_err deny_names(struct pod_ctx *c, const char *why, bool *denied)
-{
-    char who[400];
-    describe(c, who, sizeof(who));
-    *denied = true;
-    return wh_decision_deny(c->d, "%s (RayCluster \"%s\", worker group \"%s\"): %s", who,
-                            c->cluster, c->group, why);
-}
-
 static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
 {
     /* Selector label of the replica (docs/internals/reference-behaviour.md §2.6);
@@ -579,7 +569,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
                                    .host = c->host, .label = want_label, .multi_host = c->n_hosts > 1};
     char why[1024];
     if (!wh_names_group_ok(&names, why, sizeof(why)))
-        return deny_names(c, why, denied);
+        return deny_pod(c, denied, ": %s", why); /* a name the API server refuses */
     enum wh_err err = WH_OK;
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
@@ -611,17 +601,13 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
         if (err)
             return err;
         if (idx.n_nodes && !idx.key) {
-            char who[400];
-            describe(c, who, sizeof(who));
-            *denied = true;
-            return wh_decision_deny(
-                c->d,
-                "%s (RayCluster \"%s\", worker group \"%s\"): schedule pod for subslice on %zu "
-                "possible nodes not possible: could not find affinity rule to schedule %ld hosts; "
-                "no host, subblock, block or node pool of the matching TPU nodes has exactly %ld "
-                "nodes, so choose a subslice topology (annotation %s) that fits one",
-                who, c->cluster, c->group, idx.n_nodes, c->n_hosts, c->n_hosts,
-                WH_ANN_SLICE_TOPOLOGY);
+            return deny_pod(
+                c, denied,
+                ": schedule pod for subslice on %zu possible nodes not possible: could not find "
+                "affinity rule to schedule %ld hosts; no host, subblock, block or node pool of the "
+                "matching TPU nodes has exactly %ld nodes, so choose a subslice topology "
+                "(annotation %s) that fits one",
+                idx.n_nodes, c->n_hosts, c->n_hosts, WH_ANN_SLICE_TOPOLOGY);
         }
         if (idx.key)
             t.topology_key = idx.key;
@@ -678,19 +664,15 @@ static size_t patch_estimate(const struct pod_ctx *c)
  * a 46 MB patch that no API server stores. */
 static enum wh_err deny_patch_too_big(struct pod_ctx *c)
 {
-    char who[400];
-    describe(c, who, sizeof(who));
     size_t estimate = patch_estimate(c);
-    return wh_decision_deny(c->d,
-                            "%s (RayCluster \"%s\", worker group \"%s\"): the mutation patch would be "
-                            "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
-                            "over the %zu-byte limit of what the API server can store (etcd keeps "
-                            "objects under 1.5 MiB); give each pod one TPU container with all of "
-                            "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
-                            "TorchTPU injection",
-                            who, c->cluster, c->group,
-                            estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1,
-                            c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
+    return deny_pod(c, NULL, ": the mutation patch would be "
+                    "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
+                    "over the %zu-byte limit of what the API server can store (etcd keeps "
+                    "objects under 1.5 MiB); give each pod one TPU container with all of "
+                    "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
+                    "TorchTPU injection",
+                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1,
+                    c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
 /* Issue 10: a second entry of a variable the webhook sets hid the injected
@@ -702,16 +684,12 @@ static enum wh_err check_env_duplicates(struct pod_ctx *c, bool *denied)
         const char *name = wh_env_duplicate(wh_json_get(c->tpu[i].obj, "env"), &first, &second);
         if (!name)
             continue;
-        char who[400];
-        describe(c, who, sizeof(who));
-        *denied = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\"): container \"%s\" "
-                                "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
-                                "kubelet uses the last one and the webhook edits one of them, so "
-                                "the value the container gets is ambiguous; keep one %s entry",
-                                who, c->cluster, c->group, wh_json_str0(c->tpu[i].obj, "name"), name,
-                                c->tpu[i].index, first, second, name);
+        return deny_pod(c, denied, ": container \"%s\" "
+                        "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
+                        "kubelet uses the last one and the webhook edits one of them, so "
+                        "the value the container gets is ambiguous; keep one %s entry",
+                        wh_json_str0(c->tpu[i].obj, "name"), name,
+                        c->tpu[i].index, first, second, name);
     }
     return WH_OK;
 }
@@ -761,7 +739,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = container_env(c, &sv, i, &denied);
     char why[1024];
     if (!err && !denied && !wh_names_patch_ok(c->d->patch, why, sizeof(why)))
-        err = deny_names(c, why, &denied);
+        err = deny_pod(c, &denied, ": %s", why);
     wh_buf_free(&sv.hostnames);
     wh_buf_free(&sv.process_addrs);
     if (err == WH_ERR_TOOBIG)
