@@ -108,9 +108,8 @@ static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
                                 "TPU worker pods must be created by KubeRay, which sets it to the "
                                 "worker group name",
                                 who, c->cluster, WH_LABEL_GROUP);
-    bool from_ann = wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY);
-    c->topology = from_ann ? wh_meta_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY)
-                           : wh_node_selector(c->spec, WH_SEL_TOPOLOGY);
+    bool from_ann;
+    c->topology = wh_slice_topology(c->pod, c->spec, &from_ann);
     if (!c->topology || !*c->topology)
         return deny_pod(c, denied, " requests google.com/tpu but %s; set "
                         "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "

@@ -104,6 +104,13 @@ const char *wh_node_selector(const cJSON *pod_spec, const char *key)
     return wh_json_str(wh_json_get(pod_spec, "nodeSelector"), key);
 }
 
+const char *wh_slice_topology(const cJSON *obj, const cJSON *spec, bool *from_annotation)
+{
+    *from_annotation = wh_meta_has_annotation(obj, WH_ANN_SLICE_TOPOLOGY);
+    return *from_annotation ? wh_meta_annotation(obj, WH_ANN_SLICE_TOPOLOGY)
+                            : wh_node_selector(spec, WH_SEL_TOPOLOGY);
+}
+
 bool wh_managed(const cJSON *labels, const cJSON *annotations)
 {
     const char *q = wh_json_str(labels, WH_LABEL_QUEUE_NAME);

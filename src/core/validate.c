@@ -190,9 +190,7 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
                           "slice (1 for a single-host slice)",
                           !nh || cJSON_IsNull(nh) ? "not set" : g->num_hosts ? "negative" : "0");
-    g->from_annotation = wh_meta_has_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY);
-    g->topology = g->from_annotation ? wh_meta_annotation(g->tmpl, WH_ANN_SLICE_TOPOLOGY)
-                                     : wh_node_selector(g->tmpl_spec, WH_SEL_TOPOLOGY);
+    g->topology = wh_slice_topology(g->tmpl, g->tmpl_spec, &g->from_annotation);
     const char *topo_field = g->from_annotation
                                  ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
                                  : "template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]";

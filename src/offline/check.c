@@ -7,7 +7,7 @@
 
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/kuberay.h"  /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
-#include "wh/podspec.h"  /* wh_container_tpu, WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
+#include "wh/podspec.h"  /* wh_container_tpu, wh_slice_topology, WH_SEL_* */
 #include "wh/render.h"   /* wh_render_validate */
 #include "wh/validate.h" /* wh_validation_problems */
 #include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
@@ -108,12 +108,11 @@ static cJSON *group_warnings(const struct wh_render_verdict *v, int index)
 /* Derived columns of one worker group. */
 static enum wh_err group_columns(cJSON *r, const cJSON *group)
 {
-    const cJSON *tspec = wh_json_path(group, "template", "spec", NULL);
+    const cJSON *tmpl = wh_json_get(group, "template");
+    const cJSON *tspec = wh_json_get(tmpl, "spec");
     const cJSON *sel = wh_json_get(tspec, "nodeSelector");
-    const cJSON *ann = wh_json_path(group, "template", "metadata", "annotations", NULL);
-    const char *topo = wh_json_str(ann, WH_ANN_SLICE_TOPOLOGY);
-    if (!wh_json_has(ann, WH_ANN_SLICE_TOPOLOGY))
-        topo = wh_json_str(sel, WH_SEL_TOPOLOGY);
+    bool from_annotation;
+    const char *topo = wh_slice_topology(tmpl, tspec, &from_annotation);
     long chips = 0;
     const cJSON *cs = wh_json_get(tspec, "containers");
     for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {

@@ -182,6 +182,14 @@ static void test_meta(void **unused)
     assert_string_equal(wh_node_selector(spec, WH_SEL_TOPOLOGY), "2x4");
     assert_null(wh_node_selector(spec, WH_SEL_ACCELERATOR));
     assert_null(wh_meta_label(NULL, "x"));
+    /* the slice topology: a present annotation wins even when empty */
+    bool from_ann = false;
+    assert_string_equal(wh_slice_topology(pod, spec, &from_ann), "");
+    assert_true(from_ann);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(pod, "metadata"), "annotations");
+    assert_string_equal(wh_slice_topology(pod, spec, &from_ann), "2x4");
+    assert_false(from_ann);
+    assert_null(wh_slice_topology(pod, NULL, &from_ann));
     cJSON_Delete(pod);
 }
 

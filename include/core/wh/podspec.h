@@ -63,6 +63,13 @@ bool wh_pod_is_legacy(const cJSON *pod);
 bool wh_meta_has_annotation(const cJSON *obj, const char *key);
 const char *wh_node_selector(const cJSON *pod_spec, const char *key);
 
+/* The slice topology of a KubeRay pod or pod template `obj` with spec `spec`
+ * (docs/internals/reference-behaviour.md §2.2 item 5): the annotation
+ * WH_ANN_SLICE_TOPOLOGY when the key is present, even empty, else the
+ * nodeSelector WH_SEL_TOPOLOGY. *from_annotation says which. Borrowed from
+ * obj or spec; NULL when neither is a string. */
+const char *wh_slice_topology(const cJSON *obj, const cJSON *spec, bool *from_annotation);
+
 /* Kueue / dynamic-slicing bypass (docs/internals/reference-behaviour.md §4.3). */
 bool wh_managed(const cJSON *labels, const cJSON *annotations);
 
