@@ -23,7 +23,7 @@
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
-#include "wh/utf8.h"     /* wh_utf8_trim_cut */
+#include "wh/utf8.h"     /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Keys the controllers put on the pods they create (docs/workloads.md). */
 #define KEY_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
@@ -106,11 +106,15 @@ static void describe(struct wl *w)
     case WH_WL_INDEXED_JOB: owner = job_name(w->pod); kind = "Indexed Job"; break;
     default: owner = job_name(w->pod); kind = owner ? "Job" : "Pod"; break;
     }
+    /* Cut on a character boundary: a split character makes the answer
+     * invalid UTF-8. */
+    int pl = (int)wh_utf8_cut(w->pod_name, 253);
     if (owner && *owner)
-        snprintf(w->who, sizeof(w->who), "%s \"%s/%.253s\" (pod \"%.253s\")", kind, w->ns, owner,
-                 w->pod_name);
+        snprintf(w->who, sizeof(w->who), "%s \"%s/%.*s\" (pod \"%.*s\")", kind, w->ns,
+                 (int)wh_utf8_cut(owner, 253), owner, pl, w->pod_name);
     else
-        snprintf(w->who, sizeof(w->who), "Pod \"%s/%.253s\"", w->ns, w->pod_name);
+        snprintf(w->who, sizeof(w->who), "Pod \"%s/%.*s\"", w->ns, pl, w->pod_name);
+    wh_utf8_trim_cut(w->who, sizeof(w->who)); /* a long namespace */
 }
 
 static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)

@@ -145,6 +145,37 @@ class Check(unittest.TestCase):
         self.assertEqual((bad["topology"], bad["chipsPerHost"], bad["hostsExpected"]), ("4x4", 4, 4))
         self.assertEqual(rows[("JobSet", "llm")]["verdict"], "ok")
 
+    def test_pod_denial_of_a_long_non_ascii_name_is_utf8(self):
+        """A pod denial names the Job and the pod cut to 253 bytes; the cut
+        must fall between characters or the JSON report is not UTF-8."""
+        name = "\u00e9" * 200  # 400 bytes: a byte cut at 253 splits a character
+        job = """apiVersion: batch/v1
+kind: Job
+metadata: {name: %s}
+spec:
+  completionMode: Indexed
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      subdomain: train
+      restartPolicy: Never
+      nodeSelector:
+        cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice
+        cloud.google.com/gke-tpu-topology: 4x4
+      containers:
+      - name: trainer
+        image: IMAGE
+        env: [{name: TPU_NAME, value: a}, {name: TPU_NAME, value: b}]
+        resources: {limits: {google.com/tpu: 4}}
+""" % name
+        p = run("check", "--output", "json", "-", stdin=job.encode())
+        self.assertEqual(p.returncode, 1, p.stderr.decode())
+        message = json.loads(p.stdout.decode("utf-8"))["rows"][0]["message"]  # strict UTF-8
+        self.assertIn("sets TPU_NAME twice", message)
+        self.assertIn('Indexed Job "default/%s"' % ("\u00e9" * 126), message)
+        self.assertNotIn("\ufffd", message)
+
 
 def main():
     global BINARY, FIX
