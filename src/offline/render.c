@@ -21,6 +21,7 @@
 #include "wh/mutate.h"    /* wh_mutate_pod */
 #include "wh/podspec.h"   /* wh_env_lookup, wh_container_requests_tpu */
 #include "wh/state.h"     /* wh_memstate */
+#include "wh/utf8.h"      /* wh_utf8_trim_cut */
 #include "wh/validate.h"  /* wh_validate_raycluster_report */
 #include "wh/workload.h"  /* wh_mutate_workload */
 #include "wh/workload_validate.h" /* wh_validate_workload */
@@ -297,6 +298,7 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
                      route == WH_ROUTE_MUTATE ? "worker" : "the", seq,
                      route == WH_ROUTE_MUTATE ? "group" : "pod", who,
                      d.message ? d.message : "no reason given");
+            wh_utf8_trim_cut(msg, sizeof(msg)); /* snprintf may split a character */
             out->pod_denial = strdup(msg);
             out->pod_denial_group = strdup(who);
             if (!out->pod_denial || !out->pod_denial_group)

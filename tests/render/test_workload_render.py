@@ -175,6 +175,13 @@ spec:
         self.assertIn("sets TPU_NAME twice", message)
         self.assertIn('Indexed Job "default/%s"' % ("\u00e9" * 126), message)
         self.assertNotIn("\ufffd", message)
+        # A long container name makes the pod denial longer than check keeps.
+        job = job.replace("- name: trainer", '- name: "%s"' % ("\u00e9" * 1000))
+        p = run("check", "--output", "json", "-", stdin=job.encode())
+        self.assertEqual(p.returncode, 1, p.stderr.decode())
+        message = json.loads(p.stdout.decode("utf-8"))["rows"][0]["message"]
+        self.assertIn("denied: Indexed Job", message)
+        self.assertNotIn("\ufffd", message)
 
 
 def main():
