@@ -225,12 +225,6 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
     char nonce[40];
     snprintf(nonce, sizeof(nonce), "%016llx%016llx", rnd[0], rnd[1]);
     bool lost = false; /* an attempt may have created the Lease unseen */
-    char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
-    if (!body) {
-        snprintf(why, why_len, "out of memory building the claim");
-        count_outcome(c, WH_CLAIM_FAILED, wh_clock_us() - t0, 0);
-        return WH_CLAIM_FAILED;
-    }
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
     enum wh_claim_outcome oc = WH_CLAIM_FAILED;
@@ -244,9 +238,20 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         char errbuf[WH_ERRBUF_LEN] = "";
         struct wh_kube_answer ans = {0};
         wh_buf_reset(&resp);
+        /* Built per attempt: the claim's lifetime counts from the attempt
+         * that may create it, not from the first one. A body stamped before
+         * a Retry-After wait made a Lease that was already (nearly) expired
+         * when created, so a sweeper deleted it while its pod was still on
+         * its way to the other replicas, and the id was handed out twice. */
+        char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
+        if (!body) {
+            snprintf(why, why_len, "out of memory building the claim");
+            break;
+        }
         enum wh_err err = wh_kube_request(c->kube, "POST", c->path, body, strlen(body),
                                           left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp,
                                           &ans, errbuf);
+        cJSON_free(body);
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
             oc = WH_CLAIM_TAKEN;
@@ -285,7 +290,6 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         backoff *= 2;
     }
     wh_buf_free(&resp);
-    cJSON_free(body);
     count_outcome(c, oc, wh_clock_us() - t0, api_errors);
     if (oc == WH_CLAIM_FAILED)
         wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,

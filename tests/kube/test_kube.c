@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "wh/admit.h"
 #include "wh/cache.h"
+#include "wh/claims.h"
 #include "wh/kube.h"
 #include "wh/kubeconfig.h"
 #include "wh/log.h"
@@ -872,6 +873,91 @@ static void expect_review(struct wh_admit *ad, const char *tmpl, bool allowed, c
     free(body);
 }
 
+struct take_arg {
+    struct wh_claims *c;
+    enum wh_claim_outcome oc;
+};
+
+static void *take_one(void *p)
+{
+    struct take_arg *a = p;
+    char why[WH_ERRBUF_LEN];
+    a->oc = wh_claims_take(a->c, "ns-a", "life", "tpu", 0, 11, why, sizeof(why));
+    return NULL;
+}
+
+static long long wall_us_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A claim made after a 429 + Retry-After wait must count its lifetime from
+ * the attempt that created it: stamped at the first attempt, the Lease was
+ * born (nearly) expired, a sweeper deleted it before its pod reached the
+ * other replicas, and another replica handed out the same id
+ * (kube.replicas.errors under load). */
+static void test_claim_lifetime_from_creating_attempt(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(kh_kubeconfig(&srv, "kc-claims", NULL), 0);
+    path_in(p, sizeof(p), "kc-claims");
+    struct wh_kube_config cfg;
+    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    struct wh_kube *k = wh_kube_new(&cfg, errbuf);
+    assert_non_null(k);
+    wh_kube_config_clear(&cfg);
+    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    struct wh_kube *reader = wh_kube_new(&cfg, errbuf); /* reads the Lease back */
+    assert_non_null(reader);
+    wh_kube_config_clear(&cfg);
+    struct wh_claims_opts co = {.ns = "claims-life", .holder = "h-1", .lifetime_s = 60};
+    struct wh_claims *c = wh_claims_new(k, &co, errbuf);
+    assert_non_null(c);
+    assert_int_equal(kh_control(&srv, "faults",
+                                "{\"error_rate\":1.0,\"errors\":[\"429\"],\"only\":\"leases\"}",
+                                NULL),
+                     0);
+    struct take_arg a = {.c = c, .oc = WH_CLAIM_FAILED};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, take_one, &a), 0);
+    kh_sleep_ms(1500); /* two attempts answered 429, Retry-After: 1 */
+    long long cleared_us = wall_us_now();
+    assert_int_equal(kh_control(&srv, "faults", "{\"error_rate\":0}", NULL), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(a.oc, WH_CLAIM_TAKEN);
+
+    char name[WH_CLAIMS_NAME_LEN], path[700];
+    wh_claims_name("ns-a", "life", "tpu", 0, 11, name);
+    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/claims-life/leases/%s",
+             name);
+    struct wh_buf body;
+    wh_buf_init(&body, 1 << 20);
+    long status = 0;
+    assert_int_equal(wh_kube_get(reader, path, &body, &status, NULL, errbuf), WH_OK);
+    assert_int_equal(status, 200);
+    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&body), wh_buf_len(&body));
+    const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "spec"), "renewTime"));
+    assert_non_null(renew);
+    struct tm tm = {0};
+    int us = 0;
+    assert_int_equal(sscanf(renew, "%4d-%2d-%2dT%2d:%2d:%2d.%6d", &tm.tm_year, &tm.tm_mon,
+                            &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us),
+                     7);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    long long renew_us = (long long)timegm(&tm) * 1000000 + us;
+    /* The creating attempt started after the faults were cleared. */
+    assert_true(renew_us >= cleared_us - 100000);
+    cJSON_Delete(j);
+    wh_buf_free(&body);
+    wh_claims_free(c);
+    wh_kube_free(reader);
+}
+
 static void test_no_api_server(void **st)
 {
     (void)st;
@@ -950,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_reservation_lifecycle),
         cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
+        cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
     };
