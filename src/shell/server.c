@@ -239,6 +239,10 @@ static enum MHD_Result reply_error(struct wh_server *s, struct MHD_Connection *c
                                    struct request *rq, unsigned status, const char *msg,
                                    const char *allow)
 {
+    /* An arena that ran out (a body the memory refused) refuses every later
+     * allocation: that request's Status comes from the C library's heap. */
+    struct wh_arena *spent =
+        rq->arena && wh_arena_exhausted(rq->arena) ? wh_reqmem_bind(NULL) : NULL;
     struct wh_buf b;
     wh_buf_init(&b, 8192);
     enum wh_err err = wh_buf_add(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
@@ -251,6 +255,8 @@ static enum MHD_Result reply_error(struct wh_server *s, struct MHD_Connection *c
         err ? MHD_NO
             : reply(s, c, rq, status, "application/json", wh_buf_ptr(&b), wh_buf_len(&b), allow);
     wh_buf_free(&b);
+    if (spent)
+        wh_reqmem_bind(spent);
     return ret;
 }
 
