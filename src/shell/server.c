@@ -63,10 +63,15 @@ struct request {
 
 struct wh_server {
     struct MHD_Daemon *d;
-    /* Ours before MHD starts; MHD's from then on; ours again after
-     * MHD_quiesce_daemon, but closed only after MHD_stop_daemon. */
+    /* Ours before MHD starts; MHD's from then on (it closes it in
+     * MHD_stop_daemon). */
     int listen_fd;
-    bool quiesced;
+    /* Set when draining stops accepting: on_accept refuses every new
+     * connection. Not MHD_quiesce_daemon: with epoll and a thread pool,
+     * libmicrohttpd 0.9.75 aborts when a pool thread removes the listening
+     * socket from its epoll set before quiesce does (a race that load
+     * exposes; tests/server/slow_epoll_del.c forces it). */
+    atomic_bool refuse_new;
     unsigned port;
     struct wh_server_opts o;
     struct wh_admit *ad;
@@ -768,6 +773,15 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     wh_log(WH_LOG_DEBUG, "mhd", "message", WH_F_STR, msg, (char *)NULL);
 }
 
+/* MHD's accept policy: once draining stops accepting, refuse. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    (void)addr;
+    (void)addrlen;
+    const struct wh_server *s = cls;
+    return atomic_load(&s->refuse_new) ? MHD_NO : MHD_YES;
+}
+
 struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admit *ad,
                                   struct wh_metrics *m, char *errbuf)
 {
@@ -814,7 +828,7 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
     s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        flags, 0, on_accept, s, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
         MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -861,18 +875,9 @@ bool wh_server_drain(struct wh_server *s, long delay_ms, long timeout_ms)
         wh_server_tick(s);
         sleep_ms(20);
     }
-    if (!s->quiesced) {
-        /* MHD's threads let go of the socket some time after quiesce
-         * returns; libmicrohttpd says not to close it before
-         * MHD_stop_daemon (a close here raced their epoll_ctl, and the
-         * number could be reused under them). shutdown() ends the listening
-         * now, so new connections are refused at once. */
-        MHD_socket l = MHD_quiesce_daemon(s->d);
-        if (l != MHD_INVALID_SOCKET)
-            shutdown(l, SHUT_RDWR);
-        s->listen_fd = l;
-        s->quiesced = true;
-    }
+    /* From here on a new connection is closed as soon as it is accepted;
+     * the listening socket stays MHD's until MHD_stop_daemon. */
+    atomic_store(&s->refuse_new, true);
     long long deadline = wh_clock_ms() + timeout_ms, quiet_since = 0;
     /* A request may still be on the wire to a kept-alive connection: after
      * the last answer, wait a little before closing the idle connections. */
@@ -906,10 +911,7 @@ void wh_server_stop(struct wh_server *s)
         return;
     MHD_stop_daemon(s->d);
     s->d = NULL;
-    /* MHD closed the listening socket, unless quiesce handed it back. */
-    if (s->quiesced && s->listen_fd >= 0)
-        close(s->listen_fd);
-    s->listen_fd = -1;
+    s->listen_fd = -1; /* MHD closed it */
 }
 
 void wh_server_free(struct wh_server *s)

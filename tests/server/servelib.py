@@ -23,11 +23,17 @@ def start_server(binary, work, extra):
     when the server does not log "listening" within 10 s."""
     log_path = os.path.join(work, "server.log")
     log = open(log_path, "wb")
+    env = dict(os.environ)
+    preload = env.pop("WH_TEST_SERVER_PRELOAD", "")
+    if preload:  # a test shim for the server only (not for Python)
+        env["LD_PRELOAD"] = preload
+        # Under ASan the sanitizer's runtime need not be first.
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
     proc = subprocess.Popen(
         [binary, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--standalone", "--threads=2",
          "--tls-cert-file=" + work + "/certs/tls.crt",
          "--tls-private-key-file=" + work + "/certs/tls.key"] + extra,
-        stdout=subprocess.DEVNULL, stderr=log)
+        stdout=subprocess.DEVNULL, stderr=log, env=env)
     for _ in range(1000):
         m = re.search(rb'"event":"listening".*"port":(\d+)', open(log_path, "rb").read())
         if m:

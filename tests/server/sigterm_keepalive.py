@@ -18,6 +18,7 @@ import random
 import re
 import select
 import shutil
+import signal
 import socket
 import ssl
 import sys
@@ -128,7 +129,11 @@ def run(delay):
           flush=True)
     problems = []
     if rc != 0:
-        problems.append("exit status %d" % rc)
+        # A negative status is a signal (SIGABRT from an assert, glibc's
+        # heap checks or a sanitizer): name it and show what the server said.
+        what = ("killed by %s" % signal.Signals(-rc).name if rc < 0 else "exit status %d" % rc)
+        tail = open(log_path, errors="replace").read().splitlines()[-60:]
+        problems.append("server %s; the end of its log:\n  %s" % (what, "\n  ".join(tail)))
     if counts["lost"]:
         problems.append("%d requests written and never answered" % counts["lost"])
     if not sd or sd["accepted"] != sd["answered"] + sd["aborted"]:
