@@ -42,7 +42,7 @@ import http.client
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "replica-test-token"
 HOSTS, SLICES = 16, 4
-LIFETIME_S = 2
+LIFETIME_S = 6
 NS = "tpu-webhook"
 
 
