@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Every file of the repository stays inside it: no tracked file names a path
-outside the checkout (a sibling folder such as ../shared, an absolute path
+outside the checkout (a sibling folder of the checkout, an absolute path
 of the machine that wrote it, a relative path that climbs above the root),
 and no comment cites a background document that is not in the repository:
 a docs/*.md path named anywhere exists, no note is cited by a nickname
