@@ -13,6 +13,7 @@
 #include <stdlib.h>     /* calloc, free, strtoull */
 #include <string.h>     /* strcmp, strerror */
 #include <time.h>       /* nanosleep */
+#include <sys/socket.h> /* shutdown */
 #include <unistd.h>     /* close */
 
 #include <microhttpd.h>
@@ -23,6 +24,7 @@
 #include "wh/log.h"    /* wh_log */
 #include "wh/reqmem.h" /* wh_reqmem, wh_arena */
 #include "wh/tls.h"    /* wh_tls_retrieve, WH_TLS_PRIORITIES */
+#include "wh/tlsrec.h" /* wh_tlsrec_hold, wh_tlsrec_flush */
 
 #define ROOT_BODY "kuberay-tpu-webhook"
 #define BUSY_MESSAGE "the webhook holds too many request bodies at once; retry"
@@ -59,6 +61,10 @@ struct request {
     size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status; /* answer queued, 0 until then */
     bool close;      /* the answer closes the connection */
+    /* Corked for one TLS record (wh/tlsrec.h) until on_completed flushes
+     * it; NULL otherwise. MHD's session, not ours. */
+    gnutls_session_t corked;
+    int corked_fd;
 };
 
 struct wh_server {
@@ -201,6 +207,21 @@ static struct MHD_Response *response_for(struct request *rq, const char *body, s
     return r;
 }
 
+/* Header and body in one TLS record (wh/tlsrec.h): corked now, flushed by
+ * on_completed. */
+static void hold_records(struct MHD_Connection *c, struct request *rq, size_t len)
+{
+    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!tls || !fd || rq->corked)
+        return;
+    gnutls_session_t session = (gnutls_session_t)tls->tls_session;
+    if (wh_tlsrec_hold(session, fd->connect_fd, len)) {
+        rq->corked = session;
+        rq->corked_fd = fd->connect_fd;
+    }
+}
+
 static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                              unsigned status, const char *ctype, const char *body, size_t len,
                              const char *allow)
@@ -222,8 +243,10 @@ static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, stru
     if (ok)
         ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
-    if (ok)
+    if (ok) {
         rq->status = status;
+        hold_records(c, rq, len);
+    }
     return ok;
 }
 
@@ -652,6 +675,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
+/* How long on_completed waits for a client to take a corked answer: the
+ * queue was empty when it was corked, so only a client that stopped reading
+ * (or a dead peer) waits at all. */
+#define FLUSH_TIMEOUT_MS 1000
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -661,6 +689,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->status;
+    /* Flushed whatever the outcome: an answer queued before the request
+     * ended early (a refused body, then the connection closes) must still
+     * leave. */
+    if (rq->corked && !wh_tlsrec_flush(rq->corked, rq->corked_fd, FLUSH_TIMEOUT_MS)) {
+        /* The client took nothing for that long: the answer is lost, and
+         * the connection with it (MHD sees the shutdown on its next read). */
+        ok = false;
+        shutdown(rq->corked_fd, SHUT_RDWR);
+        wh_log(WH_LOG_WARN, "answer_unsent", "path", WH_F_STR, wh_metrics_path_label(rq->path),
+               "reason", WH_F_STR, "the client did not take the answer in time", (char *)NULL);
+    }
     wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, wh_clock_us() - rq->start_us);
     atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
     struct conn *cn = conn_of(c);

@@ -296,6 +296,57 @@ except ValueError as e:
     fail("pipelined with a refused request: %s: %r" % (e, out[:300]))
 healthz("pipelining")
 
+# A client that pipelines many reviews and reads nothing for a while, then
+# everything: the answers queue in the socket (small answers are sent as one
+# TLS record only while the socket's queue is empty: wh/tlsrec.h), other
+# clients are served meanwhile, and every answer arrives whole and in order.
+review_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                           "reviews", "v6e-16-native-host1.json")
+template = json.load(open(review_path))
+N_PIPE = 400
+reqs = b""
+for i in range(N_PIPE):
+    template["request"]["uid"] = "pipe-%04d" % i
+    body = json.dumps(template).encode()
+    reqs += POST + b"Content-Length: %d\r\n\r\n" % len(body) + body
+s = connect()
+s.settimeout(10)
+sender_error = None
+try:
+    s.sendall(reqs)
+except OSError as e:
+    sender_error = e
+time.sleep(2)
+t0 = time.monotonic()
+healthz("a pipelining client that does not read")
+check(time.monotonic() - t0 < 2, "healthz waited %.1fs behind a client that does not read"
+      % (time.monotonic() - t0))
+got = b""
+try:
+    while got.count(b"HTTP/1.1 200") < N_PIPE:
+        b = s.recv(1 << 20)
+        if not b:
+            break
+        got += b
+    while True:  # the last body
+        try:
+            resp = parse_responses(got)
+            break
+        except ValueError:
+            b = s.recv(1 << 20)
+            if not b:
+                raise
+            got += b
+    uids = [json.loads(r[2])["response"]["uid"] for r in resp]
+    check(sender_error is None and [r[0] for r in resp] == [200] * N_PIPE and
+          uids == ["pipe-%04d" % i for i in range(N_PIPE)],
+          "pipelined reviews read late: %d answers, statuses %r, send error %r" %
+          (len(resp), sorted(set(r[0] for r in resp)), sender_error))
+except (OSError, ValueError) as e:
+    fail("pipelined reviews read late: %s after %d bytes" % (e, len(got)))
+s.close()
+healthz("pipelined reviews read late")
+
 # Abrupt resets: TCP RST during the handshake, the headers and the body.
 rss0 = rss_kb()
 for i in range(60):
