@@ -47,7 +47,7 @@ int main(void)
         kh_cleanup(&srv);
         return 1;
     }
-    struct wh_admit_stats st = {0};
+    struct wh_mgauges st = {0};
     for (long end = kh_now_ms() + 300000; kh_now_ms() < end; kh_sleep_ms(50)) {
         wh_admit_stats(ad, &st);
         if (wh_admit_ready(ad, why, sizeof(why)) && st.pods_cached >= PODS)

@@ -124,7 +124,7 @@ int main(void)
     run_once(ad, "bench-b", THREADS, "kubernetes");
     pc_stop();
     /* Let the watch catch up, then report how many reservations it confirmed. */
-    struct wh_admit_stats st;
+    struct wh_mgauges st;
     for (long end = kh_now_ms() + 20000; kh_now_ms() < end; kh_sleep_ms(50)) {
         wh_admit_stats(ad, &st);
         if (st.pods_cached >= 2 * HOSTS && st.reservations == 0)

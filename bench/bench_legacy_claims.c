@@ -88,7 +88,7 @@ static long long held_total(struct wh_admit **ads, int n)
 {
     long long h = 0;
     for (int i = 0; i < n; i++) {
-        struct wh_admit_stats st;
+        struct wh_mgauges st;
         wh_admit_stats(ads[i], &st);
         h += (long long)st.claim.held;
     }

@@ -33,7 +33,7 @@ struct wh_admit {
     bool standalone;
     struct wh_ledger *ledger;
     struct wh_cache *cache; /* NULL when standalone */
-    atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_admit_stats */
+    atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_mgauges */
     struct wh_claims *claims; /* NULL when standalone or turned off */
 };
 
@@ -409,7 +409,7 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
     return ready;
 }
 
-void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
+void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st)
 {
     memset(st, 0, sizeof(*st));
     st->synced = st->pods_synced = st->nodes_synced = st->pods_trusted = true;

@@ -35,9 +35,6 @@
 /* The sweeper's LIST may carry thousands of claims after a burst. */
 #define LIST_TIMEOUT_MS 10000L
 
-const double wh_claims_buckets[WH_CLAIMS_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
-                                                       0.1,   0.25, 1.0,   2.5};
-
 struct wh_claims {
     struct wh_kube *kube;
     char *ns, *holder;
@@ -48,7 +45,7 @@ struct wh_claims {
     bool started;
     pthread_mutex_t mu; /* guards everything below; cv wakes the sweeper on stop */
     pthread_cond_t cv;
-    struct wh_claims_stats st;
+    struct wh_mclaims st;
     int sweep_fails; /* in a row */
     bool swept;      /* a sweep has succeeded */
     char last_error[WH_ERRBUF_LEN];
@@ -174,8 +171,8 @@ static void count_outcome(struct wh_claims *c, enum wh_claim_outcome oc, long lo
     else
         c->st.failed++;
     c->st.api_errors += api_errors;
-    for (size_t i = 0; i < WH_CLAIMS_N_BUCKETS; i++)
-        if (s <= wh_claims_buckets[i])
+    for (size_t i = 0; i < WH_MCLAIM_BUCKETS; i++)
+        if (s <= wh_mclaim_bounds[i])
             c->st.dur_buckets[i]++;
     c->st.dur_count++;
     c->st.dur_sum_s += s;
@@ -521,7 +518,7 @@ bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len)
     return ready;
 }
 
-void wh_claims_stats(struct wh_claims *c, struct wh_claims_stats *st)
+void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st)
 {
     pthread_mutex_lock(&c->mu);
     *st = c->st;

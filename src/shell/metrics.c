@@ -23,6 +23,9 @@ static const long long bounds_us[] = {100,    250,    500,     1000,    2500,   
                                       1000000, 2500000, 5000000, 10000000, 30000000};
 #define N_BOUNDS (sizeof(bounds_us) / sizeof(bounds_us[0]))
 
+const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
+                                                    0.1,   0.25, 1.0,   2.5};
+
 /* Label values of tpu_webhook_admissions_total (bounded: see metrics.h). */
 static const char *const kind_labels[] = {"Pod", "RayCluster", "Job", "JobSet", "LeaderWorkerSet",
                                           "other"};
@@ -239,8 +242,8 @@ static enum wh_err gauge(struct wh_buf *b, const char *name, const char *type, c
     return err ? err : wh_buf_addf(b, "%s %lld\n", name, v);
 }
 
-/* Worker-id claims through the API server (claims.h). */
-static enum wh_err render_claims(const struct wh_claims_stats *c, struct wh_buf *b)
+/* Worker-id claims through the API server. */
+static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
 {
     enum wh_err err = gauge(b, "tpu_webhook_claims_in_flight", "gauge",
                             "Worker-id claim Leases in the API server (all replicas), as of the "
@@ -270,9 +273,9 @@ static enum wh_err render_claims(const struct wh_claims_stats *c, struct wh_buf 
     if (!err)
         err = head(b, "tpu_webhook_claim_duration_seconds", "histogram",
                    "Time to claim one worker id, retries included.");
-    for (size_t i = 0; i < WH_CLAIMS_N_BUCKETS && !err; i++)
+    for (size_t i = 0; i < WH_MCLAIM_BUCKETS && !err; i++)
         err = wh_buf_addf(b, "tpu_webhook_claim_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                          wh_claims_buckets[i], (unsigned long long)c->dur_buckets[i]);
+                          wh_mclaim_bounds[i], (unsigned long long)c->dur_buckets[i]);
     if (!err)
         err = wh_buf_addf(b,
                           "tpu_webhook_claim_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
@@ -322,7 +325,7 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
     return err;
 }
 
-static enum wh_err render_pipeline(const struct wh_admit_stats *st, struct wh_buf *b)
+static enum wh_err render_pipeline(const struct wh_mgauges *st, struct wh_buf *b)
 {
     enum wh_err err = per_resource(
         b, "tpu_webhook_cache_synced",
@@ -407,7 +410,7 @@ static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
     return err;
 }
 
-enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_admit_stats *st,
+enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_mgauges *g,
                               const struct wh_mlive *live, struct wh_buf *out)
 {
     enum wh_err err = render_requests(m, out);
@@ -417,8 +420,8 @@ enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_admit_
         err = render_admissions(m, out);
     if (!err)
         err = render_server(m, live, out);
-    if (!err && st)
-        err = render_pipeline(st, out);
+    if (!err && g)
+        err = render_pipeline(g, out);
     if (!err)
         err = render_process(m, out);
     return err;

@@ -469,7 +469,7 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
         return reply_text(s, c, rq, 200, "ok\n");
     default: break;
     }
-    struct wh_admit_stats st;
+    struct wh_mgauges st;
     memset(&st, 0, sizeof(st));
     wh_admit_stats(s->ad, &st);
     struct wh_buf b;

@@ -627,7 +627,7 @@ static void test_concurrent_legacy_kubernetes(void **st)
             race_round(ad, cluster, false, RACERS / HOSTS, RACERS / HOSTS);
         }
     }
-    struct wh_admit_stats as;
+    struct wh_mgauges as;
     wh_admit_stats(ad, &as);
     assert_true(as.synced);
     wh_admit_free(ad);
@@ -670,7 +670,7 @@ static void test_standalone_recreated_cluster(void **st)
     long r;
     for (long i = 0; i < 5; i++)
         assert_int_equal(admit_host(ad, tmpl16, "again", &r), i);
-    struct wh_admit_stats as;
+    struct wh_mgauges as;
     wh_admit_stats(ad, &as);
     assert_int_equal(as.reservations, 5);
     char errbuf[WH_ERRBUF_LEN];
@@ -714,7 +714,7 @@ static void test_standalone_recreated_cluster(void **st)
 
 static bool wait_reservations(struct wh_admit *ad, size_t want, long ms)
 {
-    struct wh_admit_stats as;
+    struct wh_mgauges as;
     for (long end = kh_now_ms() + ms; kh_now_ms() < end; kh_sleep_ms(20)) {
         wh_admit_stats(ad, &as);
         if (as.reservations == want)
@@ -981,7 +981,7 @@ static void test_api_server_lost_after_sync(void **st)
     struct wh_admit *ad = start_admit("kc-admit", false);
     assert_true(wait_ready(ad, 30000));
     expect_review(ad, tmpl16, true, NULL);
-    struct wh_admit_stats as;
+    struct wh_mgauges as;
     wh_admit_stats(ad, &as);
     assert_true(as.pods_synced && as.nodes_synced && as.pods_trusted);
     assert_int_equal(as.pods_down_ms, 0);

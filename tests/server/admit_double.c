@@ -95,7 +95,7 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
     return true;
 }
 
-void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st)
+void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st)
 {
     memset(st, 0, sizeof(*st));
     st->synced = st->pods_synced = st->nodes_synced = st->pods_trusted = true;

@@ -53,7 +53,7 @@ static void test_render(void **st)
     wh_metrics_timeout(m);
     assert_int_equal(wh_metrics_in_flight(m), 1);
 
-    struct wh_admit_stats s = {.synced = true, .pods_synced = true, .pods_trusted = false,
+    struct wh_mgauges s = {.synced = true, .pods_synced = true, .pods_trusted = false,
                                .nodes_down_ms = 12345, .pods_cached = 7, .nodes_cached = 3,
                                .reservations = 2, .legacy_reviews = 4, .legacy_wait_us = 1500};
     struct wh_mlive live = {.ready = true, .connections = 5};

@@ -16,9 +16,9 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/cache.h"  /* struct wh_cache_opts */
-#include "wh/claims.h" /* struct wh_claims_stats */
-#include "wh/engine.h" /* struct wh_engine_result, enum wh_route */
+#include "wh/cache.h"   /* struct wh_cache_opts */
+#include "wh/engine.h"  /* struct wh_engine_result, enum wh_route */
+#include "wh/metrics.h" /* struct wh_mgauges */
 
 /* Standalone mode: the ledger is the whole state and never forgets; use it
  * for one webhook replica whose pods are never re-created (tests, demos).
@@ -37,21 +37,6 @@ struct wh_admit_opts {
     bool claims_off;              /* tests only: show what several replicas do without them */
 };
 
-struct wh_admit_stats {
-    bool synced;          /* caches synced (always true when standalone) */
-    bool pods_synced, nodes_synced; /* each cache (true when standalone) */
-    bool pods_trusted;    /* legacy indices can be assigned (see wh_cache_pods_unavailable) */
-    long pods_down_ms, nodes_down_ms; /* how long each watch has been down; 0 healthy */
-    size_t pods_cached;
-    size_t nodes_cached;
-    size_t reservations;  /* ledger entries not yet confirmed */
-    /* Legacy-path pod reviews, and the time they waited for their worker
-     * group's ledger entry (another admission of the group held it). */
-    unsigned long long legacy_reviews;
-    unsigned long long legacy_wait_us;
-    bool claims;          /* worker-id claims in use (the fields below are valid) */
-    struct wh_claims_stats claim;
-};
 
 struct wh_admit;
 
@@ -78,6 +63,7 @@ WH_NODISCARD enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, 
 
 /* Ready to serve admissions (for /readyz); when false, why says why. */
 bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len);
-void wh_admit_stats(struct wh_admit *ad, struct wh_admit_stats *st);
+/* The pipeline's gauges right now (for /metrics and tests). */
+void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st);
 
 #endif /* WH_ADMIT_H */

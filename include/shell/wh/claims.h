@@ -21,15 +21,13 @@
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
-#include <stdint.h>  /* uint64_t */
 
-#include "wh/err.h"  /* WH_NODISCARD */
-#include "wh/kube.h" /* struct wh_kube */
+#include "wh/err.h"     /* WH_NODISCARD */
+#include "wh/kube.h"    /* struct wh_kube */
+#include "wh/metrics.h" /* struct wh_mclaims */
 
 #define WH_CLAIMS_DEFAULT_LIFETIME_S 60L
 #define WH_CLAIMS_DEFAULT_BUDGET_MS 3000L
-/* Buckets (seconds) of tpu_webhook_claim_duration_seconds. */
-#define WH_CLAIMS_N_BUCKETS 8
 
 struct wh_claims_opts {
     const char *ns;     /* namespace of the Leases (the webhook's own); required */
@@ -45,17 +43,6 @@ enum wh_claim_outcome {
     WH_CLAIM_FAILED, /* the API server could not decide (unreachable, errors) */
 };
 
-struct wh_claims_stats {
-    uint64_t taken, held, failed;    /* claim outcomes */
-    uint64_t api_errors;             /* failed API calls, retried ones included */
-    uint64_t swept, sweeps_failed;   /* expired claims deleted; failed sweeps */
-    size_t objects;                  /* claim Leases seen by the last sweep */
-    uint64_t dur_buckets[WH_CLAIMS_N_BUCKETS]; /* cumulative, le = bucket bounds */
-    uint64_t dur_count;
-    double dur_sum_s;
-};
-/* The upper bounds (seconds) of dur_buckets. */
-extern const double wh_claims_buckets[WH_CLAIMS_N_BUCKETS];
 
 struct wh_claims;
 
@@ -78,7 +65,7 @@ WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const cha
 /* The API server answered the last sweeps (for /readyz). why: the last
  * failure when not. */
 bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len);
-void wh_claims_stats(struct wh_claims *c, struct wh_claims_stats *st);
+void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st);
 
 /* The Lease name of a claim ("tpu-worker-id-" + 40 hex digits of SHA-256
  * over the five fields): deterministic, so that every replica names the
