@@ -178,6 +178,35 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
         check_file(w, path);
 }
 
+/* The --output json report: the counts, ok, and the rows, which it takes
+ * from w (w->rows is NULL after the call, whatever it returns). */
+static enum wh_err json_report(struct walk *w, struct wh_buf *out)
+{
+    cJSON *report = cJSON_CreateObject();
+    cJSON *rows = w->rows;
+    w->rows = NULL;
+    if (!report || wh_json_set(report, "files", cJSON_CreateNumber((double)w->st.files)) ||
+        wh_json_set(report, "objects", cJSON_CreateNumber((double)w->st.objects)) ||
+        wh_json_set(report, "rejected", cJSON_CreateNumber((double)w->st.rejected)) ||
+        wh_json_set(report, "errors", cJSON_CreateNumber((double)w->st.errors)) ||
+        wh_json_set(report, "ok", cJSON_CreateBool(!w->st.rejected && !w->st.errors))) {
+        cJSON_Delete(report);
+        cJSON_Delete(rows);
+        return WH_ERR_NOMEM;
+    }
+    enum wh_err err = wh_json_set(report, "rows", rows); /* takes rows in every case */
+    char *s = err ? NULL : cJSON_Print(report);
+    if (!err && !s)
+        err = WH_ERR_NOMEM;
+    if (!err)
+        err = wh_buf_add(out, s);
+    if (!err)
+        err = wh_buf_addc(out, '\n');
+    cJSON_free(s);
+    cJSON_Delete(report);
+    return err;
+}
+
 int wh_cmd_check(int argc, char **argv)
 {
     bool json = false;
@@ -235,33 +264,7 @@ int wh_cmd_check(int argc, char **argv)
         fprintf(stderr, "tpu-webhook check: %s\n", w.errbuf[0] ? w.errbuf : "out of memory");
         goto out;
     }
-    enum wh_err err = WH_OK;
-    if (json) {
-        cJSON *report = cJSON_CreateObject();
-        if (!report || wh_json_set(report, "files", cJSON_CreateNumber((double)w.st.files)) ||
-            wh_json_set(report, "objects", cJSON_CreateNumber((double)w.st.objects)) ||
-            wh_json_set(report, "rejected", cJSON_CreateNumber((double)w.st.rejected)) ||
-            wh_json_set(report, "errors", cJSON_CreateNumber((double)w.st.errors)) ||
-            wh_json_set(report, "ok", cJSON_CreateBool(!w.st.rejected && !w.st.errors))) {
-            cJSON_Delete(report);
-            err = WH_ERR_NOMEM;
-        } else {
-            cJSON *rows = w.rows;
-            w.rows = NULL;
-            err = wh_json_set(report, "rows", rows); /* takes rows in every case */
-            char *s = err ? NULL : cJSON_Print(report);
-            if (!err && !s)
-                err = WH_ERR_NOMEM;
-            if (!err)
-                err = wh_buf_add(&out, s);
-            if (!err)
-                err = wh_buf_addc(&out, '\n');
-            cJSON_free(s);
-            cJSON_Delete(report);
-        }
-    } else {
-        err = wh_check_table(w.rows, &w.st, &out);
-    }
+    enum wh_err err = json ? json_report(&w, &out) : wh_check_table(w.rows, &w.st, &out);
     if (err) {
         fprintf(stderr, "tpu-webhook check: %s\n", wh_strerror(err));
         goto out;

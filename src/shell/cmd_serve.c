@@ -248,6 +248,25 @@ static int run_until_signal(const sigset_t *set, struct wh_server *srv)
     }
 }
 
+/* After signal sig: drain (c's delay and timeout), stop and free srv,
+ * logging the start and the outcome with the server's counts. */
+static void shut_down(struct wh_server *srv, const struct wh_metrics *m, const struct config *c,
+                      int sig)
+{
+    wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
+           "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
+           (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
+    bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
+    /* Counted after the stop: requests it cuts off are aborted ones. */
+    wh_server_stop(srv);
+    struct wh_server_counts counts;
+    wh_server_counts(srv, &counts);
+    wh_server_free(srv);
+    wh_log(clean ? WH_LOG_INFO : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
+           "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered,
+           "aborted", WH_F_INT, counts.aborted, (char *)NULL);
+}
+
 static int serve(const struct config *c, const struct wh_tls_opts *topts)
 {
     int rc = 1;
@@ -311,20 +330,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
         fprintf(stderr, "Failed to start server: no thread to watch the certificate files\n");
         goto out;
     }
-    int sig = run_until_signal(&set, srv);
-    wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
-           "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
-           (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
-    bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
-    /* Counted after the stop: requests it cuts off are aborted ones. */
-    wh_server_stop(srv);
-    struct wh_server_counts counts;
-    wh_server_counts(srv, &counts);
-    wh_server_free(srv);
+    shut_down(srv, m, c, run_until_signal(&set, srv));
     srv = NULL;
-    wh_log(clean ? WH_LOG_INFO : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
-           "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered,
-           "aborted", WH_F_INT, counts.aborted, (char *)NULL);
     rc = 0;
 out:
     wh_server_free(srv);

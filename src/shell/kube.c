@@ -250,52 +250,79 @@ static void handle_put(struct wh_kube *k, CURL *h)
         curl_easy_cleanup(h);
 }
 
-static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
-                            long *status, char *errbuf)
+/* Frees a copy of the bearer token, or a header holding one, zeroing it
+ * first (best effort: no token copies left behind). NULL-safe. */
+static void free_secret(char *s)
 {
-    *status = 0;
-    char *tok = NULL, *url = NULL, *auth = NULL;
-    struct curl_slist *hdrs = NULL;
-    char cerr[CURL_ERROR_SIZE] = "";
-    const char *method = x->method ? x->method : "GET";
-    CURL *h = stream ? curl_easy_init() : handle_get(k);
-    enum wh_err err = h ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-    if (!err)
-        err = current_token(k, &tok, errbuf);
-    if (err)
-        goto out;
-    size_t ul = strlen(k->cfg.server) + strlen(path) + 1;
-    url = malloc(ul);
-    if (!url) {
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(url, ul, "%s%s", k->cfg.server, path);
+    if (!s)
+        return;
+    memset(s, 0, strlen(s));
+    free(s);
+}
+
+/* The request headers: Accept, Content-Type when there is a body, and
+ * Authorization when there is a token. *hdrs and *auth (the Authorization
+ * line, which holds the token) are the caller's to free, also on failure. */
+static enum wh_err request_headers(const struct xfer *x, const char *tok, struct curl_slist **hdrs,
+                                   char **auth, char *errbuf)
+{
     struct curl_slist *t = curl_slist_append(NULL, "Accept: application/json");
     if (t)
-        hdrs = t;
+        *hdrs = t;
     if (t && x->req_body) {
-        t = curl_slist_append(hdrs, "Content-Type: application/json");
+        t = curl_slist_append(*hdrs, "Content-Type: application/json");
         if (t)
-            hdrs = t;
+            *hdrs = t;
     }
     if (t && tok && *tok) {
         size_t al = strlen(tok) + 32;
-        auth = malloc(al);
-        if (auth) {
-            snprintf(auth, al, "Authorization: Bearer %s", tok);
-            t = curl_slist_append(hdrs, auth);
+        *auth = malloc(al);
+        if (*auth) {
+            snprintf(*auth, al, "Authorization: Bearer %s", tok);
+            t = curl_slist_append(*hdrs, *auth);
             if (t)
-                hdrs = t;
+                *hdrs = t;
         }
-        if (!auth || !t)
+        if (!*auth || !t)
             t = NULL;
     }
-    if (!t) {
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        goto out;
+    return t ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+}
+
+/* How the server is trusted (CA, or no verification when asked) and the
+ * client certificate and key when the kubeconfig names them: in-memory PEM
+ * first, else files. */
+static void set_tls(CURL *h, const struct wh_kube_config *cfg)
+{
+    if (cfg->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (cfg->ca_pem) {
+        struct curl_blob blob = {cfg->ca_pem, cfg->ca_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    } else if (cfg->ca_file) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
     }
-    x->h = h;
+    if (cfg->cert_pem) {
+        struct curl_blob blob = {cfg->cert_pem, cfg->cert_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
+    } else if (cfg->cert_file) {
+        curl_easy_setopt(h, CURLOPT_SSLCERT, cfg->cert_file);
+    }
+    if (cfg->key_pem) {
+        struct curl_blob blob = {cfg->key_pem, cfg->key_pem_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
+    } else if (cfg->key_file) {
+        curl_easy_setopt(h, CURLOPT_SSLKEY, cfg->key_file);
+    }
+}
+
+/* Everything but TLS: URL, headers, method and body, timeouts, keep-alive,
+ * and the callbacks that fill x. url, hdrs and cerr must outlive the
+ * transfer. */
+static void set_request(CURL *h, bool stream, struct xfer *x, const char *url,
+                        struct curl_slist *hdrs, char *cerr)
+{
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -317,58 +344,67 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress_cb);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
-    if (k->cfg.insecure) {
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    } else if (k->cfg.ca_pem) {
-        struct curl_blob blob = {k->cfg.ca_pem, k->cfg.ca_pem_len, CURL_BLOB_COPY};
-        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
-    } else if (k->cfg.ca_file) {
-        curl_easy_setopt(h, CURLOPT_CAINFO, k->cfg.ca_file);
-    }
-    if (k->cfg.cert_pem) {
-        struct curl_blob blob = {k->cfg.cert_pem, k->cfg.cert_pem_len, CURL_BLOB_COPY};
-        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
-    } else if (k->cfg.cert_file) {
-        curl_easy_setopt(h, CURLOPT_SSLCERT, k->cfg.cert_file);
-    }
-    if (k->cfg.key_pem) {
-        struct curl_blob blob = {k->cfg.key_pem, k->cfg.key_pem_len, CURL_BLOB_COPY};
-        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
-    } else if (k->cfg.key_file) {
-        curl_easy_setopt(h, CURLOPT_SSLKEY, k->cfg.key_file);
-    }
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream ? stream_write_cb : get_write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+}
+
+/* The error of a failed curl_easy_perform: a body over the limit
+ * (WH_ERR_TOOBIG), a stop (WH_ERR_UNAVAILABLE), a TLS failure (WH_ERR_TLS)
+ * or any other transport failure (WH_ERR_HTTP), with libcurl's detail. */
+static enum wh_err transfer_failure(const struct wh_kube *k, const struct xfer *x, CURLcode rc,
+                                    const char *cerr, const char *method, const char *path,
+                                    char *errbuf)
+{
+    if (x->too_big)
+        return wh_fail(errbuf, WH_ERR_TOOBIG, "%s %s: response larger than the client accepts",
+                       method, path);
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+        return wh_fail(errbuf, WH_ERR_UNAVAILABLE, "%s %s: stopped", method, path);
+    bool tls = rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
+               rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CIPHER ||
+               rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CRL_BADFILE;
+    return wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "%s %s%s (%s): %s", method,
+                   k->cfg.server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
+}
+
+static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
+                            long *status, char *errbuf)
+{
+    *status = 0;
+    char *tok = NULL, *url = NULL, *auth = NULL;
+    struct curl_slist *hdrs = NULL;
+    char cerr[CURL_ERROR_SIZE] = "";
+    CURL *h = stream ? curl_easy_init() : handle_get(k);
+    enum wh_err err = h ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    if (!err)
+        err = current_token(k, &tok, errbuf);
+    if (err)
+        goto out;
+    size_t ul = strlen(k->cfg.server) + strlen(path) + 1;
+    url = malloc(ul);
+    if (!url) {
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(url, ul, "%s%s", k->cfg.server, path);
+    err = request_headers(x, tok, &hdrs, &auth, errbuf);
+    if (err)
+        goto out;
+    x->h = h;
+    set_request(h, stream, x, url, hdrs, cerr);
+    set_tls(h, &k->cfg);
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->stopped_by_callback))
-        goto out;
-    if (x->too_big) {
-        err = wh_fail(errbuf, WH_ERR_TOOBIG, "%s %s: response larger than the client accepts",
-                      method, path);
-    } else if (rc == CURLE_ABORTED_BY_CALLBACK) {
-        err = wh_fail(errbuf, WH_ERR_UNAVAILABLE, "%s %s: stopped", method, path);
-    } else {
-        bool tls = rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
-                   rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CIPHER ||
-                   rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CRL_BADFILE;
-        err = wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "%s %s%s (%s): %s", method,
-                      k->cfg.server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
+    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->stopped_by_callback)) {
+        err = transfer_failure(k, x, rc, cerr, x->method ? x->method : "GET", path, errbuf);
+        *status = 0;
     }
-    *status = 0;
 out:
     curl_slist_free_all(hdrs);
-    if (auth) {
-        memset(auth, 0, strlen(auth)); /* best effort: no token copies left behind */
-        free(auth);
-    }
-    if (tok) {
-        memset(tok, 0, strlen(tok));
-        free(tok);
-    }
+    free_secret(auth);
+    free_secret(tok);
     free(url);
     if (h && !stream && !err)
         handle_put(k, h); /* a failed transfer's connection is not reused */
