@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(
   build-essential cmake pkg-config clang
+  clang-format  # scripts/format.sh (the style of .clang-format; not part of the build)
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
   libcurl4-openssl-dev libcmocka-dev
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch

@@ -249,6 +249,52 @@ static enum wh_err job(const cJSON *obj, cJSON *out, char *errbuf)
     return job_pods(&in, out, errbuf);
 }
 
+/* One Job of a JobSet, for the labels the JobSet controller gives it. */
+struct js_job {
+    const char *ns, *jobset, *uid;
+    const char *global; /* global-replicas, as text */
+    const char *rjob;   /* the replicated job's name */
+    const char *child;  /* the Job's name */
+    long replicas;      /* of the replicated job */
+    long index;         /* within the replicated job */
+    long global_index;  /* within the JobSet */
+};
+
+/* The jobset.sigs.k8s.io keys of the Job jj, put into keys. */
+static enum wh_err put_job_keys(cJSON *keys, const struct js_job *jj)
+{
+    char s[64];
+    snprintf(s, sizeof(s), "%ld", jj->replicas);
+    enum wh_err err = put(keys, JS "jobset-name", jj->jobset);
+    if (!err)
+        err = put(keys, JS "jobset-uid", jj->uid);
+    if (!err)
+        err = put(keys, JS "replicatedjob-name", jj->rjob);
+    if (!err)
+        err = put(keys, JS "replicatedjob-replicas", s);
+    if (!err)
+        err = put(keys, JS "global-replicas", jj->global);
+    snprintf(s, sizeof(s), "%ld", jj->index);
+    if (!err)
+        err = put(keys, JS "job-index", s);
+    snprintf(s, sizeof(s), "%ld", jj->global_index);
+    if (!err)
+        err = put(keys, JS "job-global-index", s);
+    if (!err)
+        err = put(keys, JS "restart-attempt", "0");
+    if (!err)
+        err = put(keys, JS "group-name", "default");
+    if (!err)
+        err = put(keys, JS "group-replicas", jj->global);
+    if (!err)
+        err = put(keys, JS "job-group-index", wh_json_str0(keys, JS "job-global-index"));
+    char key[64];
+    fake_uid(jj->ns, jj->child, key, sizeof(key));
+    if (!err)
+        err = put(keys, JS "job-key", key);
+    return err;
+}
+
 static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
 {
     const char *js;
@@ -265,7 +311,7 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
         WH_TRY(count(rj, "replicas", "spec.replicatedJobs[]", 1, &r, errbuf));
         global += r;
     }
-    char uid[64], s[64], gs[32], field[160], child[400];
+    char uid[64], gs[32], field[160], child[400];
     fake_uid(ns_of(obj), js, uid, sizeof(uid));
     snprintf(gs, sizeof(gs), "%ld", global);
     const char *excl = wh_meta_annotation(obj, "alpha.jobset.sigs.k8s.io/exclusive-topology");
@@ -285,34 +331,10 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
             if (!keys)
                 return WH_ERR_NOMEM;
             snprintf(child, sizeof(child), "%.120s-%.60s-%ld", js, rname, j);
-            snprintf(s, sizeof(s), "%ld", replicas);
-            err = put(keys, JS "jobset-name", js);
-            if (!err)
-                err = put(keys, JS "jobset-uid", uid);
-            if (!err)
-                err = put(keys, JS "replicatedjob-name", rname);
-            if (!err)
-                err = put(keys, JS "replicatedjob-replicas", s);
-            if (!err)
-                err = put(keys, JS "global-replicas", gs);
-            snprintf(s, sizeof(s), "%ld", j);
-            if (!err)
-                err = put(keys, JS "job-index", s);
-            snprintf(s, sizeof(s), "%ld", before + j);
-            if (!err)
-                err = put(keys, JS "job-global-index", s);
-            if (!err)
-                err = put(keys, JS "restart-attempt", "0");
-            if (!err)
-                err = put(keys, JS "group-name", "default");
-            if (!err)
-                err = put(keys, JS "group-replicas", gs);
-            if (!err)
-                err = put(keys, JS "job-group-index", wh_json_str0(keys, JS "job-global-index"));
-            char key[64];
-            fake_uid(ns_of(obj), child, key, sizeof(key));
-            if (!err)
-                err = put(keys, JS "job-key", key);
+            struct js_job jj = {.ns = ns_of(obj), .jobset = js, .uid = uid, .global = gs,
+                                .rjob = rname, .child = child, .replicas = replicas, .index = j,
+                                .global_index = before + j};
+            err = put_job_keys(keys, &jj);
             size_t first = cJSON_GetArraySize(out) > 0 ? (size_t)cJSON_GetArraySize(out) : 0;
             struct job_in in = {.ns = ns_of(obj), .job = child, .field = field,
                                 .spec = wh_json_path(rj, "template", "spec", NULL), .jobset = true,

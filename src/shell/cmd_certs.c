@@ -24,6 +24,8 @@ int wh_cmd_certs(int argc, char **argv)
     const char *extra = NULL;
     long days = 365, ca_days = 3650;
     bool new_ca = false;
+    /* One flag a line: a table, read down its columns. */
+    /* clang-format off */
     struct wh_flag flags[] = {
         {"dir", WH_FLAG_STR, &dir, 0, 0, "output directory (default certs/dev)", false},
         {"namespace", WH_FLAG_STR, &ns, 0, 0, "namespace of the webhook Service (default ray-system)", false},
@@ -33,6 +35,7 @@ int wh_cmd_certs(int argc, char **argv)
         {"new-ca", WH_FLAG_BOOL, &new_ca, 0, 0, "replace an existing CA in the directory", false},
         {"extra-san", WH_FLAG_STR, &extra, 0, 0, "one more name, DNS:<name> or IP:<address>", false},
     };
+    /* clang-format on */
     size_t n_flags = sizeof(flags) / sizeof(flags[0]);
     int exit_now = wh_flags_command(flags, n_flags, argc, argv, "certs", usage_head);
     if (exit_now >= 0)

@@ -351,6 +351,8 @@ int wh_cmd_serve(int argc, char **argv)
                        .threads = default_threads(), .max_conns = 1024, .idle_ms = 90000,
                        .header_ms = 10000, .request_ms = 30000, .shutdown_ms = 20000,
                        .poll_ms = 1000};
+    /* One flag a line: a table, read down its columns. */
+    /* clang-format off */
     struct wh_flag flags[] = {
         {"bind-address", WH_FLAG_STR, &c.bind, 0, 0, "listen address [host]:port (default :443)", false},
         {"tls-cert-file", WH_FLAG_STR, &c.cert_file, 0, 0, "PEM certificate file, watched and reloaded", false},
@@ -382,6 +384,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"vmodule", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
         {"log_dir", WH_FLAG_STR, &c.klog_str, 0, 0, "", false},
     };
+    /* clang-format on */
     size_t n = sizeof(flags) / sizeof(flags[0]);
     int exit_now = wh_flags_command(flags, n, argc, argv, "serve", usage_head);
     if (exit_now >= 0)
