@@ -12,7 +12,7 @@ cp -r "$src/include" "$src/src" "$src/scripts" "$tmp/"
 
 "$py" "$tmp/scripts/checksrc.py" "$tmp" || { echo "the unchanged copy fails"; exit 1; }
 
-cat >> "$tmp/src/core/mutate.c" <<'C'
+cat > "$tmp/src/core/planted_calls.c" <<'C'
 /* planted: strcpy(a, b) in a comment is no call */
 static const char *planted_text = "sprintf(x)";
 static int planted_ok(void) { return planted_text[0]; }
@@ -26,8 +26,9 @@ cat >> "$tmp/src/util/buf.c" <<'C'
 void wh_planted_fine(void) {}
 long planted_second(const char *s) { return strtol(s, 0, 10); }
 C
-sed -i 's|^#include "wh/mem.h" /\* wh_free \*/|#include "wh/mem.h" /* wh_free, wh_planted_gone */|' \
+sed -i 's|^\(#include "wh/mem.h" *\)/\* wh_free \*/|\1/* wh_free, wh_planted_gone */|' \
   "$tmp/src/core/engine.c"
+grep -q wh_planted_gone "$tmp/src/core/engine.c" || { echo "engine.c's mem.h include changed: plant elsewhere"; exit 1; }
 
 # Lengths: a function of n lines (head to closing brace), with the comment
 # $3 (may be empty) just above it.
@@ -61,9 +62,9 @@ if out=$("$py" "$tmp/scripts/checksrc.py" "$tmp"); then
   echo "checksrc.py passed a tree with planted violations"; exit 1
 fi
 echo "$out"
-for want in 'src/core/mutate.c:[0-9]*: strcpy() is banned' \
-            'src/core/mutate.c:[0-9]*: atoi() is banned' \
-            'src/core/mutate.c:[0-9]*: planted_exported() is exported without the wh_ prefix' \
+for want in 'src/core/planted_calls.c:[0-9]*: strcpy() is banned' \
+            'src/core/planted_calls.c:[0-9]*: atoi() is banned' \
+            'src/core/planted_calls.c:[0-9]*: planted_exported() is exported without the wh_ prefix' \
             'src/util/buf.c:[0-9]*: planted_second() is exported without the wh_ prefix' \
             'src/core/engine.c:[0-9]*: the include comment names wh_planted_gone' \
             'src/util/planted_len.c:[0-9]*: planted_81() is 81 lines, over 80' \
