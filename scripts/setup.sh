@@ -5,11 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(
   build-essential cmake pkg-config clang
-  clang-format  # scripts/format.sh (the style of .clang-format; not part of the build)
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
   libcurl4-openssl-dev libcmocka-dev
   valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
   shellcheck python3-kubernetes
+  clang-format  # scripts/format.sh, the layout of .clang-format; the build does not use it
   wrk nginx-light  # bench/tls_vs_nginx.sh only: the load generator and the peer server
   prometheus  # promtool, for the alert rules' tests (test-only)
   # tests/deploy/helmrender: the Helm chart rendered with Go's text/template and
