@@ -317,6 +317,41 @@ static void settle(struct wh_admit *ad, const struct wh_review_info *info,
     wh_ledger_unlock(g);
 }
 
+struct find_holder {
+    char label[WH_ERRBUF_LEN]; /* the replicaIndex label of the claimed replica */
+    long worker_id;
+    const char *pod; /* out: the name of a live pod holding the id */
+};
+
+static int visit_holder(void *arg, const struct wh_pod_rec *pod)
+{
+    struct find_holder *f = arg;
+    if (pod->deleting || pod->worker_id != f->worker_id || !pod->replica_label ||
+        strcmp(pod->replica_label, f->label))
+        return 0;
+    f->pod = pod->name;
+    return 1;
+}
+
+/* A claim may be created after another replica's claim of the same id was
+ * made, answered, expired and swept: the Lease alone then proves nothing.
+ * The pod that other claim was for is older than the claim lifetime by now,
+ * so the cache shows it (docs/legacy-indices.md). out: the pod's name. */
+static bool held_by_pod(struct wh_admit *ad, const struct wh_review_info *info,
+                        const struct wh_engine_result *res, char *out, size_t out_len)
+{
+    struct find_holder f = {.worker_id = res->worker_id};
+    snprintf(f.label, sizeof(f.label), "%s-%ld", info->group, res->replica);
+    int stopped = 0;
+    char errbuf[WH_ERRBUF_LEN];
+    if (wh_cache_each_group_pod(ad->cache, info->ns, info->cluster, info->group, visit_holder, &f,
+                                &stopped, errbuf) ||
+        !stopped || !f.pod)
+        return false;
+    snprintf(out, out_len, "%s", f.pod);
+    return true;
+}
+
 /* The legacy path: decide, reserve, claim; a claim held elsewhere stays a
  * reservation (this replica has learned the id is taken) and the pod is
  * decided again; a claim that cannot be made denies the pod. */
@@ -335,9 +370,23 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
             log_reserved(info, res);
             return WH_OK;
         }
+        struct wh_claim_ticket ticket;
         enum wh_claim_outcome oc = wh_claims_take(ad->claims, info->ns, info->cluster,
                                                   info->group, res->replica, res->worker_id,
-                                                  why, sizeof(why));
+                                                  &ticket, why, sizeof(why));
+        char holder[WH_ERRBUF_LEN];
+        if (oc == WH_CLAIM_TAKEN && held_by_pod(ad, info, res, holder, sizeof(holder))) {
+            /* Give the Lease back (it guards nothing: the pod holds the id)
+             * and decide again: the engine now sees that pod. */
+            bool released = wh_claims_release(ad->claims, &ticket, why, sizeof(why));
+            wh_log(WH_LOG_WARN, "claim_superseded", "namespace", WH_F_STR, info->ns, "cluster",
+                   WH_F_STR, info->cluster, "group", WH_F_STR, info->group, "replica", WH_F_INT,
+                   (long long)res->replica, "worker_id", WH_F_INT, (long long)res->worker_id,
+                   "pod", WH_F_STR, holder, "lease", WH_F_STR, ticket.name, "released", WH_F_BOOL,
+                   (int)released, "error", WH_F_STR, released ? "" : why, (char *)NULL);
+            settle(ad, info, res, false);
+            oc = WH_CLAIM_HELD;
+        }
         if (oc == WH_CLAIM_TAKEN) {
             settle(ad, info, res, true);
             log_reserved(info, res);

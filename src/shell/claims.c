@@ -179,11 +179,24 @@ static void count_outcome(struct wh_claims *c, enum wh_claim_outcome oc, long lo
     pthread_mutex_unlock(&c->mu);
 }
 
+/* What wh_claims_release() needs of a Lease the API server answered with. */
+static void fill_ticket(const cJSON *lease, const char *name, struct wh_claim_ticket *t)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
+    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
+    const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    /* An unusable value stays empty: release then refuses to guess. */
+    snprintf(t->uid, sizeof(t->uid), "%s", uid && strlen(uid) < sizeof(t->uid) ? uid : "");
+    snprintf(t->rv, sizeof(t->rv), "%s", rv && strlen(rv) < sizeof(t->rv) ? rv : "");
+}
+
 /* After an attempt whose answer was lost, a 409 may be that attempt's own
  * Lease: read it and compare the nonce. */
 enum mine { MINE_NO, MINE_YES, MINE_UNKNOWN };
 
-static enum mine created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left)
+static enum mine created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left,
+                               struct wh_claim_ticket *ticket)
 {
     char path[700], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -204,14 +217,17 @@ static enum mine created_by_us(struct wh_claims *c, const char *name, const char
         cJSON_GetObjectItemCaseSensitive(j, "metadata"), "annotations");
     const char *seen = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, NONCE_ANN));
     enum mine m = seen && !strcmp(seen, nonce) ? MINE_YES : MINE_NO;
+    if (m == MINE_YES)
+        fill_ticket(j, name, ticket);
     cJSON_Delete(j);
     return m;
 }
 
 enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const char *cluster,
-                                     const char *group, long replica, long worker_id, char *why,
-                                     size_t why_len)
+                                     const char *group, long replica, long worker_id,
+                                     struct wh_claim_ticket *ticket, char *why, size_t why_len)
 {
+    memset(ticket, 0, sizeof(*ticket));
     long long t0 = wh_clock_us();
     long deadline = wh_clock_ms() + c->budget_ms;
     char name[WH_CLAIMS_NAME_LEN];
@@ -251,6 +267,9 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         cJSON_free(body);
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
+            cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
+            fill_ticket(j, name, ticket);
+            cJSON_Delete(j);
             oc = WH_CLAIM_TAKEN;
             break;
         }
@@ -258,7 +277,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
             /* AlreadyExists: another claim, or the Lease of an attempt of
              * ours whose answer was lost. */
             left = deadline - wh_clock_ms();
-            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left) : MINE_NO;
+            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left, ticket)
+                                             : MINE_NO;
             if (m != MINE_UNKNOWN) {
                 oc = m == MINE_YES ? WH_CLAIM_TAKEN : WH_CLAIM_HELD;
                 break;
@@ -296,11 +316,11 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
     return oc;
 }
 
-/* Delete one expired claim; preconditions make sure that it is the object
- * that was seen expired (not a newer claim of the same name). Returns true
- * when the API server answered (deleted, or someone else did it first). */
-static bool delete_expired(struct wh_claims *c, const char *name, const char *uid,
-                           const char *rv, bool *deleted)
+/* Delete one claim; preconditions make sure that it is the object that was
+ * seen (not a newer claim of the same name). Returns true when the API
+ * server answered (deleted, or someone else did it first). */
+static bool delete_lease(struct wh_claims *c, const char *name, const char *uid,
+                           const char *rv, long timeout_ms, bool *deleted)
 {
     char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -311,11 +331,29 @@ static bool delete_expired(struct wh_claims *c, const char *name, const char *ui
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
     struct wh_kube_answer ans = {0};
-    enum wh_err err = wh_kube_request(c->kube, "DELETE", path, body, strlen(body), c->budget_ms,
+    enum wh_err err = wh_kube_request(c->kube, "DELETE", path, body, strlen(body), timeout_ms,
                                       &resp, &ans, errbuf);
     wh_buf_free(&resp);
     *deleted = !err && (ans.status == 200 || ans.status == 202);
     return !err && (*deleted || ans.status == 404 || ans.status == 409);
+}
+
+static bool str_ok(const char *s);
+
+bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, char *why,
+                       size_t why_len)
+{
+    if (!str_ok(t->name) || !str_ok(t->uid) || !str_ok(t->rv)) {
+        snprintf(why, why_len, "the API server's answer to claim %s carried no usable uid and "
+                 "resourceVersion", t->name);
+        return false;
+    }
+    bool deleted = false;
+    bool answered = delete_lease(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
+    if (!deleted)
+        snprintf(why, why_len, "%s", answered ? "the Lease had changed or was gone"
+                                               : "the API server did not answer the DELETE");
+    return deleted;
 }
 
 static bool str_ok(const char *s)
@@ -390,7 +428,7 @@ static void sweep(struct wh_claims *c)
             !str_ok(rv))
             continue;
         bool deleted = false;
-        if (!delete_expired(c, name, uid, rv, &deleted))
+        if (!delete_lease(c, name, uid, rv, c->budget_ms, &deleted))
             api_errors++;
         if (deleted) {
             swept++;
@@ -451,6 +489,19 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
                 opts->ns ? opts->ns : "");
         return NULL;
     }
+    long budget_ms = opts->budget_ms > 0 ? opts->budget_ms : WH_CLAIMS_DEFAULT_BUDGET_MS;
+    long lifetime_s = opts->lifetime_s > 0 ? opts->lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S;
+    long min_s = (2 * budget_ms + 999) / 1000;
+    if (min_s < WH_CLAIMS_MIN_LIFETIME_S)
+        min_s = WH_CLAIMS_MIN_LIFETIME_S;
+    if (lifetime_s < min_s) {
+        wh_kube_free(kube);
+        wh_fail(errbuf, WH_ERR_INVALID,
+                "a worker-id claim lifetime of %lds is too short: it must be at least %lds, "
+                "twice the %ldms a replica may spend making one claim",
+                lifetime_s, min_s, budget_ms);
+        return NULL;
+    }
     struct wh_claims *c = calloc(1, sizeof(*c));
     if (c) {
         c->ns = strdup(opts->ns);
@@ -468,10 +519,10 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     }
     c->kube = kube;
     snprintf(c->path, sizeof(c->path), LEASES_PATH, c->ns);
-    c->lifetime_s = opts->lifetime_s > 0 ? opts->lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S;
+    c->lifetime_s = lifetime_s;
     long sweep = c->lifetime_s * 1000 / 4;
     c->sweep_ms = opts->sweep_ms > 0 ? opts->sweep_ms : sweep < 5000 ? sweep : 5000;
-    c->budget_ms = opts->budget_ms > 0 ? opts->budget_ms : WH_CLAIMS_DEFAULT_BUDGET_MS;
+    c->budget_ms = budget_ms;
     atomic_init(&c->stop, false);
     pthread_mutex_init(&c->mu, NULL);
     pthread_condattr_t ca;

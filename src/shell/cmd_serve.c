@@ -26,6 +26,7 @@
 #include "wh/memtune.h"  /* wh_memtune_server */
 #include "wh/reqmem.h"   /* wh_reqmem_install */
 #include "wh/b64.h"      /* wh_b64_decode */
+#include "wh/claims.h"   /* WH_CLAIMS_MIN_LIFETIME_S */
 #include "wh/commands.h" /* wh_cmd_serve */
 #include "wh/flags.h"    /* wh_flags_command */
 #include "wh/log.h"      /* wh_log */
@@ -376,7 +377,7 @@ int wh_cmd_serve(int argc, char **argv)
         {"cert-poll-interval", WH_FLAG_DURATION, &c.poll_ms, 100, 3600000, "how often certificate files are checked (default 1s)", false},
         {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
         {"claims-namespace", WH_FLAG_STR, &c.claims_ns, 0, 0, "namespace of the worker-id claim Leases (default: $POD_NAMESPACE, else the service account's)", false},
-        {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds (default 60s)", false},
+        {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds, at least 6s (default 60s)", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */
         {"logtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
         {"alsologtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
@@ -391,6 +392,17 @@ int wh_cmd_serve(int argc, char **argv)
         return exit_now;
     char errbuf[WH_ERRBUF_LEN] = "";
     wh_log_set_verbosity((int)c.v);
+    /* Whole seconds, as the Lease stores it. */
+    if (c.claim_lifetime_ms && (c.claim_lifetime_ms + 999) / 1000 < WH_CLAIMS_MIN_LIFETIME_S) {
+        fprintf(stderr,
+                "tpu-webhook serve: invalid value %ldms for flag -claim-lifetime: the minimum "
+                "is %lds, twice the %lds a replica may spend making one worker-id claim (a "
+                "claim must outlive every claim of the same id still being made, see "
+                "docs/legacy-indices.md)\n",
+                c.claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
+                (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
+        return 2;
+    }
     struct sockaddr_storage ss;
     socklen_t sl;
     if (wh_server_parse_bind(c.bind, &ss, &sl, errbuf)) {

@@ -24,6 +24,12 @@ Retry-After: 1, a timeout (the request is carried out, the answer comes
 only after --fault-timeout seconds, so the client gives up not knowing
 whether it happened) or a connection reset before anything is done.
 
+A gate for making races happen in a chosen order: POST /_control/hold
+{"method": "POST", "only": "leases"} makes every matching plain request
+wait, after its body was read and before it is carried out, until
+/_control/hold {} opens the gate (or 30 s pass); stats "held" counts the
+requests that have waited at it.
+
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
 counters. SIGTERM saves the state (--state) and exits at once, dropping
@@ -56,6 +62,7 @@ class State:
         self.objs = {"pods": {}, "nodes": {}, "leases": {}}
         self.uid = 0
         self.faults = {}
+        self.hold = {}           # see /_control/hold
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
         self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
@@ -66,7 +73,7 @@ class State:
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
-                      "faults": 0}
+                      "faults": 0, "held": 0}
 
     @staticmethod
     def key(kind, obj):
@@ -261,6 +268,16 @@ class Handler(BaseHTTPRequestHandler):
             return "timeout"
         return True
 
+    def wait_at_gate(self, method, path):
+        with STATE.cv:
+            h = STATE.hold
+            if not h or h.get("method", method) != method or h.get("only", "") not in path:
+                return
+            STATE.stats["held"] += 1
+            end = time.monotonic() + 30
+            while STATE.hold and time.monotonic() < end:
+                STATE.cv.wait(0.1)
+
     def api(self, method):
         """Leases (any method) and fault injection; False: not handled here."""
         u = urllib.parse.urlparse(self.path)
@@ -273,6 +290,7 @@ class Handler(BaseHTTPRequestHandler):
         # The body is read first, so that an injected answer leaves the
         # kept-alive connection at the start of the next request.
         body = self.read_body() if m and method in ("POST", "PUT", "DELETE") else None
+        self.wait_at_gate(method, u.path)
         f = self.fault(u.path)
         if f is True:
             return True
@@ -399,6 +417,8 @@ class Handler(BaseHTTPRequestHandler):
                 # ends (a sick API server); {"code": 0} heals it.
                 STATE.watch_error = int((body or {}).get("code") or 0)
                 STATE.watch_error_html = bool((body or {}).get("html"))
+            elif parts[0] == "hold":
+                STATE.hold = dict(body or {})
             elif parts[0] == "faults":
                 STATE.faults = dict(body or {})
             elif parts[0] == "tokens":

@@ -882,7 +882,8 @@ static void *take_one(void *p)
 {
     struct take_arg *a = p;
     char why[WH_ERRBUF_LEN];
-    a->oc = wh_claims_take(a->c, "ns-a", "life", "tpu", 0, 11, why, sizeof(why));
+    struct wh_claim_ticket ticket;
+    a->oc = wh_claims_take(a->c, "ns-a", "life", "tpu", 0, 11, &ticket, why, sizeof(why));
     return NULL;
 }
 
@@ -912,6 +913,14 @@ static void test_claim_lifetime_from_creating_attempt(void **st)
     assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
     struct wh_kube *reader = wh_kube_new(&cfg, errbuf); /* reads the Lease back */
     assert_non_null(reader);
+    wh_kube_config_clear(&cfg);
+    /* A lifetime under twice the budget is refused (and k freed). */
+    struct wh_claims_opts shortlived = {.ns = "claims-life", .holder = "h-1", .lifetime_s = 5};
+    assert_null(wh_claims_new(k, &shortlived, errbuf));
+    assert_non_null(strstr(errbuf, "lifetime of 5s is too short: it must be at least 6s"));
+    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    k = wh_kube_new(&cfg, errbuf);
+    assert_non_null(k);
     wh_kube_config_clear(&cfg);
     struct wh_claims_opts co = {.ns = "claims-life", .holder = "h-1", .lifetime_s = 60};
     struct wh_claims *c = wh_claims_new(k, &co, errbuf);
@@ -956,6 +965,107 @@ static void test_claim_lifetime_from_creating_attempt(void **st)
     wh_buf_free(&body);
     wh_claims_free(c);
     wh_kube_free(reader);
+}
+
+struct admit_arg {
+    struct wh_admit *ad;
+    const char *body;
+    struct wh_engine_result res;
+    enum wh_err err;
+    char errbuf[WH_ERRBUF_LEN];
+};
+
+static void *admit_one(void *p)
+{
+    struct admit_arg *a = p;
+    a->err = wh_admit_review(a->ad, a->body, strlen(a->body), WH_ROUTE_MUTATE, &a->res, a->errbuf);
+    return NULL;
+}
+
+/* The HTTP status of a GET of the claim Lease of (default, cluster, tpu, 0,
+ * worker_id) in claims namespace ns. */
+static long lease_status(struct wh_kube *k, const char *ns, const char *cluster, long worker_id)
+{
+    char name[WH_CLAIMS_NAME_LEN], path[700], errbuf[WH_ERRBUF_LEN];
+    wh_claims_name("default", cluster, "tpu", 0, worker_id, name);
+    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns,
+             name);
+    struct wh_buf body;
+    wh_buf_init(&body, 1 << 20);
+    long status = 0;
+    if (wh_kube_get(k, path, &body, &status, NULL, errbuf))
+        status = -1;
+    wh_buf_free(&body);
+    return status;
+}
+
+/* A claim created after another replica's claim of the same id was made,
+ * answered, expired and swept (a slow claim, or clocks apart): the Lease is
+ * ours, but a pod holds the id. The claim of id 0 is held at the fake API
+ * server's gate while a pod with id 0 appears in the cache (as if another
+ * replica had admitted it and its claim were gone by now); then the gate
+ * opens and the claim is created. Without the check after the claim, the
+ * pod was answered with id 0: two hosts of one slice with one id. */
+static void test_claim_after_pod_appeared(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(kh_kubeconfig(&srv, "kc-super", NULL), 0);
+    path_in(p, sizeof(p), "kc-super");
+    struct wh_admit_opts o = {.kubeconfig_path = p, .cache = &fast,
+                              .claims_namespace = "claims-super"};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    if (!ad)
+        fail_msg("wh_admit_new: %s", errbuf);
+    assert_true(wait_ready(ad, 30000));
+    struct wh_kube_config cfg;
+    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
+    struct wh_kube *reader = wh_kube_new(&cfg, errbuf);
+    assert_non_null(reader);
+    wh_kube_config_clear(&cfg);
+    struct wh_mgauges as;
+    wh_admit_stats(ad, &as);
+    size_t cached = as.pods_cached;
+    long held = kh_stat(&srv, "held");
+    assert_true(held >= 0);
+
+    assert_int_equal(kh_control(&srv, "hold", "{\"method\":\"POST\",\"only\":\"leases\"}", NULL),
+                     0);
+    struct admit_arg a = {.ad = ad, .body = kh_review(tmpl16, "superseded", "tpu")};
+    assert_non_null(a.body);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, admit_one, &a), 0);
+    long end = kh_now_ms() + 10000;
+    while (kh_stat(&srv, "held") == held && kh_now_ms() < end)
+        kh_sleep_ms(10);
+    assert_true(kh_stat(&srv, "held") > held); /* id 0 decided, its claim at the gate */
+    char *pod = kh_created_pod(a.body, "superseded-elsewhere", 0, 0, 1);
+    assert_non_null(pod);
+    assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0);
+    free(pod);
+    for (; kh_now_ms() < end; kh_sleep_ms(10)) {
+        wh_admit_stats(ad, &as);
+        if (as.pods_cached > cached)
+            break;
+    }
+    assert_true(as.pods_cached > cached); /* the cache shows the pod holding id 0 */
+    assert_int_equal(kh_control(&srv, "hold", "{}", NULL), 0);
+    pthread_join(t, NULL);
+
+    assert_int_equal(a.err, WH_OK);
+    if (!a.res.allowed)
+        fail_msg("denied: %s", a.res.message ? a.res.message : "");
+    assert_int_equal(a.res.replica, 0);
+    if (a.res.host == 0)
+        fail_msg("answered TPU_WORKER_ID 0, which pod superseded-elsewhere holds");
+    assert_int_equal(a.res.host, 1);
+    /* The Lease of id 0 was given back at once; the one of id 1 stands. */
+    assert_int_equal(lease_status(reader, "claims-super", "superseded", 0), 404);
+    assert_int_equal(lease_status(reader, "claims-super", "superseded", 1), 200);
+    wh_engine_result_free(&a.res);
+    free((char *)a.body);
+    wh_kube_free(reader);
+    wh_admit_free(ad);
 }
 
 static void test_no_api_server(void **st)
@@ -1037,6 +1147,7 @@ int main(void)
         cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
+        cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
     };

@@ -1339,6 +1339,9 @@ static void case_flags(void)
     expect_exit((char *[]){"--v=x", NULL}, 2, "invalid value \"x\" for flag -v");
     expect_exit((char *[]){"--max-body-bytes=12", NULL}, 2, "from 1024 to");
     expect_exit((char *[]){"--header-timeout=10", NULL}, 2, "duration");
+    /* A claim lifetime not well above the claim budget is refused. */
+    expect_exit((char *[]){"--claim-lifetime=5s", NULL}, 2,
+                "invalid value 5000ms for flag -claim-lifetime: the minimum is 6s, twice the 3s");
     expect_exit((char *[]){"--bind-address=127.0.0.1:0", "--v=0", NULL}, 1,
                 "failed to read server cert file /etc/kuberay-tpu-webhook/tls/tls.crt");
     expect_exit((char *[]){"--bind-address=127.0.0.1:0", "--server-cert=%%%", "--server-key=QUJD", NULL}, 1,

@@ -28,11 +28,16 @@
 
 #define WH_CLAIMS_DEFAULT_LIFETIME_S 60L
 #define WH_CLAIMS_DEFAULT_BUDGET_MS 3000L
+/* The shortest lifetime accepted: twice the budget. A claim must outlive
+ * any claim of the same id still being made by a replica that decided
+ * before the pod holding the id appeared (docs/legacy-indices.md). */
+#define WH_CLAIMS_MIN_LIFETIME_S (2 * WH_CLAIMS_DEFAULT_BUDGET_MS / 1000)
+#define WH_CLAIMS_NAME_LEN 56 /* wh_claims_name() */
 
 struct wh_claims_opts {
     const char *ns;     /* namespace of the Leases (the webhook's own); required */
     const char *holder; /* this replica's identity (holderIdentity); required */
-    long lifetime_s;    /* leaseDurationSeconds; 0: default */
+    long lifetime_s;    /* leaseDurationSeconds; 0: default; else >= 2 x budget */
     long sweep_ms;      /* sweeper period; 0: lifetime / 4, at most 5 s */
     long budget_ms;     /* one claim, retries included; 0: default */
 };
@@ -44,10 +49,19 @@ enum wh_claim_outcome {
 };
 
 
+/* The Lease a TAKEN claim created, for wh_claims_release(). */
+struct wh_claim_ticket {
+    char name[WH_CLAIMS_NAME_LEN];
+    char uid[128];
+    char rv[64];   /* metadata.resourceVersion */
+};
+
 struct wh_claims;
 
 /* Takes over kube (freed by wh_claims_free, also on failure). Starts the
- * sweeper, whose first sweep runs at once. NULL with a reason on failure. */
+ * sweeper, whose first sweep runs at once. NULL with a reason on failure
+ * (a lifetime below WH_CLAIMS_MIN_LIFETIME_S, or twice budget_ms, among
+ * them). */
 struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opts *opts,
                                 char *errbuf);
 void wh_claims_free(struct wh_claims *c); /* NULL-safe */
@@ -59,8 +73,17 @@ void wh_claims_free(struct wh_claims *c); /* NULL-safe */
  * used unless this call saw it created. */
 WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns,
                                                   const char *cluster, const char *group,
-                                                  long replica, long worker_id, char *why,
+                                                  long replica, long worker_id,
+                                                  struct wh_claim_ticket *ticket, char *why,
                                                   size_t why_len);
+
+/* Give up a TAKEN claim at once: DELETE its Lease with uid and
+ * resourceVersion preconditions (a claim re-created meanwhile is left
+ * alone). One attempt: a Lease left behind only blocks its id until it
+ * expires. False with the reason in why when the API server did not
+ * delete it. */
+bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *ticket, char *why,
+                       size_t why_len);
 
 /* The API server answered the last sweeps (for /readyz). why: the last
  * failure when not. */
@@ -70,7 +93,6 @@ void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st);
 /* The Lease name of a claim ("tpu-worker-id-" + 40 hex digits of SHA-256
  * over the five fields): deterministic, so that every replica names the
  * same claim the same way. out must hold WH_CLAIMS_NAME_LEN bytes. */
-#define WH_CLAIMS_NAME_LEN 56
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN]);
 
