@@ -5,7 +5,7 @@
 #include <stdio.h>  /* vsnprintf */
 #include <string.h> /* memset */
 
-#include "wh/json.h" /* wh_json_add */
+#include "wh/json.h" /* wh_json_add, wh_json_delete */
 #include "wh/mem.h" /* wh_malloc, wh_free */
 #include "wh/utf8.h" /* wh_utf8_trim_cut */
 
@@ -23,8 +23,9 @@ void wh_decision_free(struct wh_decision *d)
     if (!d)
         return;
     wh_free(d->message);
-    cJSON_Delete(d->patch);
-    cJSON_Delete(d->warnings);
+    /* Built in this decision: in a request's arena they go with it. */
+    wh_json_delete(d->patch);
+    wh_json_delete(d->warnings);
     wh_buf_free(&d->notes);
     wh_decision_init(d);
 }

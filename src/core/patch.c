@@ -42,11 +42,11 @@ enum wh_err wh_patch_op(struct wh_decision *d, const char *op, const char *path,
         cJSON_Delete(value);
         return WH_ERR_NOMEM;
     }
-    enum wh_err err = wh_json_set_str(o, "op", op);
+    enum wh_err err = wh_json_set_str_lit(o, "op", op);
     if (!err)
-        err = wh_json_set_str(o, "path", path);
+        err = wh_json_set_str_lit(o, "path", path);
     if (!err)
-        err = wh_json_set(o, "value", value);
+        err = wh_json_set_lit(o, "value", value);
     else
         cJSON_Delete(value);
     if (err) {
@@ -120,18 +120,18 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
 cJSON *wh_env_entry(const char *name, const char *value, const char *field_path)
 {
     cJSON *e = cJSON_CreateObject();
-    enum wh_err err = e ? wh_json_set_str(e, "name", name) : WH_ERR_NOMEM;
+    enum wh_err err = e ? wh_json_set_str_lit(e, "name", name) : WH_ERR_NOMEM;
     if (!err && !field_path) {
-        err = wh_json_set_str(e, "value", value);
+        err = wh_json_set_str_lit(e, "value", value);
     } else if (!err) {
         cJSON *vf = cJSON_CreateObject(), *fr = cJSON_CreateObject();
-        err = vf && fr ? wh_json_set_str(fr, "fieldPath", field_path) : WH_ERR_NOMEM;
+        err = vf && fr ? wh_json_set_str_lit(fr, "fieldPath", field_path) : WH_ERR_NOMEM;
         if (!err) {
-            err = wh_json_set(vf, "fieldRef", fr);
+            err = wh_json_set_lit(vf, "fieldRef", fr);
             fr = NULL;
         }
         if (!err) {
-            err = wh_json_set(e, "valueFrom", vf);
+            err = wh_json_set_lit(e, "valueFrom", vf);
             vf = NULL;
         }
         cJSON_Delete(fr);

@@ -7,7 +7,7 @@
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
 #include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
 #include "wh/mem.h" /* wh_free */
-#include "wh/utf8.h"    /* wh_utf8_cut */
+#include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_is_ascii */
 
 struct wh_review {
     cJSON *root;                /* owned: the whole AdmissionReview */
@@ -25,7 +25,10 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     enum wh_err err = wh_json_parse(body, len, &root, errbuf);
     if (err)
         return err;
-    if (wh_json_repair_utf8(root)) {
+    /* Only raw bytes can be stray: cJSON decodes \u escapes to well-formed
+     * UTF-8 or refuses them (test_json's escapes_decode_to_utf8), so an
+     * ASCII body, the usual one, needs no walk over its strings. */
+    if (!wh_utf8_is_ascii(body, len) && wh_json_repair_utf8(root)) {
         cJSON_Delete(root);
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }

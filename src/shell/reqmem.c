@@ -49,13 +49,19 @@ static void *rm_realloc(void *p, size_t n)
     return realloc(p, n);
 }
 
+/* A block of the bound arena goes with it at wh_reqmem_put(). */
+static bool rm_bulk(const void *p)
+{
+    return bound && wh_arena_owns(bound, p);
+}
+
 void wh_reqmem_install(void)
 {
     static bool installed;
     if (installed)
         return;
     installed = true;
-    struct wh_mem_hooks h = {rm_malloc, rm_realloc, rm_free};
+    struct wh_mem_hooks h = {rm_malloc, rm_realloc, rm_free, rm_bulk};
     wh_mem_install(&h);
 }
 

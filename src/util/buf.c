@@ -5,7 +5,7 @@
 #include <stdbool.h> /* bool */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* vsnprintf */
-#include <string.h> /* memcpy, strlen */
+#include <string.h> /* memcpy */
 #include "wh/mem.h" /* wh_free */
 
 #include "wh/utf8.h" /* wh_utf8_char_len */
@@ -64,7 +64,7 @@ enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n)
     return WH_OK;
 }
 
-enum wh_err wh_buf_addn(struct wh_buf *b, const void *p, size_t n)
+enum wh_err wh_buf_addn_grow(struct wh_buf *b, const void *p, size_t n)
 {
     enum wh_err err = wh_buf_reserve(b, n);
     if (err)
@@ -74,16 +74,6 @@ enum wh_err wh_buf_addn(struct wh_buf *b, const void *p, size_t n)
     b->len += n;
     b->ptr[b->len] = '\0';
     return WH_OK;
-}
-
-enum wh_err wh_buf_add(struct wh_buf *b, const char *s)
-{
-    return wh_buf_addn(b, s, strlen(s));
-}
-
-enum wh_err wh_buf_addc(struct wh_buf *b, char c)
-{
-    return wh_buf_addn(b, &c, 1);
 }
 
 enum wh_err wh_buf_addu(struct wh_buf *b, unsigned long v)

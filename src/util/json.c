@@ -3,12 +3,13 @@
 
 #include <limits.h> /* LONG_MAX */
 #include <stdarg.h> /* va_list */
-#include <math.h>   /* isfinite, floor */
+#include <math.h>   /* isfinite, floor, fabs, signbit */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strlen */
 
 #include "wh/buf.h" /* wh_buf */
-#include "wh/utf8.h" /* wh_utf8_char_len */
+#include "wh/mem.h" /* wh_mem_bulk */
+#include "wh/utf8.h" /* wh_utf8_char_len, wh_utf8_is_ascii */
 
 const cJSON *wh_json_get(const cJSON *obj, const char *key)
 {
@@ -72,6 +73,28 @@ enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value)
     return wh_json_set(obj, key, cJSON_CreateString(value));
 }
 
+enum wh_err wh_json_set_lit(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return WH_ERR_NOMEM;
+    if (!cJSON_AddItemToObjectCS(obj, key, item)) {
+        cJSON_Delete(item);
+        return WH_ERR_NOMEM;
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_json_set_str_lit(cJSON *obj, const char *key, const char *value)
+{
+    return wh_json_set_lit(obj, key, cJSON_CreateString(value));
+}
+
+void wh_json_delete(cJSON *item)
+{
+    if (!wh_mem_bulk(item))
+        cJSON_Delete(item);
+}
+
 enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf)
 {
     const char *end = NULL;
@@ -126,9 +149,13 @@ bool wh_parse_long(const char *s, long *out)
 
 enum wh_err wh_json_write_string(struct wh_buf *b, const char *s)
 {
-    enum wh_err err = wh_buf_addc(b, '"');
+    size_t n = strlen(s);
+    /* Room for the unescaped text and both quotes at once. */
+    enum wh_err err = wh_buf_reserve(b, n + 2);
     if (!err)
-        err = wh_buf_add_json_escaped(b, s, strlen(s));
+        err = wh_buf_addc(b, '"');
+    if (!err)
+        err = wh_buf_add_json_escaped(b, s, n);
     if (!err)
         err = wh_buf_addc(b, '"');
     return err;
@@ -139,10 +166,13 @@ static enum wh_err write_number(struct wh_buf *b, double d)
     char num[32];
     if (!isfinite(d))
         return wh_buf_add(b, "null");
-    if (d == floor(d) && fabs(d) < 1e15)
-        snprintf(num, sizeof(num), "%.0f", d);
-    else
-        snprintf(num, sizeof(num), "%.17g", d);
+    if (d == floor(d) && fabs(d) < 1e15) {
+        /* What "%.0f" prints, without printf: the digits, "-" below zero
+         * and for -0. */
+        enum wh_err err = signbit(d) ? wh_buf_addc(b, '-') : WH_OK;
+        return err ? err : wh_buf_addu(b, (unsigned long)fabs(d));
+    }
+    snprintf(num, sizeof(num), "%.17g", d);
     return wh_buf_add(b, num);
 }
 
@@ -182,6 +212,8 @@ enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item)
 static char *repaired(char *s)
 {
     size_t n = strlen(s), bad = 0;
+    if (wh_utf8_is_ascii(s, n))
+        return s;
     for (size_t i = 0, len; i < n; i += len ? len : 1)
         bad += !(len = wh_utf8_char_len(s + i, n - i));
     if (!bad)

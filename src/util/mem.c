@@ -8,11 +8,11 @@
 
 /* The one piece of process state below the shell: set once by the shell
  * before threads start, read-only afterwards (as cJSON's own hooks are). */
-static struct wh_mem_hooks hooks = {malloc, realloc, free};
+static struct wh_mem_hooks hooks = {malloc, realloc, free, NULL};
 
 void wh_mem_install(const struct wh_mem_hooks *h)
 {
-    struct wh_mem_hooks libc = {malloc, realloc, free};
+    struct wh_mem_hooks libc = {malloc, realloc, free, NULL};
     hooks = h ? *h : libc;
     cJSON_Hooks ch = {hooks.malloc_fn, hooks.free_fn};
     cJSON_InitHooks(h ? &ch : NULL);
@@ -51,4 +51,9 @@ char *wh_strdup(const char *s)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+bool wh_mem_bulk(const void *p)
+{
+    return p && hooks.bulk_fn && hooks.bulk_fn(p);
 }

@@ -1,7 +1,8 @@
 /* utf8.c: UTF-8 validation and character-boundary cuts (RFC 3629). */
 #include "wh/utf8.h"
 
-#include <string.h> /* strnlen */
+#include <stdint.h> /* uint64_t */
+#include <string.h> /* memcpy, strnlen */
 
 size_t wh_utf8_char_len(const char *s, size_t n)
 {
@@ -35,6 +36,20 @@ size_t wh_utf8_char_len(const char *s, size_t n)
         if (u[i] < 0x80 || u[i] > 0xBF)
             return 0;
     return len;
+}
+
+bool wh_utf8_is_ascii(const char *s, size_t n)
+{
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        any |= w;
+    }
+    for (; i < n; i++)
+        any |= (unsigned char)s[i];
+    return !(any & 0x8080808080808080ULL);
 }
 
 /* Bytes a character whose first byte is c claims (0: c cannot start one). */

@@ -13,6 +13,7 @@
 #include "wh/arena.h"
 #include "wh/buf.h"
 #include "wh/engine.h"
+#include "wh/json.h"
 #include "wh/mem.h"
 #include "wh/reqmem.h"
 #include "wh/state.h"
@@ -201,6 +202,32 @@ static void test_engine_in_bound_arena(void **unused)
     wh_memstate_free(ms);
 }
 
+/* wh_json_delete leaves a tree of the bound arena to the arena's reset and
+ * frees any other (LeakSanitizer, in the sanitizer build, would report a
+ * tree it skipped wrongly). */
+static void test_json_delete_bulk(void **unused)
+{
+    (void)unused;
+    wh_reqmem_install();
+    cJSON *heap = cJSON_CreateObject(); /* nothing bound: the C library's */
+    assert_int_equal(wh_json_set_str(heap, "k", "v"), WH_OK);
+    assert_false(wh_mem_bulk(heap));
+    struct wh_arena *a = wh_arena_new(NULL);
+    assert_non_null(a);
+    wh_reqmem_bind(a);
+    cJSON *tree = cJSON_CreateArray();
+    assert_int_equal(wh_json_add(tree, cJSON_CreateString("in the arena")), WH_OK);
+    assert_true(wh_arena_owns(a, tree));
+    assert_true(wh_mem_bulk(tree));
+    assert_false(wh_mem_bulk(heap)); /* made before the binding */
+    assert_false(wh_mem_bulk(NULL));
+    wh_json_delete(tree);
+    wh_json_delete(heap);
+    wh_json_delete(NULL);
+    wh_reqmem_bind(NULL);
+    wh_arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_chunk_source_refuses),
         cmocka_unit_test(test_retain_and_trim),
         cmocka_unit_test(test_engine_in_bound_arena),
+        cmocka_unit_test(test_json_delete_bulk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

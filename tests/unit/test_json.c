@@ -6,11 +6,16 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../testutil.h"
+#include "wh/buf.h"
 #include "wh/json.h"
+#include "wh/utf8.h"
 
 static void long_ok(const char *s, long want)
 {
@@ -169,13 +174,85 @@ static void test_repair_utf8(void **unused)
     cJSON_Delete(j);
 }
 
+/* wh_json_write prints whole numbers without printf: the same digits as
+ * "%.0f" (signs, -0 and the 1e15 edge included), others as "%.17g". */
+static void test_write_numbers(void **unused)
+{
+    (void)unused;
+    static const double nums[] = {0.0, -0.0, 1, -1, 7, 10, 42, -42, 1e14, 999999999999999.0,
+                                  -999999999999999.0, 1e15, -1e15, 0.5, -2.25, 1e20, 3.14159};
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        char want[40];
+        double d = nums[i];
+        snprintf(want, sizeof(want), d == floor(d) && fabs(d) < 1e15 ? "%.0f" : "%.17g", d);
+        cJSON *n = cJSON_CreateNumber(d);
+        struct wh_buf b;
+        wh_buf_init(&b, 64);
+        assert_int_equal(wh_json_write(&b, n), WH_OK);
+        assert_string_equal(wh_buf_ptr(&b), want);
+        wh_buf_free(&b);
+        cJSON_Delete(n);
+    }
+}
+
+/* Why an ASCII review skips wh_json_repair_utf8 (review.c): every \u escape
+ * cJSON accepts decodes to well-formed UTF-8 (surrogates only as pairs), and
+ * the others fail the parse. All of the BMP, the pairs' ends, lone halves. */
+static bool all_utf8(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = wh_utf8_char_len(s + i, n - i)))
+            return false;
+    return true;
+}
+
+static void test_escapes_decode_to_utf8(void **unused)
+{
+    (void)unused;
+    char errbuf[WH_ERRBUF_LEN], text[64];
+    size_t cap = 0x10000 * 9 + 16, n = 0;
+    char *all = malloc(cap);
+    assert_non_null(all);
+    all[n++] = '[';
+    for (unsigned u = 1; u <= 0xFFFF; u++)
+        if (u < 0xD800 || u > 0xDFFF)
+            n += (size_t)snprintf(all + n, cap - n, "%s\"\\u%04X\"", n > 1 ? "," : "", u);
+    all[n++] = ']';
+    cJSON *j = NULL;
+    assert_int_equal(wh_json_parse(all, n, &j, errbuf), WH_OK);
+    int count = 0;
+    for (const cJSON *c = j->child; c; c = c->next, count++)
+        assert_true(all_utf8(c->valuestring));
+    assert_int_equal(count, 0xFFFF - 0x800);
+    cJSON_Delete(j);
+    free(all);
+    static const char *const pairs[] = {"\\uD800\\uDC00", "\\uDBFF\\uDFFF", "\\uD83D\\uDE00"};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        int len = snprintf(text, sizeof(text), "\"%s\"", pairs[i]);
+        assert_int_equal(wh_json_parse(text, (size_t)len, &j, errbuf), WH_OK);
+        assert_int_equal(strlen(j->valuestring), 4);
+        assert_true(all_utf8(j->valuestring));
+        cJSON_Delete(j);
+    }
+    static const char *const lone[] = {"\\uD800", "\\uDBFF\\u0041", "\\uDC00", "\\uDFFF",
+                                       "\\uD800\\uD800", "x\\uDE00y"};
+    for (size_t i = 0; i < sizeof(lone) / sizeof(lone[0]); i++) {
+        int len = snprintf(text, sizeof(text), "\"%s\"", lone[i]);
+        j = NULL;
+        if (wh_json_parse(text, (size_t)len, &j, errbuf) == WH_OK)
+            fail_msg("%s parsed to \"%s\"", lone[i], j->valuestring);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_long),   cmocka_unit_test(test_parse_long_rejects),
         cmocka_unit_test(test_parse_ok),     cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_getters),      cmocka_unit_test(test_add_set_ownership),
-        cmocka_unit_test(test_repair_utf8),
+        cmocka_unit_test(test_repair_utf8), cmocka_unit_test(test_escapes_decode_to_utf8),
+        cmocka_unit_test(test_write_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,12 +91,30 @@ static void test_trim_cut(void **unused)
     wh_utf8_trim_cut(buf, 0); /* nothing to do, no write */
 }
 
+static void test_is_ascii(void **unused)
+{
+    (void)unused;
+    char s[40];
+    memset(s, 'a', sizeof(s));
+    assert_true(wh_utf8_is_ascii(s, sizeof(s)));
+    assert_true(wh_utf8_is_ascii(s, 0));
+    /* A high byte at every position: in a whole word and in the tail. */
+    for (size_t i = 0; i < sizeof(s); i++) {
+        s[i] = '\x80';
+        assert_false(wh_utf8_is_ascii(s, sizeof(s)));
+        assert_true(wh_utf8_is_ascii(s, i)); /* stops before it */
+        s[i] = '\x7f';
+        assert_true(wh_utf8_is_ascii(s, sizeof(s)));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_char_len),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_trim_cut),
+        cmocka_unit_test(test_is_ascii),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

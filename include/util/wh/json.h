@@ -31,6 +31,17 @@ WH_NODISCARD enum wh_err wh_json_add(cJSON *array, cJSON *item);
 WH_NODISCARD enum wh_err wh_json_set(cJSON *obj, const char *key, cJSON *item);
 /* Convenience: set a string member (copied). */
 WH_NODISCARD enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value);
+/* wh_json_set / wh_json_set_str for a key that is a string literal: the
+ * tree points at the key instead of copying it (cJSON's StringIsConst). */
+WH_NODISCARD enum wh_err wh_json_set_lit(cJSON *obj, const char *key, cJSON *item);
+WH_NODISCARD enum wh_err wh_json_set_str_lit(cJSON *obj, const char *key, const char *value);
+
+/* cJSON_Delete(item), unless item lives in memory released as a whole
+ * (wh_mem_bulk, mem.h: the server's request arena), where walking the tree
+ * to free it node by node would only cost time. Only for a tree built in
+ * one piece, under one binding (a decision's patch), never for a tree that
+ * outlives the request. NULL-safe. */
+void wh_json_delete(cJSON *item);
 
 /* Parse len bytes (not necessarily NUL-terminated). Caller owns the result
  * (cJSON_Delete). errbuf gets the byte offset of a syntax error. */

@@ -12,12 +12,17 @@
 #ifndef WH_MEM_H
 #define WH_MEM_H
 
-#include <stddef.h> /* size_t */
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 struct wh_mem_hooks {
     void *(*malloc_fn)(size_t n);
     void *(*realloc_fn)(void *p, size_t n);
     void (*free_fn)(void *p);
+    /* Optional (NULL: never). True when the block p goes back with all the
+     * memory it came from at once (a request's arena, reset after the
+     * answer), so freeing what hangs off it piece by piece is wasted work. */
+    bool (*bulk_fn)(const void *p);
 };
 
 /* Install h for util, core and cJSON; NULL restores the C library's. Not
@@ -29,5 +34,10 @@ void *wh_calloc(size_t n, size_t size);
 void *wh_realloc(void *p, size_t n);
 void wh_free(void *p); /* NULL-safe */
 char *wh_strdup(const char *s);
+/* The installed bulk_fn: may the structure rooted at p, built with these
+ * functions under the same installation and thread binding, be left to its
+ * memory's bulk release? false with the C library's heap. See
+ * wh_json_delete (json.h). */
+bool wh_mem_bulk(const void *p);
 
 #endif /* WH_MEM_H */
