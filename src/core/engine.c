@@ -26,7 +26,10 @@ static enum wh_err print_patch(const struct wh_review *rv, struct wh_decision *d
 {
     if (!d->allowed || !cJSON_GetArraySize(d->patch))
         return WH_OK;
-    enum wh_err err = wh_json_write(patch, d->patch);
+    /* Sized once from the count (escapes aside): no copies as it grows. */
+    enum wh_err err = wh_buf_reserve(patch, d->patch_bytes + d->patch_bytes / 16 + 64);
+    if (!err)
+        err = wh_json_write(patch, d->patch);
     if (err || wh_buf_len(patch) <= WH_PATCH_MAX_BYTES)
         return err;
     size_t len = wh_buf_len(patch);
@@ -130,6 +133,8 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     wh_buf_init(&patch, RESPONSE_MAX);
     if (!err)
         err = print_patch(rv, &d, &patch);
+    if (!err) /* the envelope, the base64 patch and a message or warnings */
+        err = wh_buf_reserve(&body, (wh_buf_len(&patch) + 2) / 3 * 4 + 1024);
     if (!err)
         err = write_response(rv, &d, &patch, &body, &res->n_ops);
     wh_buf_free(&patch);

@@ -20,7 +20,7 @@
 #include "wh/patch.h"    /* wh_patch_op, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports, wh_port_list */
 #include "wh/mem.h"      /* wh_free */
 
 #define MAX_HOSTS WH_MAX_HOSTS
@@ -384,13 +384,14 @@ struct shared_values {
     struct wh_buf hostnames;      /* multi-host DNS list */
     struct wh_buf process_addrs;  /* tpu7x TPU_PROCESS_ADDRESSES */
     char torch_topology[96];
+    struct wh_port_list torch_addrs; /* TORCH_TPU_SLICEBUILDER_ADDRESSES */
 };
 
 /* One TPU container's env operations, in the order of
  * docs/internals/reference-behaviour.md §2.7.2. */
 struct env_step {
     struct pod_ctx *c;
-    const struct shared_values *sv;
+    struct shared_values *sv;
     unsigned ci;           /* index among TPU containers */
     const cJSON *env;      /* the container's env as sent */
     struct wh_env_writer w;
@@ -491,15 +492,17 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
                         "TorchTPU injection",
                         c->topology, MAX_TORCH_ADDRESSES);
     }
-    struct wh_buf addrs;
     bool too_many; /* checked above */
-    wh_buf_init(&addrs, WH_PATCH_MAX_BYTES - c->d->patch_bytes);
+    const char *addrs;
     enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
+    /* Bounded by what is left of the patch. A list an earlier container
+     * could carry and this one cannot fails in wh_patch_op instead, with
+     * the same WH_ERR_TOOBIG. */
     if (!err)
-        err = wh_host_ports(st->hostnames, per_host, &addrs, &too_many);
+        err = wh_port_list_get(&st->sv->torch_addrs, st->hostnames, per_host,
+                               WH_PATCH_MAX_BYTES - c->d->patch_bytes, &addrs, &too_many);
     if (!err)
-        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&addrs));
-    wh_buf_free(&addrs);
+        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     return err;
 }
 
@@ -528,7 +531,7 @@ static enum wh_err identity_env(struct env_step *st)
     return err;
 }
 
-static enum wh_err container_env(struct pod_ctx *c, const struct shared_values *sv, unsigned ci,
+static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, unsigned ci,
                                  bool *denied)
 {
     struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tpu[ci].obj, "env")};
@@ -731,6 +734,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
      * operations stop at it (wh_patch_op), so work and memory stay bounded. */
     wh_buf_init(&sv.hostnames, WH_PATCH_MAX_BYTES);
     wh_buf_init(&sv.process_addrs, WH_PATCH_MAX_BYTES);
+    wh_port_list_init(&sv.torch_addrs);
     err = build_shared(c, &sv);
     if (!err)
         err = pod_ops(c, st, &denied, errbuf);
@@ -741,6 +745,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = deny_pod(c, &denied, ": %s", why);
     wh_buf_free(&sv.hostnames);
     wh_buf_free(&sv.process_addrs);
+    wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
         err = deny_patch_too_big(c);
     return err;

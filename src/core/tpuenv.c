@@ -2,10 +2,10 @@
 #include "wh/tpuenv.h"
 
 #include <stdio.h>  /* snprintf */
-#include <string.h> /* strchr, strlen */
+#include <string.h> /* strchr, strcmp, strlen */
 
 #include "wh/json.h"    /* wh_json_str */
-#include "wh/mem.h"     /* wh_calloc, wh_free */
+#include "wh/mem.h"     /* wh_calloc, wh_malloc, wh_free */
 #include "wh/podspec.h" /* wh_container_tpu */
 
 enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
@@ -70,23 +70,74 @@ enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b
         return WH_OK;
     enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
                                             (size_t)(per_host * hosts) * 8);
+    /* ":<port>" of each k, formatted once for all hosts: PORT_SLOT bytes
+     * each, the length first (at most ":74006", as per_host <= 65536). */
+    enum { PORT_SLOT = 8 };
+    char *ports = err ? NULL : wh_malloc((size_t)per_host * PORT_SLOT);
+    if (!err && !ports)
+        err = WH_ERR_NOMEM;
+    for (long k = 0; k < per_host && !err; k++) {
+        char digits[8], *slot = ports + k * PORT_SLOT;
+        size_t n = 0;
+        for (unsigned long v = (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k); v; v /= 10)
+            digits[n++] = (char)('0' + v % 10);
+        slot[0] = (char)(n + 1);
+        slot[1] = ':';
+        for (size_t i = 0; i < n; i++)
+            slot[2 + i] = digits[n - 1 - i];
+    }
     const char *start = hostnames;
     for (long h = 0; h < hosts && !err; h++) {
         const char *end = strchr(start, ',');
         size_t len = end ? (size_t)(end - start) : strlen(start);
         for (long k = 0; k < per_host && !err; k++) {
+            const char *slot = ports + k * PORT_SLOT;
             if (b->len)
                 err = wh_buf_addc(b, ',');
             if (!err)
                 err = wh_buf_addn(b, start, len);
             if (!err)
-                err = wh_buf_addc(b, ':');
-            if (!err)
-                err = wh_buf_addu(b, (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k));
+                err = wh_buf_addn(b, slot + 1, (size_t)slot[0]);
         }
         start = end ? end + 1 : start + len;
     }
+    wh_free(ports);
     return err;
+}
+
+void wh_port_list_init(struct wh_port_list *pl)
+{
+    wh_buf_init(&pl->text, 0);
+    wh_buf_init(&pl->hostnames, (size_t)-1 / 2);
+    pl->built = false;
+    pl->per_host = 0;
+    pl->too_many = false;
+}
+
+void wh_port_list_free(struct wh_port_list *pl)
+{
+    if (!pl)
+        return;
+    wh_buf_free(&pl->text);
+    wh_buf_free(&pl->hostnames);
+}
+
+enum wh_err wh_port_list_get(struct wh_port_list *pl, const char *hostnames, long per_host,
+                             size_t max, const char **out, bool *too_many)
+{
+    if (!pl->built || pl->per_host != per_host || strcmp(wh_buf_ptr(&pl->hostnames), hostnames)) {
+        wh_buf_free(&pl->text);
+        wh_buf_init(&pl->text, max);
+        wh_buf_reset(&pl->hostnames);
+        pl->built = false;
+        WH_TRY(wh_host_ports(hostnames, per_host, &pl->text, &pl->too_many));
+        WH_TRY(wh_buf_add(&pl->hostnames, hostnames));
+        pl->built = true;
+        pl->per_host = per_host;
+    }
+    *out = wh_buf_ptr(&pl->text);
+    *too_many = pl->too_many;
+    return WH_OK;
 }
 
 long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x)

@@ -22,7 +22,7 @@
 #include "wh/patch.h"    /* wh_env_writer */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_port_list */
 #include "wh/utf8.h"     /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Keys the controllers put on the pods they create (docs/workloads.md). */
@@ -62,6 +62,9 @@ struct wl {
     long n_slices, slice;
     bool identity;           /* TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are ours to fill */
     struct wh_buf hosts;     /* this slice's peers; "localhost" for one host */
+    /* Built once for all TPU containers: TPU_PROCESS_ADDRESSES and
+     * TORCH_TPU_SLICEBUILDER_ADDRESSES over hosts. */
+    struct wh_port_list proc_addrs, torch_addrs;
     char master[NAME_MAX_LEN];      /* PET_MASTER_ADDR */
     bool megascale;                 /* MEGASCALE_NUM_SLICES may be filled */
     char coordinator[NAME_MAX_LEN]; /* MEGASCALE_COORDINATOR_ADDRESS */
@@ -484,13 +487,12 @@ static enum wh_err identity_env(struct cenv *c)
     struct wh_env_lookup lk;
     wh_env_lookup(c->env, "TPU_PROCESS_ADDRESSES", &lk);
     if (lk.first_index < 0) {
-        struct wh_buf b;
+        const char *addrs;
         bool too_many;
-        wh_buf_init(&b, WH_PATCH_MAX_BYTES);
-        err = wh_host_ports(wh_buf_ptr(&w->hosts), (long)w->tc.n, &b, &too_many);
+        err = wh_port_list_get(&w->proc_addrs, wh_buf_ptr(&w->hosts), (long)w->tc.n,
+                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && !too_many)
-            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&b));
-        wh_buf_free(&b);
+            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
     }
     if (!err)
         err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
@@ -554,17 +556,16 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
     }
     wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
     if (!err && lk.first_index < 0) {
-        struct wh_buf b;
+        const char *addrs;
         bool too_many;
-        wh_buf_init(&b, WH_PATCH_MAX_BYTES);
-        err = wh_host_ports(wh_buf_ptr(&w->hosts), per_host, &b, &too_many);
+        err = wh_port_list_get(&w->torch_addrs, wh_buf_ptr(&w->hosts), per_host,
+                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && too_many)
             err = deny(w, denied, "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
                                   "more than %ld entries; set it in the container to skip it",
                        w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
-            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", wh_buf_ptr(&b));
-        wh_buf_free(&b);
+            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     }
     if (err || *denied)
         return err;
@@ -686,6 +687,8 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     describe(&w);
     /* Every value is part of the patch, which stops at its limit (wh_patch_op). */
     wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);
+    wh_port_list_init(&w.proc_addrs);
+    wh_port_list_init(&w.torch_addrs);
     enum wh_err err = decide(&w, st, errbuf);
     bool denied;
     if (err == WH_ERR_TOOBIG)
@@ -696,6 +699,8 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
                                 "pod one TPU container",
                    w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
     wh_buf_free(&w.hosts);
+    wh_port_list_free(&w.proc_addrs);
+    wh_port_list_free(&w.torch_addrs);
     wh_tpu_containers_free(&w.tc);
     if (err) {
         cJSON_Delete(d->patch);

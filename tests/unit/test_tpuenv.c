@@ -70,6 +70,34 @@ static void test_host_ports(void **unused)
     assert_int_equal(wh_host_count("a,b,c"), 3);
 }
 
+/* The list of one pod's containers: built once, rebuilt when the hosts or
+ * the count per host differ (the text compared, not the pointer). */
+static void test_port_list(void **unused)
+{
+    (void)unused;
+    struct wh_port_list pl;
+    const char *out, *first;
+    bool too_many;
+    char hosts[] = "a.x,b.x";
+    wh_port_list_init(&pl);
+    assert_int_equal(wh_port_list_get(&pl, hosts, 2, 1 << 20, &out, &too_many), WH_OK);
+    assert_string_equal(out, "a.x:8471,a.x:8472,b.x:8471,b.x:8472");
+    first = out;
+    assert_int_equal(wh_port_list_get(&pl, "a.x,b.x", 2, 1 << 20, &out, &too_many), WH_OK);
+    assert_ptr_equal(out, first); /* the same text: not built again */
+    assert_int_equal(wh_port_list_get(&pl, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
+    assert_string_equal(out, "a.x:8471,b.x:8471");
+    hosts[0] = 'c'; /* same pointer, new text */
+    assert_int_equal(wh_port_list_get(&pl, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
+    assert_string_equal(out, "c.x:8471,b.x:8471");
+    assert_int_equal(wh_port_list_get(&pl, hosts, 2, 8, &out, &too_many), WH_ERR_TOOBIG);
+    assert_int_equal(wh_port_list_get(&pl, "a,b", WH_MAX_TORCH_ADDRESSES, 1 << 20, &out,
+                                      &too_many), WH_OK);
+    assert_true(too_many);
+    assert_string_equal(out, "");
+    wh_port_list_free(&pl);
+}
+
 static void test_worker_id(void **unused)
 {
     (void)unused;
@@ -82,7 +110,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collect),
         cmocka_unit_test(test_torch_topology),
-        cmocka_unit_test(test_host_ports),
+        cmocka_unit_test(test_host_ports), cmocka_unit_test(test_port_list),
         cmocka_unit_test(test_worker_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
