@@ -16,6 +16,7 @@
 
 #include <yaml.h> /* yaml_parser_*, yaml_event_* */
 
+#include "wh/hex.h"  /* wh_hex_digit */
 #include "wh/json.h" /* wh_json_parse, wh_json_add */
 #include "wh/utf8.h" /* wh_utf8_char_len */
 
@@ -41,17 +42,6 @@ static bool in_list(const char *s, const char *const *list, size_t n)
 }
 #define IN_LIST(s, l) in_list((s), (l), sizeof(l) / sizeof((l)[0]))
 
-static int digit_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return 99;
-}
-
 /* Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint for unsigned
  * values past int64 (as go-yaml does). */
 static bool go_parse_int(const char *s, double *out)
@@ -76,8 +66,8 @@ static bool go_parse_int(const char *s, double *out)
         return false;
     unsigned long long v = 0;
     for (; *p; p++) {
-        int d = digit_value(*p);
-        if (d >= base)
+        int d = wh_hex_digit(*p);
+        if (d < 0 || d >= base)
             return false;
         if (v > (ULLONG_MAX - (unsigned)d) / (unsigned)base)
             return false;

@@ -5,6 +5,8 @@
 #include <string.h>  /* strcmp */
 #include <strings.h> /* strncasecmp */
 
+#include "wh/hex.h" /* wh_hex_digit */
+
 void wh_http_framing_init(struct wh_http_framing *f)
 {
     memset(f, 0, sizeof(*f));
@@ -78,17 +80,6 @@ const char *wh_http_framing_problem(struct wh_http_framing *f)
     return f->problem;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static bool is_control(unsigned char c)
 {
     return c < 0x20 || c == 0x7f;
@@ -101,7 +92,7 @@ const char *wh_http_target_problem(const char *raw, size_t len)
         if (is_control(c))
             return "control character in the request path";
         if (c == '%' && i + 2 < len) {
-            int hi = hex_digit(raw[i + 1]), lo = hex_digit(raw[i + 2]);
+            int hi = wh_hex_digit(raw[i + 1]), lo = wh_hex_digit(raw[i + 2]);
             if (hi >= 0 && lo >= 0 && is_control((unsigned char)(hi * 16 + lo)))
                 return "percent-encoded control character (such as %00) in the request path";
         }

@@ -28,6 +28,7 @@
 #include <string.h>  /* memchr */
 #include <strings.h> /* strncasecmp */
 
+#include "wh/hex.h"     /* wh_hex_digit */
 #include "wh/httpreq.h" /* wh_http_* */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -59,17 +60,6 @@ static bool next_line(const char **p, const char *end, const char **line, size_t
     return true;
 }
 
-static int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The path as the server's handler sees it: the target up to '?',
  * percent-decoded; *had_control when a decoded byte is a control byte. */
 static void decode_path(const char *t, size_t len, char *out, bool *had_control)
@@ -78,8 +68,10 @@ static void decode_path(const char *t, size_t len, char *out, bool *had_control)
     *had_control = false;
     for (size_t i = 0; i < len && t[i] != '?'; i++) {
         unsigned char c = (unsigned char)t[i];
-        if (c == '%' && i + 2 < len && hex(t[i + 1]) >= 0 && hex(t[i + 2]) >= 0) {
-            c = (unsigned char)(hex(t[i + 1]) * 16 + hex(t[i + 2]));
+        int hi = i + 2 < len ? wh_hex_digit(t[i + 1]) : -1;
+        int lo = i + 2 < len ? wh_hex_digit(t[i + 2]) : -1;
+        if (c == '%' && hi >= 0 && lo >= 0) {
+            c = (unsigned char)(hi * 16 + lo);
             i += 2;
         }
         if (c < 0x20 || c == 0x7f)
