@@ -1,4 +1,4 @@
-/* kubeconfig.c: in-cluster configuration and kubeconfig files (libyaml). */
+/* kubeconfig.c: in-cluster configuration and kubeconfig files. */
 #include "wh/kubeconfig.h"
 
 #include <stdio.h>  /* snprintf */
@@ -6,11 +6,13 @@
 #include <string.h> /* strcmp, strdup */
 #include <unistd.h> /* access */
 
-#include <yaml.h>
+#include <cjson/cJSON.h>
 
 #include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
 #include "wh/fileio.h" /* wh_read_file */
+#include "wh/utf8.h"   /* wh_utf8_cut */
+#include "wh/yaml.h"   /* wh_yaml_load_one */
 
 void wh_kube_config_clear(struct wh_kube_config *cfg)
 {
@@ -93,65 +95,97 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
 
 /* ---- kubeconfig ---------------------------------------------------------- */
 
+/* The file is read with wh_yaml_load (the manifests' loader), so a kubeconfig
+ * resolves as kubectl reads it: YAML 1.1 scalars (true/yes/on are booleans,
+ * unquoted digits are numbers), JSON accepted, and a duplicate key refused. */
 struct kc {
     const char *path;
     char *dir; /* the file's directory, for relative paths */
-    yaml_document_t doc;
     char *errbuf;
 };
 
-static yaml_node_t *map_get(struct kc *k, yaml_node_t *map, const char *key)
+static const cJSON *map_get(const cJSON *map, const char *key)
 {
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *kn = yaml_document_get_node(&k->doc, p->key);
-        if (kn && kn->type == YAML_SCALAR_NODE && !strcmp((const char *)kn->data.scalar.value, key))
-            return yaml_document_get_node(&k->doc, p->value);
-    }
-    return NULL;
+    return cJSON_IsObject(map) ? cJSON_GetObjectItemCaseSensitive(map, key) : NULL;
 }
 
-/* The scalar text of map[key], NULL when absent or null. WH_ERR_INVALID
- * (naming field) when present but not a scalar. */
-static enum wh_err get_str(struct kc *k, yaml_node_t *map, const char *key, const char *field,
+/* What a value that should have been a string is, for messages. */
+static void describe(const cJSON *v, char *out, size_t n)
+{
+    if (cJSON_IsBool(v))
+        snprintf(out, n, "the boolean %s", cJSON_IsTrue(v) ? "true" : "false");
+    else if (cJSON_IsNumber(v))
+        snprintf(out, n, "the number %.17g", v->valuedouble);
+    else if (cJSON_IsArray(v))
+        snprintf(out, n, "a list");
+    else
+        snprintf(out, n, "a mapping");
+}
+
+/* The string map[key], NULL when absent or null. WH_ERR_INVALID (naming
+ * field.key and what is there) when present but not a string. */
+static enum wh_err get_str(struct kc *k, const cJSON *map, const char *key, const char *field,
                            const char **out)
 {
     *out = NULL;
-    yaml_node_t *n = map_get(k, map, key);
-    if (!n)
+    const cJSON *n = map_get(map, key);
+    if (!n || cJSON_IsNull(n))
         return WH_OK;
-    if (n->type != YAML_SCALAR_NODE)
-        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.%s must be a string",
-                       k->path, field, key);
-    const char *s = (const char *)n->data.scalar.value;
-    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && (!strcmp(s, "null") || !strcmp(s, "~")))
-        return WH_OK;
-    *out = s;
+    if (!cJSON_IsString(n)) {
+        char what[64];
+        describe(n, what, sizeof(what));
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s%s%s: must be a string, not %s (quote the value)",
+                       k->path, field, *field ? "." : "", key, what);
+    }
+    *out = n->valuestring;
     return WH_OK;
+}
+
+/* The boolean map[key] (false when absent or null); a quoted "true" or
+ * "false" is taken too. WH_ERR_INVALID (naming field.key and the value) for
+ * anything else. */
+static enum wh_err get_flag(struct kc *k, const cJSON *map, const char *key, const char *field,
+                            bool *out)
+{
+    const cJSON *n = map_get(map, key);
+    *out = cJSON_IsTrue(n);
+    if (!n || cJSON_IsNull(n) || cJSON_IsBool(n))
+        return WH_OK;
+    if (cJSON_IsString(n) && (!strcmp(n->valuestring, "true") || !strcmp(n->valuestring, "false"))) {
+        *out = n->valuestring[0] == 't';
+        return WH_OK;
+    }
+    char what[64];
+    if (cJSON_IsString(n))
+        snprintf(what, sizeof(what), "\"%.*s\"", (int)wh_utf8_cut(n->valuestring, 40),
+                 n->valuestring);
+    else
+        describe(n, what, sizeof(what));
+    return wh_fail(k->errbuf, WH_ERR_INVALID,
+                   "kubeconfig %s: %s.%s: %s is not true or false", k->path, field, key, what);
 }
 
 /* The entry named name in the sequence top[key] (contexts, clusters, users),
  * returning its inner mapping (entry[inner]). */
-static enum wh_err find_named(struct kc *k, yaml_node_t *root, const char *key, const char *inner,
-                              const char *name, const char *by, yaml_node_t **out)
+static enum wh_err find_named(struct kc *k, const cJSON *root, const char *key, const char *inner,
+                              const char *name, const char *by, const cJSON **out)
 {
     *out = NULL;
-    yaml_node_t *seq = map_get(k, root, key);
-    if (!seq || seq->type != YAML_SEQUENCE_NODE)
+    const cJSON *seq = map_get(root, key);
+    if (!cJSON_IsArray(seq))
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: %s: missing or not a list (needed for %s \"%s\")", k->path,
                        key, by, name);
-    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
-         it++) {
-        yaml_node_t *e = yaml_document_get_node(&k->doc, *it);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, seq)
+    {
         const char *n = NULL;
         if (get_str(k, e, "name", key, &n))
             return WH_ERR_INVALID;
         if (n && !strcmp(n, name)) {
-            yaml_node_t *in = map_get(k, e, inner);
-            if (!in || in->type != YAML_MAPPING_NODE)
+            const cJSON *in = map_get(e, inner);
+            if (!cJSON_IsObject(in))
                 return wh_fail(k->errbuf, WH_ERR_INVALID,
                                "kubeconfig %s: %s[name=%s].%s: missing or not a mapping", k->path,
                                key, name, inner);
@@ -186,7 +220,7 @@ static enum wh_err decode_data(struct kc *k, const char *text, const char *field
 }
 
 /* file/data pair: at most one of them; file paths resolved. */
-static enum wh_err file_or_data(struct kc *k, yaml_node_t *map, const char *field,
+static enum wh_err file_or_data(struct kc *k, const cJSON *map, const char *field,
                                 const char *file_key, const char *data_key, char **file,
                                 char **data, size_t *data_len)
 {
@@ -212,15 +246,15 @@ static enum wh_err file_or_data(struct kc *k, yaml_node_t *map, const char *fiel
     return WH_OK;
 }
 
-static enum wh_err load_cluster(struct kc *k, yaml_node_t *cl, const char *name,
+static enum wh_err load_cluster(struct kc *k, const cJSON *cl, const char *name,
                                 struct wh_kube_config *out)
 {
     char field[160];
     snprintf(field, sizeof(field), "clusters[name=%s].cluster", name);
-    const char *server = NULL, *insecure = NULL;
+    const char *server = NULL;
     enum wh_err err = get_str(k, cl, "server", field, &server);
     if (!err)
-        err = get_str(k, cl, "insecure-skip-tls-verify", field, &insecure);
+        err = get_flag(k, cl, "insecure-skip-tls-verify", field, &out->insecure);
     if (err)
         return err;
     if (!server || !*server)
@@ -236,26 +270,18 @@ static enum wh_err load_cluster(struct kc *k, yaml_node_t *cl, const char *name,
     size_t n = strlen(out->server);
     while (n > 0 && out->server[n - 1] == '/')
         out->server[--n] = '\0';
-    if (insecure) {
-        if (!strcmp(insecure, "true"))
-            out->insecure = true;
-        else if (strcmp(insecure, "false"))
-            return wh_fail(k->errbuf, WH_ERR_INVALID,
-                           "kubeconfig %s: %s.insecure-skip-tls-verify: \"%s\" is not true or "
-                           "false", k->path, field, insecure);
-    }
     return file_or_data(k, cl, field, "certificate-authority", "certificate-authority-data",
                         &out->ca_file, &out->ca_pem, &out->ca_pem_len);
 }
 
-static enum wh_err load_user(struct kc *k, yaml_node_t *u, const char *name,
+static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
                              struct wh_kube_config *out)
 {
     char field[160];
     snprintf(field, sizeof(field), "users[name=%s].user", name);
     static const char *const unsupported[] = {"exec", "auth-provider", "username", "password"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
-        if (map_get(k, u, unsupported[i]))
+        if (map_get(u, unsupported[i]))
             return wh_fail(k->errbuf, WH_ERR_INVALID,
                            "kubeconfig %s: %s.%s: not supported; use a bearer token (token or "
                            "tokenFile) or a client certificate", k->path, field, unsupported[i]);
@@ -293,10 +319,9 @@ static enum wh_err load_user(struct kc *k, yaml_node_t *u, const char *name,
     return WH_OK;
 }
 
-static enum wh_err load_doc(struct kc *k, struct wh_kube_config *out)
+static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_config *out)
 {
-    yaml_node_t *root = yaml_document_get_root_node(&k->doc);
-    if (!root || root->type != YAML_MAPPING_NODE)
+    if (!cJSON_IsObject(root))
         return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: not a YAML mapping", k->path);
     const char *cur = NULL;
     enum wh_err err = get_str(k, root, "current-context", "", &cur);
@@ -306,7 +331,7 @@ static enum wh_err load_doc(struct kc *k, struct wh_kube_config *out)
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: current-context: missing (run 'kubectl config "
                        "use-context NAME --kubeconfig %s')", k->path, k->path);
-    yaml_node_t *ctx, *cl, *user = NULL;
+    const cJSON *ctx, *cl, *user = NULL;
     err = find_named(k, root, "contexts", "context", cur, "current-context", &ctx);
     if (err)
         return err;
@@ -338,46 +363,26 @@ enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out, cha
     struct wh_buf text;
     wh_buf_init(&text, WH_KUBECONFIG_MAX);
     struct kc k = {.path = path, .errbuf = errbuf};
-    yaml_parser_t parser;
-    bool parser_ok = false, doc_ok = false;
+    cJSON *doc = NULL;
+    char inner[WH_ERRBUF_LEN];
     enum wh_err err = wh_read_file(path, &text, errbuf);
+    if (!err)
+        err = wh_yaml_load_one(wh_buf_ptr(&text), wh_buf_len(&text), &doc, errbuf);
     if (err) {
-        char inner[WH_ERRBUF_LEN];
         snprintf(inner, sizeof(inner), "%s", errbuf);
         err = wh_fail(errbuf, err, "kubeconfig %s: %s", path, inner);
         goto out;
     }
     const char *slash = strrchr(path, '/');
     k.dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
-    if (slash && !k.dir) {
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!yaml_parser_initialize(&parser)) {
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    parser_ok = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)wh_buf_ptr(&text),
-                                 wh_buf_len(&text));
-    if (!yaml_parser_load(&parser, &k.doc)) {
-        err = wh_fail(errbuf, WH_ERR_INVALID, "kubeconfig %s: line %zu: %s", path,
-                      (size_t)parser.problem_mark.line + 1,
-                      parser.problem ? parser.problem : "YAML syntax error");
-        goto out;
-    }
-    doc_ok = true;
     out->source = strdup(path);
-    if (!out->source) {
+    if ((slash && !k.dir) || !out->source) {
         err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         goto out;
     }
-    err = load_doc(&k, out);
+    err = load_doc(&k, doc, out);
 out:
-    if (doc_ok)
-        yaml_document_delete(&k.doc);
-    if (parser_ok)
-        yaml_parser_delete(&parser);
+    cJSON_Delete(doc);
     free(k.dir);
     wh_buf_free(&text);
     if (err)

@@ -139,6 +139,11 @@ static void test_kubeconfig_variants(void **st)
     /* insecure-skip-tls-verify without a CA. */
     assert_int_equal(probe_file("kc5", "    token: " KH_TOKEN "\n",
                                 "    insecure-skip-tls-verify: true\n"), 200);
+    /* ... quoted, or as YAML 1.1 spells true (kubectl's loader reads it so too). */
+    assert_int_equal(probe_file("kc5q", "    token: " KH_TOKEN "\n",
+                                "    insecure-skip-tls-verify: \"true\"\n"), 200);
+    assert_int_equal(probe_file("kc5y", "    token: " KH_TOKEN "\n",
+                                "    insecure-skip-tls-verify: yes\n"), 200);
     /* No CA and verification on: the self-signed server is refused. */
     assert_int_equal(probe_file("kc6", "    token: " KH_TOKEN "\n", ""), -(long)WH_ERR_TLS);
     /* A wrong token gets the server's 401. */
@@ -192,6 +197,17 @@ static void test_kubeconfig_errors(void **st)
     snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
                            "users:\n- name: u\n  user: {tokenFile: missing-token}\n", head);
     expect_load_error("e9", t, "tokenFile");
+    /* Read through wh_yaml_load: values resolve as kubectl resolves them. */
+    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+                           "users:\n- name: u\n  user: {token: 12345}\n", head);
+    expect_load_error("e10", t, "users[name=u].user.token: must be a string, not the number 12345");
+    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
+                           "insecure-skip-tls-verify: maybe}\n", head);
+    expect_load_error("e11", t,
+                      "clusters[name=fake].cluster.insecure-skip-tls-verify: \"maybe\" is not "
+                      "true or false");
+    expect_load_error("e12", "current-context: a\ncurrent-context: b\n", "line 2");
+    expect_load_error("e13", "current-context: [a]\n", "current-context: must be a string, not a list");
 
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_kube_config cfg;

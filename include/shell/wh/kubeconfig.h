@@ -4,12 +4,14 @@
  *   - in-cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT, the
  *     service-account token file (re-read by the client on every request,
  *     so a rotated token is picked up) and the service-account CA;
- *   - a kubeconfig file (--kube-config-path), read with libyaml: the
+ *   - a kubeconfig file (--kube-config-path), read with wh_yaml_load as
+ *     kubectl reads it (YAML or JSON; YAML 1.1 scalars; a duplicate key is
+ *     refused; a string field given a number is refused, quote it): the
  *     current-context's cluster (server, certificate-authority(-data),
  *     insecure-skip-tls-verify) and user (token, tokenFile,
  *     client-certificate(-data), client-key(-data)). Relative paths are
  *     relative to the kubeconfig's directory, as kubectl resolves them.
- * Errors name the file and the field.
+ * Errors name the file, the field and the bad value.
  *
  * Ownership: every pointer in struct wh_kube_config is owned by it and
  * freed by wh_kube_config_clear().
