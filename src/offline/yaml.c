@@ -1,4 +1,6 @@
-/* yaml.c: YAML <-> cJSON with Kubernetes (sigs.k8s.io/yaml) semantics.
+/* yaml.c: YAML (or JSON) text to cJSON with Kubernetes (sigs.k8s.io/yaml)
+ * semantics; plain scalars are typed by yaml_scalar.c, and yaml_emit.c writes
+ * YAML back.
  *
  * Loading is event-driven: libyaml's events build cJSON directly on a stack
  * of open collections. Anchored nodes are copied into an anchor table so that
@@ -7,166 +9,17 @@
  * BEFORE it is allocated, which is what stops alias bombs. */
 #include "wh/yaml.h"
 
-#include <limits.h> /* ULLONG_MAX, LLONG_MAX */
 #include <math.h>   /* isfinite, floor, fabs */
 #include <stdbool.h>
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, free, qsort, bsearch, strtod */
+#include <stdlib.h> /* malloc, free, qsort, bsearch */
 #include <string.h> /* memcmp, strcmp, strlen */
 
 #include <yaml.h> /* yaml_parser_*, yaml_event_* */
 
-#include "wh/hex.h"  /* wh_hex_digit */
-#include "wh/json.h" /* wh_json_parse, wh_json_add */
-#include "wh/utf8.h" /* wh_utf8_char_len */
-
-/* ---- scalar resolution (go-yaml v2 rules) ------------------------------ */
-
-enum sval { SV_STR, SV_NULL, SV_BOOL, SV_NUM, SV_NONFINITE };
-
-static const char *const true_words[] = {"y", "Y", "yes", "Yes", "YES", "true", "True",
-                                         "TRUE", "on", "On", "ON"};
-static const char *const false_words[] = {"n", "N", "no", "No", "NO", "false", "False",
-                                          "FALSE", "off", "Off", "OFF"};
-static const char *const null_words[] = {"", "~", "null", "Null", "NULL"};
-static const char *const nonfinite_words[] = {".nan", ".NaN", ".NAN", ".inf", ".Inf",
-                                              ".INF", "+.inf", "+.Inf", "+.INF",
-                                              "-.inf", "-.Inf", "-.INF"};
-
-static bool in_list(const char *s, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(s, list[i]))
-            return true;
-    return false;
-}
-#define IN_LIST(s, l) in_list((s), (l), sizeof(l) / sizeof((l)[0]))
-
-/* Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint for unsigned
- * values past int64 (as go-yaml does). */
-static bool go_parse_int(const char *s, double *out)
-{
-    const char *p = s;
-    bool neg = false, sign = false;
-    if (*p == '+' || *p == '-') {
-        neg = *p == '-';
-        sign = true;
-        p++;
-    }
-    int base = 10;
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-        base = 16, p += 2;
-    else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O'))
-        base = 8, p += 2;
-    else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
-        base = 2, p += 2;
-    else if (p[0] == '0' && p[1] != '\0')
-        base = 8, p += 1;
-    if (*p == '\0')
-        return false;
-    unsigned long long v = 0;
-    for (; *p; p++) {
-        int d = wh_hex_digit(*p);
-        if (d < 0 || d >= base)
-            return false;
-        if (v > (ULLONG_MAX - (unsigned)d) / (unsigned)base)
-            return false;
-        v = v * (unsigned)base + (unsigned)d;
-    }
-    if (neg) {
-        if (v > (unsigned long long)LLONG_MAX + 1ULL)
-            return false;
-        *out = -(double)v;
-    } else {
-        if (sign && v > (unsigned long long)LLONG_MAX)
-            return false; /* ParseInt overflows and ParseUint refuses a sign */
-        *out = (double)v;
-    }
-    return true;
-}
-
-/* ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
-static bool yaml_float_syntax(const char *p)
-{
-    if (*p == '+' || *p == '-')
-        p++;
-    size_t ip = 0, fp = 0;
-    while (*p >= '0' && *p <= '9')
-        p++, ip++;
-    if (*p == '.') {
-        p++;
-        while (*p >= '0' && *p <= '9')
-            p++, fp++;
-        if (ip == 0 && fp == 0)
-            return false;
-    } else if (ip == 0) {
-        return false;
-    }
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        size_t ep = 0;
-        while (*p >= '0' && *p <= '9')
-            p++, ep++;
-        if (ep == 0)
-            return false;
-    }
-    return *p == '\0';
-}
-
-static enum sval resolve_plain(const char *s, size_t n, double *num, bool *b)
-{
-    if (IN_LIST(s, null_words))
-        return SV_NULL;
-    if (IN_LIST(s, true_words)) {
-        *b = true;
-        return SV_BOOL;
-    }
-    if (IN_LIST(s, false_words)) {
-        *b = false;
-        return SV_BOOL;
-    }
-    if (IN_LIST(s, nonfinite_words))
-        return SV_NONFINITE;
-    char c = s[0];
-    if (c == '.') {
-        if (yaml_float_syntax(s)) {
-            *num = strtod(s, NULL);
-            return isfinite(*num) ? SV_NUM : SV_STR;
-        }
-        return SV_STR;
-    }
-    if (!((c >= '0' && c <= '9') || c == '+' || c == '-') || n > 400)
-        return SV_STR;
-    char plain[401];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != '_')
-            plain[k++] = s[i];
-    plain[k] = '\0';
-    if (go_parse_int(plain, num))
-        return SV_NUM;
-    if (yaml_float_syntax(plain)) {
-        *num = strtod(plain, NULL);
-        if (isfinite(*num))
-            return SV_NUM; /* an overflowing float stays a string, as in Go */
-    }
-    return SV_STR;
-}
-
-/* The shortest %g text that reads back as d (as Go's FormatFloat(d, 'g',
- * -1) picks): 0.1, not 0.10000000000000001 or %g's 6-digit rounding. */
-static void shortest_double(double d, char out[32])
-{
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(out, 32, "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
-            return;
-    }
-}
-
-/* ---- loader ------------------------------------------------------------ */
+#include "wh/json.h"        /* wh_json_parse, wh_json_add */
+#include "wh/utf8.h"        /* wh_utf8_char_len */
+#include "wh/yaml_scalar.h" /* wh_yaml_resolve_plain, wh_yaml_shortest_double */
 
 struct keymark {
     const char *key; /* borrowed from the item in the mapping */
@@ -304,7 +157,7 @@ static enum wh_err key_text(struct loader *L, const cJSON *v, unsigned line, uns
         if (d == floor(d) && fabs(d) < 1e19)
             snprintf(tmp, sizeof(tmp), "%.0f", d);
         else
-            shortest_double(d, tmp);
+            wh_yaml_shortest_double(d, tmp);
         s = tmp;
     } else if (cJSON_IsNull(v)) {
         return at(L, line, col, WH_ERR_INVALID,
@@ -554,13 +407,13 @@ static enum wh_err scalar(struct loader *L, const yaml_event_t *ev, unsigned lin
                   is_tag(tag, "timestamp") || (tag && !strcmp((const char *)tag, "!"));
     double num = 0;
     bool b = false;
-    enum sval kind = as_str ? SV_STR : resolve_plain(s, n, &num, &b);
-    if (kind == SV_NONFINITE)
+    enum wh_yaml_sval kind = as_str ? WH_YAML_STR : wh_yaml_resolve_plain(s, n, &num, &b);
+    if (kind == WH_YAML_NONFINITE)
         return at(L, line, col, WH_ERR_INVALID,
                   "infinity/NaN cannot be represented in JSON; quote it if it is text");
     if (tag && !as_str) {
         static const char *const typed[] = {"int", "float", "bool", "null"};
-        static const enum sval want[] = {SV_NUM, SV_NUM, SV_BOOL, SV_NULL};
+        static const enum wh_yaml_sval want[] = {WH_YAML_NUM, WH_YAML_NUM, WH_YAML_BOOL, WH_YAML_NULL};
         for (size_t i = 0; i < 4; i++) {
             if (is_tag(tag, typed[i]) && kind != want[i]) {
                 char msg[WH_ERRBUF_LEN];
@@ -569,9 +422,9 @@ static enum wh_err scalar(struct loader *L, const yaml_event_t *ev, unsigned lin
             }
         }
     }
-    cJSON *v = kind == SV_NULL   ? cJSON_CreateNull()
-               : kind == SV_BOOL ? cJSON_CreateBool(b)
-               : kind == SV_NUM  ? cJSON_CreateNumber(num)
+    cJSON *v = kind == WH_YAML_NULL   ? cJSON_CreateNull()
+               : kind == WH_YAML_BOOL ? cJSON_CreateBool(b)
+               : kind == WH_YAML_NUM  ? cJSON_CreateNumber(num)
                                  : cJSON_CreateString(s);
     if (!v)
         return WH_ERR_NOMEM;
@@ -887,240 +740,4 @@ enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc, char *er
     *doc = cJSON_DetachItemFromArray(docs, 0);
     cJSON_Delete(docs);
     return WH_OK;
-}
-
-/* ---- emitter ----------------------------------------------------------- */
-
-
-/* Byte length of a YAML 1.1 line break that is not '\n' (NEL, LS, PS), or 0. */
-static size_t unicode_break(const unsigned char *p)
-{
-    if (p[0] == 0xC2 && p[1] == 0x85)
-        return 2;
-    if (p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9))
-        return 3;
-    return 0;
-}
-
-/* A C1 control character (U+0080..U+009F, UTF-8 C2 80..C2 9F): outside
- * YAML's printable set, so no reader (libyaml included) loads it raw. */
-static bool c1_control(const unsigned char *p)
-{
-    return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;
-}
-
-/* A plain scalar that loads back as this very string, in block context. */
-static bool plain_safe(const char *s)
-{
-    size_t n = strlen(s);
-    double num;
-    bool b;
-    if (n == 0 || !strcmp(s, "<<") || resolve_plain(s, n, &num, &b) != SV_STR)
-        return false;
-    if (strchr("-?:,[]{}#&*!|>'\"%@`~ ", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':' ||
-        !strncmp(s, "...", 3))
-        return false;
-    /* Portability with YAML 1.1 readers (PyYAML): sexagesimal numbers like
-     * 1:20 and dates like 2001-12-14 are not strings there; quote them. */
-    if (strspn(s, "0123456789:._+-") == n)
-        return false;
-    if (n >= 5 && strspn(s, "0123456789") == 4 && s[4] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f)
-            return false; /* control bytes; non-ASCII goes quoted, to be safe */
-        if (c == ':' && s[i + 1] == ' ')
-            return false;
-        if (c == '#' && i > 0 && s[i - 1] == ' ')
-            return false;
-    }
-    return true;
-}
-
-static enum wh_err emit_quoted(struct wh_buf *b, const char *s)
-{
-    WH_TRY(wh_buf_addc(b, '"'));
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        size_t ub = unicode_break(p);
-        if (ub) {
-            WH_TRY(wh_buf_addf(b, "\\u%04x", p[0] == 0xC2 ? 0x85 : p[2] == 0xA8 ? 0x2028 : 0x2029));
-            p += ub - 1;
-        } else if (c1_control(p)) {
-            WH_TRY(wh_buf_addf(b, "\\x%02x", p[1])); /* \xNN is U+00NN */
-            p++;
-        } else if (*p == '"' || *p == '\\') {
-            WH_TRY(wh_buf_addc(b, '\\'));
-            WH_TRY(wh_buf_addc(b, (char)*p));
-        } else if (*p == '\n') {
-            WH_TRY(wh_buf_add(b, "\\n"));
-        } else if (*p == '\t') {
-            WH_TRY(wh_buf_add(b, "\\t"));
-        } else if (*p == '\r') {
-            WH_TRY(wh_buf_add(b, "\\r"));
-        } else if (*p < 0x20 || *p == 0x7f) {
-            WH_TRY(wh_buf_addf(b, "\\x%02x", *p));
-        } else {
-            WH_TRY(wh_buf_addc(b, (char)*p));
-        }
-    }
-    return wh_buf_addc(b, '"');
-}
-
-/* A multi-line string that a literal block (|) reproduces exactly. */
-static bool literal_ok(const char *s)
-{
-    if (!strchr(s, '\n') || s[0] == ' ' || s[0] == '\t' || s[0] == '\n')
-        return false;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || unicode_break(p) ||
-            c1_control(p))
-            return false;
-    }
-    return true;
-}
-
-static enum wh_err emit_indent(struct wh_buf *b, int n)
-{
-    for (int i = 0; i < n; i++)
-        WH_TRY(wh_buf_addc(b, ' '));
-    return WH_OK;
-}
-
-static enum wh_err emit_literal(struct wh_buf *b, const char *s, int indent)
-{
-    size_t n = strlen(s), trailing = 0;
-    while (trailing < n && s[n - 1 - trailing] == '\n')
-        trailing++;
-    WH_TRY(wh_buf_add(b, trailing == 0 ? "|-\n" : trailing == 1 ? "|\n" : "|+\n"));
-    const char *p = s, *end = s + n - trailing;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (len > 0) {
-            WH_TRY(emit_indent(b, indent));
-            WH_TRY(wh_buf_addn(b, p, len));
-        }
-        WH_TRY(wh_buf_addc(b, '\n'));
-        p += len + 1;
-    }
-    for (size_t i = 1; i < trailing; i++)
-        WH_TRY(wh_buf_addc(b, '\n')); /* kept by the |+ chomping indicator */
-    return WH_OK;
-}
-
-static enum wh_err emit_string(struct wh_buf *b, const char *s, int indent, bool is_key)
-{
-    if (plain_safe(s))
-        return wh_buf_add(b, s);
-    if (!is_key && literal_ok(s))
-        return emit_literal(b, s, indent);
-    return emit_quoted(b, s);
-}
-
-/* YAML caps an implicit key at 1024 characters; a longer one is written as
- * an explicit key ("? key"), which has no limit. Quoting at most quadruples
- * a key, so only long keys need the trial rendering. */
-#define IMPLICIT_KEY_MAX 1000
-
-static enum wh_err emit_key(struct wh_buf *b, const char *key, int indent, bool *explicit_key)
-{
-    *explicit_key = false;
-    if (strlen(key) * 4 + 2 <= IMPLICIT_KEY_MAX)
-        return emit_string(b, key, indent, true);
-    struct wh_buf k;
-    wh_buf_init(&k, b->max);
-    enum wh_err err = emit_string(&k, key, indent, true);
-    if (!err && wh_buf_len(&k) > IMPLICIT_KEY_MAX) {
-        *explicit_key = true;
-        err = wh_buf_add(b, "? ");
-    }
-    if (!err)
-        err = wh_buf_addn(b, wh_buf_ptr(&k), wh_buf_len(&k));
-    wh_buf_free(&k);
-    return err;
-}
-
-static bool is_block(const cJSON *j)
-{
-    return (cJSON_IsObject(j) || cJSON_IsArray(j)) && j->child;
-}
-
-static enum wh_err emit_double(struct wh_buf *b, double d)
-{
-    char text[32];
-    shortest_double(d, text);
-    return wh_buf_add(b, text);
-}
-
-/* A scalar or an empty collection, then the end of the line. */
-static enum wh_err emit_inline(struct wh_buf *b, const cJSON *j, int indent)
-{
-    if (cJSON_IsString(j)) {
-        WH_TRY(emit_string(b, j->valuestring, indent, false));
-        if (literal_ok(j->valuestring) && !plain_safe(j->valuestring))
-            return WH_OK; /* the block ends with its own newline */
-    } else if (cJSON_IsNumber(j)) {
-        double d = j->valuedouble;
-        if (d == floor(d) && fabs(d) < 1e15)
-            WH_TRY(wh_buf_addf(b, "%.0f", d == 0 ? 0.0 : d));
-        else
-            WH_TRY(emit_double(b, d));
-    } else if (cJSON_IsBool(j)) {
-        WH_TRY(wh_buf_add(b, cJSON_IsTrue(j) ? "true" : "false"));
-    } else if (cJSON_IsObject(j)) {
-        WH_TRY(wh_buf_add(b, "{}"));
-    } else if (cJSON_IsArray(j)) {
-        WH_TRY(wh_buf_add(b, "[]"));
-    } else {
-        WH_TRY(wh_buf_add(b, "null"));
-    }
-    return wh_buf_addc(b, '\n');
-}
-
-/* A non-empty collection at indent; when first_inline, the first line's
- * indentation is already written ("- " of the enclosing sequence). */
-static enum wh_err emit_block(struct wh_buf *b, const cJSON *j, int indent, bool first_inline)
-{
-    for (const cJSON *c = j->child; c; c = c->next) {
-        if (c != j->child || !first_inline)
-            WH_TRY(emit_indent(b, indent));
-        if (cJSON_IsArray(j)) {
-            WH_TRY(wh_buf_add(b, "- "));
-            if (is_block(c))
-                WH_TRY(emit_block(b, c, indent + 2, true));
-            else
-                WH_TRY(emit_inline(b, c, indent + 2));
-            continue;
-        }
-        bool explicit_key = false;
-        WH_TRY(emit_key(b, c->string, indent, &explicit_key));
-        if (explicit_key) {
-            /* "? key" NEWLINE ": value", the value in compact form. */
-            WH_TRY(wh_buf_addc(b, '\n'));
-            WH_TRY(emit_indent(b, indent));
-            WH_TRY(wh_buf_add(b, ": "));
-            if (is_block(c))
-                WH_TRY(emit_block(b, c, indent + 2, true));
-            else
-                WH_TRY(emit_inline(b, c, indent + 2));
-        } else if (cJSON_IsObject(c) && c->child) {
-            WH_TRY(wh_buf_add(b, ":\n"));
-            WH_TRY(emit_block(b, c, indent + 2, false));
-        } else if (cJSON_IsArray(c) && c->child) {
-            WH_TRY(wh_buf_add(b, ":\n"));
-            WH_TRY(emit_block(b, c, indent, false));
-        } else {
-            WH_TRY(wh_buf_add(b, ": "));
-            WH_TRY(emit_inline(b, c, indent + 2));
-        }
-    }
-    return WH_OK;
-}
-
-enum wh_err wh_yaml_emit(const cJSON *item, struct wh_buf *out)
-{
-    if (is_block(item))
-        return emit_block(out, item, 0, false);
-    return emit_inline(out, item, 2);
 }

@@ -15,7 +15,8 @@
 #include "wh/kuberay.h"  /* wh_kuberay_opts */
 #include "wh/render.h"   /* wh_render_object */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
-#include "wh/yaml.h"     /* wh_yaml_load, wh_yaml_emit */
+#include "wh/yaml.h"     /* wh_yaml_load */
+#include "wh/yaml_emit.h" /* wh_yaml_emit */
 
 /* Rendered output is bounded: WH_KUBERAY_MAX_PODS pods of a few KiB. */
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)

@@ -23,7 +23,8 @@
 
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/check.h" /* wh_check_text, wh_check_table */
-#include "wh/yaml.h"  /* wh_yaml_load, wh_yaml_emit */
+#include "wh/yaml.h"      /* wh_yaml_load */
+#include "wh/yaml_emit.h" /* wh_yaml_emit */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

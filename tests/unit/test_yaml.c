@@ -13,6 +13,8 @@
 #include "../testutil.h"
 #include "wh/json.h"
 #include "wh/yaml.h"
+#include "wh/yaml_emit.h"
+#include "wh/yaml_scalar.h"
 
 /* Load text and compare its single document with the expected JSON. */
 static void expect_json(const char *yaml, const char *json)
@@ -120,6 +122,40 @@ static void test_scalar_table(void **state)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         expect_json(rows[i].yaml, rows[i].json);
+}
+
+/* The scalar module on its own (yaml_scalar.h), which the loader and the
+ * emitter share. */
+static void test_resolve_plain(void **state)
+{
+    (void)state;
+    double num = 0;
+    bool b = false;
+    assert_int_equal(wh_yaml_resolve_plain("0x1f", 4, &num, &b), WH_YAML_NUM);
+    assert_true(num == 31);
+    assert_int_equal(wh_yaml_resolve_plain("0b101", 5, &num, &b), WH_YAML_NUM);
+    assert_true(num == 5);
+    assert_int_equal(wh_yaml_resolve_plain("017", 3, &num, &b), WH_YAML_NUM);
+    assert_true(num == 15);
+    assert_int_equal(wh_yaml_resolve_plain("1_000", 5, &num, &b), WH_YAML_NUM);
+    assert_true(num == 1000);
+    assert_int_equal(wh_yaml_resolve_plain("0x1g", 4, &num, &b), WH_YAML_STR);
+    assert_int_equal(wh_yaml_resolve_plain("0o8", 3, &num, &b), WH_YAML_STR); /* not octal */
+    assert_int_equal(wh_yaml_resolve_plain("09", 2, &num, &b), WH_YAML_NUM); /* a float, as Go */
+    assert_true(num == 9);
+    assert_int_equal(wh_yaml_resolve_plain("0b102", 5, &num, &b), WH_YAML_STR);
+    assert_int_equal(wh_yaml_resolve_plain("On", 2, &num, &b), WH_YAML_BOOL);
+    assert_true(b);
+    assert_int_equal(wh_yaml_resolve_plain("NO", 2, &num, &b), WH_YAML_BOOL);
+    assert_false(b);
+    assert_int_equal(wh_yaml_resolve_plain("~", 1, &num, &b), WH_YAML_NULL);
+    assert_int_equal(wh_yaml_resolve_plain("-.Inf", 5, &num, &b), WH_YAML_NONFINITE);
+    assert_int_equal(wh_yaml_resolve_plain("2001-12-14", 10, &num, &b), WH_YAML_STR);
+    char text[32];
+    wh_yaml_shortest_double(0.1, text);
+    assert_string_equal(text, "0.1");
+    wh_yaml_shortest_double(1e21, text);
+    assert_string_equal(text, "1e+21");
 }
 
 static void test_multi_document(void **state)
@@ -423,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_emit_roundtrip),
         cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_emit_shape),
+        cmocka_unit_test(test_resolve_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

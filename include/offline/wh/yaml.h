@@ -1,5 +1,5 @@
-/* yaml.h: YAML (or JSON) text to cJSON with Kubernetes semantics, and cJSON
- * back to YAML.
+/* yaml.h: YAML (or JSON) text to cJSON with Kubernetes semantics (yaml_emit.h
+ * writes cJSON back as YAML).
  *
  * Loading follows what kubectl does with a manifest (sigs.k8s.io/yaml, i.e.
  * go-yaml v2 resolution, then JSON):
@@ -33,7 +33,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/buf.h" /* struct wh_buf */
 #include "wh/err.h" /* enum wh_err */
 
 /* Largest input accepted (the API server takes objects up to 3 MiB; a file
@@ -71,11 +70,5 @@ WH_NODISCARD enum wh_err wh_yaml_load_at(const char *text, size_t len, cJSON **d
  * caller's (cJSON_Delete). WH_ERR_INVALID when there are none or several. */
 WH_NODISCARD enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc,
                                           char *errbuf);
-
-/* Append item as a YAML document (block style, two-space indent, no leading
- * "---") to out. Strings that would load back as anything but the same
- * string are double-quoted; multi-line strings use literal blocks. Loading
- * the output with wh_yaml_load gives back an equal JSON value. */
-WH_NODISCARD enum wh_err wh_yaml_emit(const cJSON *item, struct wh_buf *out);
 
 #endif /* WH_YAML_H */
