@@ -53,8 +53,6 @@ LONG_MARK = re.compile(r"/\*\s*long:\s*\S.{9}")
 # landed (then the file must pass or carry a /* long: */ reason).
 WAIVED_LONG = {
     "src/shell/cache.c": "being split (table, store, reflector, facade) by the cachesplit work",
-    "src/offline/yaml.c": "being split (scalars, loader, emitter) by the offsplit work",
-    "src/offline/kuberay.c": "being split by the offsplit work",
     "src/shell/server.c": "being changed by the lead's TLS work, split after it",
     "src/shell/claims.c:wh_claims_take": "being changed by the claims work (issue 11); "
                                          "split after it has landed",

@@ -344,6 +344,22 @@ out:
     return rc;
 }
 
+/* --claim-lifetime, in whole seconds as the Lease stores it, is at least
+ * WH_CLAIMS_MIN_LIFETIME_S; says why on stderr when not. */
+static bool claim_lifetime_ok(const struct config *c)
+{
+    if (!c->claim_lifetime_ms || (c->claim_lifetime_ms + 999) / 1000 >= WH_CLAIMS_MIN_LIFETIME_S)
+        return true;
+    fprintf(stderr,
+            "tpu-webhook serve: invalid value %ldms for flag -claim-lifetime: the minimum "
+            "is %lds, twice the %lds a replica may spend making one worker-id claim (a "
+            "claim must outlive every claim of the same id still being made, see "
+            "docs/legacy-indices.md)\n",
+            c->claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
+            (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
+    return false;
+}
+
 int wh_cmd_serve(int argc, char **argv)
 {
     struct config c = {.bind = ":443", .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
@@ -392,17 +408,8 @@ int wh_cmd_serve(int argc, char **argv)
         return exit_now;
     char errbuf[WH_ERRBUF_LEN] = "";
     wh_log_set_verbosity((int)c.v);
-    /* Whole seconds, as the Lease stores it. */
-    if (c.claim_lifetime_ms && (c.claim_lifetime_ms + 999) / 1000 < WH_CLAIMS_MIN_LIFETIME_S) {
-        fprintf(stderr,
-                "tpu-webhook serve: invalid value %ldms for flag -claim-lifetime: the minimum "
-                "is %lds, twice the %lds a replica may spend making one worker-id claim (a "
-                "claim must outlive every claim of the same id still being made, see "
-                "docs/legacy-indices.md)\n",
-                c.claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
-                (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
+    if (!claim_lifetime_ok(&c))
         return 2;
-    }
     struct sockaddr_storage ss;
     socklen_t sl;
     if (wh_server_parse_bind(c.bind, &ss, &sl, errbuf)) {
