@@ -70,7 +70,7 @@ static void test_binary_round_trip(void **unused)
     unsigned char all[256];
     for (int i = 0; i < 256; i++)
         all[i] = (unsigned char)i;
-    for (size_t n = 0; n <= sizeof(all); n += 37) {
+    for (size_t n = 0; n <= sizeof(all); n++) { /* every tail of the 6-byte loop */
         struct wh_buf enc, dec;
         wh_buf_init(&enc, 4096);
         wh_buf_init(&dec, 4096);
