@@ -1,8 +1,7 @@
 /* patch.c: JSON Patch operations and env injection. */
 #include "wh/patch.h"
 
-#include <stdio.h>  /* snprintf */
-#include <string.h> /* strlen */
+#include <string.h> /* memcpy, strlen */
 
 #include "wh/decision.h" /* struct wh_decision, WH_PATCH_MAX_BYTES */
 #include "wh/json.h"    /* wh_json_* */
@@ -82,10 +81,45 @@ void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int cont
     w->initialised = cJSON_GetArraySize(env) > 0;
 }
 
+static char *put_uint(char *p, unsigned v)
+{
+    char d[12];
+    size_t n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = d[--n];
+    return p;
+}
+
+enum { ENV_ARRAY = -1, ENV_APPEND = -2 };
+
+/* The path of an env operation, written without printf (a review makes
+ * several): /spec/containers/<container>/env, then /<at>, nothing for
+ * ENV_ARRAY or /- for ENV_APPEND. container and at are indices (>= 0). */
+static void env_path(char path[static 64], int container, int at)
+{
+    static const char head[] = "/spec/containers/";
+    memcpy(path, head, sizeof(head) - 1);
+    char *p = put_uint(path + sizeof(head) - 1, (unsigned)container);
+    memcpy(p, "/env", 4);
+    p += 4;
+    if (at >= 0) {
+        *p++ = '/';
+        p = put_uint(p, (unsigned)at);
+    } else if (at == ENV_APPEND) {
+        memcpy(p, "/-", 2);
+        p += 2;
+    }
+    *p = '\0';
+}
+
 /* value is owned. */
 static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *entry)
 {
-    char path[96];
+    char path[64];
     struct wh_env_lookup lk;
     wh_env_lookup(w->env, name, &lk);
     int at = lk.index >= 0 ? lk.index : lk.first_index;
@@ -95,7 +129,7 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
             cJSON_Delete(entry); /* already what we want: no operation (D6) */
             return WH_OK;
         }
-        snprintf(path, sizeof(path), "/spec/containers/%d/env/%d", w->container, at);
+        env_path(path, w->container, at);
         return wh_patch_op(w->d, "replace", path, entry);
     }
     if (!w->initialised) {
@@ -110,10 +144,10 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
             return err;
         }
         w->initialised = true;
-        snprintf(path, sizeof(path), "/spec/containers/%d/env", w->container);
+        env_path(path, w->container, ENV_ARRAY);
         return wh_patch_op(w->d, "add", path, arr);
     }
-    snprintf(path, sizeof(path), "/spec/containers/%d/env/-", w->container);
+    env_path(path, w->container, ENV_APPEND);
     return wh_patch_op(w->d, "add", path, entry);
 }
 
