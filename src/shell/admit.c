@@ -118,6 +118,27 @@ static const struct wh_state_ops view_ops = {
     .legacy_unavailable = view_legacy_unavailable,
 };
 
+/* The pod cache's hooks drive the ledger (see cache.h and ledger.h): a live
+ * pod with a reservation's ids confirms it; the watch's health and what it
+ * has delivered decide when unconfirmed reservations may expire. */
+static void on_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted)
+{
+    struct wh_ledger *lg = arg;
+    if (!deleted && !pod->deleting && pod->replica_label && pod->worker_id >= 0)
+        wh_ledger_confirm(lg, pod->ns, pod->cluster, pod->group, pod->replica_label,
+                          pod->worker_id);
+}
+
+static void on_pods_health(void *arg, long since_ms)
+{
+    wh_ledger_set_fresh_since(arg, since_ms);
+}
+
+static void on_pods_current(void *arg, long at_ms)
+{
+    wh_ledger_set_heard(arg, at_ms);
+}
+
 static struct wh_kube *new_kube(const struct wh_admit_opts *opts, char *errbuf)
 {
     struct wh_kube_config cfg;
@@ -182,7 +203,11 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     if (!kube)
         return WH_ERR_INVALID;
     wh_log(WH_LOG_INFO, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
-    ad->cache = wh_cache_new(kube, ad->ledger, opts->cache, errbuf);
+    struct wh_cache_hooks hooks = {.arg = ad->ledger,
+                                   .pod_changed = on_pod_changed,
+                                   .pods_health = on_pods_health,
+                                   .pods_current = on_pods_current};
+    ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
     if (!ad->cache)
         return WH_ERR_INVALID;
     if (opts->claims_off) {
@@ -217,8 +242,10 @@ struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
         return NULL;
     }
     ad->standalone = opts && opts->standalone;
+    /* Standalone: nothing expires, so nothing to sweep. */
     struct wh_ledger_opts lo = {
         .ttl_ms = ad->standalone ? -1 : opts ? opts->reservation_ttl_ms : 0,
+        .sweep_ms = ad->standalone ? 0 : WH_LEDGER_SWEEP_MS,
     };
     ad->ledger = wh_ledger_new(&lo);
     if (!ad->ledger) {
@@ -239,7 +266,7 @@ void wh_admit_free(struct wh_admit *ad)
     if (!ad)
         return;
     wh_claims_free(ad->claims);
-    wh_cache_free(ad->cache); /* before the ledger: its threads feed the ledger */
+    wh_cache_free(ad->cache); /* before the ledger: its hooks feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
 }

@@ -1,5 +1,5 @@
 /* cache.c: LIST + WATCH caches of KubeRay worker pods and TPU nodes. */
-#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/clock.h" /* wh_clock_ms, wh_nap */
 #include "wh/hash.h"  /* wh_hash_str */
 #include "wh/cache.h"
 
@@ -20,7 +20,6 @@
 #define DEFAULT_PAGE 500L
 #define DEFAULT_MAX_BACKOFF_MS 30000L
 #define MIN_BACKOFF_MS 200L
-#define SWEEP_EVERY_MS 1000L
 
 /* ---- hash tables: chained, power-of-two, grown at load 1 ---------------- */
 
@@ -177,11 +176,9 @@ struct watcher {
 
 struct wh_cache {
     struct wh_kube *kube;
-    struct wh_ledger *ledger;
+    struct wh_cache_hooks hooks;
     long trust_ms, page_size, watch_timeout_s, max_backoff_ms;
-    atomic_bool stop;
-    pthread_mutex_t stop_mu;
-    pthread_cond_t stop_cv;
+    struct wh_nap nap; /* stops the watchers */
 
     pthread_rwlock_t lock; /* guards everything below */
     struct htab strings;
@@ -191,16 +188,7 @@ struct wh_cache {
     size_t n_nodes, cap_nodes;
 
     struct watcher w[2];
-    pthread_t janitor;
-    bool janitor_started;
 };
-
-static long now_ms(const struct wh_cache *c)
-{
-    if (c->ledger)
-        return wh_ledger_now(c->ledger);
-    return wh_clock_ms();
-}
 
 static uint32_t group_hash(const char *ns, const char *cluster, const char *group)
 {
@@ -495,47 +483,30 @@ static enum wh_err apply(struct watcher *w, const cJSON *obj, bool deleted, uint
     else
         err = upsert_pod(c, &r, gen);
     pthread_rwlock_unlock(&c->lock);
-    /* Only after the cache holds the pod (see cache.h). */
-    if (!err && !deleted && !r.deleting && c->ledger && r.replica_label && r.worker_id >= 0)
-        wh_ledger_confirm(c->ledger, r.ns, r.cluster, r.group, r.replica_label, r.worker_id);
+    /* Only after the cache holds the change (see cache.h). */
+    if (!err && c->hooks.pod_changed)
+        c->hooks.pod_changed(c->hooks.arg, &r, deleted);
     return err;
 }
 
 /* ---- the watch loop ----------------------------------------------------- */
 
-/* Sleep up to ms; false when stopping. */
-static bool nap(struct wh_cache *c, long ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&c->stop_mu);
-    while (!atomic_load(&c->stop))
-        if (pthread_cond_timedwait(&c->stop_cv, &c->stop_mu, &ts))
-            break;
-    pthread_mutex_unlock(&c->stop_mu);
-    return !atomic_load(&c->stop);
-}
-
 static void mark_healthy(struct watcher *w)
 {
+    struct wh_cache_hooks *h = &w->c->hooks;
     atomic_store(&w->down_since, -1L);
-    if (!w->healthy && w->kind == RES_PODS && w->c->ledger)
-        wh_ledger_set_fresh_since(w->c->ledger, now_ms(w->c));
+    if (!w->healthy && w->kind == RES_PODS && h->pods_health)
+        h->pods_health(h->arg, wh_clock_ms());
     w->healthy = true;
 }
 
 static void mark_down(struct watcher *w)
 {
+    struct wh_cache_hooks *h = &w->c->hooks;
     long expected = -1;
-    atomic_compare_exchange_strong(&w->down_since, &expected, now_ms(w->c));
-    if (w->healthy && w->kind == RES_PODS && w->c->ledger)
-        wh_ledger_set_fresh_since(w->c->ledger, -1);
+    atomic_compare_exchange_strong(&w->down_since, &expected, wh_clock_ms());
+    if (w->healthy && w->kind == RES_PODS && h->pods_health)
+        h->pods_health(h->arg, -1);
     w->healthy = false;
 }
 
@@ -612,7 +583,7 @@ static enum wh_err list_all(struct watcher *w)
         }
         long status = 0;
         wh_buf_reset(&body);
-        err = wh_kube_get(c->kube, wh_buf_ptr(&pb), &body, &status, &c->stop, errbuf);
+        err = wh_kube_get(c->kube, wh_buf_ptr(&pb), &body, &status, &c->nap.stop, errbuf);
         wh_buf_free(&pb);
         if (err) {
             log_failure(w, "list", 0, errbuf);
@@ -723,9 +694,10 @@ static int on_event(void *arg, const char *line, size_t len)
         stop = 1;
     }
     cJSON_Delete(ev);
-    /* After applying: what was heard is in the cache (and confirmed). */
-    if (!stop && w->kind == RES_PODS && w->c->ledger)
-        wh_ledger_set_heard(w->c->ledger, now_ms(w->c));
+    /* After applying: what was heard is in the cache (and told). */
+    struct wh_cache_hooks *h = &w->c->hooks;
+    if (!stop && w->kind == RES_PODS && h->pods_current)
+        h->pods_current(h->arg, wh_clock_ms());
     return stop;
 }
 
@@ -752,10 +724,10 @@ static enum watch_end watch_once(struct watcher *w)
     long status = 0;
     w->relist = w->stream_failed = w->opened = w->logged = false;
     w->stream_lines = 0;
-    long opened = now_ms(c);
+    long opened = wh_clock_ms();
     enum wh_err err =
-        wh_kube_stream(c->kube, path, on_open, on_event, w, &status, &c->stop, errbuf);
-    if (atomic_load(&c->stop))
+        wh_kube_stream(c->kube, path, on_open, on_event, w, &status, &c->nap.stop, errbuf);
+    if (atomic_load(&c->nap.stop))
         return END_STOP;
     if (err) {
         log_failure(w, "watch", 0, errbuf);
@@ -771,7 +743,7 @@ static enum watch_end watch_once(struct watcher *w)
         return END_FAILED;
     }
     /* Do not spin on a server (or proxy) that keeps ending watches at once. */
-    if (w->stream_lines == 0 && now_ms(c) - opened < 1000)
+    if (w->stream_lines == 0 && wh_clock_ms() - opened < 1000)
         return END_EMPTY;
     return END_RESUME;
 }
@@ -787,18 +759,18 @@ static void *watch_thread(void *arg)
     struct wh_cache *c = w->c;
     long backoff = MIN_BACKOFF_MS;
     bool need_list = true, first = true, expired = false;
-    while (!atomic_load(&c->stop)) {
+    while (!atomic_load(&c->nap.stop)) {
         bool failed = false;
         /* Back after longer than the cache is trusted: resuming the watch
          * would trust the cache before the missed events have been replayed,
          * so take a fresh snapshot first. */
         long down = atomic_load(&w->down_since);
-        if (!first && down >= 0 && now_ms(c) - down > c->trust_ms)
+        if (!first && down >= 0 && wh_clock_ms() - down > c->trust_ms)
             need_list = true;
         if (need_list) {
             if (!first)
                 atomic_fetch_add(&w->relists, 1);
-            long listed_at = now_ms(c);
+            long listed_at = wh_clock_ms();
             enum wh_err lerr = list_all(w);
             if (lerr == WH_ERR_NOTFOUND && !expired) {
                 expired = true; /* retry at once, but only once in a row */
@@ -811,10 +783,10 @@ static void *watch_thread(void *arg)
                 need_list = first = false;
                 atomic_store(&w->synced, true);
                 mark_healthy(w);
-                /* The snapshot is as of the LIST: from here on reservations
-                 * expire only as fast as the watch is heard (ledger.h). */
-                if (w->kind == RES_PODS && c->ledger)
-                    wh_ledger_set_heard(c->ledger, listed_at);
+                /* The snapshot is as of the LIST (reservations then expire
+                 * only as fast as the watch is heard, see ledger.h). */
+                if (w->kind == RES_PODS && c->hooks.pods_current)
+                    c->hooks.pods_current(c->hooks.arg, listed_at);
                 backoff = MIN_BACKOFF_MS;
             }
         }
@@ -831,7 +803,7 @@ static void *watch_thread(void *arg)
             case END_EMPTY: {
                 long sleep = backoff;
                 backoff = next_backoff(c, backoff);
-                if (!nap(c, sleep))
+                if (!wh_nap(&c->nap, sleep))
                     return NULL;
                 continue;
             }
@@ -845,18 +817,10 @@ static void *watch_thread(void *arg)
             atomic_fetch_add(&w->reconnects, 1);
             long sleep = backoff / 2 + (long)(rand_r(&w->seed) % (unsigned)(backoff / 2 + 1));
             backoff = next_backoff(c, backoff);
-            if (!nap(c, sleep))
+            if (!wh_nap(&c->nap, sleep))
                 break;
         }
     }
-    return NULL;
-}
-
-static void *janitor_thread(void *arg)
-{
-    struct wh_cache *c = arg;
-    while (nap(c, SWEEP_EVERY_MS))
-        wh_ledger_sweep(c->ledger);
     return NULL;
 }
 
@@ -864,15 +828,10 @@ static void *janitor_thread(void *arg)
 
 static void stop_threads(struct wh_cache *c)
 {
-    pthread_mutex_lock(&c->stop_mu);
-    atomic_store(&c->stop, true);
-    pthread_cond_broadcast(&c->stop_cv);
-    pthread_mutex_unlock(&c->stop_mu);
+    wh_nap_stop(&c->nap);
     for (size_t i = 0; i < 2; i++)
         if (c->w[i].started)
             pthread_join(c->w[i].th, NULL);
-    if (c->janitor_started)
-        pthread_join(c->janitor, NULL);
 }
 
 void wh_cache_free(struct wh_cache *c)
@@ -897,13 +856,12 @@ void wh_cache_free(struct wh_cache *c)
         node_clear(&c->nodes[i]);
     free(c->nodes);
     pthread_rwlock_destroy(&c->lock);
-    pthread_cond_destroy(&c->stop_cv);
-    pthread_mutex_destroy(&c->stop_mu);
+    wh_nap_destroy(&c->nap);
     wh_kube_free(c->kube);
     free(c);
 }
 
-struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
+struct wh_cache *wh_cache_new(struct wh_kube *kube, const struct wh_cache_hooks *hooks,
                               const struct wh_cache_opts *opts, char *errbuf)
 {
     struct wh_cache *c = calloc(1, sizeof(*c));
@@ -913,7 +871,8 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
         return NULL;
     }
     c->kube = kube;
-    c->ledger = ledger;
+    if (hooks)
+        c->hooks = *hooks;
     c->trust_ms = opts && opts->trust_ms > 0 ? opts->trust_ms : WH_CACHE_DEFAULT_TRUST_MS;
     c->page_size = opts && opts->page_size > 0 ? opts->page_size : DEFAULT_PAGE;
     c->watch_timeout_s = opts && opts->watch_timeout_s > 0 ? opts->watch_timeout_s : 0;
@@ -921,13 +880,7 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
                                                          : DEFAULT_MAX_BACKOFF_MS;
     if (c->max_backoff_ms < MIN_BACKOFF_MS)
         c->max_backoff_ms = MIN_BACKOFF_MS;
-    atomic_init(&c->stop, false);
-    pthread_mutex_init(&c->stop_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->stop_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    wh_nap_init(&c->nap);
     /* Writers first: a steady stream of admissions must not hold watch
      * events (and so confirmations) back; each write is short. */
     pthread_rwlockattr_t ra;
@@ -949,7 +902,7 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
         w->base = i == 0 ? pods_base : nodes_base;
         w->seed = (unsigned)ts.tv_nsec ^ (unsigned)i * 2654435761u;
         atomic_init(&w->synced, false);
-        atomic_init(&w->down_since, now_ms(c)); /* not yet reached */
+        atomic_init(&w->down_since, wh_clock_ms()); /* not yet reached */
     }
     for (size_t i = 0; i < 2; i++) {
         if (pthread_create(&c->w[i].th, NULL, watch_thread, &c->w[i])) {
@@ -958,14 +911,6 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
             return NULL;
         }
         c->w[i].started = true;
-    }
-    if (ledger) {
-        if (pthread_create(&c->janitor, NULL, janitor_thread, c)) {
-            wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the ledger sweeper thread");
-            wh_cache_free(c);
-            return NULL;
-        }
-        c->janitor_started = true;
     }
     return c;
 }
@@ -1025,7 +970,7 @@ const char *wh_cache_pods_unavailable(struct wh_cache *c)
     if (!atomic_load(&w->synced))
         return "the webhook's pod cache has not synced with the Kubernetes API server yet";
     long down = atomic_load(&w->down_since);
-    if (down >= 0 && now_ms(c) - down > c->trust_ms)
+    if (down >= 0 && wh_clock_ms() - down > c->trust_ms)
         return "the webhook has lost its pod watch on the Kubernetes API server for longer than "
                "its cache can be trusted";
     return NULL;
@@ -1043,7 +988,7 @@ bool wh_cache_ready(struct wh_cache *c, const char **why)
 
 static long down_ms(const struct watcher *w)
 {
-    long down = atomic_load(&w->down_since), now = now_ms(w->c);
+    long down = atomic_load(&w->down_since), now = wh_clock_ms();
     return down >= 0 && now > down ? now - down : 0;
 }
 

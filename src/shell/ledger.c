@@ -1,15 +1,14 @@
 /* ledger.c: per-worker-group reservations of legacy (replica, host) ids. */
-#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/clock.h" /* wh_clock_ms, wh_nap */
 #include "wh/hash.h"  /* wh_hash_str */
 #include "wh/ledger.h"
 
-#include <pthread.h>   /* pthread_mutex_t */
+#include <pthread.h>   /* pthread_mutex_t, pthread_create */
 #include <stdatomic.h> /* atomic_long */
 #include <stdint.h>    /* uint32_t */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* strcmp, memcpy */
-#include <time.h>      /* clock_gettime */
 
 #define SHARDS 64u       /* shard mutexes guard only the lookup tables */
 #define BUCKETS 256u     /* per shard; chains stay short for 10^5 groups */
@@ -54,12 +53,24 @@ struct wh_ledger {
     atomic_size_t pending;
     atomic_size_t groups;
     struct shard shards[SHARDS];
+    long sweep_ms;       /* > 0: the sweeper runs */
+    struct wh_nap nap;   /* stops the sweeper */
+    pthread_t sweeper;
+    bool sweeper_started;
 };
 
 
 static uint32_t key_hash(const char *ns, const char *cluster, const char *group)
 {
     return wh_hash_str(wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), cluster), group);
+}
+
+static void *sweeper_thread(void *arg)
+{
+    struct wh_ledger *lg = arg;
+    while (wh_nap(&lg->nap, lg->sweep_ms))
+        wh_ledger_sweep(lg);
+    return NULL;
 }
 
 struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts)
@@ -77,6 +88,15 @@ struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts)
     atomic_init(&lg->groups, 0);
     for (size_t i = 0; i < SHARDS; i++)
         pthread_mutex_init(&lg->shards[i].mu, NULL);
+    wh_nap_init(&lg->nap);
+    lg->sweep_ms = opts && opts->sweep_ms > 0 ? opts->sweep_ms : 0;
+    if (lg->sweep_ms) {
+        if (pthread_create(&lg->sweeper, NULL, sweeper_thread, lg)) {
+            wh_ledger_free(lg);
+            return NULL;
+        }
+        lg->sweeper_started = true;
+    }
     return lg;
 }
 
@@ -101,6 +121,10 @@ void wh_ledger_free(struct wh_ledger *lg)
 {
     if (!lg)
         return;
+    wh_nap_stop(&lg->nap);
+    if (lg->sweeper_started)
+        pthread_join(lg->sweeper, NULL);
+    wh_nap_destroy(&lg->nap);
     for (size_t i = 0; i < SHARDS; i++) {
         for (size_t b = 0; b < BUCKETS; b++) {
             struct wh_ledger_group *g = lg->shards[i].buckets[b];
@@ -442,11 +466,6 @@ bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster
     pthread_mutex_unlock(&g->mu);
     unref_group(g);
     return hit;
-}
-
-long wh_ledger_now(const struct wh_ledger *lg)
-{
-    return lg->now_ms();
 }
 
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms)

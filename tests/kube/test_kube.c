@@ -242,7 +242,7 @@ static void test_in_cluster(void **st)
 static const struct wh_cache_opts fast = {
     .trust_ms = 1500, .watch_timeout_s = 5, .max_backoff_ms = 400, .page_size = 7};
 
-static struct wh_cache *start_cache(const char *kubeconfig, struct wh_ledger *lg)
+static struct wh_cache *start_cache(const char *kubeconfig, const struct wh_cache_hooks *hooks)
 {
     char p[512], errbuf[WH_ERRBUF_LEN] = "";
     path_in(p, sizeof(p), kubeconfig);
@@ -251,7 +251,7 @@ static struct wh_cache *start_cache(const char *kubeconfig, struct wh_ledger *lg
     struct wh_kube *k = wh_kube_new(&cfg, errbuf);
     assert_non_null(k);
     wh_kube_config_clear(&cfg);
-    struct wh_cache *c = wh_cache_new(k, lg, &fast, errbuf);
+    struct wh_cache *c = wh_cache_new(k, hooks, &fast, errbuf);
     assert_non_null(c);
     return c;
 }
@@ -324,9 +324,52 @@ static void put_pods_silent(const char *cluster, const char *prefix, int from, i
     put_pods_as(cluster, prefix, from, to, del, true);
 }
 
+/* What the pod watch's hooks reported (cache.h), and whether each pod
+ * change was already applied to the cache when its hook ran. */
+struct hook_log {
+    struct wh_cache *_Atomic c; /* set once wh_cache_new() returned */
+    atomic_long upserts, deletes, misapplied, healthy, down, current;
+};
+
+static int find_name(void *arg, const struct wh_pod_rec *pod)
+{
+    return !strcmp(pod->name, arg);
+}
+
+static void hook_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted)
+{
+    struct hook_log *h = arg;
+    atomic_fetch_add(deleted ? &h->deletes : &h->upserts, 1);
+    struct wh_cache *c = atomic_load(&h->c);
+    char errbuf[WH_ERRBUF_LEN];
+    int found = 0;
+    if (c && (wh_cache_each_group_pod(c, pod->ns, pod->cluster, pod->group, find_name,
+                                      (void *)pod->name, &found, errbuf) ||
+              found == deleted))
+        atomic_fetch_add(&h->misapplied, 1);
+}
+
+static void hook_pods_health(void *arg, long since_ms)
+{
+    struct hook_log *h = arg;
+    atomic_fetch_add(since_ms >= 0 ? &h->healthy : &h->down, 1);
+}
+
+static void hook_pods_current(void *arg, long at_ms)
+{
+    struct hook_log *h = arg;
+    (void)at_ms;
+    atomic_fetch_add(&h->current, 1);
+}
+
 static void test_cache_restart_and_gone(void **st)
 {
     (void)st;
+    static struct hook_log hl;
+    const struct wh_cache_hooks hooks = {.arg = &hl,
+                                         .pod_changed = hook_pod_changed,
+                                         .pods_health = hook_pods_health,
+                                         .pods_current = hook_pods_current};
     assert_int_equal(kh_kubeconfig(&srv, "kc-cache", NULL), 0);
     put_pods("restart", "p", 0, 20, false);
     /* Pods the selector excludes never reach the cache. */
@@ -335,7 +378,8 @@ static void test_cache_restart_and_gone(void **st)
                                 "{\"ray.io/cluster\":\"restart\",\"ray.io/group\":\"tpu\","
                                 "\"ray.io/node-type\":\"head\"}},\"spec\":{\"containers\":[]}}]",
                                 NULL), 0);
-    struct wh_cache *c = start_cache("kc-cache", NULL);
+    struct wh_cache *c = start_cache("kc-cache", &hooks);
+    atomic_store(&hl.c, c);
     assert_true(wait_synced(c, 30000));
     assert_true(wait_group(c, "ns", "restart", "tpu", 20, 30000));
     struct wh_cache_stats cs;
@@ -381,6 +425,15 @@ static void test_cache_restart_and_gone(void **st)
     /* Nothing leaks across relists: interned strings stay few. */
     assert_true(cs.interned < 16);
     wh_cache_free(c);
+    /* The hooks saw the pods (the head pod is not one) and the deletions,
+     * each after the cache had applied it; the watch went down with the
+     * server and came back; syncs and events made the cache current. */
+    assert_true(atomic_load(&hl.upserts) >= 40);
+    assert_true(atomic_load(&hl.deletes) >= 10);
+    assert_int_equal(atomic_load(&hl.misapplied), 0);
+    assert_true(atomic_load(&hl.down) >= 1);
+    assert_true(atomic_load(&hl.healthy) >= 2);
+    assert_true(atomic_load(&hl.current) >= 3);
 }
 
 /* A server that answers every watch with an ERROR event (not 410) must be

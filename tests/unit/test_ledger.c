@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../testutil.h"
 #include "wh/ledger.h"
@@ -126,6 +127,37 @@ static void test_expiry_waits_for_a_healthy_watch(void **st)
     assert_int_equal(wh_ledger_pending(lg), 0);
     assert_int_equal(wh_ledger_groups(lg), 0);
     wh_ledger_free(lg);
+}
+
+/* With sweep_ms the ledger's own thread drops what expired, with no lock
+ * of the group and no wh_ledger_sweep() call; a ledger without it keeps
+ * the expired reservation until someone sweeps. */
+static void test_sweeper_thread(void **st)
+{
+    (void)st;
+    char errbuf[WH_ERRBUF_LEN];
+    atomic_store(&fake_now, 1000);
+    struct wh_ledger_opts o = {.ttl_ms = 100, .now_ms = fake_clock, .sweep_ms = 5};
+    struct wh_ledger *lg = wh_ledger_new(&o), *idle = wh_ledger_new(&(struct wh_ledger_opts){
+                                                   .ttl_ms = 100, .now_ms = fake_clock});
+    assert_non_null(lg);
+    assert_non_null(idle);
+    struct wh_ledger *both[] = {lg, idle};
+    for (size_t i = 0; i < 2; i++) {
+        struct wh_ledger_group *g;
+        wh_ledger_set_fresh_since(both[i], 1000);
+        assert_int_equal(wh_ledger_lock(both[i], "ns", "c", "g", &g, errbuf), WH_OK);
+        assert_int_equal(wh_ledger_reserve(g, 0, 0, 0, 1, errbuf), WH_OK);
+        wh_ledger_unlock(g);
+    }
+    atomic_store(&fake_now, 1200);
+    for (int i = 0; i < 2000 && wh_ledger_groups(lg); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+    assert_int_equal(wh_ledger_pending(lg), 0);
+    assert_int_equal(wh_ledger_groups(lg), 0);
+    assert_int_equal(wh_ledger_pending(idle), 1);
+    wh_ledger_free(lg); /* stops the thread */
+    wh_ledger_free(idle);
 }
 
 /* Fed by a watch, reservations expire by what the watch has delivered, not
@@ -281,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_reserve_and_visit),
         cmocka_unit_test(test_expiry_waits_for_a_healthy_watch),
         cmocka_unit_test(test_expiry_follows_what_the_watch_heard),
+        cmocka_unit_test(test_sweeper_thread),
         cmocka_unit_test(test_standalone_never_expires_and_drop_cluster),
         cmocka_unit_test(test_concurrent_reservations_unique),
     };

@@ -2,8 +2,7 @@
  *
  * Two background threads (pods, nodes) each LIST with paging, then WATCH
  * from the list's resourceVersion with bookmarks; 410 Gone relists, any
- * other failure reconnects with exponential backoff and jitter. A third
- * thread sweeps the legacy-index ledger once a second. Readers
+ * other failure reconnects with exponential backoff and jitter. Readers
  * (admissions) hold a reader lock only while walking.
  *
  * Pods: label selector ray.io/node-type=worker,
@@ -14,14 +13,14 @@
  * Nodes: label selector cloud.google.com/gke-tpu-accelerator; all labels of
  * those (few) nodes are kept.
  *
- * The watch feeds the ledger: a live pod whose (ns, cluster, group,
- * replicaIndex label, TPU_WORKER_ID) matches a reservation confirms it. The
- * cache is updated BEFORE the ledger is told, so an admission never sees the
- * id missing from both (it may briefly see it in both; the state view then
- * shows it once, see wh_ledger_mark()).
+ * The pod watch tells its owner what it learns through hooks (struct
+ * wh_cache_hooks; admit.c drives the legacy-index ledger with them). A hook
+ * runs after the cache has applied what it reports, so an admission never
+ * sees a pod missing from both the cache and the ledger (it may briefly see
+ * it in both; the state view then shows it once, see wh_ledger_mark()).
  *
  * Ownership: the cache takes over kube (freed by wh_cache_free()); the
- * ledger is borrowed and must outlive the cache.
+ * hooks' arg is borrowed and must outlive the cache.
  */
 #ifndef WH_CACHE_H
 #define WH_CACHE_H
@@ -29,10 +28,9 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/err.h"    /* enum wh_err */
-#include "wh/kube.h"   /* struct wh_kube */
-#include "wh/ledger.h" /* struct wh_ledger */
-#include "wh/state.h"  /* wh_pod_visit_fn, wh_node_visit_fn */
+#include "wh/err.h"   /* enum wh_err */
+#include "wh/kube.h"  /* struct wh_kube */
+#include "wh/state.h" /* wh_pod_visit_fn, wh_node_visit_fn, struct wh_pod_rec */
 
 #define WH_CACHE_POD_SELECTOR "ray.io/node-type=worker,app.kubernetes.io/created-by=kuberay-operator"
 #define WH_CACHE_NODE_SELECTOR "cloud.google.com/gke-tpu-accelerator"
@@ -47,11 +45,31 @@ struct wh_cache_opts {
     long max_backoff_ms;  /* 0: 30 s */
 };
 
+/* What the pod watch reports, called on the pod watcher's thread, outside
+ * the cache's lock (a hook may read the cache). Times are wh_clock_ms().
+ * Any hook may be NULL. */
+struct wh_cache_hooks {
+    void *arg; /* passed to every hook */
+    /* A pod was listed, added or updated (deleted false), or deleted
+     * (deleted true); the cache holds (no longer holds) it. Pods a relist
+     * finds gone are dropped without a call. The record is valid only
+     * during the call. */
+    void (*pod_changed)(void *arg, const struct wh_pod_rec *pod, bool deleted);
+    /* The pod watch has been healthy since since_ms (it was not), or went
+     * down (since_ms -1). */
+    void (*pods_health)(void *arg, long since_ms);
+    /* The pod cache holds everything the API server said up to at_ms: a
+     * LIST taken at at_ms was applied (a sync), or the watch delivered an
+     * event or a bookmark at at_ms, after applying it. */
+    void (*pods_current)(void *arg, long at_ms);
+};
+
 struct wh_cache;
 
 /* Start the watchers; never waits for the API server. kube is taken over
- * (also on failure); ledger may be NULL. NULL with a reason on failure. */
-struct wh_cache *wh_cache_new(struct wh_kube *kube, struct wh_ledger *ledger,
+ * (also on failure); hooks (copied) may be NULL. NULL with a reason on
+ * failure. */
+struct wh_cache *wh_cache_new(struct wh_kube *kube, const struct wh_cache_hooks *hooks,
                               const struct wh_cache_opts *opts, char *errbuf);
 /* Stops the threads (aborting transfers in flight) and frees. NULL-safe. */
 void wh_cache_free(struct wh_cache *c);

@@ -18,11 +18,14 @@
  *     replicaIndex label, TPU_WORKER_ID) - wh_ledger_confirm();
  *   - released when the pod never shows up: once the watch has been healthy
  *     for ttl_ms after both the reservation and the last (re)sync, and has
- *     delivered an event or bookmark that late (wh_ledger_set_heard()).
+ *     delivered an event or bookmark that late (wh_ledger_set_heard()),
+ *     dropped at the next lock of the group or sweep (wh_ledger_sweep()).
  *     While the watch is down or silent nothing expires (a pod created
  *     meanwhile would be missed, and forgetting its id could hand it out
  *     twice).
  * A pod deleted after its confirmation frees its ids through the cache.
+ * The pod watch reaches the ledger through its owner (admit.c registers
+ * the cache's hooks); the cache does not know the ledger.
  * A DELETED event never releases a *pending* reservation: the only pods that
  * can share its ids are older pods that were already terminating when the
  * id was handed out, and their deletion says nothing about the new pod.
@@ -32,7 +35,8 @@
  * wh_ledger_drop_cluster(), called when a RayCluster of that name is created
  * again (a new cluster starts with fresh ids).
  *
- * Thread-safe. Ownership: the ledger copies every string it keeps.
+ * Thread-safe. Ownership: the ledger copies every string it keeps, and owns
+ * its sweeper thread (opts.sweep_ms).
  */
 #ifndef WH_LEDGER_H
 #define WH_LEDGER_H
@@ -49,14 +53,20 @@
 struct wh_ledger_opts {
     long ttl_ms;          /* < 0: never expire (standalone); 0: default */
     size_t max_per_group; /* pending reservations per group; 0: default */
-    long (*now_ms)(void); /* monotonic clock; NULL: CLOCK_MONOTONIC (tests inject) */
+    long (*now_ms)(void); /* monotonic clock; NULL: wh_clock_ms (tests inject) */
+    /* > 0: the ledger's own thread calls wh_ledger_sweep() this often
+     * (Kubernetes mode: WH_LEDGER_SWEEP_MS); 0: no thread, the owner sweeps
+     * if it wants to (tests, standalone). */
+    long sweep_ms;
 };
+#define WH_LEDGER_SWEEP_MS 1000L
 
 struct wh_ledger;
 struct wh_ledger_group; /* a locked group; valid until wh_ledger_unlock() */
 
-/* NULL on OOM. opts may be NULL (defaults). Free with wh_ledger_free(),
- * after every group has been unlocked. */
+/* NULL on OOM or when the sweeper thread cannot start. opts may be NULL
+ * (defaults). Free with wh_ledger_free(), after every group has been
+ * unlocked; it stops the sweeper first. */
 struct wh_ledger *wh_ledger_new(const struct wh_ledger_opts *opts);
 void wh_ledger_free(struct wh_ledger *lg); /* NULL-safe */
 
@@ -98,22 +108,22 @@ bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id);
 bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,
                        const char *group, const char *replica_label, long worker_id);
 
-/* The ledger's clock (opts.now_ms), for wh_ledger_set_fresh_since(). */
-long wh_ledger_now(const struct wh_ledger *lg);
-
 /* Since when (now_ms clock) the watch has been continuously healthy, or -1
- * when it is not (nothing expires then). Set by the cache. */
+ * when it is not (nothing expires then). Set by the pod cache's owner from
+ * the cache's hooks (admit.c; the cache's clock is wh_clock_ms, the
+ * default of now_ms). */
 void wh_ledger_set_fresh_since(struct wh_ledger *lg, long since_ms);
 
 /* The pod watch delivered something (an event or a bookmark) at at_ms,
  * after applying it. Once called, reservations expire by this time instead
  * of the clock: a watch that is open but silent (a half-dead connection the
  * kernel has not noticed yet) may be holding back the very pod a
- * reservation waits for. Set by the cache. */
+ * reservation waits for. Set like wh_ledger_set_fresh_since(). */
 void wh_ledger_set_heard(struct wh_ledger *lg, long at_ms);
 
 /* Drop expired reservations everywhere and free idle empty group entries.
- * Never waits on a busy group (it is skipped). */
+ * Never waits on a busy group (it is skipped). The sweeper thread
+ * (opts.sweep_ms) calls it. */
 void wh_ledger_sweep(struct wh_ledger *lg);
 
 /* Forget every reservation of (ns, cluster) (standalone: the cluster was
