@@ -51,7 +51,6 @@ LONG_MARK = re.compile(r"/\*\s*long:\s*\S.{9}")
 # until that work lands. Remove each entry when its split has
 # landed (then the file must pass or carry a /* long: */ reason).
 WAIVED_LONG = {
-    "src/shell/cache.c": "being split (table, store, reflector, facade) by the cachesplit work",
     "src/shell/server.c": "being changed by the lead's TLS work, split after it",
     "src/shell/claims.c:wh_claims_take": "being changed by the claims work (issue 11); "
                                          "split after it has landed",

@@ -1,9 +1,11 @@
 /* cache.h: pod and node caches fed by LIST + WATCH of the Kubernetes API.
  *
- * Two background threads (pods, nodes) each LIST with paging, then WATCH
- * from the list's resourceVersion with bookmarks; 410 Gone relists, any
- * other failure reconnects with exponential backoff and jitter. Readers
- * (admissions) hold a reader lock only while walking.
+ * Two background threads (pods, nodes: reflector.h) each LIST with paging,
+ * then WATCH from the list's resourceVersion with bookmarks; 410 Gone
+ * relists, any other failure reconnects with exponential backoff and
+ * jitter. They write into one store (store.h, its tables in htab.h);
+ * readers (admissions) hold its reader lock only while walking. This
+ * module puts them together and answers the admission pipeline.
  *
  * Pods: label selector ray.io/node-type=worker,
  * app.kubernetes.io/created-by=kuberay-operator, all namespaces. Only what
@@ -32,8 +34,6 @@
 #include "wh/kube.h"  /* struct wh_kube */
 #include "wh/state.h" /* wh_pod_visit_fn, wh_node_visit_fn, struct wh_pod_rec */
 
-#define WH_CACHE_POD_SELECTOR "ray.io/node-type=worker,app.kubernetes.io/created-by=kuberay-operator"
-#define WH_CACHE_NODE_SELECTOR "cloud.google.com/gke-tpu-accelerator"
 /* How long the pod cache is trusted for legacy indices after the API server
  * stops answering (reservations of this replica stay held meanwhile). */
 #define WH_CACHE_DEFAULT_TRUST_MS 30000L

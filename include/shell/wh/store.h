@@ -1,0 +1,64 @@
+/* store.h: what the pod and node caches hold (cache.h), behind one
+ * reader-writer lock.
+ *
+ * Pods: only what the engine needs (struct wh_pod_rec), keyed by (namespace,
+ * name) and chained per worker group (namespace, cluster, group); the
+ * namespace, cluster, group and replicaIndex strings are interned. Nodes:
+ * every label of the (few) TPU nodes.
+ *
+ * The reflectors (reflector.h) write: they apply objects of a LIST or a
+ * watch event, tagged with the LIST's generation, and after a LIST drop
+ * what that generation did not see. Readers (admissions) hold the reader
+ * lock only while they walk. The lock prefers writers, so that a steady
+ * stream of admissions never holds watch events back; a visitor must not
+ * call back into the store (a nested read lock deadlocks once a writer
+ * waits).
+ *
+ * Ownership: the store copies everything it keeps (plain malloc: it
+ * outlives requests); wh_store_free() frees it all.
+ */
+#ifndef WH_STORE_H
+#define WH_STORE_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint32_t */
+
+#include "wh/err.h"   /* enum wh_err */
+#include "wh/state.h" /* struct wh_pod_rec, wh_pod_visit_fn, wh_node_visit_fn */
+
+/* The label that makes a node a TPU node: the node watch selects by it, and
+ * a node that loses it leaves the store. */
+#define WH_STORE_NODE_LABEL "cloud.google.com/gke-tpu-accelerator"
+
+struct cJSON;
+struct wh_store;
+
+struct wh_store *wh_store_new(void);      /* NULL on OOM */
+void wh_store_free(struct wh_store *s);   /* NULL-safe; no reader may be walking */
+
+/* Apply one Pod of a LIST (deleted false) or of a watch event. Pods the
+ * store does not keep (no KubeRay worker identity, no name) are skipped:
+ * *pod is then NULL-named. Otherwise *pod describes the pod (its strings
+ * point into obj). WH_ERR_NOMEM only. */
+WH_NODISCARD enum wh_err wh_store_apply_pod(struct wh_store *s, const struct cJSON *obj,
+                                            bool deleted, uint32_t gen, struct wh_pod_rec *pod);
+/* Apply one Node likewise; a node without the TPU accelerator label is
+ * dropped. WH_ERR_NOMEM only. */
+WH_NODISCARD enum wh_err wh_store_apply_node(struct wh_store *s, const struct cJSON *obj,
+                                             bool deleted, uint32_t gen);
+/* After a complete LIST tagged gen: drop the pods (nodes) it did not show. */
+void wh_store_sweep_pods(struct wh_store *s, uint32_t gen);
+void wh_store_sweep_nodes(struct wh_store *s, uint32_t gen);
+
+/* Walk the pods of a worker group (the nodes) under the reader lock;
+ * returns the visitor's non-zero value, else 0. The records are valid only
+ * during the call. */
+int wh_store_each_group_pod(struct wh_store *s, const char *ns, const char *cluster,
+                            const char *group, wh_pod_visit_fn fn, void *arg);
+int wh_store_each_node(struct wh_store *s, wh_node_visit_fn fn, void *arg);
+
+/* Pods, nodes and distinct interned strings held right now. */
+void wh_store_counts(struct wh_store *s, size_t *pods, size_t *nodes, size_t *interned);
+
+#endif /* WH_STORE_H */

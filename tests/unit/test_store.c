@@ -1,0 +1,216 @@
+/* test_store.c: the caches' store (store.h) and its tables (htab.h):
+ * applying pods and nodes as a LIST or watch would, relabelling, sweeping by
+ * generation, interning, and growth past the first bucket array. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../testutil.h"
+#include "wh/htab.h"
+#include "wh/store.h"
+
+/* A KubeRay worker pod of ns/cluster/group with one TPU container. */
+static cJSON *pod(const char *name, const char *cluster, const char *group, const char *replica,
+                  int worker_id)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"labels\":{"
+             "\"ray.io/cluster\":\"%s\",\"ray.io/group\":\"%s\",\"replicaIndex\":\"%s\"}},"
+             "\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{"
+             "\"google.com/tpu\":\"4\"}},\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"%d\"}]}]}}",
+             name, cluster, group, replica, worker_id);
+    return wh_test_parse(text);
+}
+
+static cJSON *node(const char *name, bool tpu)
+{
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"zone\":\"a\"%s}}}", name,
+             tpu ? ",\"" WH_STORE_NODE_LABEL "\":\"tpu-v5p-slice\"" : "");
+    return wh_test_parse(text);
+}
+
+struct seen {
+    size_t n;
+    long id_sum;
+    char last[64];
+};
+
+static int see_pod(void *arg, const struct wh_pod_rec *p)
+{
+    struct seen *s = arg;
+    s->n++;
+    s->id_sum += p->worker_id;
+    snprintf(s->last, sizeof(s->last), "%s/%s", p->name, p->replica_label);
+    return 0;
+}
+
+static int see_node(void *arg, const struct wh_node_rec *n)
+{
+    struct seen *s = arg;
+    s->n++;
+    s->id_sum += (long)n->n_labels;
+    snprintf(s->last, sizeof(s->last), "%s", n->name);
+    return 0;
+}
+
+static int stop_at_first(void *arg, const struct wh_pod_rec *p)
+{
+    (void)arg;
+    (void)p;
+    return 7;
+}
+
+static struct seen group(struct wh_store *s, const char *cluster, const char *grp)
+{
+    struct seen seen = {0};
+    assert_int_equal(wh_store_each_group_pod(s, "ns", cluster, grp, see_pod, &seen), 0);
+    return seen;
+}
+
+static void apply_pod(struct wh_store *s, cJSON *obj, bool deleted, uint32_t gen)
+{
+    struct wh_pod_rec rec;
+    assert_int_equal(wh_store_apply_pod(s, obj, deleted, gen, &rec), WH_OK);
+    assert_non_null(rec.name);
+    cJSON_Delete(obj);
+}
+
+static void test_pods(void **st)
+{
+    (void)st;
+    struct wh_store *s = wh_store_new();
+    assert_non_null(s);
+    apply_pod(s, pod("a-0", "c", "g", "g-0", 0), false, 1);
+    apply_pod(s, pod("a-1", "c", "g", "g-0", 1), false, 1);
+    apply_pod(s, pod("b-0", "c", "h", "h-0", 0), false, 1);
+    struct seen g = group(s, "c", "g");
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.id_sum, 1);
+    assert_int_equal(group(s, "c", "h").n, 1);
+    assert_int_equal(group(s, "other", "g").n, 0);
+    assert_int_equal(wh_store_each_group_pod(s, "ns", "c", "g", stop_at_first, NULL), 7);
+
+    /* An update replaces; relabelled into another group, the pod moves. */
+    apply_pod(s, pod("a-1", "c", "g", "g-1", 5), false, 1);
+    g = group(s, "c", "g");
+    assert_int_equal(g.id_sum, 5);
+    apply_pod(s, pod("a-1", "c", "h", "h-1", 2), false, 1);
+    assert_int_equal(group(s, "c", "g").n, 1);
+    g = group(s, "c", "h");
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.id_sum, 2);
+
+    /* A pod the store does not keep says so by a NULL name. */
+    struct wh_pod_rec rec;
+    cJSON *head = wh_test_parse("{\"metadata\":{\"namespace\":\"ns\"}}");
+    assert_int_equal(wh_store_apply_pod(s, head, false, 1, &rec), WH_OK);
+    assert_null(rec.name);
+    cJSON_Delete(head);
+
+    /* Deleted; then a relist (generation 2) that shows only b-0 sweeps the
+     * rest, and the strings of the groups that emptied go with them. */
+    apply_pod(s, pod("a-0", "c", "g", "g-0", 0), true, 1);
+    assert_int_equal(group(s, "c", "g").n, 0);
+    apply_pod(s, pod("b-0", "c", "h", "h-0", 0), false, 2);
+    wh_store_sweep_pods(s, 2);
+    g = group(s, "c", "h");
+    assert_int_equal(g.n, 1);
+    assert_string_equal(g.last, "b-0/h-0");
+    size_t pods, nodes, interned;
+    wh_store_counts(s, &pods, &nodes, &interned);
+    assert_int_equal(pods, 1);
+    assert_int_equal(nodes, 0);
+    assert_int_equal(interned, 4); /* ns, c, h, h-0 */
+    wh_store_free(s);
+}
+
+static void test_nodes(void **st)
+{
+    (void)st;
+    struct wh_store *s = wh_store_new();
+    cJSON *objs[] = {node("n1", true), node("n2", true), node("n3", false)};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(wh_store_apply_node(s, objs[i], false, 1), WH_OK);
+        cJSON_Delete(objs[i]);
+    }
+    struct seen seen = {0};
+    assert_int_equal(wh_store_each_node(s, see_node, &seen), 0);
+    assert_int_equal(seen.n, 2); /* n3 is no TPU node */
+    assert_int_equal(seen.id_sum, 4);
+    /* n1 loses its TPU label: it leaves; a relist that shows nothing else
+     * sweeps n2. */
+    cJSON *plain = node("n1", false);
+    assert_int_equal(wh_store_apply_node(s, plain, false, 2), WH_OK);
+    cJSON_Delete(plain);
+    seen = (struct seen){0};
+    assert_int_equal(wh_store_each_node(s, see_node, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.last, "n2");
+    wh_store_sweep_nodes(s, 2);
+    seen = (struct seen){0};
+    assert_int_equal(wh_store_each_node(s, see_node, &seen), 0);
+    assert_int_equal(seen.n, 0);
+    wh_store_free(s);
+}
+
+/* Many pods: the tables grow past their first bucket arrays and every pod
+ * stays reachable; freeing a full store leaks nothing (ASan build). */
+static void test_many(void **st)
+{
+    (void)st;
+    struct wh_store *s = wh_store_new();
+    char name[32], grp[32], rep[32];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof(name), "p-%d", i);
+        snprintf(grp, sizeof(grp), "g%d", i % 100);
+        snprintf(rep, sizeof(rep), "g%d-0", i % 100);
+        apply_pod(s, pod(name, "c", grp, rep, i / 100), false, 1);
+    }
+    size_t pods, nodes, interned;
+    wh_store_counts(s, &pods, &nodes, &interned);
+    assert_int_equal(pods, 2000);
+    assert_int_equal(interned, 2 + 200);
+    struct seen g = group(s, "c", "g7");
+    assert_int_equal(g.n, 20);
+    assert_int_equal(g.id_sum, 190); /* 0 + 1 + ... + 19 */
+    wh_store_free(s);
+}
+
+static void test_intern(void **st)
+{
+    (void)st;
+    struct wh_htab t = {0};
+    char text[] = "tpu-group";
+    const char *a = wh_intern(&t, text), *b = wh_intern(&t, "tpu-group");
+    assert_ptr_equal(a, b); /* shared */
+    assert_ptr_not_equal(a, text);
+    assert_int_equal(t.n, 1);
+    wh_unintern(&t, a);
+    assert_int_equal(t.n, 1); /* one reference left */
+    wh_unintern(&t, b);
+    assert_int_equal(t.n, 0);
+    wh_unintern(&t, NULL);
+    wh_htab_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pods),
+        cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_many),
+        cmocka_unit_test(test_intern),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
