@@ -4,7 +4,8 @@
 # shell. A file of layer L (src/L/*.c, include/L/wh/*.h; src/main.c is shell)
 # may include "wh/x.h" only when x.h lives in L or a layer below it. Also
 # refused: a header outside a layer (include/wh/), a source folder that is no
-# layer, and an include of a header that does not exist. The build enforces
+# layer, an include of a header that does not exist, and a leaf module of the
+# shell (see "leaves" below) that includes another shell header. The build enforces
 # the rule for what it compiles (each layer sees only its own include
 # directory and those below); this also covers headers and unbuilt files.
 # Prints one line per violation; exits 1 if there is any.
@@ -54,5 +55,20 @@ for l in "${layers[@]}"; do
 done
 for f in src/*.c; do
   [[ -e $f ]] && check_file "$f" shell
+done
+
+# Leaf modules of the shell: every other module may use them, so they
+# include no other shell header (metrics.h once included admit.h, which
+# pulled the cache, the ledger and the engine into a counter module).
+leaves=(clock fileio htab log metrics)
+for m in "${leaves[@]}"; do
+  for f in src/shell/"$m".c include/shell/wh/"$m".h; do
+    [[ -e $f ]] || { fail "$f: listed as a leaf module but missing (update the list)"; continue; }
+    while IFS=: read -r lno inc; do
+      n=${inc#*wh/}; n=${n%%\"*}
+      [[ $n == "$m.h" || ${home[$n]:-} != shell ]] ||
+        fail "$f:$lno: the leaf module $m includes wh/$n of the shell; a leaf uses only the layers below"
+    done < <(grep -no '^[[:space:]]*#[[:space:]]*include[[:space:]]*"wh/[^"]*"' "$f" || true)
+  done
 done
 exit $bad

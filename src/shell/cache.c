@@ -78,8 +78,8 @@ struct wh_cache *wh_cache_new(struct wh_kube *kube, const struct wh_cache_hooks 
 }
 
 enum wh_err wh_cache_each_group_pod(struct wh_cache *c, const char *ns, const char *cluster,
-                                    const char *group, wh_pod_visit_fn fn, void *arg,
-                                    int *stopped, char *errbuf)
+                                    const char *group, wh_pod_visit_fn fn, void *arg, int *stopped,
+                                    char *errbuf)
 {
     (void)errbuf;
     *stopped = wh_store_each_group_pod(c->store, ns, cluster, group, fn, arg);

@@ -35,10 +35,10 @@ struct wh_reflector {
     uint32_t gen;
     unsigned seed;
     atomic_ulong relists, reconnects;
-    bool relist; /* set by a 410 inside the stream */
-    bool stream_failed; /* an ERROR event (not 410) or a torn line ended the stream */
-    bool opened;        /* the current watch answered 2xx */
-    bool logged;        /* on_event logged why the current watch failed */
+    bool relist;                /* set by a 410 inside the stream */
+    bool stream_failed;         /* an ERROR event (not 410) or a torn line ended the stream */
+    bool opened;                /* the current watch answered 2xx */
+    bool logged;                /* on_event logged why the current watch failed */
     unsigned long stream_lines; /* lines received in the current stream */
     bool healthy;
 };
@@ -299,8 +299,8 @@ static enum watch_end watch_once(struct wh_reflector *w)
     w->relist = w->stream_failed = w->opened = w->logged = false;
     w->stream_lines = 0;
     long opened = wh_clock_ms();
-    enum wh_err err =
-        wh_kube_stream(w->kube, path, on_open, on_event, w, &status, &w->nap.stop, errbuf);
+    enum wh_err err = wh_kube_stream(w->kube, path, on_open, on_event, w, &status, &w->nap.stop,
+                                     errbuf);
     if (atomic_load(&w->nap.stop))
         return END_STOP;
     if (err) {
@@ -365,14 +365,9 @@ static void *watch_thread(void *arg)
         }
         if (!failed) {
             switch (watch_once(w)) {
-            case END_STOP:
-                return NULL;
-            case END_RELIST:
-                need_list = true;
-                continue;
-            case END_RESUME:
-                backoff = WH_REFLECTOR_MIN_BACKOFF_MS;
-                continue;
+            case END_STOP: return NULL;
+            case END_RELIST: need_list = true; continue;
+            case END_RESUME: backoff = WH_REFLECTOR_MIN_BACKOFF_MS; continue;
             case END_EMPTY: {
                 long sleep = backoff;
                 backoff = next_backoff(w, backoff);
@@ -380,9 +375,7 @@ static void *watch_thread(void *arg)
                     return NULL;
                 continue;
             }
-            case END_FAILED:
-                failed = true;
-                break;
+            case END_FAILED: failed = true; break;
             }
         }
         if (failed) {

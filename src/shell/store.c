@@ -20,7 +20,7 @@ struct cgroup {
 };
 
 struct cpod {
-    struct wh_hnode h;           /* by (ns, name) */
+    struct wh_hnode h; /* by (ns, name) */
     struct cpod *gnext, *gprev;
     struct cgroup *grp;
     const char *replica_label; /* interned, NULL when absent */

@@ -12,6 +12,7 @@ bash "$tmp/scripts/check-layers.sh" "$tmp" || { echo "the unchanged copy fails";
 echo '#include "wh/server.h" /* planted */' >> "$tmp/src/core/mutate.c"
 echo '#include "wh/yaml.h" /* planted */' >> "$tmp/include/util/wh/buf.h"
 echo '#include "wh/nosuch.h" /* planted */' >> "$tmp/src/offline/render.c"
+echo '#include "wh/admit.h" /* planted */' >> "$tmp/include/shell/wh/metrics.h"
 mkdir -p "$tmp/include/wh" "$tmp/src/misc"
 echo '/* planted */' > "$tmp/include/wh/stray.h"
 echo '/* planted */' > "$tmp/src/misc/stray.c"
@@ -23,6 +24,7 @@ echo "$out"
 for want in 'src/core/mutate.c:[0-9]*: core includes wh/server.h of shell' \
             'include/util/wh/buf.h:[0-9]*: util includes wh/yaml.h of offline' \
             'src/offline/render.c:[0-9]*: includes wh/nosuch.h, which no layer holds' \
+            'include/shell/wh/metrics.h:[0-9]*: the leaf module metrics includes wh/admit.h' \
             'include/wh/stray.h: a header outside every layer' \
             'src/misc: not a layer'; do
   grep -q "$want" <<<"$out" || { echo "not reported: $want"; exit 1; }

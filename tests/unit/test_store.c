@@ -34,9 +34,8 @@ static cJSON *pod(const char *name, const char *cluster, const char *group, cons
 static cJSON *node(const char *name, bool tpu)
 {
     char text[512];
-    snprintf(text, sizeof(text),
-             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"zone\":\"a\"%s}}}", name,
-             tpu ? ",\"" WH_STORE_NODE_LABEL "\":\"tpu-v5p-slice\"" : "");
+    snprintf(text, sizeof(text), "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"zone\":\"a\"%s}}}",
+             name, tpu ? ",\"" WH_STORE_NODE_LABEL "\":\"tpu-v5p-slice\"" : "");
     return wh_test_parse(text);
 }
 

@@ -34,8 +34,8 @@
 struct cJSON;
 struct wh_store;
 
-struct wh_store *wh_store_new(void);      /* NULL on OOM */
-void wh_store_free(struct wh_store *s);   /* NULL-safe; no reader may be walking */
+struct wh_store *wh_store_new(void);    /* NULL on OOM */
+void wh_store_free(struct wh_store *s); /* NULL-safe; no reader may be walking */
 
 /* Apply one Pod of a LIST (deleted false) or of a watch event. Pods the
  * store does not keep (no KubeRay worker identity, no name) are skipped:
