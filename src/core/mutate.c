@@ -10,18 +10,17 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf, vsnprintf */
-#include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp, strstr */
 
 #include "wh/affinity.h" /* wh_affinity_* */
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/legacy.h"   /* wh_legacy_choose */
 #include "wh/names.h"    /* wh_names_* */
 #include "wh/patch.h"    /* wh_patch_op, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports, wh_port_list */
-#include "wh/mem.h"      /* wh_free */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -195,112 +194,6 @@ static bool reuse_indices(struct pod_ctx *c)
     return true;
 }
 
-struct slot {
-    long replica, host;
-};
-
-struct scan {
-    struct slot *slots;
-    size_t n, cap;
-    bool oom;
-    bool tpu7x; /* the group's pods share the incoming pod's node selector */
-    struct wh_decision *d;
-};
-
-/* The integer after the last '-' of a replicaIndex label; 0 when it does
- * not parse (docs/internals/reference-behaviour.md §2.4). */
-static long label_replica(const char *label)
-{
-    const char *dash = strrchr(label, '-');
-    long r;
-    return wh_parse_long(dash ? dash + 1 : label, &r) && r >= 0 ? r : 0;
-}
-
-static int scan_pod(void *arg, const struct wh_pod_rec *p)
-{
-    struct scan *sc = arg;
-    /* D7: a non-TPU pod does not end the scan; a pod without an id is skipped. */
-    if (p->deleting || p->n_tpu_containers == 0 || !p->replica_label)
-        return 0;
-    if (p->worker_id < 0) {
-        if (p->worker_id == WH_WORKER_ID_EMPTY &&
-            wh_decision_note(sc->d, "skipped existing pod %s/%s: labelled %s but no TPU_WORKER_ID",
-                             p->ns, p->name, p->replica_label))
-            sc->oom = true;
-        return 0;
-    }
-    if (sc->n == sc->cap) {
-        size_t nc = sc->cap ? sc->cap * 2 : 64;
-        struct slot *s = wh_realloc(sc->slots, nc * sizeof(*s));
-        if (!s) {
-            sc->oom = true;
-            return 1;
-        }
-        sc->slots = s;
-        sc->cap = nc;
-    }
-    sc->slots[sc->n].replica = label_replica(p->replica_label);
-    /* Only TPU7x numbers its containers host x containers + c
-     * (docs/internals/reference-behaviour.md §2.7.3); the
-     * reference divides every pod's id, which misreads other multi-container
-     * pods. */
-    sc->slots[sc->n].host = sc->tpu7x ? p->worker_id / (long)p->n_tpu_containers : p->worker_id;
-    sc->n++;
-    return 0;
-}
-
-static int cmp_slot(const void *a, const void *b)
-{
-    const struct slot *x = a, *y = b;
-    if (x->replica != y->replica)
-        return x->replica < y->replica ? -1 : 1;
-    return (x->host > y->host) - (x->host < y->host);
-}
-
-/* docs/internals/reference-behaviour.md §2.4 steps 4-5 over slots sorted by (replica, host). */
-static long choose_replica(const struct slot *s, size_t n, long n_hosts)
-{
-    size_t distinct = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && s[j].replica == s[i].replica)
-            j++;
-        if ((long)(j - i) < n_hosts)
-            return s[i].replica; /* lowest incomplete replica */
-        distinct++;
-        i = j;
-    }
-    /* all complete: the smallest integer in [0, distinct] not used */
-    long want = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i].replica == want)
-            want++;
-        else if (s[i].replica > want)
-            break;
-    }
-    (void)distinct;
-    return want;
-}
-
-/* Returns -1 on a duplicate before the first gap. */
-static long choose_host(const struct slot *s, size_t n, long replica)
-{
-    long counter = 0, last = -1;
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i].replica != replica)
-            continue;
-        if (!first && s[i].host == last)
-            return -1;
-        if (s[i].host != counter)
-            break;
-        counter++;
-        last = s[i].host;
-        first = false;
-    }
-    return counter;
-}
-
 static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, bool *denied,
                                   char *errbuf)
 {
@@ -314,20 +207,11 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
                         "created now and KubeRay will retry",
                         why);
     }
-    struct scan sc = {.d = c->d, .tpu7x = c->tpu7x};
-    enum wh_err err = st->ops->each_group_pod(st->impl, c->ns, c->cluster, c->group, scan_pod, &sc,
-                                              errbuf);
-    if (!err && sc.oom)
-        err = WH_ERR_NOMEM;
-    if (err) {
-        wh_free(sc.slots);
+    struct wh_legacy_group g = {.ns = c->ns, .cluster = c->cluster, .group = c->group,
+                                .n_hosts = c->n_hosts, .tpu7x = c->tpu7x};
+    enum wh_err err = wh_legacy_choose(st, &g, c->d, &c->replica, &c->host, errbuf);
+    if (err)
         return err;
-    }
-    if (sc.n)
-        qsort(sc.slots, sc.n, sizeof(*sc.slots), cmp_slot);
-    c->replica = choose_replica(sc.slots, sc.n, c->n_hosts);
-    c->host = choose_host(sc.slots, sc.n, c->replica);
-    wh_free(sc.slots);
     if (c->host < 0) {
         return deny_pod(c, denied, ": replica %ld already has "
                         "two pods with the same TPU_WORKER_ID, so the slice cannot start; "

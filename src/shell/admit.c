@@ -14,6 +14,7 @@
 #include "wh/admit.h"
 
 #include <stdatomic.h>  /* atomic_ullong */
+#include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free, getenv */
 #include <string.h>     /* strcmp */
@@ -112,10 +113,30 @@ static const char *view_legacy_unavailable(const void *impl)
     return v->ad->cache ? wh_cache_pods_unavailable(v->ad->cache) : NULL;
 }
 
+/* With claims, a random free id: replicas that all took the lowest one
+ * raced for it, about two lost claims (and decisions) per pod with three
+ * replicas (docs/legacy-indices.md). Without claims there is one replica
+ * to serve, and the reference's lowest id. */
+static unsigned long view_legacy_pick(const void *impl)
+{
+    const struct view *v = impl;
+    if (!v->ad->claims)
+        return 0;
+    static _Thread_local uint64_t x; /* xorshift64*, seeded once per thread */
+    while (!x && getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+        x = (uint64_t)wh_clock_us() | 1;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    unsigned long r = (unsigned long)((x * 0x2545F4914F6CDD1DULL) >> 1);
+    return r ? r : 1;
+}
+
 static const struct wh_state_ops view_ops = {
     .each_group_pod = view_each_group_pod,
     .each_node = view_each_node,
     .legacy_unavailable = view_legacy_unavailable,
+    .legacy_pick = view_legacy_pick,
 };
 
 /* The pod cache's hooks drive the ledger (see cache.h and ledger.h): a live

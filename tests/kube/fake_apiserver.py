@@ -28,7 +28,8 @@ A gate for making races happen in a chosen order: POST /_control/hold
 {"method": "POST", "only": "leases"} makes every matching plain request
 wait, after its body was read and before it is carried out, until
 /_control/hold {} opens the gate (or 30 s pass); stats "held" counts the
-requests that have waited at it.
+requests that have waited at it, "held_names" lists the names of the
+objects they carried (metadata.name of the body), oldest first.
 
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
@@ -63,6 +64,7 @@ class State:
         self.uid = 0
         self.faults = {}
         self.hold = {}           # see /_control/hold
+        self.held_names = []
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
         self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
@@ -274,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
             if not h or h.get("method", method) != method or h.get("only", "") not in path:
                 return
             STATE.stats["held"] += 1
+            STATE.held_names.append(
+                ((getattr(self, "held_body", None) or {}).get("metadata") or {}).get("name", ""))
             end = time.monotonic() + 30
             while STATE.hold and time.monotonic() < end:
                 STATE.cv.wait(0.1)
@@ -290,6 +294,7 @@ class Handler(BaseHTTPRequestHandler):
         # The body is read first, so that an injected answer leaves the
         # kept-alive connection at the start of the next request.
         body = self.read_body() if m and method in ("POST", "PUT", "DELETE") else None
+        self.held_body = body if isinstance(body, dict) else None
         self.wait_at_gate(method, u.path)
         f = self.fault(u.path)
         if f is True:
@@ -434,7 +439,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.status(404, "NotFound", "no control " + path)
                 return
             STATE.cv.notify_all()
-            out = dict(STATE.stats, rv=STATE.rv, pods=len(STATE.objs["pods"]),
+            out = dict(STATE.stats, held_names=STATE.held_names[-100:], rv=STATE.rv, pods=len(STATE.objs["pods"]),
                        nodes=len(STATE.objs["nodes"]), leases=len(STATE.objs["leases"]))
         self.send_json(200, out)
 

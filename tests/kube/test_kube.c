@@ -1068,13 +1068,34 @@ static long lease_status(struct wh_kube *k, const char *ns, const char *cluster,
     return status;
 }
 
+/* The worker id (of replica 0 of cluster/tpu in namespace default) whose
+ * claim last waited at the fake API server's gate, or -1. */
+static long held_worker_id(const char *cluster)
+{
+    cJSON *st = NULL;
+    if (kh_control(&srv, "stats", NULL, &st))
+        return -1;
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(st, "held_names");
+    const char *last = cJSON_GetStringValue(cJSON_GetArrayItem(names, cJSON_GetArraySize(names) - 1));
+    long found = -1;
+    for (long w = 0; last && w < HOSTS && found < 0; w++) {
+        char name[WH_CLAIMS_NAME_LEN];
+        wh_claims_name("default", cluster, "tpu", 0, w, name);
+        if (!strcmp(name, last))
+            found = w;
+    }
+    cJSON_Delete(st);
+    return found;
+}
+
 /* A claim created after another replica's claim of the same id was made,
  * answered, expired and swept (a slow claim, or clocks apart): the Lease is
- * ours, but a pod holds the id. The claim of id 0 is held at the fake API
- * server's gate while a pod with id 0 appears in the cache (as if another
- * replica had admitted it and its claim were gone by now); then the gate
- * opens and the claim is created. Without the check after the claim, the
- * pod was answered with id 0: two hosts of one slice with one id. */
+ * ours, but a pod holds the id. The claim of the id decided is held at the
+ * fake API server's gate while a pod with that id appears in the cache (as
+ * if another replica had admitted it and its claim were gone by now); then
+ * the gate opens and the claim is created. Without the check after the
+ * claim, the pod was answered with that id: two hosts of one slice with one
+ * id. */
 static void test_claim_after_pod_appeared(void **st)
 {
     (void)st;
@@ -1107,8 +1128,10 @@ static void test_claim_after_pod_appeared(void **st)
     long end = kh_now_ms() + 10000;
     while (kh_stat(&srv, "held") == held && kh_now_ms() < end)
         kh_sleep_ms(10);
-    assert_true(kh_stat(&srv, "held") > held); /* id 0 decided, its claim at the gate */
-    char *pod = kh_created_pod(a.body, "superseded-elsewhere", 0, 0, 1);
+    assert_true(kh_stat(&srv, "held") > held); /* an id decided, its claim at the gate */
+    long w = held_worker_id("superseded");
+    assert_true(w >= 0);
+    char *pod = kh_created_pod(a.body, "superseded-elsewhere", 0, w, 1);
     assert_non_null(pod);
     assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0);
     free(pod);
@@ -1125,12 +1148,12 @@ static void test_claim_after_pod_appeared(void **st)
     if (!a.res.allowed)
         fail_msg("denied: %s", a.res.message ? a.res.message : "");
     assert_int_equal(a.res.replica, 0);
-    if (a.res.host == 0)
-        fail_msg("answered TPU_WORKER_ID 0, which pod superseded-elsewhere holds");
-    assert_int_equal(a.res.host, 1);
-    /* The Lease of id 0 was given back at once; the one of id 1 stands. */
-    assert_int_equal(lease_status(reader, "claims-super", "superseded", 0), 404);
-    assert_int_equal(lease_status(reader, "claims-super", "superseded", 1), 200);
+    if (a.res.host == w)
+        fail_msg("answered TPU_WORKER_ID %ld, which pod superseded-elsewhere holds", w);
+    assert_true(a.res.host >= 0 && a.res.host < HOSTS);
+    /* The Lease of the superseded id was given back at once; the new one stands. */
+    assert_int_equal(lease_status(reader, "claims-super", "superseded", w), 404);
+    assert_int_equal(lease_status(reader, "claims-super", "superseded", a.res.host), 200);
     wh_engine_result_free(&a.res);
     free((char *)a.body);
     wh_kube_free(reader);

@@ -29,19 +29,41 @@
     "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","           \
     "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}"
 
-/* Run wh_mutate_pod on a CREATE request for pod_json against ms. */
-static void decide(const char *pod_json, const char *op, struct wh_memstate *ms,
-                   struct wh_decision *d)
+static unsigned long the_pick;
+
+static unsigned long pick_of_test(const void *impl)
+{
+    (void)impl;
+    return the_pick;
+}
+
+/* Run wh_mutate_pod on a request for pod_json against ms; pick: what the
+ * state's legacy_pick answers (0: the callback is NULL). */
+static void decide_pick(const char *pod_json, const char *op, struct wh_memstate *ms,
+                        unsigned long pick, struct wh_decision *d)
 {
     cJSON *req = cJSON_CreateObject();
     assert_non_null(req);
     assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
     assert_int_equal(wh_json_set(req, "object", wh_test_parse(pod_json)), WH_OK);
     struct wh_state st = wh_memstate_view(ms);
+    struct wh_state_ops ops = *st.ops;
+    if (pick) {
+        the_pick = pick;
+        ops.legacy_pick = pick_of_test;
+        st.ops = &ops;
+    }
     char errbuf[WH_ERRBUF_LEN];
     wh_decision_init(d);
     assert_int_equal(wh_mutate_pod(req, &st, d, errbuf), WH_OK);
     cJSON_Delete(req);
+}
+
+/* Run wh_mutate_pod on a request for pod_json against ms. */
+static void decide(const char *pod_json, const char *op, struct wh_memstate *ms,
+                   struct wh_decision *d)
+{
+    decide_pick(pod_json, op, ms, 0, d);
 }
 
 static const char *env_of(const cJSON *pod, const char *name)
@@ -166,6 +188,61 @@ static void test_skipped_pod_is_noted(void **unused)
     wh_memstate_free(ms);
 }
 
+static void add_worker(struct wh_memstate *ms, const char *label, long worker_id)
+{
+    struct wh_pod_rec r = {.name = "w", .ns = "ns", .cluster = "rc", .group = "g",
+                           .replica_label = label, .n_tpu_containers = 1, .worker_id = worker_id};
+    assert_int_equal(wh_memstate_add_rec(ms, &r), WH_OK);
+}
+
+static long host_with_pick(struct wh_memstate *ms, unsigned long pick, long *replica)
+{
+    struct wh_decision d;
+    decide_pick(POD("", ""), "CREATE", ms, pick, &d);
+    assert_true(d.allowed);
+    assert_true(d.assigned);
+    long host = d.host;
+    *replica = d.replica;
+    assert_int_equal(d.worker_id, host);
+    wh_decision_free(&d);
+    return host;
+}
+
+/* legacy_pick: the pick-th free host (mod the free count) of the lowest
+ * incomplete replica; 0 keeps the lowest. A replica fills before the next. */
+static void test_legacy_pick_chooses_among_free_hosts(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    long replica;
+    add_worker(ms, "g-0", 1);
+    add_worker(ms, "g-0", 3); /* free in replica 0: hosts 0 and 2 */
+    assert_int_equal(host_with_pick(ms, 0, &replica), 0);
+    assert_int_equal(host_with_pick(ms, 2, &replica), 0);
+    assert_int_equal(host_with_pick(ms, 1, &replica), 2);
+    assert_int_equal(replica, 0);
+    assert_int_equal(host_with_pick(ms, 5, &replica), 2);
+    add_worker(ms, "g-0", 2);
+    assert_int_equal(host_with_pick(ms, 7, &replica), 0); /* one free host left */
+    assert_int_equal(replica, 0);
+    add_worker(ms, "g-0", 0);
+    assert_int_equal(host_with_pick(ms, 7, &replica), 3); /* replica 1: 7 mod 4 */
+    assert_int_equal(replica, 1);
+    add_worker(ms, "g-1", 3);
+    assert_int_equal(host_with_pick(ms, 3, &replica), 0); /* free 0, 1, 2: 3 mod 3 */
+    assert_int_equal(host_with_pick(ms, 4, &replica), 1);
+    assert_int_equal(replica, 1);
+    /* A duplicate before the first gap is still denied, whatever the pick. */
+    add_worker(ms, "g-1", 0);
+    add_worker(ms, "g-1", 0);
+    struct wh_decision d;
+    decide_pick(POD("", ""), "CREATE", ms, 2, &d);
+    assert_false(d.allowed);
+    assert_false(d.assigned);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
 static void test_is_legacy(void **unused)
 {
     (void)unused;
@@ -186,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_update_is_admitted_unchanged),
         cmocka_unit_test(test_skipped_pod_is_noted),
         cmocka_unit_test(test_is_legacy),
+        cmocka_unit_test(test_legacy_pick_chooses_among_free_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,13 @@ struct wh_state_ops {
      * static or impl-owned reason (e.g. "the pod cache has not synced yet").
      * The callback itself may be NULL, meaning always trusted. */
     const char *(*legacy_unavailable)(const void *impl);
+    /* Which free host a legacy pod gets in the replica the engine chose. 0
+     * (or a NULL callback): the lowest, as the reference does. Otherwise
+     * the (pick mod free count)-th free host, counting from the lowest:
+     * several webhook replicas that each draw a random pick rarely choose
+     * the same id at once, and a replica still fills before the next one
+     * starts (docs/legacy-indices.md). */
+    unsigned long (*legacy_pick)(const void *impl);
 };
 
 struct wh_state {
