@@ -15,13 +15,14 @@
 #include "wh/check.h"    /* wh_check_* */
 #include "wh/commands.h" /* wh_cmd_check */
 #include "wh/fileio.h"   /* wh_read_file */
+#include "wh/flags.h"    /* wh_flags_command_args, wh_flags_check_choice */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/yaml.h"     /* WH_YAML_MAX_BYTES */
 
 #define CHECK_MAX_DEPTH 32          /* directory nesting followed */
 #define CHECK_OUTPUT_MAX ((size_t)64 * 1024 * 1024)
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: tpu-webhook check [--output table|json] PATH...\n"
     "\n"
     "Validates every RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
@@ -34,11 +35,10 @@ static const char usage_text[] =
     "each, judged by the workload validation and mutation (docs/workloads.md).\n"
     "Other kinds in the files are ignored.\n"
     "\n"
-    "  --output table|json  aligned table (default) or a JSON report\n"
-    "  -h, --help           this text\n"
-    "\n"
     "Exit status: 0 nothing would be rejected; 1 a group would be rejected or a\n"
-    "file could not be read or parsed; 2 a bad option.\n";
+    "file could not be read or parsed; 2 a bad option.\n"
+    "\n"
+    "flags:\n";
 
 struct walk {
     cJSON *rows;
@@ -209,39 +209,26 @@ static enum wh_err json_report(struct walk *w, struct wh_buf *out)
 
 int wh_cmd_check(int argc, char **argv)
 {
-    bool json = false;
-    int n_paths = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--output") || !strcmp(a, "-o")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tpu-webhook check: %s needs a value\n", a);
-                return 2;
-            }
-            val = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) {
-            val = a + 9;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tpu-webhook check: unknown option '%s'\n%s", a, usage_text);
-            return 2;
-        } else {
-            n_paths++;
-            continue;
-        }
-        if (strcmp(val, "table") && strcmp(val, "json")) {
-            fprintf(stderr, "tpu-webhook check: --output takes table or json, not '%s'\n", val);
-            return 2;
-        }
-        json = !strcmp(val, "json");
-    }
-    if (n_paths == 0) {
-        fprintf(stderr, "tpu-webhook check: no PATH given\n%s", usage_text);
+    const char *output = NULL;
+    struct wh_flag flags[] = {
+        {"output", WH_FLAG_STR, &output, 0, 0,
+         "table: aligned table (default); json: a JSON report (-o for short)", false},
+        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+    };
+    struct wh_flags_args paths = {.name = "PATH", .min = 1, .max = -1,
+                                  .hint = "give the files or directories to check, or '-' "
+                                          "for stdin"};
+    int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &paths, argc,
+                                         argv, "check", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
+    static const char *const formats[] = {"table", "json"};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
+        fprintf(stderr, "tpu-webhook check: %s\n", errbuf);
         return 2;
     }
+    bool json = output && !strcmp(output, "json");
     struct walk w = {0};
     struct wh_buf out;
     wh_buf_init(&out, CHECK_OUTPUT_MAX);
@@ -250,16 +237,8 @@ int wh_cmd_check(int argc, char **argv)
         fprintf(stderr, "tpu-webhook check: out of memory\n");
         goto out;
     }
-    for (int i = 1; i < argc && !w.failed; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--output") || !strcmp(a, "-o")) {
-            i++;
-            continue;
-        }
-        if (a[0] == '-' && a[1] != '\0')
-            continue;
-        walk_path(&w, a, 0, true);
-    }
+    for (int i = 0; i < paths.n && !w.failed; i++)
+        walk_path(&w, paths.args[i], 0, true);
     if (w.failed) {
         fprintf(stderr, "tpu-webhook check: %s\n", w.errbuf[0] ? w.errbuf : "out of memory");
         goto out;

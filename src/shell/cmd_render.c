@@ -11,6 +11,7 @@
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/commands.h" /* wh_cmd_render */
 #include "wh/fileio.h"   /* wh_read_file */
+#include "wh/flags.h"    /* wh_flags_command_args, wh_flags_check_choice */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/kuberay.h"  /* wh_kuberay_opts */
 #include "wh/render.h"   /* wh_render_object */
@@ -21,7 +22,7 @@
 /* Rendered output is bounded: WH_KUBERAY_MAX_PODS pods of a few KiB. */
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: tpu-webhook render [--output yaml|json] [--kuberay-version X.Y] [--summary] FILE|-\n"
     "\n"
     "Reads RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
@@ -34,19 +35,13 @@ static const char usage_text[] =
     "controllers would create through /mutate-workload (docs/workloads.md).\n"
     "Other kinds are skipped.\n"
     "\n"
-    "  --output yaml|json     YAML documents (default) or one JSON v1 List\n"
-    "  --kuberay-version X.Y  operator version (default 1.6): 1.6+ sets the native\n"
-    "                         multi-host index labels; older ones take the\n"
-    "                         webhook's legacy path\n"
-    "  --summary              per group and replica: hostname, TPU_WORKER_ID,\n"
-    "                         TPU_NAME and the peer list sizes, instead of pods\n"
-    "  -h, --help             this text\n"
-    "\n"
     "Random parts KubeRay would choose (replica-name suffixes, RayJob/RayService\n"
     "cluster-name suffixes) are derived from the names, so output is stable.\n"
     "\n"
     "Exit status: 0 rendered; 1 a manifest would be rejected (the denial is\n"
-    "printed); 2 unreadable input, malformed YAML, nothing to render, bad option.\n";
+    "printed); 2 unreadable input, malformed YAML, nothing to render, bad option.\n"
+    "\n"
+    "flags:\n";
 
 struct opts {
     const char *input;
@@ -55,58 +50,38 @@ struct opts {
     struct wh_kuberay_opts kuberay;
 };
 
+/* The command line into o; -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
+    const char *output = NULL, *version = NULL;
     int major = 1, minor = 6;
     memset(o, 0, sizeof(*o));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--output") || !strcmp(a, "-o") || !strcmp(a, "--kuberay-version")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tpu-webhook render: %s needs a value\n", a);
-                return 2;
-            }
-            val = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) {
-            val = a + 9, a = "--output";
-        } else if (!strncmp(a, "--kuberay-version=", 18)) {
-            val = a + 18, a = "--kuberay-version";
-        }
-        if (val && !strcmp(a, "--kuberay-version")) {
-            if (wh_kuberay_parse_version(val, &major, &minor, errbuf)) {
-                fprintf(stderr, "tpu-webhook render: %s\n", errbuf);
-                return 2;
-            }
-        } else if (val) {
-            if (strcmp(val, "yaml") && strcmp(val, "json")) {
-                fprintf(stderr, "tpu-webhook render: --output takes yaml or json, not '%s'\n",
-                        val);
-                return 2;
-            }
-            o->json = !strcmp(val, "json");
-        } else if (!strcmp(a, "--summary")) {
-            o->summary = true;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tpu-webhook render: unknown option '%s'\n%s", a, usage_text);
-            return 2;
-        } else if (o->input) {
-            fprintf(stderr, "tpu-webhook render: one input only ('%s' and '%s')\n", o->input, a);
-            return 2;
-        } else {
-            o->input = a;
-        }
-    }
-    if (!o->input) {
-        fprintf(stderr, "tpu-webhook render: no input; give a FILE or '-' for stdin\n%s",
-                usage_text);
+    /* clang-format off */
+    struct wh_flag flags[] = {
+        {"output", WH_FLAG_STR, &output, 0, 0, "yaml: YAML documents (default); json: one JSON v1 List (-o for short)", false},
+        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        {"kuberay-version", WH_FLAG_STR, &version, 0, 0, "operator version X.Y (default 1.6): 1.6+ sets the native multi-host index labels; older ones take the webhook's legacy path", false},
+        {"summary", WH_FLAG_BOOL, &o->summary, 0, 0, "per group and replica: hostname, TPU_WORKER_ID, TPU_NAME and the peer list sizes, instead of pods", false},
+    };
+    /* clang-format on */
+    size_t n = sizeof(flags) / sizeof(flags[0]);
+    struct wh_flags_args file = {.name = "FILE", .min = 1, .max = 1,
+                                 .hint = "give a FILE, or '-' for stdin"};
+    int exit_now = wh_flags_command_args(flags, n, &file, argc, argv, "render", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
+    static const char *const formats[] = {"yaml", "json"};
+    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
+        fprintf(stderr, "tpu-webhook render: %s\n", errbuf);
         return 2;
     }
+    if (version && wh_kuberay_parse_version(version, &major, &minor, errbuf)) {
+        fprintf(stderr, "tpu-webhook render: flag -kuberay-version: %s\n", errbuf);
+        return 2;
+    }
+    o->input = file.args[0];
+    o->json = output && !strcmp(output, "json");
     wh_kuberay_opts_init(&o->kuberay, major, minor);
     return -1;
 }

@@ -1,11 +1,11 @@
-/* cmd_review.c: `tpu-webhook review [--pods FILE] [--nodes FILE] [FILE]`.
+/* cmd_review.c: `tpu-webhook review [--workload] [--pods FILE] [--nodes FILE] [FILE]`.
  *
- * --workload answers a Pod as /mutate-workload does.
  * Reads one AdmissionReview from FILE or stdin, answers it with the engine
  * against the cluster state given by --pods/--nodes, and writes the response
- * AdmissionReview to stdout. Exit 0 when a response was written (allowed or
- * denied), 2 when the input is not a readable AdmissionReview or a state
- * file is bad. */
+ * AdmissionReview to stdout; --workload answers a Pod as /mutate-workload
+ * does. Exit 0 when a response was written (allowed or denied), 2 when the
+ * input is not a readable AdmissionReview, a state file is bad or an
+ * argument is wrong. */
 #include <stdio.h>  /* fprintf */
 #include <string.h> /* strcmp */
 
@@ -13,11 +13,12 @@
 #include "wh/commands.h" /* wh_cmd_review */
 #include "wh/engine.h"   /* wh_engine_review */
 #include "wh/fileio.h"   /* wh_read_file */
+#include "wh/flags.h"    /* wh_flags_command_args */
 #include "wh/json.h"     /* wh_json_parse */
 #include "wh/state.h"    /* wh_memstate */
 #include "wh/yaml.h"     /* wh_yaml_load_one */
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: tpu-webhook review [--workload] [--pods FILE] [--nodes FILE] [FILE]\n"
     "\n"
     "Answers one AdmissionReview (JSON or YAML) read from FILE, or stdin when FILE is\n"
@@ -26,15 +27,10 @@ static const char usage_text[] =
     "JobSets and LeaderWorkerSets to workload validation, anything else is\n"
     "admitted unchanged.\n"
     "\n"
-    "  --pods FILE   PodList (or array of pods; JSON or YAML) that exist in the cluster;\n"
-    "                only KubeRay worker pods are kept, as the pod cache would\n"
-    "  --nodes FILE  NodeList (or JSON array of nodes); only TPU nodes are kept\n"
-    "  --workload    answer a Pod as /mutate-workload does (Jobs, JobSets,\n"
-    "                LeaderWorkerSets, single pods; docs/workloads.md)\n"
-    "  -h, --help    this text\n"
-    "\n"
     "Exit status: 0 when a response was written (allowed or denied), 2 when the\n"
-    "input is not a readable AdmissionReview or an option is wrong.\n";
+    "input is not a readable AdmissionReview or an option is wrong.\n"
+    "\n"
+    "flags:\n";
 
 /* YAML input becomes JSON text in place; JSON (first non-blank byte '{' or
  * '[') is left alone for the engine to read. */
@@ -90,38 +86,22 @@ static int load_state(struct wh_memstate *ms, const char *path, bool pods)
 int wh_cmd_review(int argc, char **argv)
 {
     const char *pods = NULL, *nodes = NULL, *input = NULL;
-    enum wh_route route = WH_ROUTE_ANY;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--workload")) {
-            route = WH_ROUTE_MUTATE_WORKLOAD;
-            continue;
-        }
-        const char **dst = !strcmp(a, "--pods") ? &pods : !strcmp(a, "--nodes") ? &nodes : NULL;
-        if (dst) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tpu-webhook review: %s needs a file\n", a);
-                return 2;
-            }
-            *dst = argv[++i];
-        } else if (!strncmp(a, "--pods=", 7)) {
-            pods = a + 7;
-        } else if (!strncmp(a, "--nodes=", 8)) {
-            nodes = a + 8;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tpu-webhook review: unknown option '%s'\n%s", a, usage_text);
-            return 2;
-        } else if (input) {
-            fprintf(stderr, "tpu-webhook review: one input file only ('%s' and '%s')\n", input, a);
-            return 2;
-        } else {
-            input = a;
-        }
-    }
+    bool workload = false;
+    /* clang-format off */
+    struct wh_flag flags[] = {
+        {"pods", WH_FLAG_STR, &pods, 0, 0, "PodList (or array of pods; JSON or YAML) that exist in the cluster; only KubeRay worker pods are kept, as the pod cache would", false},
+        {"nodes", WH_FLAG_STR, &nodes, 0, 0, "NodeList (or JSON array of nodes); only TPU nodes are kept", false},
+        {"workload", WH_FLAG_BOOL, &workload, 0, 0, "answer a Pod as /mutate-workload does (Jobs, JobSets, LeaderWorkerSets, single pods; docs/workloads.md)", false},
+    };
+    /* clang-format on */
+    struct wh_flags_args file = {.name = "FILE", .min = 0, .max = 1};
+    int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &file, argc,
+                                         argv, "review", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
+    if (file.n)
+        input = file.args[0];
+    enum wh_route route = workload ? WH_ROUTE_MUTATE_WORKLOAD : WH_ROUTE_ANY;
 
     int rc = 2;
     char errbuf[WH_ERRBUF_LEN] = "";

@@ -117,58 +117,120 @@ static bool is_help(const char *name)
     return !strcmp(name, "h") || !strcmp(name, "help");
 }
 
-enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **argv,
-                           enum wh_flags_result *result, char *errbuf)
+/* The flag argv[*i] (which starts with '-' and is not "-" or "--"), with
+ * its value from argv[*i + 1] when it takes one (*i then moves past it). */
+static enum wh_err parse_flag(struct wh_flag *flags, size_t n, int argc, char **argv, int *i,
+                              enum wh_flags_result *result, char *errbuf)
 {
-    *result = WH_FLAGS_OK;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            if (i + 1 < argc)
-                return wh_fail(errbuf, WH_ERR_INVALID, "unexpected argument \"%s\"", argv[i + 1]);
-            break;
-        }
-        if (a[0] != '-' || a[1] == '\0')
-            return wh_fail(errbuf, WH_ERR_INVALID,
-                           "unexpected argument \"%s\" (flags start with - or --)", a);
-        const char *name = a + (a[1] == '-' ? 2 : 1);
-        if (!*name || *name == '-' || *name == '=')
-            return wh_fail(errbuf, WH_ERR_INVALID, "bad flag syntax: %s", a);
-        const char *eq = strchr(name, '=');
-        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        char key[64];
-        if (name_len >= sizeof(key))
-            return wh_fail(errbuf, WH_ERR_INVALID, "flag provided but not defined: %s", a);
-        memcpy(key, name, name_len);
-        key[name_len] = '\0';
-        if (is_help(key)) {
-            *result = WH_FLAGS_HELP;
-            return WH_OK;
-        }
-        struct wh_flag *f = (struct wh_flag *)wh_flags_find(flags, n, key);
-        if (!f)
-            return wh_fail(errbuf, WH_ERR_INVALID, "flag provided but not defined: -%s", key);
-        const char *value = eq ? eq + 1 : NULL;
-        if (!value && f->type == WH_FLAG_BOOL)
-            value = "true";
-        if (!value) {
-            if (i + 1 >= argc)
-                return wh_fail(errbuf, WH_ERR_INVALID, "flag needs an argument: -%s", key);
-            value = argv[++i];
-        }
-        enum wh_err err = set_value(f, value, errbuf);
-        if (err)
-            return err;
+    const char *a = argv[*i];
+    const char *name = a + (a[1] == '-' ? 2 : 1);
+    if (!*name || *name == '-' || *name == '=')
+        return wh_fail(errbuf, WH_ERR_INVALID, "bad flag syntax: %s", a);
+    const char *eq = strchr(name, '=');
+    size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+    char key[64];
+    if (name_len >= sizeof(key))
+        return wh_fail(errbuf, WH_ERR_INVALID, "flag provided but not defined: %s", a);
+    memcpy(key, name, name_len);
+    key[name_len] = '\0';
+    if (is_help(key)) {
+        *result = WH_FLAGS_HELP;
+        return WH_OK;
     }
+    struct wh_flag *f = (struct wh_flag *)wh_flags_find(flags, n, key);
+    if (!f)
+        return wh_fail(errbuf, WH_ERR_INVALID, "flag provided but not defined: -%s", key);
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value && f->type == WH_FLAG_BOOL)
+        value = "true";
+    if (!value) {
+        if (*i + 1 >= argc)
+            return wh_fail(errbuf, WH_ERR_INVALID, "flag needs an argument: -%s", key);
+        value = argv[++*i];
+    }
+    return set_value(f, value, errbuf);
+}
+
+/* Keep the positional argument a (argv[1 + args->n] is free: every slot
+ * before the current one has been read). */
+static enum wh_err take_arg(struct wh_flags_args *args, char **argv, char *a, char *errbuf)
+{
+    if (!args)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "unexpected argument \"%s\" (this command takes flags only, and flags "
+                       "start with - or --)", a);
+    if (args->max >= 0 && args->n >= args->max) {
+        if (args->max == 1)
+            return wh_fail(errbuf, WH_ERR_INVALID, "one %s only: \"%s\" and \"%s\" given",
+                           args->name, argv[1], a);
+        return wh_fail(errbuf, WH_ERR_INVALID, "at most %d %s arguments: \"%s\" is one too many",
+                       args->max, args->name, a);
+    }
+    argv[1 + args->n++] = a;
     return WH_OK;
 }
 
-int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
-                     const char *command, const char *usage_head)
+enum wh_err wh_flags_parse_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args,
+                                int argc, char **argv, enum wh_flags_result *result,
+                                char *errbuf)
+{
+    *result = WH_FLAGS_OK;
+    if (args) {
+        args->args = argv + 1;
+        args->n = 0;
+    }
+    bool flags_done = false;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        enum wh_err err = WH_OK;
+        if (!flags_done && !strcmp(a, "--"))
+            flags_done = true;
+        else if (flags_done || a[0] != '-' || a[1] == '\0')
+            err = take_arg(args, argv, a, errbuf);
+        else
+            err = parse_flag(flags, n, argc, argv, &i, result, errbuf);
+        if (err)
+            return err;
+        if (*result == WH_FLAGS_HELP)
+            return WH_OK;
+    }
+    if (args && args->n < args->min)
+        return wh_fail(errbuf, WH_ERR_INVALID, "missing %s argument: %s", args->name,
+                       args->hint ? args->hint : "see --help");
+    return WH_OK;
+}
+
+enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **argv,
+                           enum wh_flags_result *result, char *errbuf)
+{
+    return wh_flags_parse_args(flags, n, NULL, argc, argv, result, errbuf);
+}
+
+enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *choices,
+                                  size_t n, char *errbuf)
+{
+    const char *v = *(const char *const *)f->dst;
+    if (!v)
+        return WH_OK;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v, choices[i]))
+            return WH_OK;
+    char list[256] = "";
+    for (size_t i = 0, at = 0; i < n && at < sizeof(list); i++) {
+        const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " or ";
+        int w = snprintf(list + at, sizeof(list) - at, "%s%s", sep, choices[i]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    return wh_fail(errbuf, WH_ERR_INVALID, "invalid value \"%s\" for flag -%s: expected %s", v,
+                   f->name, list);
+}
+
+int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
+                          char **argv, const char *command, const char *usage_head)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_flags_result fr;
-    if (wh_flags_parse(flags, n, argc, argv, &fr, errbuf)) {
+    if (wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf)) {
         fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n",
                 command, errbuf, command);
         return 2;
@@ -179,6 +241,12 @@ int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
         return 0;
     }
     return -1;
+}
+
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
+                     const char *command, const char *usage_head)
+{
+    return wh_flags_command_args(flags, n, NULL, argc, argv, command, usage_head);
 }
 
 void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out)

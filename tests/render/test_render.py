@@ -337,9 +337,69 @@ def test_review_yaml():
     check(rc == 2 and "line" in err, "malformed YAML review: %d %s" % (rc, err))
 
 
+def test_argv():
+    """The command lines of review, render and check (parsed by wh_flags):
+    flags before, between and after the arguments, -o, --name=value, '-'
+    for stdin, '--'; each bad command line exits 2 naming the flag or the
+    argument and the fix."""
+    sample = os.path.join(SAMPLES, "ray-cluster.tpu-v4-singlehost.yaml")
+    review = sorted(glob.glob(os.path.join(FIXTURES, "reviews", "*.json")))[0]
+    with open(sample, "rb") as f:
+        sample_text = f.read()
+    with open(review, "rb") as f:
+        review_text = f.read()
+    # Accepted: the same answer whichever way the line is written.
+    rc, base, err = run(["render", "--output", "json", sample])
+    check(rc == 0 and base.startswith("{"), "render --output json: %d %s" % (rc, err))
+    for args, stdin in ((["render", sample, "--output", "json"], None),
+                        (["render", "-o", "json", sample], None),
+                        (["render", "--output=json", "--", sample], None),
+                        (["render", "-", "-output=json"], sample_text),
+                        (["render", "--kuberay-version=1.6", "-o=json", sample], None)):
+        rc, out, err = run(args, stdin=stdin)
+        check(rc == 0 and out == base, "render %s: %d %s" % (args, rc, err))
+    rc, out, err = run(["render", sample, "--summary"])
+    check(rc == 0 and "TPU_WORKER_ID" in out, "render FILE --summary: %d %s" % (rc, err))
+    rc, base, err = run(["check", "--output", "json", sample])
+    check(rc == 0 and json.loads(base)["files"] == 1, "check --output json: %d %s" % (rc, err))
+    for args in (["check", sample, "-o", "json"], ["check", "--output=json", "--", sample]):
+        rc, out, err = run(args)
+        check(rc == 0 and out == base, "check %s: %d %s" % (args, rc, err))
+    rc, out, err = run(["check", sample, "-o", "json", MANIFESTS])
+    check(rc == 1 and json.loads(out)["files"] > 1, "check PATH -o json PATH: %d %s" % (rc, err))
+    rc, base, err = run(["review", review])
+    check(rc == 0 and base.strip().startswith("{"), "review FILE: %d %s" % (rc, err))
+    for args, stdin in ((["review", "-"], review_text), (["review"], review_text),
+                        (["review", "--", review], None), (["review", review, "--workload=false"], None)):
+        rc, out, err = run(args, stdin=stdin)
+        check(rc == 0 and out == base, "review %s: %d %s" % (args, rc, err))
+    # Refused: exit 2, the flag or argument named, and what to do.
+    for args, want in ((["render"], "missing FILE argument: give a FILE, or '-' for stdin"),
+                       (["render", sample, sample], 'one FILE only: "%s" and "%s" given' % (sample, sample)),
+                       (["render", "--output", "xml", sample], 'invalid value "xml" for flag -output: expected yaml or json'),
+                       (["render", "-o"], "flag needs an argument: -o"),
+                       (["render", "--kuberay-version", "2.x", sample], "flag -kuberay-version: KubeRay version '2.x'"),
+                       (["render", "--summary=maybe", sample], 'invalid value "maybe" for flag -summary'),
+                       (["render", "--bogus", sample], "flag provided but not defined: -bogus"),
+                       (["check"], "missing PATH argument: give the files or directories to check"),
+                       (["check", "-o", "yaml", sample], 'invalid value "yaml" for flag -output: expected table or json'),
+                       (["check", "--output"], "flag needs an argument: -output"),
+                       (["check", "--bogus", sample], "flag provided but not defined: -bogus"),
+                       (["review", review, review], 'one FILE only: "%s" and "%s" given' % (review, review)),
+                       (["review", "--pods"], "flag needs an argument: -pods"),
+                       (["review", "--nodes"], "flag needs an argument: -nodes"),
+                       (["review", "--workload=2", review], 'invalid value "2" for flag -workload'),
+                       (["review", "--bogus", review], "flag provided but not defined: -bogus")):
+        rc, out, err = run(args)
+        check(rc == 2 and want in err and out == "", "%s: exit 2 and \"%s\": %d %s" % (args, want, rc, err))
+    for cmd, flag in (("review", "--workload"), ("render", "--output"), ("check", "--output")):
+        rc, out, err = run([cmd, "--help"])
+        check(rc == 0 and out.startswith("usage: tpu-webhook " + cmd) and flag in out,
+              "%s --help: %d %s" % (cmd, rc, out))
+
 def main():
     for t in (test_renders, test_sample_details, test_summary, test_rejections_and_errors,
-              test_check, test_review_yaml):
+              test_check, test_review_yaml, test_argv):
         print("==", t.__name__)
         t()
     if FAILURES:

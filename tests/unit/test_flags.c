@@ -130,6 +130,100 @@ static void test_errors(void **st)
     expect_error((char *[]){"serve", "--", "x", NULL}, "unexpected argument \"x\"");
 }
 
+static enum wh_err parse_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args,
+                              char **argv, char *errbuf)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    enum wh_flags_result fr;
+    enum wh_err err = wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf);
+    assert_int_equal(fr, WH_FLAGS_OK);
+    return err;
+}
+
+/* Positional arguments between, before and after flags, "-" and "--";
+ * argv is reordered so that they come first, in order. */
+static void test_positional(void **st)
+{
+    (void)st;
+    struct vals x = {0};
+    FLAGS(x);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_flags_args args = {"PATH", 1, -1, "give a PATH", NULL, 0};
+    char *argv[] = {"check", "a.yaml", "-v", "3", "dir", "--standalone", "-",
+                    "--bind-address=:1", "--", "-v", "--", NULL};
+    if (parse_args(flags, n_flags, &args, argv, errbuf))
+        fail_msg("%s", errbuf);
+    assert_int_equal(args.n, 5);
+    assert_ptr_equal(args.args, argv + 1);
+    const char *want[] = {"a.yaml", "dir", "-", "-v", "--", NULL};
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(args.args[i], want[i]);
+    assert_int_equal(x.v, 3);
+    assert_true(x.standalone);
+    assert_string_equal(x.bind, ":1");
+    /* A flag's value is not positional, even when it looks like one. */
+    struct wh_flags_args one = {"FILE", 0, 1, NULL, NULL, 0};
+    char *argv2[] = {"review", "--bind-address", "-", "f.json", NULL};
+    assert_int_equal(parse_args(flags, n_flags, &one, argv2, errbuf), WH_OK);
+    assert_int_equal(one.n, 1);
+    assert_string_equal(one.args[0], "f.json");
+    assert_string_equal(x.bind, "-");
+    char *none[] = {"review", "-v", "1", NULL};
+    assert_int_equal(parse_args(flags, n_flags, &one, none, errbuf), WH_OK);
+    assert_int_equal(one.n, 0);
+}
+
+static void expect_args_error(struct wh_flags_args args, char **argv, const char *text)
+{
+    struct vals x = {0};
+    FLAGS(x);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(parse_args(flags, n_flags, &args, argv, errbuf), WH_ERR_INVALID);
+    if (!strstr(errbuf, text))
+        fail_msg("error \"%s\" lacks \"%s\"", errbuf, text);
+}
+
+static void test_positional_errors(void **st)
+{
+    (void)st;
+    struct wh_flags_args file = {"FILE", 1, 1, "give a FILE, or '-' for stdin", NULL, 0};
+    expect_args_error(file, (char *[]){"render", "-v", "1", NULL},
+                      "missing FILE argument: give a FILE, or '-' for stdin");
+    expect_args_error(file, (char *[]){"render", "a", "-v", "1", "b", NULL},
+                      "one FILE only: \"a\" and \"b\" given");
+    expect_args_error(file, (char *[]){"render", "a", "--", "--v", NULL},
+                      "one FILE only: \"a\" and \"--v\" given");
+    struct wh_flags_args two = {"PATH", 0, 2, NULL, NULL, 0};
+    expect_args_error(two, (char *[]){"x", "a", "b", "c", NULL},
+                      "at most 2 PATH arguments: \"c\" is one too many");
+    struct wh_flags_args many = {"PATH", 2, -1, NULL, NULL, 0};
+    expect_args_error(many, (char *[]){"x", "a", NULL}, "missing PATH argument: see --help");
+    /* Flag errors are unchanged with positional arguments allowed. */
+    expect_args_error(file, (char *[]){"render", "a", "--nope", NULL},
+                      "flag provided but not defined: -nope");
+    expect_args_error(file, (char *[]){"render", "a", "-v", NULL}, "flag needs an argument: -v");
+}
+
+static void test_choice(void **st)
+{
+    (void)st;
+    const char *out = NULL;
+    struct wh_flag f[] = {{"output", WH_FLAG_STR, &out, 0, 0, "format", false}};
+    static const char *const three[] = {"table", "json", "yaml"};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_OK); /* not given */
+    out = "json";
+    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_OK);
+    out = "xml";
+    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_ERR_INVALID);
+    assert_string_equal(errbuf,
+                        "invalid value \"xml\" for flag -output: expected table, json or yaml");
+    assert_int_equal(wh_flags_check_choice(&f[0], three, 2, errbuf), WH_ERR_INVALID);
+    assert_string_equal(errbuf, "invalid value \"xml\" for flag -output: expected table or json");
+}
+
 static void test_durations(void **st)
 {
     (void)st;
@@ -156,6 +250,9 @@ int main(void)
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_positional),
+        cmocka_unit_test(test_positional_errors),
+        cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,11 @@
  * -name=true|false|1|0 chooses. "--" ends the flags. -h, -help and --help
  * are reported as WH_FLAGS_HELP so the caller prints its usage and exits 0.
  *
+ * Positional arguments (a command's FILE or PATHs) are taken only where the
+ * command says how many it takes (struct wh_flags_args); they may stand
+ * before, between or after the flags, as `render FILE --summary`. "-" (stdin)
+ * is positional, and so is everything after "--".
+ *
  * The table is owned by the caller; parsing writes through each flag's dst
  * (a const char * for STR, long for INT, long milliseconds for DURATION,
  * bool for BOOL) and marks it set. STR values borrow from argv.
@@ -37,11 +42,37 @@ struct wh_flag {
 /* Returned (as WH_OK with *help set) when the user asked for help. */
 enum wh_flags_result { WH_FLAGS_OK, WH_FLAGS_HELP };
 
-/* Parse argv[1..argc-1] against flags[0..n-1]. Positional arguments are an
- * error (none of our subcommands takes any after its flags). On failure
- * errbuf names the flag, the bad value and what is expected. */
+/* Parse argv[1..argc-1] against flags[0..n-1]; a positional argument is an
+ * error (for commands that take flags only). On failure errbuf names the
+ * flag, the bad value and what is expected. */
 WH_NODISCARD enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **argv,
                                         enum wh_flags_result *result, char *errbuf);
+
+/* The positional arguments a command takes. The caller sets name, min, max
+ * and hint; parsing sets args and n. */
+struct wh_flags_args {
+    const char *name; /* one argument as usage names it: "FILE", "PATH" */
+    int min, max;     /* how many are accepted; max < 0: no upper bound */
+    const char *hint; /* the fix when there are fewer than min, e.g. "give a FILE, or - for
+                         stdin" */
+    char **args;      /* out: the positional arguments in command-line order */
+    int n;            /* out: how many */
+};
+
+/* wh_flags_parse that also takes positional arguments as args says.
+ * argv is reordered: its positional arguments are moved, in order, to
+ * argv[1..args->n], and args->args points there (the strings stay argv's;
+ * STR flag values borrow them too). Errors name the extra argument, or the
+ * missing one with the hint. args may be NULL (no positional arguments). */
+WH_NODISCARD enum wh_err wh_flags_parse_args(struct wh_flag *flags, size_t n,
+                                             struct wh_flags_args *args, int argc, char **argv,
+                                             enum wh_flags_result *result, char *errbuf);
+
+/* A STR flag's value is one of choices[0..n-1] (or it was not given);
+ * otherwise WH_ERR_INVALID naming the flag, the value and the choices. */
+WH_NODISCARD enum wh_err wh_flags_check_choice(const struct wh_flag *f,
+                                               const char *const *choices, size_t n,
+                                               char *errbuf);
 
 /* Parse a Go duration ("300ms", "10s", "1m30s", "0") into milliseconds. */
 bool wh_flags_parse_duration(const char *s, long *ms);
@@ -55,6 +86,10 @@ void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out);
  * 0; when the command should run, return -1. */
 int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
                      const char *command, const char *usage_head);
+/* wh_flags_command for a command that takes positional arguments (see
+ * wh_flags_parse_args). */
+int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
+                          char **argv, const char *command, const char *usage_head);
 
 /* The flag by name, or NULL. */
 const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name);
