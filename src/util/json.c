@@ -67,15 +67,21 @@ enum wh_err wh_json_add(cJSON *array, cJSON *item)
     return WH_OK;
 }
 
-enum wh_err wh_json_set(cJSON *obj, const char *key, cJSON *item)
+/* A member with its key copied, or pointed at (literal). */
+static enum wh_err set_member(cJSON *obj, const char *key, cJSON *item, bool literal)
 {
     if (!item)
         return WH_ERR_NOMEM;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
+    if (!(literal ? cJSON_AddItemToObjectCS(obj, key, item) : cJSON_AddItemToObject(obj, key, item))) {
         cJSON_Delete(item);
         return WH_ERR_NOMEM;
     }
     return WH_OK;
+}
+
+enum wh_err wh_json_set(cJSON *obj, const char *key, cJSON *item)
+{
+    return set_member(obj, key, item, false);
 }
 
 enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value)
@@ -85,13 +91,7 @@ enum wh_err wh_json_set_str(cJSON *obj, const char *key, const char *value)
 
 enum wh_err wh_json_set_lit(cJSON *obj, const char *key, cJSON *item)
 {
-    if (!item)
-        return WH_ERR_NOMEM;
-    if (!cJSON_AddItemToObjectCS(obj, key, item)) {
-        cJSON_Delete(item);
-        return WH_ERR_NOMEM;
-    }
-    return WH_OK;
+    return set_member(obj, key, item, true);
 }
 
 enum wh_err wh_json_set_str_lit(cJSON *obj, const char *key, const char *value)
