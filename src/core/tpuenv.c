@@ -55,8 +55,8 @@ void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_
 long wh_host_count(const char *hostnames)
 {
     long hosts = 1;
-    for (const char *p = hostnames; *p; p++)
-        hosts += *p == ',';
+    for (const char *p = hostnames; (p = strchr(p, ',')); p++) /* strchr: vectorised */
+        hosts++;
     return hosts;
 }
 

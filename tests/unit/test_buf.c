@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,28 @@ static void test_json_escaping(void **unused)
     escaped("abcdef", 3, "abc");
 }
 
+/* One byte to escape at every position of a 48-byte run: each of the scan
+ * widths (16 bytes, 8 bytes, one byte) finds it. */
+static void test_json_escaping_every_position(void **unused)
+{
+    (void)unused;
+    static const struct {
+        char c;
+        const char *esc;
+    } special[] = {{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\x01', "\\u0001"},
+                   {'\xff', "\\ufffd"}};
+    for (size_t k = 0; k < sizeof(special) / sizeof(special[0]); k++) {
+        for (size_t i = 0; i < 48; i++) {
+            char in[48], want[64];
+            memset(in, 'a', sizeof(in));
+            in[i] = special[k].c;
+            snprintf(want, sizeof(want), "%.*s%s%.*s", (int)i, in, special[k].esc,
+                     (int)(sizeof(in) - i - 1), in + i + 1);
+            escaped(in, sizeof(in), want);
+        }
+    }
+}
+
 static void test_json_escaping_round_trip(void **unused)
 {
     (void)unused;
@@ -282,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_addf_over_max),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_json_escaping_round_trip),
+        cmocka_unit_test(test_json_escaping_every_position),
         cmocka_unit_test(test_json_escaping_invalid_utf8),
         cmocka_unit_test(test_json_escaping_bounded),
     };
