@@ -42,6 +42,8 @@ WAIVED = {
     "src/shell/claims.c:EVP_Digest": "as above",
     "src/shell/metrics.c:fscanf": "/proc/self/statm; metrics.c is being changed by the "
                                   "cross-replica claims work, fix it once that has landed",
+    "src/shell/mhderr.c:gnutls_record_send": "interposes GnuTLS's function (wh/mhderr.h)",
+    "src/shell/mhderr.c:gnutls_deinit": "interposes GnuTLS's function (wh/mhderr.h)",
 }
 FUNC_MAX = 80
 FILE_MAX = 800
@@ -174,7 +176,8 @@ def problems_of(name, text):
                                                             m.group(1)))
     if name.endswith(".c"):
         for fn, first, _, static in functions(code):
-            if not static and not fn.startswith("wh_") and fn != "main":
+            if (not static and not fn.startswith("wh_") and fn != "main" and
+                    "%s:%s" % (name, fn) not in WAIVED):
                 out.append("%s:%d: %s() is exported without the wh_ prefix; make it static or "
                            "name it wh_..." % (name, first, fn))
         if name.startswith("src" + os.sep) or name.startswith("src/"):

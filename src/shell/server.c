@@ -22,6 +22,7 @@
 #include "wh/httpreq.h" /* wh_http_framing, wh_http_target_problem */
 #include "wh/json.h"   /* wh_parse_long */
 #include "wh/log.h"    /* wh_log */
+#include "wh/mhderr.h" /* wh_mhderr_install */
 #include "wh/reqmem.h" /* wh_reqmem, wh_arena */
 #include "wh/tls.h"    /* wh_tls_retrieve, WH_TLS_PRIORITIES */
 #include "wh/tlsrec.h" /* wh_tlsrec_hold, wh_tlsrec_flush */
@@ -845,6 +846,11 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
     if (s->o.max_body_memory < s->o.max_body + 64 * 1024)
         s->o.max_body_memory = s->o.max_body + 64 * 1024;
     wh_reqmem_install();
+    if (!wh_mhderr_install())
+        wh_log(WH_LOG_WARN, "http_errors_unwrapped", "reason", WH_F_STR,
+               "gnutls_record_send is not bound to the webhook's: libmicrohttpd's own answers "
+               "to malformed requests keep their HTML bodies",
+               (char *)NULL);
     struct wh_reqmem_opts ro = {.request_budget = s->o.max_request_memory,
                                 .total_budget = s->o.max_body_memory};
     s->rm = wh_reqmem_new(&ro);

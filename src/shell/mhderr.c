@@ -1,0 +1,202 @@
+/* mhderr.c: libmicrohttpd's own error answers, sent as Status objects. See
+ * wh/mhderr.h for why this interposes gnutls_record_send. */
+#include "wh/mhderr.h"
+
+#include <dlfcn.h>     /* dlsym, RTLD_NEXT */
+#include <poll.h>      /* poll */
+#include <pthread.h>   /* pthread_once, pthread_mutex_t */
+#include <stdatomic.h> /* atomic_int */
+#include <stdbool.h>   /* bool */
+#include <stdio.h>     /* snprintf */
+#include <string.h>    /* memcmp, memmem */
+
+#include <gnutls/gnutls.h> /* gnutls_session_t, gnutls_transport_get_int */
+
+#include "wh/log.h" /* wh_log */
+
+typedef ssize_t (*record_send_fn)(gnutls_session_t, const void *, size_t);
+typedef void (*deinit_fn)(gnutls_session_t);
+
+static record_send_fn real_send;
+static deinit_fn real_deinit;
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+    real_send = (record_send_fn)dlsym(RTLD_NEXT, "gnutls_record_send");
+    real_deinit = (deinit_fn)dlsym(RTLD_NEXT, "gnutls_deinit");
+}
+
+bool wh_mhderr_install(void)
+{
+    pthread_once(&resolve_once, resolve);
+    return real_send && real_deinit &&
+           dlsym(RTLD_DEFAULT, "gnutls_record_send") == (void *)gnutls_record_send;
+}
+
+/* Sessions whose answer was replaced: what libmicrohttpd still writes on
+ * them is dropped until they close. Few at a time (each closes right after
+ * its answer); when the table is full the answer goes out as libmicrohttpd
+ * wrote it. */
+#define MUTED_MAX 64
+static pthread_mutex_t muted_lock = PTHREAD_MUTEX_INITIALIZER;
+static gnutls_session_t muted[MUTED_MAX];
+static atomic_int n_muted;
+
+static bool is_muted(gnutls_session_t s)
+{
+    if (atomic_load(&n_muted) == 0) /* the common case: no lock */
+        return false;
+    bool found = false;
+    pthread_mutex_lock(&muted_lock);
+    for (int i = 0; i < MUTED_MAX && !found; i++)
+        found = muted[i] == s;
+    pthread_mutex_unlock(&muted_lock);
+    return found;
+}
+
+static bool mute(gnutls_session_t s)
+{
+    bool done = false;
+    pthread_mutex_lock(&muted_lock);
+    for (int i = 0; i < MUTED_MAX && !done; i++)
+        if (!muted[i]) {
+            muted[i] = s;
+            atomic_fetch_add(&n_muted, 1);
+            done = true;
+        }
+    pthread_mutex_unlock(&muted_lock);
+    return done;
+}
+
+/* The connection of `s` is gone: a later session may reuse the address. */
+static void forget(gnutls_session_t s)
+{
+    if (atomic_load(&n_muted) == 0 || !s)
+        return;
+    pthread_mutex_lock(&muted_lock);
+    for (int i = 0; i < MUTED_MAX; i++)
+        if (muted[i] == s) {
+            muted[i] = NULL;
+            atomic_fetch_sub(&n_muted, 1);
+        }
+    pthread_mutex_unlock(&muted_lock);
+}
+
+/* The status of an error answer libmicrohttpd made itself, or 0: a header
+ * block ("HTTP/1.x NNN ") with a status of 400 or more, without the header
+ * every answer of the webhook carries. */
+static unsigned foreign_error(const char *p, size_t len)
+{
+    if (len < 13 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[12] != ' ')
+        return 0;
+    unsigned code = 0;
+    for (int i = 9; i < 12; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        code = code * 10 + (unsigned)(p[i] - '0');
+    }
+    if (code < 400)
+        return 0;
+    const char *end = memmem(p, len, "\r\n\r\n", 4);
+    size_t head = end ? (size_t)(end - p) : len;
+    static const char ours[] = "\r\nX-Content-Type-Options:";
+    return memmem(p, head, ours, sizeof(ours) - 1) ? 0 : code;
+}
+
+struct answer {
+    unsigned code;
+    const char *reason; /* HTTP reason phrase */
+    const char *status_reason; /* the Status object's reason */
+    const char *message;
+};
+
+static const struct answer answers[] = {
+    {400, "Bad Request", "BadRequest",
+     "malformed HTTP request: its request line, a header line (each needs a colon), "
+     "its Content-Length (a decimal number) or its chunked framing could not be parsed; "
+     "send a well-formed HTTP/1.1 request"},
+    {413, "Content Too Large", "RequestEntityTooLarge",
+     "request too large: its Content-Length or a chunk size is beyond what the webhook "
+     "reads; an AdmissionReview is at most a few megabytes"},
+    {414, "URI Too Long", "RequestURITooLong",
+     "request line too long for the webhook's per-connection memory; the webhook serves "
+     "short paths such as /mutate and /validate"},
+    {431, "Request Header Fields Too Large", "RequestHeaderFieldsTooLarge",
+     "header block too large for the webhook's per-connection memory; send fewer or "
+     "shorter headers"},
+    {505, "HTTP Version Not Supported", "HTTPVersionNotSupported",
+     "HTTP version not supported; use HTTP/1.1 (or HTTP/1.0)"},
+};
+
+static const struct answer fallback = {
+    500, "Internal Server Error", "InternalError",
+    "the HTTP layer refused the request before the webhook saw it; send a well-formed "
+    "HTTP/1.1 request"};
+
+/* Write all of text on the session (non-blocking socket: wait for
+ * writability at most a second in total, as for any answer). */
+static bool send_all(gnutls_session_t s, const char *text, size_t len)
+{
+    int waited_ms = 0;
+    while (len > 0) {
+        ssize_t n = real_send(s, text, len);
+        if (n > 0) {
+            text += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if ((n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) || waited_ms >= 1000)
+            return false;
+        struct pollfd p = {.fd = gnutls_transport_get_int(s), .events = POLLOUT};
+        (void)poll(&p, 1, 100);
+        waited_ms += 100;
+    }
+    return true;
+}
+
+static void replace(gnutls_session_t s, unsigned code)
+{
+    const struct answer *a = &fallback;
+    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+        if (answers[i].code == code)
+            a = &answers[i];
+    char body[768], text[1024];
+    int nb = snprintf(body, sizeof(body),
+                      "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                      "\"status\":\"Failure\",\"message\":\"%s\",\"reason\":\"%s\",\"code\":%u}",
+                      a->message, a->status_reason, code);
+    int nt = snprintf(text, sizeof(text),
+                      "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "X-Content-Type-Options: nosniff\r\nContent-Length: %d\r\n\r\n%s",
+                      code, a->reason, nb, body);
+    bool sent = nb > 0 && (size_t)nb < sizeof(body) && nt > 0 && (size_t)nt < sizeof(text) &&
+                send_all(s, text, (size_t)nt);
+    wh_log(WH_LOG_INFO, "http_refused", "code", WH_F_INT, (long long)code, "reason", WH_F_STR,
+           a->status_reason, "sent", WH_F_BOOL, sent, (char *)NULL);
+}
+
+/* The interposer: libmicrohttpd's calls land here, the webhook's own TLS
+ * writes too (they pass through). */
+ssize_t gnutls_record_send(gnutls_session_t session, const void *data, size_t data_size)
+{
+    pthread_once(&resolve_once, resolve);
+    if (!real_send)
+        return GNUTLS_E_INTERNAL_ERROR;
+    if (is_muted(session))
+        return (ssize_t)data_size; /* what follows a replaced answer */
+    unsigned code = foreign_error(data, data_size);
+    if (code && mute(session)) {
+        replace(session, code);
+        return (ssize_t)data_size;
+    }
+    return real_send(session, data, data_size);
+}
+
+void gnutls_deinit(gnutls_session_t session)
+{
+    pthread_once(&resolve_once, resolve);
+    forget(session);
+    if (real_deinit)
+        real_deinit(session);
+}
