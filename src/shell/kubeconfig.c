@@ -152,14 +152,14 @@ static enum wh_err get_flag(struct kc *k, const cJSON *map, const char *key, con
     *out = cJSON_IsTrue(n);
     if (!n || cJSON_IsNull(n) || cJSON_IsBool(n))
         return WH_OK;
-    if (cJSON_IsString(n) && (!strcmp(n->valuestring, "true") || !strcmp(n->valuestring, "false"))) {
-        *out = n->valuestring[0] == 't';
+    const char *v = cJSON_IsString(n) ? n->valuestring : NULL;
+    if (v && (!strcmp(v, "true") || !strcmp(v, "false"))) {
+        *out = v[0] == 't';
         return WH_OK;
     }
     char what[64];
-    if (cJSON_IsString(n))
-        snprintf(what, sizeof(what), "\"%.*s\"", (int)wh_utf8_cut(n->valuestring, 40),
-                 n->valuestring);
+    if (v)
+        snprintf(what, sizeof(what), "\"%.*s\"", (int)wh_utf8_cut(v, 40), v);
     else
         describe(n, what, sizeof(what));
     return wh_fail(k->errbuf, WH_ERR_INVALID,
