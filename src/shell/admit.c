@@ -368,7 +368,8 @@ static void settle(struct wh_admit *ad, const struct wh_review_info *info,
 struct find_holder {
     char label[WH_ERRBUF_LEN]; /* the replicaIndex label of the claimed replica */
     long worker_id;
-    const char *pod; /* out: the name of a live pod holding the id */
+    char *pod; /* out: the name of a live pod holding the id */
+    size_t pod_len;
 };
 
 static int visit_holder(void *arg, const struct wh_pod_rec *pod)
@@ -377,7 +378,8 @@ static int visit_holder(void *arg, const struct wh_pod_rec *pod)
     if (pod->deleting || pod->worker_id != f->worker_id || !pod->replica_label ||
         strcmp(pod->replica_label, f->label))
         return 0;
-    f->pod = pod->name;
+    /* Copied here: the record is the cache's only while it is visited. */
+    snprintf(f->pod, f->pod_len, "%s", pod->name ? pod->name : "");
     return 1;
 }
 
@@ -388,16 +390,13 @@ static int visit_holder(void *arg, const struct wh_pod_rec *pod)
 static bool held_by_pod(struct wh_admit *ad, const struct wh_review_info *info,
                         const struct wh_engine_result *res, char *out, size_t out_len)
 {
-    struct find_holder f = {.worker_id = res->worker_id};
+    struct find_holder f = {.worker_id = res->worker_id, .pod = out, .pod_len = out_len};
     snprintf(f.label, sizeof(f.label), "%s-%ld", info->group, res->replica);
     int stopped = 0;
     char errbuf[WH_ERRBUF_LEN];
-    if (wh_cache_each_group_pod(ad->cache, info->ns, info->cluster, info->group, visit_holder, &f,
-                                &stopped, errbuf) ||
-        !stopped || !f.pod)
-        return false;
-    snprintf(out, out_len, "%s", f.pod);
-    return true;
+    return !wh_cache_each_group_pod(ad->cache, info->ns, info->cluster, info->group, visit_holder,
+                                    &f, &stopped, errbuf) &&
+           stopped;
 }
 
 /* The legacy path: decide, reserve, claim; a claim held elsewhere stays a
