@@ -53,7 +53,6 @@ LONG_MARK = re.compile(r"/\*\s*long:\s*\S.{9}")
 # until that work lands. Remove each entry when its split has
 # landed (then the file must pass or carry a /* long: */ reason).
 WAIVED_LONG = {
-    "src/shell/server.c": "being changed by the lead's TLS work, split after it",
     "src/shell/claims.c:wh_claims_take": "being changed by the claims work (issue 11); "
                                          "split after it has landed",
     "src/shell/claims.c:sweep": "as above",
