@@ -17,7 +17,7 @@
 /* The path label of a request (unknown paths share "other" so that a
  * scanner cannot grow the label set). */
 enum wh_mpath {
-    /* the admission paths first (server.c relies on it) */
+    /* the admission paths first (server_route.c relies on it) */
     WH_MPATH_MUTATE,
     WH_MPATH_VALIDATE,
     WH_MPATH_MUTATE_WORKLOAD,
