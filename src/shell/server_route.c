@@ -268,19 +268,20 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->status;
+    /* Counted before a corked answer leaves: a client that reads the answer
+     * and then asks /metrics finds it counted. */
+    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, wh_clock_us() - rq->start_us);
+    atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
     /* Flushed whatever the outcome: an answer queued before the request
      * ended early (a refused body, then the connection closes) must still
      * leave. */
     if (rq->corked && !wh_tlsrec_flush(rq->corked, rq->corked_fd, FLUSH_TIMEOUT_MS)) {
         /* The client took nothing for that long: the answer is lost, and
          * the connection with it (MHD sees the shutdown on its next read). */
-        ok = false;
         shutdown(rq->corked_fd, SHUT_RDWR);
         wh_log(WH_LOG_WARN, "answer_unsent", "path", WH_F_STR, wh_metrics_path_label(rq->path),
                "reason", WH_F_STR, "the client did not take the answer in time", (char *)NULL);
     }
-    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, wh_clock_us() - rq->start_us);
-    atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
     struct conn *cn = wh_srv_conn_of(c);
     if (cn)
         atomic_store(&cn->deadline_ms,
