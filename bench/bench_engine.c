@@ -21,14 +21,14 @@
 #include <string.h> /* strstr */
 #include <time.h>   /* clock_gettime */
 
-#include "allocwrap.h" /* wh_allocwrap_* */
+#include "allocwrap.h"  /* wh_allocwrap_* */
 #include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/reqmem.h"  /* wh_reqmem_install, wh_reqmem_bind */
-#include "wh/b64.h"    /* wh_b64_decode */
-#include "wh/buf.h"    /* wh_buf */
-#include "wh/json.h"   /* wh_json_* */
-#include "wh/engine.h" /* wh_engine_review */
-#include "wh/state.h"  /* wh_memstate */
+#include "wh/b64.h"     /* wh_b64_decode */
+#include "wh/buf.h"     /* wh_buf */
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/engine.h"  /* wh_engine_review */
+#include "wh/state.h"   /* wh_memstate */
 
 #define REVIEW_MAX ((size_t)1 << 20)
 #define GROUP "tpu-group"
@@ -37,10 +37,10 @@
 struct pod_shape {
     const char *accel;
     const char *topology;
-    int containers;   /* TPU containers */
-    int chips;        /* per container */
-    bool native;      /* ray.io/worker-group-replica-index + replica-host-index */
-    long host;        /* host index label (native), completion index (workload) */
+    int containers; /* TPU containers */
+    int chips;      /* per container */
+    bool native;    /* ray.io/worker-group-replica-index + replica-host-index */
+    long host;      /* host index label (native), completion index (workload) */
     enum { KUBERAY, INDEXED_JOB, JOBSET } kind;
 };
 
@@ -48,13 +48,14 @@ struct pod_shape {
 
 static enum wh_err add_container(struct wh_buf *b, int i, int chips)
 {
-    return wh_buf_addf(b,
-                       "%s{\"name\":\"ray-worker-%d\",\"image\":\"rayproject/ray:2.52.0-py310\","
-                       "\"resources\":{\"limits\":{\"cpu\":\"24\",\"google.com/tpu\":\"%d\","
-                       "\"memory\":\"200G\"},\"requests\":{\"cpu\":\"24\",\"google.com/tpu\":\"%d\","
-                       "\"memory\":\"200G\"}},\"env\":[{\"name\":\"JAX_PLATFORMS\",\"value\":\"tpu,cpu\"},"
-                       "{\"name\":\"NODE_IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}}]}",
-                       i ? "," : "", i, chips, chips);
+    return wh_buf_addf(
+        b,
+        "%s{\"name\":\"ray-worker-%d\",\"image\":\"rayproject/ray:2.52.0-py310\","
+        "\"resources\":{\"limits\":{\"cpu\":\"24\",\"google.com/tpu\":\"%d\","
+        "\"memory\":\"200G\"},\"requests\":{\"cpu\":\"24\",\"google.com/tpu\":\"%d\","
+        "\"memory\":\"200G\"}},\"env\":[{\"name\":\"JAX_PLATFORMS\",\"value\":\"tpu,cpu\"},"
+        "{\"name\":\"NODE_IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}}]}",
+        i ? "," : "", i, chips, chips);
 }
 
 /* An Indexed-Job or JobSet pod as the Job controller creates it. */
@@ -85,16 +86,19 @@ static char *pod_review(const struct pod_shape *s, size_t *len)
 {
     struct wh_buf b;
     wh_buf_init(&b, REVIEW_MAX);
-    enum wh_err err = s->kind != KUBERAY ? workload_head(&b, s) : wh_buf_addf(
-        &b,
-        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-        "\"uid\":\"bench-uid\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
-        "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
-        "\"namespace\":\"default\",\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"v1\","
-        "\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"" CLUSTER "-" GROUP "-worker-\","
-        "\"namespace\":\"default\",\"labels\":{\"ray.io/cluster\":\"" CLUSTER "\","
-        "\"ray.io/group\":\"" GROUP "\",\"ray.io/node-type\":\"worker\","
-        "\"app.kubernetes.io/created-by\":\"kuberay-operator\",\"ray.io/is-ray-node\":\"yes\"");
+    enum wh_err err =
+        s->kind != KUBERAY
+            ? workload_head(&b, s)
+            : wh_buf_addf(
+                  &b,
+                  "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+                  "\"uid\":\"bench-uid\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+                  "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+                  "\"namespace\":\"default\",\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"v1\","
+                  "\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"" CLUSTER "-" GROUP "-worker-\","
+                  "\"namespace\":\"default\",\"labels\":{\"ray.io/cluster\":\"" CLUSTER "\","
+                  "\"ray.io/group\":\"" GROUP "\",\"ray.io/node-type\":\"worker\","
+                  "\"app.kubernetes.io/created-by\":\"kuberay-operator\",\"ray.io/is-ray-node\":\"yes\"");
     if (!err && s->native && s->kind == KUBERAY)
         err = wh_buf_addf(&b,
                           ",\"ray.io/worker-group-replica-index\":\"0\","
@@ -125,8 +129,12 @@ static struct wh_memstate *legacy_state(long n, int containers)
         char name[96];
         snprintf(name, sizeof(name), CLUSTER "-" GROUP "-worker-%ld", h);
         struct wh_pod_rec rec = {
-            .name = name, .ns = "default", .cluster = CLUSTER, .group = GROUP,
-            .replica_label = GROUP "-0", .n_tpu_containers = (unsigned)containers,
+            .name = name,
+            .ns = "default",
+            .cluster = CLUSTER,
+            .group = GROUP,
+            .replica_label = GROUP "-0",
+            .n_tpu_containers = (unsigned)containers,
             .worker_id = h * containers,
         };
         if (wh_memstate_add_rec(ms, &rec)) {

@@ -131,8 +131,8 @@ int main(void)
             break;
     }
     wh_admit_stats(ad, &st);
-    printf("after the runs: %zu pods cached, %zu reservations still unconfirmed\n",
-           st.pods_cached, st.reservations);
+    printf("after the runs: %zu pods cached, %zu reservations still unconfirmed\n", st.pods_cached,
+           st.reservations);
     wh_admit_free(ad);
     /* The same slice with no API server and no cache: what the engine alone
      * costs, to tell the pipeline's share from the engine's. */

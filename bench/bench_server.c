@@ -124,8 +124,12 @@ static void bench_route(const char *name, const char *url, const char *body, con
     }
     long per = MAX_SAMPLES / n_clients;
     for (int i = 0; i < n_clients; i++) {
-        cl[i] = (struct client){.url = url, .body = body, .ca = ca, .seconds = seconds,
-                                .lat_us = lat + i * per, .cap_lat = per};
+        cl[i] = (struct client){.url = url,
+                                .body = body,
+                                .ca = ca,
+                                .seconds = seconds,
+                                .lat_us = lat + i * per,
+                                .cap_lat = per};
         pthread_create(&cl[i].th, NULL, run_client, &cl[i]);
     }
     long ok = 0, failed = 0, n = 0;
@@ -166,22 +170,28 @@ int main(int argc, char **argv)
     char ca_path[] = "/tmp/wh-bench-ca-XXXXXX";
     int fd = mkstemp(ca_path);
     if (fd < 0 || wh_certs_make_ca("bench CA", 30, &cac, &cak, errbuf) ||
-        wh_certs_make_server(wh_buf_ptr(&cac), wh_buf_len(&cac), wh_buf_ptr(&cak),
-                             wh_buf_len(&cak), sans, 2, 30, &crt, &key, errbuf) ||
+        wh_certs_make_server(wh_buf_ptr(&cac), wh_buf_len(&cac), wh_buf_ptr(&cak), wh_buf_len(&cak),
+                             sans, 2, 30, &crt, &key, errbuf) ||
         write(fd, wh_buf_ptr(&cac), wh_buf_len(&cac)) != (ssize_t)wh_buf_len(&cac)) {
         fprintf(stderr, "certificates: %s\n", errbuf);
         return 1;
     }
     close(fd);
-    struct wh_tls_opts to = {.cert_pem = wh_buf_ptr(&crt), .cert_len = wh_buf_len(&crt),
-                             .key_pem = wh_buf_ptr(&key), .key_len = wh_buf_len(&key)};
+    struct wh_tls_opts to = {.cert_pem = wh_buf_ptr(&crt),
+                             .cert_len = wh_buf_len(&crt),
+                             .key_pem = wh_buf_ptr(&key),
+                             .key_len = wh_buf_len(&key)};
     struct wh_tls *tls = wh_tls_new(&to, errbuf);
     struct wh_admit_opts ao = {.standalone = true};
     struct wh_admit *ad = tls ? wh_admit_new(&ao, errbuf) : NULL;
     struct wh_metrics *m = wh_metrics_new();
-    struct wh_server_opts so = {.bind = "127.0.0.1:0", .threads = threads, .max_connections = 256,
-                                .idle_timeout_ms = 60000, .header_timeout_ms = 10000,
-                                .request_timeout_ms = 30000, .max_body = WH_SERVER_MAX_BODY_DEFAULT};
+    struct wh_server_opts so = {.bind = "127.0.0.1:0",
+                                .threads = threads,
+                                .max_connections = 256,
+                                .idle_timeout_ms = 60000,
+                                .header_timeout_ms = 10000,
+                                .request_timeout_ms = 30000,
+                                .max_body = WH_SERVER_MAX_BODY_DEFAULT};
     struct wh_server *srv = ad && m ? wh_server_start(&so, ad, m, errbuf) : NULL;
     if (!srv) {
         fprintf(stderr, "server: %s\n", errbuf);

@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 
-echo "== source checks (banned calls, exported names, include comments)"
+echo "== source checks (banned calls, exported names, include comments, lengths, layout)"
 python3 scripts/checksrc.py .
+bash scripts/format.sh --check
 
 echo "== gcc build + tests"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc >/dev/null

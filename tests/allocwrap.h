@@ -16,11 +16,11 @@
 #include <stddef.h> /* size_t */
 
 struct wh_alloc_stats {
-    unsigned long allocs; /* successful malloc/calloc/strdup/realloc(NULL, n) */
+    unsigned long allocs;   /* successful malloc/calloc/strdup/realloc(NULL, n) */
     unsigned long reallocs; /* successful realloc of an existing block */
-    unsigned long frees;  /* free of a non-NULL pointer */
+    unsigned long frees;    /* free of a non-NULL pointer */
     unsigned long attempts; /* every allocation attempt, failed ones included */
-    long live;            /* allocs - frees: blocks currently outstanding */
+    long live;              /* allocs - frees: blocks currently outstanding */
 };
 
 /* Route cJSON's allocations through the counting wrappers. */

@@ -6,7 +6,7 @@
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* key names */
-#include "wh/mem.h" /* wh_free */
+#include "wh/mem.h"     /* wh_free */
 
 static const char gcp_prefix[] = "cloud.google.com/";
 
@@ -154,7 +154,8 @@ enum wh_err wh_affinity_merge(const cJSON *affinity, const struct wh_affinity_te
     int added = 0;
     enum wh_err err = append_term(aff, "podAffinity",
                                   term(expr(t->sel_key, "In", t->sel_value),
-                                       expr(WH_LABEL_CLUSTER, "In", t->cluster), t->topology_key, NULL),
+                                       expr(WH_LABEL_CLUSTER, "In", t->cluster), t->topology_key,
+                                       NULL),
                                   &added);
     if (!err)
         err = append_term(aff, "podAntiAffinity",

@@ -6,7 +6,7 @@
 #include <string.h> /* memset */
 
 #include "wh/json.h" /* wh_json_add, wh_json_delete */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h"  /* wh_malloc, wh_free */
 #include "wh/utf8.h" /* wh_utf8_trim_cut */
 
 #define NOTES_MAX (64 * 1024)

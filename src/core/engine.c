@@ -3,16 +3,16 @@
 
 #include <string.h> /* memset */
 
-#include "wh/b64.h"      /* wh_b64_encode */
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/decision.h" /* struct wh_decision */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/mutate.h"   /* wh_mutate_pod */
-#include "wh/review.h"   /* wh_review_* */
-#include "wh/utf8.h"     /* wh_utf8_cut */
-#include "wh/validate.h" /* wh_validate_raycluster */
-#include "wh/workload.h" /* wh_mutate_workload */
-#include "wh/mem.h" /* wh_free */
+#include "wh/b64.h"               /* wh_b64_encode */
+#include "wh/buf.h"               /* wh_buf */
+#include "wh/decision.h"          /* struct wh_decision */
+#include "wh/json.h"              /* wh_json_* */
+#include "wh/mutate.h"            /* wh_mutate_pod */
+#include "wh/review.h"            /* wh_review_* */
+#include "wh/utf8.h"              /* wh_utf8_cut */
+#include "wh/validate.h"          /* wh_validate_raycluster */
+#include "wh/workload.h"          /* wh_mutate_workload */
+#include "wh/mem.h"               /* wh_free */
 #include "wh/workload_validate.h" /* wh_validate_workload */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
@@ -58,7 +58,9 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
     if (!err)
         err = wh_buf_add(b, d->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
     if (!err && !d->allowed) {
-        err = wh_buf_add(b, ",\"status\":{\"status\":\"Failure\",\"code\":400,\"reason\":\"BadRequest\",\"message\":");
+        err = wh_buf_add(
+            b,
+            ",\"status\":{\"status\":\"Failure\",\"code\":400,\"reason\":\"BadRequest\",\"message\":");
         if (!err)
             err = wh_json_write_string(b, d->message ? d->message : "");
         if (!err)
@@ -104,18 +106,21 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     errbuf[0] = '\0';
     const struct wh_review_info *in = wh_review_info(rv);
     if ((route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD) && in->kind != WH_KIND_POD)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; %s "
-                                            "accepts Pod",
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "Invalid Kind: request.kind.kind is \"%.*s\"; %s "
+                       "accepts Pod",
                        (int)wh_utf8_cut(in->kind_name, 64), in->kind_name,
                        route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
     if (route == WH_ROUTE_VALIDATE_WORKLOAD && in->kind != WH_KIND_WORKLOAD)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; "
-                                            "/validate-workload accepts Job, JobSet and "
-                                            "LeaderWorkerSet",
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "Invalid Kind: request.kind.kind is \"%.*s\"; "
+                       "/validate-workload accepts Job, JobSet and "
+                       "LeaderWorkerSet",
                        (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
     if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
-        return wh_fail(errbuf, WH_ERR_KIND, "Invalid Kind: request.kind.kind is \"%.*s\"; "
-                                            "/validate accepts RayCluster",
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "Invalid Kind: request.kind.kind is \"%.*s\"; "
+                       "/validate accepts RayCluster",
                        (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
     struct wh_decision d;
     wh_decision_init(&d);

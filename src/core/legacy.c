@@ -138,8 +138,8 @@ enum wh_err wh_legacy_choose(const struct wh_state *st, const struct wh_legacy_g
                              struct wh_decision *d, long *replica, long *host, char *errbuf)
 {
     struct scan sc = {.d = d, .tpu7x = g->tpu7x};
-    enum wh_err err =
-        st->ops->each_group_pod(st->impl, g->ns, g->cluster, g->group, scan_pod, &sc, errbuf);
+    enum wh_err err = st->ops->each_group_pod(st->impl, g->ns, g->cluster, g->group, scan_pod, &sc,
+                                              errbuf);
     if (!err && sc.oom)
         err = WH_ERR_NOMEM;
     if (err) {

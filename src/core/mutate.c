@@ -36,7 +36,7 @@ struct pod_ctx {
     const struct wh_tpu_container *tpu; /* tc.items */
     unsigned n_tpu;
     long replica, host;
-    bool legacy;       /* indices not from native labels */
+    bool legacy; /* indices not from native labels */
     char headless[320];
     char tpu_name[320];
     struct wh_decision *d;
@@ -110,25 +110,27 @@ static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
     bool from_ann;
     c->topology = wh_slice_topology(c->pod, c->spec, &from_ann);
     if (!c->topology || !*c->topology)
-        return deny_pod(c, denied, " requests google.com/tpu but %s; set "
+        return deny_pod(c, denied,
+                        " requests google.com/tpu but %s; set "
                         "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
                         "template",
                         from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
-                        : "has no TPU topology",
+                                 : "has no TPU topology",
                         WH_SEL_TOPOLOGY);
     char errbuf[WH_ERRBUF_LEN];
     if (wh_topology_parse(c->topology, &c->topo, errbuf))
-        return deny_pod(c, denied, ": %s %s: %s; use the form "
+        return deny_pod(c, denied,
+                        ": %s %s: %s; use the form "
                         "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
                         from_ann ? "annotation" : "spec.nodeSelector",
                         from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
     c->n_hosts = wh_topology_hosts(&c->topo, c->chips_per_host);
     if (c->n_hosts > MAX_HOSTS)
-        return deny_pod(c, denied, ": topology %s with %ld "
+        return deny_pod(c, denied,
+                        ": topology %s with %ld "
                         "chips per pod gives %ld hosts; at most %ld hosts per slice are "
                         "supported; request more google.com/tpu per pod",
-                        c->topology, c->chips_per_host,
-                        c->n_hosts, MAX_HOSTS);
+                        c->topology, c->chips_per_host, c->n_hosts, MAX_HOSTS);
     *denied = false;
     return WH_OK;
 }
@@ -142,19 +144,20 @@ static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
     for (int i = 0; i < 2; i++) {
         const char *s = wh_json_str(c->labels, keys[i]);
         if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
-            return deny_pod(c, denied, ": label \"%s\" is "
+            return deny_pod(c, denied,
+                            ": label \"%s\" is "
                             "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
                             "remove it to let the webhook assign one",
-                            keys[i], s ? s : "(not a string)",
-                            i ? "host" : "replica");
+                            keys[i], s ? s : "(not a string)", i ? "host" : "replica");
         }
     }
     if (v[1] >= c->n_hosts) {
-        return deny_pod(c, denied, ": label \"%s\" is %ld but "
+        return deny_pod(c, denied,
+                        ": label \"%s\" is %ld but "
                         "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
                         "numOfHosts of the worker group",
-                        WH_LABEL_HOST_INDEX, v[1], c->topology,
-                        c->chips_per_host, c->n_hosts, c->n_hosts - 1);
+                        WH_LABEL_HOST_INDEX, v[1], c->topology, c->chips_per_host, c->n_hosts,
+                        c->n_hosts - 1);
     }
     c->replica = v[0];
     c->host = v[1];
@@ -202,18 +205,23 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
     const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
     if (why) {
         c->d->state_unavailable = true;
-        return deny_pod(c, denied, " needs a TPU worker id "
+        return deny_pod(c, denied,
+                        " needs a TPU worker id "
                         "assigned from the pods that already exist, but %s; the pod is not "
                         "created now and KubeRay will retry",
                         why);
     }
-    struct wh_legacy_group g = {.ns = c->ns, .cluster = c->cluster, .group = c->group,
-                                .n_hosts = c->n_hosts, .tpu7x = c->tpu7x};
+    struct wh_legacy_group g = {.ns = c->ns,
+                                .cluster = c->cluster,
+                                .group = c->group,
+                                .n_hosts = c->n_hosts,
+                                .tpu7x = c->tpu7x};
     enum wh_err err = wh_legacy_choose(st, &g, c->d, &c->replica, &c->host, errbuf);
     if (err)
         return err;
     if (c->host < 0) {
-        return deny_pod(c, denied, ": replica %ld already has "
+        return deny_pod(c, denied,
+                        ": replica %ld already has "
                         "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
                         "delete the replica's pods (or the RayCluster) to let KubeRay "
                         "re-create them",
@@ -265,8 +273,8 @@ static const char *env_value(const cJSON *env, const char *name, bool *exists)
 }
 
 struct shared_values {
-    struct wh_buf hostnames;      /* multi-host DNS list */
-    struct wh_buf process_addrs;  /* tpu7x TPU_PROCESS_ADDRESSES */
+    struct wh_buf hostnames;     /* multi-host DNS list */
+    struct wh_buf process_addrs; /* tpu7x TPU_PROCESS_ADDRESSES */
     char torch_topology[96];
     struct wh_port_list torch_addrs; /* TORCH_TPU_SLICEBUILDER_ADDRESSES */
 };
@@ -276,8 +284,8 @@ struct shared_values {
 struct env_step {
     struct pod_ctx *c;
     struct shared_values *sv;
-    unsigned ci;           /* index among TPU containers */
-    const cJSON *env;      /* the container's env as sent */
+    unsigned ci;      /* index among TPU containers */
+    const cJSON *env; /* the container's env as sent */
     struct wh_env_writer w;
     const char *hostnames; /* what TorchTPU addresses are built over */
 };
@@ -309,8 +317,8 @@ static enum wh_err megascale_env(struct env_step *st)
         return WH_OK;
     enum wh_err err = set_if_empty(st, "MEGASCALE_SLICE_ID", "%ld", c->replica);
     if (!err)
-        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", "%s-0-0.%s%s", c->group, c->headless,
-                           c->tpu7x ? ":8081" : "");
+        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", "%s-0-0.%s%s", c->group,
+                           c->headless, c->tpu7x ? ":8081" : "");
     if (!err)
         err = set_if_empty(st, "MEGASCALE_PORT", "%u", WH_MEGASCALE_PORT + (c->tpu7x ? st->ci : 0));
     return err;
@@ -362,7 +370,8 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
         if (per_host == 0)
-            return deny_pod(c, denied, ": container "
+            return deny_pod(c, denied,
+                            ": container "
                             "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
                             "has only %ld chips, so TorchTPU would get no address; list "
                             "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
@@ -370,7 +379,8 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
                             "injection",
                             wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
                             c->topo.chips, c->n_hosts);
-        return deny_pod(c, denied, ": "
+        return deny_pod(c, denied,
+                        ": "
                         "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
                         "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
                         "TorchTPU injection",
@@ -451,8 +461,12 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
                    wh_json_has(c->labels, WH_LABEL_HOST_INDEX);
     const char *sel_value = by_name ? wh_json_str0(c->labels, WH_LABEL_REPLICA_NAME) : c->tpu_name;
     bool want_label = c->legacy || (c->n_hosts > 1 && !by_name);
-    struct wh_group_names names = {.cluster = c->cluster, .group = c->group, .replica = c->replica,
-                                   .host = c->host, .label = want_label, .multi_host = c->n_hosts > 1};
+    struct wh_group_names names = {.cluster = c->cluster,
+                                   .group = c->group,
+                                   .replica = c->replica,
+                                   .host = c->host,
+                                   .label = want_label,
+                                   .multi_host = c->n_hosts > 1};
     char why[1024];
     if (!wh_names_group_ok(&names, why, sizeof(why)))
         return deny_pod(c, denied, ": %s", why); /* a name the API server refuses */
@@ -481,7 +495,8 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
         .topology_key = wh_affinity_topology_key(c->pod),
     };
     const cJSON *annotations = wh_json_path(c->pod, "metadata", "annotations", NULL);
-    if (wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY) && !wh_managed(c->labels, annotations)) {
+    if (wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY) &&
+        !wh_managed(c->labels, annotations)) {
         struct wh_subslice_index idx;
         err = wh_subslice_find(st, c->selector, c->n_hosts, &idx, errbuf);
         if (err)
@@ -536,7 +551,8 @@ static size_t digits(long v)
  * denial only, after building stopped at WH_PATCH_MAX_BYTES. */
 static size_t patch_estimate(const struct pod_ctx *c)
 {
-    size_t entry = strlen(c->group) + digits(c->replica) + digits(c->n_hosts) + strlen(c->headless) + 4;
+    size_t entry = strlen(c->group) + digits(c->replica) + digits(c->n_hosts) +
+                   strlen(c->headless) + 4;
     size_t hosts = (size_t)c->n_hosts, per_container = 400;
     if (hosts > 1)
         per_container += hosts * entry;
@@ -551,14 +567,15 @@ static size_t patch_estimate(const struct pod_ctx *c)
 static enum wh_err deny_patch_too_big(struct pod_ctx *c)
 {
     size_t estimate = patch_estimate(c);
-    return deny_pod(c, NULL, ": the mutation patch would be "
+    return deny_pod(c, NULL,
+                    ": the mutation patch would be "
                     "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
                     "over the %zu-byte limit of what the API server can store (etcd keeps "
                     "objects under 1.5 MiB); give each pod one TPU container with all of "
                     "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
                     "TorchTPU injection",
-                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1,
-                    c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
+                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1, c->topology,
+                    c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
 /* Issue 10: a second entry of a variable the webhook sets hid the injected
@@ -570,12 +587,13 @@ static enum wh_err check_env_duplicates(struct pod_ctx *c, bool *denied)
         const char *name = wh_env_duplicate(wh_json_get(c->tpu[i].obj, "env"), &first, &second);
         if (!name)
             continue;
-        return deny_pod(c, denied, ": container \"%s\" "
+        return deny_pod(c, denied,
+                        ": container \"%s\" "
                         "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
                         "kubelet uses the last one and the webhook edits one of them, so "
                         "the value the container gets is ambiguous; keep one %s entry",
-                        wh_json_str0(c->tpu[i].obj, "name"), name,
-                        c->tpu[i].index, first, second, name);
+                        wh_json_str0(c->tpu[i].obj, "name"), name, c->tpu[i].index, first, second,
+                        name);
     }
     return WH_OK;
 }
@@ -590,7 +608,8 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         return wh_decision_deny(c->d,
                                 "%s: spec.containers is %s; a pod needs a list of containers "
                                 "(Container path not specified)",
-                                who, containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
+                                who,
+                                containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
     }
     enum wh_err err = collect_tpu_containers(c, containers, &denied);
     if (err || denied || c->n_tpu == 0)

@@ -10,12 +10,15 @@
 
 #include "wh/json.h" /* wh_json_* */
 
-#define RULE_DNS "a DNS-1123 label (lower-case letters, digits and '-', starting and ending " \
-                 "with a letter or digit, at most 63 characters)"
-#define RULE_LABEL "a label value (letters, digits, '-', '_' and '.', starting and ending " \
-                   "with a letter or digit, at most 63 characters)"
-#define RULE_ENV "an environment variable name (letters, digits, '_', '-' and '.', not " \
-                 "starting with a digit)"
+#define RULE_DNS                                                                 \
+    "a DNS-1123 label (lower-case letters, digits and '-', starting and ending " \
+    "with a letter or digit, at most 63 characters)"
+#define RULE_LABEL                                                           \
+    "a label value (letters, digits, '-', '_' and '.', starting and ending " \
+    "with a letter or digit, at most 63 characters)"
+#define RULE_ENV                                                            \
+    "an environment variable name (letters, digits, '_', '-' and '.', not " \
+    "starting with a digit)"
 #define SHOW 200 /* characters of a hostile name quoted in a message */
 
 static bool lower_alnum(char c)
@@ -92,8 +95,8 @@ static void broken(char *msg, size_t msg_len, const char *what, const char *valu
                    const char *rule, const char *fix)
 {
     if (n > WH_NAME_MAX)
-        snprintf(msg, msg_len, "%s \"%.*s%s\" would have %zu characters, over the %d of %s; %s", what,
-                 SHOW, value, n > SHOW ? "..." : "", n, WH_NAME_MAX, rule, fix);
+        snprintf(msg, msg_len, "%s \"%.*s%s\" would have %zu characters, over the %d of %s; %s",
+                 what, SHOW, value, n > SHOW ? "..." : "", n, WH_NAME_MAX, rule, fix);
     else
         snprintf(msg, msg_len, "%s \"%s\" is not %s; %s", what, value, rule, fix);
 }
@@ -111,8 +114,10 @@ static bool group_value_ok(const char *group, const char *suffix, const char *wh
         return true;
     size_t room = WH_NAME_MAX - strlen(suffix);
     suggest(group, room, false, good, sizeof(good));
-    snprintf(fix, sizeof(fix), "rename worker group %.*s (groupName) to a DNS-1123 label of at "
-             "most %zu characters such as %s", SHOW, group, room, good);
+    snprintf(fix, sizeof(fix),
+             "rename worker group %.*s (groupName) to a DNS-1123 label of at "
+             "most %zu characters such as %s",
+             SHOW, group, room, good);
     broken(msg, msg_len, what, value, strlen(group) + strlen(suffix), why, fix);
     return false;
 }
@@ -129,16 +134,18 @@ bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len
         const char *why = wh_names_dns_label(value);
         if (why) {
             suggest(n->cluster, 53, true, good, sizeof(good));
-            snprintf(fix, sizeof(fix), "rename RayCluster %.*s to a DNS-1035 label of at most 53 "
-                     "characters such as %s", SHOW, n->cluster, good);
+            snprintf(fix, sizeof(fix),
+                     "rename RayCluster %.*s to a DNS-1035 label of at most 53 "
+                     "characters such as %s",
+                     SHOW, n->cluster, good);
             broken(msg, msg_len, "the pod subdomain (the headless Service)", value,
                    strlen(n->cluster) + sizeof("-headless") - 1, why, fix);
             return false;
         }
     }
     snprintf(suffix, sizeof(suffix), "-%ld", n->replica);
-    return !n->label ||
-           group_value_ok(n->group, suffix, "the label replicaIndex", wh_names_label_value, msg, msg_len);
+    return !n->label || group_value_ok(n->group, suffix, "the label replicaIndex",
+                                       wh_names_label_value, msg, msg_len);
 }
 
 /* The env entries an operation writes: one object, or an array of them. */

@@ -4,8 +4,8 @@
 #include <string.h> /* memcpy, strlen */
 
 #include "wh/decision.h" /* struct wh_decision, WH_PATCH_MAX_BYTES */
-#include "wh/json.h"    /* wh_json_* */
-#include "wh/podspec.h" /* wh_env_lookup */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/podspec.h"  /* wh_env_lookup */
 
 /* About how many bytes v prints to (escapes not counted): enough to keep
  * the patch near WH_PATCH_MAX_BYTES while it is built; the engine checks the

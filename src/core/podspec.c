@@ -123,7 +123,8 @@ bool wh_pod_is_legacy(const cJSON *pod)
 {
     const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
     bool tpu = false;
-    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && !tpu; k = k->next)
+    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && !tpu;
+         k = k->next)
         tpu = wh_container_requests_tpu(k);
     return tpu && !(wh_meta_has_label(pod, WH_LABEL_REPLICA_INDEX) &&
                     wh_meta_has_label(pod, WH_LABEL_HOST_INDEX));

@@ -3,11 +3,11 @@
 
 #include <string.h> /* strcmp, strncmp */
 
-#include "wh/json.h"    /* wh_json_* */
+#include "wh/json.h"              /* wh_json_* */
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
-#include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
-#include "wh/mem.h" /* wh_free */
-#include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_is_ascii */
+#include "wh/podspec.h"           /* label keys, wh_pod_is_legacy */
+#include "wh/mem.h"               /* wh_free */
+#include "wh/utf8.h"              /* wh_utf8_cut, wh_utf8_is_ascii */
 
 struct wh_review {
     cJSON *root;                /* owned: the whole AdmissionReview */
@@ -19,8 +19,9 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
 {
     *out = NULL;
     if (len > WH_REVIEW_MAX_BYTES)
-        return wh_fail(errbuf, WH_ERR_TOOBIG, "AdmissionReview of %zu bytes is over the %zu-byte limit",
-                       len, WH_REVIEW_MAX_BYTES);
+        return wh_fail(errbuf, WH_ERR_TOOBIG,
+                       "AdmissionReview of %zu bytes is over the %zu-byte limit", len,
+                       WH_REVIEW_MAX_BYTES);
     cJSON *root;
     enum wh_err err = wh_json_parse(body, len, &root, errbuf);
     if (err)
@@ -36,7 +37,8 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     const char *kind = wh_json_str(root, "kind");
     const cJSON *req = wh_json_get(root, "request");
     if (!cJSON_IsObject(root))
-        err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: the body is not a JSON object");
+        err = wh_fail(errbuf, WH_ERR_INVALID,
+                      "not an AdmissionReview: the body is not a JSON object");
     else if (kind && strcmp(kind, "AdmissionReview"))
         err = wh_fail(errbuf, WH_ERR_INVALID, "not an AdmissionReview: kind is \"%.*s\"",
                       (int)wh_utf8_cut(kind, 64), kind);
@@ -64,10 +66,10 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     in->operation = wh_json_str0(req, "operation");
     in->dry_run = cJSON_IsTrue(wh_json_get(req, "dryRun"));
     in->kind_name = wh_json_str0(wh_json_get(req, "kind"), "kind");
-    in->kind = !strcmp(in->kind_name, "Pod")          ? WH_KIND_POD
-               : !strcmp(in->kind_name, "RayCluster") ? WH_KIND_RAYCLUSTER
+    in->kind = !strcmp(in->kind_name, "Pod")               ? WH_KIND_POD
+               : !strcmp(in->kind_name, "RayCluster")      ? WH_KIND_RAYCLUSTER
                : wh_workload_kind_validated(in->kind_name) ? WH_KIND_WORKLOAD
-                                                      : WH_KIND_OTHER;
+                                                           : WH_KIND_OTHER;
     in->ns = wh_json_str0(meta, "namespace");
     if (!*in->ns)
         in->ns = wh_json_str0(req, "namespace");

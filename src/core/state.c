@@ -9,7 +9,7 @@
 
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* label keys, wh_env_lookup */
-#include "wh/mem.h" /* wh_free */
+#include "wh/mem.h"     /* wh_free */
 
 const char *wh_node_label(const struct wh_node_rec *node, const char *key)
 {
@@ -184,8 +184,7 @@ enum wh_err wh_memstate_add_pods(struct wh_memstate *ms, const cJSON *json, size
     const cJSON *items = list_items(json, "Pod", &single);
     size_t n = 0;
     if (!items)
-        return wh_fail(errbuf, WH_ERR_INVALID,
-                       "expected a PodList, a JSON array of pods or a Pod");
+        return wh_fail(errbuf, WH_ERR_INVALID, "expected a PodList, a JSON array of pods or a Pod");
     const cJSON *first = single ? items : items->child;
     for (const cJSON *p = first; p; p = single ? NULL : p->next) {
         struct wh_pod_rec rec;
@@ -261,8 +260,7 @@ enum wh_err wh_memstate_add_nodes(struct wh_memstate *ms, const cJSON *json, siz
 }
 
 static enum wh_err mem_each_group_pod(const void *impl, const char *ns, const char *cluster,
-                                      const char *group, wh_pod_visit_fn fn, void *arg,
-                                      char *errbuf)
+                                      const char *group, wh_pod_visit_fn fn, void *arg, char *errbuf)
 {
     (void)errbuf;
     const struct wh_memstate *ms = impl;

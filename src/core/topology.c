@@ -55,8 +55,7 @@ enum wh_err wh_topology_parse(const char *s, struct wh_topology *t, char *errbuf
         chips *= dims[i];
         if (chips > WH_TOPOLOGY_MAX_CHIPS)
             return wh_fail(errbuf, WH_ERR_INVALID, "topology \"%.*s\" has more than %ld chips",
-                           (int)wh_utf8_cut(s, 64), s,
-                           WH_TOPOLOGY_MAX_CHIPS);
+                           (int)wh_utf8_cut(s, 64), s, WH_TOPOLOGY_MAX_CHIPS);
     }
     t->ndims = n;
     t->dims[0] = dims[0];
@@ -90,8 +89,8 @@ static const struct {
     const char *prefix;
     enum wh_tpu_gen gen;
 } gens[] = {
-    {"tpu-v4-", WH_GEN_V4},        {"tpu-v5-lite-", WH_GEN_V5E}, {"tpu-v5p-", WH_GEN_V5P},
-    {"tpu-v6e-", WH_GEN_V6E},      {"tpu7x", WH_GEN_TPU7X},
+    {"tpu-v4-", WH_GEN_V4},   {"tpu-v5-lite-", WH_GEN_V5E}, {"tpu-v5p-", WH_GEN_V5P},
+    {"tpu-v6e-", WH_GEN_V6E}, {"tpu7x", WH_GEN_TPU7X},
 };
 
 enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel)
@@ -108,14 +107,11 @@ int wh_tpu_gen_dims(enum wh_tpu_gen gen)
 {
     switch (gen) {
     case WH_GEN_V5E:
-    case WH_GEN_V6E:
-        return 2;
+    case WH_GEN_V6E: return 2;
     case WH_GEN_V4:
     case WH_GEN_V5P:
-    case WH_GEN_TPU7X:
-        return 3;
-    default:
-        return 0;
+    case WH_GEN_TPU7X: return 3;
+    default: return 0;
     }
 }
 

@@ -29,7 +29,7 @@ struct group_ctx {
     const cJSON *cluster_obj, *spec, *tmpl, *tmpl_spec, *containers;
     const char *cluster, *group;
     int index;
-    long num_hosts;       /* numOfHosts as given, 0 when absent */
+    long num_hosts; /* numOfHosts as given, 0 when absent */
     long chips_per_host;
     const char *topology; /* annotation or nodeSelector */
     bool from_annotation;
@@ -37,7 +37,7 @@ struct group_ctx {
     struct wh_decision *d;
     struct wh_buf *problems;
     size_t n_problems;
-    size_t *n_unlisted; /* problems of all groups left out of the message */
+    size_t *n_unlisted;           /* problems of all groups left out of the message */
     struct wh_validation *report; /* NULL when not asked for */
 };
 
@@ -103,7 +103,8 @@ static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *f
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     wh_utf8_trim_cut(text, sizeof(text));
-    snprintf(line, sizeof(line), "%sRayCluster \"%s\" worker group \"%s\" (spec.workerGroupSpecs[%d]): %s",
+    snprintf(line, sizeof(line),
+             "%sRayCluster \"%s\" worker group \"%s\" (spec.workerGroupSpecs[%d]): %s",
              g->problems->len ? "; " : "", g->cluster, g->group, g->index, text);
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
@@ -152,8 +153,9 @@ static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
         if (qerr) {
             *bad = true;
             *is_tpu = true;
-            return problem_at(g, (struct about){"template.spec.containers[].resources", "",
-                                                "a Kubernetes quantity"},
+            return problem_at(g,
+                              (struct about){"template.spec.containers[].resources", "",
+                                             "a Kubernetes quantity"},
                               "%s", errbuf);
         }
         if (rq.requests_tpu) {
@@ -185,11 +187,14 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
     if (g->num_hosts <= 0)
         return problem_at(g,
                           (struct about){"numOfHosts",
-                                         !nh || cJSON_IsNull(nh) ? "" : lstr(g->num_hosts, n1, sizeof(n1)),
+                                         !nh || cJSON_IsNull(nh) ? ""
+                                                                 : lstr(g->num_hosts, n1, sizeof(n1)),
                                          "1 or more"},
                           "numOfHosts is %s; set numOfHosts to the number of TPU hosts of one "
                           "slice (1 for a single-host slice)",
-                          !nh || cJSON_IsNull(nh) ? "not set" : g->num_hosts ? "negative" : "0");
+                          !nh || cJSON_IsNull(nh) ? "not set"
+                          : g->num_hosts          ? "negative"
+                                                  : "0");
     g->topology = wh_slice_topology(g->tmpl, g->tmpl_spec, &g->from_annotation);
     const char *topo_field = g->from_annotation
                                  ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
@@ -198,11 +203,12 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
         return problem_at(g, (struct about){topo_field, "", "AxB or AxBxC"},
                           "TPU topology not specified: set template.spec.nodeSelector[\"%s\"] "
                           "(for example \"2x2x2\" or \"4x4\")",
-                       WH_SEL_TOPOLOGY);
+                          WH_SEL_TOPOLOGY);
     if (wh_topology_parse(g->topology, &g->topo, errbuf))
-        return problem_at(g, (struct about){topo_field, g->topology, "AxB or AxBxC"}, "%s %s: %s; use the form AxB or AxBxC",
-                       g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
-                       g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+        return problem_at(g, (struct about){topo_field, g->topology, "AxB or AxBxC"},
+                          "%s %s: %s; use the form AxB or AxBxC",
+                          g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
+                          g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
     char divisor[48];
     snprintf(divisor, sizeof(divisor), "a divisor of %ld", g->topo.chips);
     if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host)
@@ -212,7 +218,7 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "each pod requests %ld TPU chips (google.com/tpu), which does not divide "
                           "the %ld chips of topology %s; request a number of chips per pod that "
                           "divides it (the machine type's chips per VM)",
-                       g->chips_per_host, g->topo.chips, g->topology);
+                          g->chips_per_host, g->topo.chips, g->topology);
     long expected = wh_topology_hosts(&g->topo, g->chips_per_host);
     if (expected != g->num_hosts)
         return problem_at(g,
@@ -221,8 +227,8 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "Number of workers in worker group not equal to specified topology: "
                           "topology %s has %ld chips and each pod requests %ld chips, so numOfHosts "
                           "must be %ld, not %ld; set numOfHosts: %ld",
-                       g->topology, g->topo.chips, g->chips_per_host, expected, g->num_hosts,
-                       expected);
+                          g->topology, g->topo.chips, g->chips_per_host, expected, g->num_hosts,
+                          expected);
     *ok = true;
     return WH_OK;
 }
@@ -243,14 +249,14 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
                                          "the node pool topology"},
                           "must specify parent topology \"%s\" in nodeSelector when using "
                           "subslice annotation",
-                       WH_SEL_TOPOLOGY);
+                          WH_SEL_TOPOLOGY);
     if (!wh_topology_is_subset(g->topology, parent))
         return problem_at(g,
                           (struct about){"template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]",
                                          g->topology, parent},
                           "subslice \"%s\" is not smaller than parent \"%s\"; the annotation %s "
                           "must fit inside the node pool topology dimension by dimension",
-                       g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
+                          g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
     struct wh_subslice_index idx;
     enum wh_err err = wh_subslice_find(st, wh_json_get(g->tmpl_spec, "nodeSelector"), g->num_hosts,
                                        &idx, errbuf);
@@ -258,22 +264,24 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
         return err;
     char n1[24];
     if (idx.n_nodes == 0)
-        return warn_at(g, (struct about){"template.spec.nodeSelector", "", ""}, "Subsliced TPU worker group \"%s\" targets zero nodes; "
-                                      "re-create it after nodes are provisioned",
-                                g->group);
+        return warn_at(g, (struct about){"template.spec.nodeSelector", "", ""},
+                       "Subsliced TPU worker group \"%s\" targets zero nodes; "
+                       "re-create it after nodes are provisioned",
+                       g->group);
     if (idx.pool_only)
-        return problem_at(g,
-                          (struct about){"template.spec.nodeSelector[" WH_SEL_ACCELERATOR "]",
-                                         accel ? accel : "", "a TPU type with Dynamic Slicing"},
-                          "cannot subslice TPU type \"%s\" without Dynamic Slicing "
-                          "(https://docs.cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing)",
-                       accel ? accel : "");
+        return problem_at(
+            g,
+            (struct about){"template.spec.nodeSelector[" WH_SEL_ACCELERATOR "]", accel ? accel : "",
+                           "a TPU type with Dynamic Slicing"},
+            "cannot subslice TPU type \"%s\" without Dynamic Slicing "
+            "(https://docs.cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing)",
+            accel ? accel : "");
     if (!idx.key)
         return problem_at(g, (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)), ""},
                           "ambiguous subslice: could not find affinity rule to schedule %ld hosts "
                           "(no host, subblock, block or node pool of the %zu matching nodes has "
                           "exactly %ld nodes)",
-                       g->num_hosts, idx.n_nodes, g->num_hosts);
+                          g->num_hosts, idx.n_nodes, g->num_hosts);
     return WH_OK;
 }
 
@@ -293,7 +301,7 @@ static long declared_tpu(const cJSON *spec)
     const char *res = wh_json_str(wh_json_get(spec, "rayStartParams"), "resources");
     for (const char *p = res ? strstr(res, "TPU") : NULL; p; p = strstr(p + 1, "TPU")) {
         const char *q = p + 3;
-        bool quoted_key = p > res && (p[-1] == '"' || p[-1] == '\'' );
+        bool quoted_key = p > res && (p[-1] == '"' || p[-1] == '\'');
         while (*q == '\\' || *q == '"' || *q == '\'')
             q++;
         while (*q == ' ')
@@ -319,10 +327,11 @@ static enum wh_err warnings(struct group_ctx *g)
     for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next)
         megascale |= has_env(k, "MEGASCALE_NUM_SLICES", NULL);
     if (megascale && g->num_hosts == 1)
-        err = warn_at(g, (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]", "", ""},
+        err = warn_at(g,
+                      (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]", "", ""},
                       "group \"%s\": MEGASCALE_NUM_SLICES on a single-host group; "
-                                     "the coordinator name will not resolve",
-                               g->group);
+                      "the coordinator name will not resolve",
+                      g->group);
     const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
     enum wh_tpu_gen gen = wh_tpu_gen_from_accelerator(accel);
     int dims = wh_tpu_gen_dims(gen);
@@ -332,13 +341,13 @@ static enum wh_err warnings(struct group_ctx *g)
                                          ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
                                          : "template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]",
                                      g->topology, dims == 3 ? "AxBxC" : "AxB"},
-                      "group \"%s\": topology %s is %d-D but %s uses %d-D topologies",
-                               g->group, g->topology, g->topo.ndims, wh_tpu_gen_name(gen), dims);
+                      "group \"%s\": topology %s is %d-D but %s uses %d-D topologies", g->group,
+                      g->topology, g->topo.ndims, wh_tpu_gen_name(gen), dims);
     if (!err && gen == WH_GEN_TPU7X && g->chips_per_host > 0 &&
         declared_tpu(g->spec) == 2 * g->chips_per_host) {
         const cJSON *worker = g->containers ? g->containers->child : NULL;
-        const cJSON *head = wh_json_path(g->cluster_obj, "spec", "headGroupSpec", "template", "spec",
-                                         "containers", NULL);
+        const cJSON *head = wh_json_path(g->cluster_obj, "spec", "headGroupSpec", "template",
+                                         "spec", "containers", NULL);
         head = cJSON_IsArray(head) ? head->child : NULL;
         bool w_ok = worker && has_env(worker, "RAY_TPU_RESOURCE_PER_CHIP", "2");
         bool h_ok = head && has_env(head, "RAY_TPU_RESOURCE_PER_CHIP", "2");
@@ -347,8 +356,11 @@ static enum wh_err warnings(struct group_ctx *g)
                           (struct about){"template.spec.containers[].env[RAY_TPU_RESOURCE_PER_CHIP]",
                                          "", "2"},
                           "group \"%s\": TPU=2x chips needs RAY_TPU_RESOURCE_PER_CHIP=2 "
-                                         "on the %s container",
-                                   g->group, !w_ok && !h_ok ? "worker and head" : !w_ok ? "worker" : "head");
+                          "on the %s container",
+                          g->group,
+                          !w_ok && !h_ok ? "worker and head"
+                          : !w_ok        ? "worker"
+                                         : "head");
     }
     return err;
 }
@@ -373,7 +385,9 @@ static long max_replica(const cJSON *spec)
  * indices, with the text mutation would deny each pod with. */
 static enum wh_err check_names(struct group_ctx *g)
 {
-    struct wh_group_names n = {.cluster = g->cluster, .group = g->group, .label = true,
+    struct wh_group_names n = {.cluster = g->cluster,
+                               .group = g->group,
+                               .label = true,
                                .multi_host = g->num_hosts > 1};
     char why[1024];
     bool ok = wh_names_group_ok(&n, why, sizeof(why));
@@ -395,9 +409,10 @@ static enum wh_err check_env_duplicates(struct group_ctx *g)
                                ? wh_env_duplicate(wh_json_get(k, "env"), &first, &second)
                                : NULL;
         if (name)
-            WH_TRY(problem(g, "container \"%s\" sets %s twice (template.spec.containers[%d].env[%d] "
-                              "and env[%d]); the kubelet uses the last one and the webhook edits "
-                              "one of them, so its pods would be denied; keep one %s entry",
+            WH_TRY(problem(g,
+                           "container \"%s\" sets %s twice (template.spec.containers[%d].env[%d] "
+                           "and env[%d]); the kubelet uses the last one and the webhook edits "
+                           "one of them, so its pods would be denied; keep one %s entry",
                            wh_json_str0(k, "name"), name, i, first, second, name));
     }
     return WH_OK;
@@ -469,8 +484,9 @@ enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_
         return WH_OK; /* D8: CREATE and UPDATE only */
     const cJSON *rc = wh_json_get(request, "object");
     if (!cJSON_IsObject(rc))
-        return wh_decision_deny(d, "request.object is not a RayCluster object; send the RayCluster "
-                                   "being %s",
+        return wh_decision_deny(d,
+                                "request.object is not a RayCluster object; send the RayCluster "
+                                "being %s",
                                 strcmp(op, "CREATE") ? "updated" : "created");
     const char *name = wh_json_str(wh_json_get(rc, "metadata"), "name");
     if (!name || !*name)
@@ -483,7 +499,12 @@ enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_
     int i = 0;
     for (const cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g && !err; g = g->next, i++) {
         struct group_ctx gc = {
-            .cluster_obj = rc, .spec = g, .cluster = name, .index = i, .d = d, .problems = &problems,
+            .cluster_obj = rc,
+            .spec = g,
+            .cluster = name,
+            .index = i,
+            .d = d,
+            .problems = &problems,
             .n_unlisted = &n_unlisted,
             .report = report,
         };
@@ -491,8 +512,9 @@ enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_
         n_problems += gc.n_problems;
     }
     if (!err && n_unlisted)
-        err = wh_decision_deny(d, "%s; and %zu more problems of %zu in all (fix the ones above and "
-                                  "apply again to see the rest)",
+        err = wh_decision_deny(d,
+                               "%s; and %zu more problems of %zu in all (fix the ones above and "
+                               "apply again to see the rest)",
                                wh_buf_ptr(&problems), n_unlisted, n_problems);
     else if (!err && n_problems)
         err = wh_decision_deny(d, "%s", wh_buf_ptr(&problems));

@@ -50,18 +50,18 @@ struct wl {
     const cJSON *pod, *spec;
     const char *ns, *pod_name;
     enum wh_workload_kind kind;
-    char who[768];           /* how messages name the pod and its workload */
+    char who[768]; /* how messages name the pod and its workload */
     struct wh_tpu_containers tc;
-    char topology[64];       /* the slice topology (annotation wins) */
-    char accel[96];          /* "" when unknown */
-    const char *topo_from;   /* where the topology was read, for messages */
+    char topology[64];     /* the slice topology (annotation wins) */
+    char accel[96];        /* "" when unknown */
+    const char *topo_from; /* where the topology was read, for messages */
     struct wh_topology topo;
     bool tpu7x;
-    long n_hosts;            /* pods (hosts) of one slice */
-    long host;               /* this pod's index in its slice */
+    long n_hosts; /* pods (hosts) of one slice */
+    long host;    /* this pod's index in its slice */
     long n_slices, slice;
-    bool identity;           /* TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are ours to fill */
-    struct wh_buf hosts;     /* this slice's peers; "localhost" for one host */
+    bool identity;       /* TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are ours to fill */
+    struct wh_buf hosts; /* this slice's peers; "localhost" for one host */
     /* Built once for all TPU containers: TPU_PROCESS_ADDRESSES and
      * TORCH_TPU_SLICEBUILDER_ADDRESSES over hosts. */
     struct wh_port_list proc_addrs, torch_addrs;
@@ -104,10 +104,22 @@ static void describe(struct wl *w)
 {
     const char *owner = NULL, *kind = "Pod";
     switch (w->kind) {
-    case WH_WL_LWS: owner = wh_meta_label(w->pod, KEY_LWS_NAME); kind = "LeaderWorkerSet"; break;
-    case WH_WL_JOBSET: owner = meta_value(w->pod, KEY_JS_NAME, false); kind = "JobSet"; break;
-    case WH_WL_INDEXED_JOB: owner = job_name(w->pod); kind = "Indexed Job"; break;
-    default: owner = job_name(w->pod); kind = owner ? "Job" : "Pod"; break;
+    case WH_WL_LWS:
+        owner = wh_meta_label(w->pod, KEY_LWS_NAME);
+        kind = "LeaderWorkerSet";
+        break;
+    case WH_WL_JOBSET:
+        owner = meta_value(w->pod, KEY_JS_NAME, false);
+        kind = "JobSet";
+        break;
+    case WH_WL_INDEXED_JOB:
+        owner = job_name(w->pod);
+        kind = "Indexed Job";
+        break;
+    default:
+        owner = job_name(w->pod);
+        kind = owner ? "Job" : "Pod";
+        break;
     }
     /* Cut on a character boundary: a split character makes the answer
      * invalid UTF-8. */
@@ -264,8 +276,9 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
 static enum wh_err index_of(struct wl *w, const char *key, const char *v, long *out, bool *denied)
 {
     if (!wh_parse_long(v, out) || *out < 0)
-        return deny(w, denied, "\"%s\" is \"%s\", not a whole number >= 0; it is set by the "
-                               "controller that creates the pod, remove the hand-written value",
+        return deny(w, denied,
+                    "\"%s\" is \"%s\", not a whole number >= 0; it is set by the "
+                    "controller that creates the pod, remove the hand-written value",
                     key, v ? v : "(absent)");
     return WH_OK;
 }
@@ -273,7 +286,8 @@ static enum wh_err index_of(struct wl *w, const char *key, const char *v, long *
 /* Peer list "<prefix><k>.<subdomain>" for k < n. */
 static enum wh_err dns_list(struct wl *w, const char *prefix, long n, const char *subdomain)
 {
-    enum wh_err err = wh_buf_reserve(&w->hosts, (size_t)n * (strlen(prefix) + strlen(subdomain) + 8));
+    enum wh_err err = wh_buf_reserve(&w->hosts,
+                                     (size_t)n * (strlen(prefix) + strlen(subdomain) + 8));
     for (long k = 0; k < n && !err; k++)
         err = wh_buf_addf(&w->hosts, "%s%s%ld.%s", k ? "," : "", prefix, k, subdomain);
     return err;
@@ -303,18 +317,21 @@ static enum wh_err indexed_job(struct wl *w, bool *denied)
         return single_host(w); /* independent single-host pods */
     const char *job = job_name(w->pod), *sub = subdomain_of(w);
     if (!job || !*job)
-        return deny(w, denied, "label \"%s\" is missing, so the names of the %ld hosts of the "
-                               "slice are unknown; let the Job controller create the pod",
+        return deny(w, denied,
+                    "label \"%s\" is missing, so the names of the %ld hosts of the "
+                    "slice are unknown; let the Job controller create the pod",
                     KEY_JOB_NAME, w->n_hosts);
     if (!sub)
-        return deny(w, denied, "spec.subdomain is empty but topology %s with %ld chips per pod "
-                               "needs %ld hosts that reach each other by name; set "
-                               "spec.template.spec.subdomain to a headless Service selecting "
-                               "job-name=%s",
+        return deny(w, denied,
+                    "spec.subdomain is empty but topology %s with %ld chips per pod "
+                    "needs %ld hosts that reach each other by name; set "
+                    "spec.template.spec.subdomain to a headless Service selecting "
+                    "job-name=%s",
                     w->topology, w->tc.chips, w->n_hosts, job);
     if (index >= w->n_hosts)
-        return deny(w, denied, "completion index %ld is beyond the %ld hosts of topology %s with "
-                               "%ld chips per pod; set parallelism and completions to %ld",
+        return deny(w, denied,
+                    "completion index %ld is beyond the %ld hosts of topology %s with "
+                    "%ld chips per pod; set parallelism and completions to %ld",
                     index, w->n_hosts, w->topology, w->tc.chips, w->n_hosts);
     w->identity = true;
     w->host = index;
@@ -334,7 +351,8 @@ static enum wh_err jobset(struct wl *w, bool *denied)
     enum wh_err err = index_of(w, KEY_JOB_INDEX, meta_value(w->pod, KEY_JOB_INDEX, true), &index,
                                denied);
     if (!err && !*denied)
-        err = index_of(w, KEY_JS_JOB_INDEX, meta_value(w->pod, KEY_JS_JOB_INDEX, false), &job, denied);
+        err = index_of(w, KEY_JS_JOB_INDEX, meta_value(w->pod, KEY_JS_JOB_INDEX, false), &job,
+                       denied);
     if (!err && !*denied && rep_s)
         err = index_of(w, KEY_JS_RJOB_REPLICAS, rep_s, &replicas, denied);
     if (!err && !*denied && glob_s)
@@ -345,13 +363,15 @@ static enum wh_err jobset(struct wl *w, bool *denied)
         return deny(w, denied, "label \"%s\" is missing; let the JobSet controller create the pod",
                     KEY_JS_RJOB);
     if (replicas < 1 || job >= replicas)
-        return deny(w, denied, "\"%s\" is %ld but \"%s\" is %ld; let the JobSet controller create "
-                               "the pod",
+        return deny(w, denied,
+                    "\"%s\" is %ld but \"%s\" is %ld; let the JobSet controller create "
+                    "the pod",
                     KEY_JS_JOB_INDEX, job, KEY_JS_RJOB_REPLICAS, replicas);
     if (index >= w->n_hosts)
-        return deny(w, denied, "completion index %ld is beyond the %ld hosts of topology %s with "
-                               "%ld chips per pod; set parallelism and completions of replicated "
-                               "job \"%s\" to %ld",
+        return deny(w, denied,
+                    "completion index %ld is beyond the %ld hosts of topology %s with "
+                    "%ld chips per pod; set parallelism and completions of replicated "
+                    "job \"%s\" to %ld",
                     index, w->n_hosts, w->topology, w->tc.chips, rj, w->n_hosts);
     w->identity = true;
     w->host = index;
@@ -361,9 +381,10 @@ static enum wh_err jobset(struct wl *w, bool *denied)
         return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
-        return deny(w, denied, "spec.subdomain is empty but the %ld pods of replicated job \"%s\" "
-                               "must reach each other by name; do not set "
-                               "spec.network.enableDNSHostnames to false",
+        return deny(w, denied,
+                    "spec.subdomain is empty but the %ld pods of replicated job \"%s\" "
+                    "must reach each other by name; do not set "
+                    "spec.network.enableDNSHostnames to false",
                     w->n_hosts * replicas, rj);
     snprintf(w->master, sizeof(w->master), "%.120s-%.60s-0-0.%.63s", js, rj, sub);
     /* With other replicated jobs in the JobSet the slice count is ambiguous
@@ -410,15 +431,17 @@ static enum wh_err lws(struct wl *w, bool *denied, bool *skipped)
     if (wi)
         err = index_of(w, KEY_LWS_WORKER_INDEX, wi, &worker, denied);
     else if (!worker_index_from_name(w->pod_name, leader, &worker))
-        return deny(w, denied, "no label \"%s\" and the pod name \"%s\" is not \"%s-<index>\"; let "
-                               "the LeaderWorkerSet controller create the pod",
+        return deny(w, denied,
+                    "no label \"%s\" and the pod name \"%s\" is not \"%s-<index>\"; let "
+                    "the LeaderWorkerSet controller create the pod",
                     KEY_LWS_WORKER_INDEX, w->pod_name, leader);
     if (err || *denied)
         return err;
     long tpu_hosts = size - (leader_tpu ? 0 : 1);
     if (size >= 0 && tpu_hosts != w->n_hosts)
-        return deny(w, denied, "size %ld gives %ld TPU hosts per group but topology %s with %ld "
-                               "chips per pod needs %ld; set spec.leaderWorkerTemplate.size to %ld",
+        return deny(w, denied,
+                    "size %ld gives %ld TPU hosts per group but topology %s with %ld "
+                    "chips per pod needs %ld; set spec.leaderWorkerTemplate.size to %ld",
                     size, tpu_hosts, w->topology, w->tc.chips, w->n_hosts,
                     w->n_hosts + (leader_tpu ? 0 : 1));
     w->host = worker - (leader_tpu ? 0 : 1);
@@ -429,9 +452,10 @@ static enum wh_err lws(struct wl *w, bool *denied, bool *skipped)
         return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
-        return deny(w, denied, "spec.subdomain is empty but the %ld hosts of the group must reach "
-                               "each other by name; let the LeaderWorkerSet controller create "
-                               "the pod",
+        return deny(w, denied,
+                    "spec.subdomain is empty but the %ld hosts of the group must reach "
+                    "each other by name; let the LeaderWorkerSet controller create "
+                    "the pod",
                     w->n_hosts);
     /* LWS's own order: the leader (when it has TPUs), then -1 .. -(size-1). */
     for (long k = 0; k < w->n_hosts && !err; k++) {
@@ -543,13 +567,15 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
         if (torch_fields(lk.value, &product) && product % w->n_hosts == 0)
             per_host = product / w->n_hosts;
         if (*w->accel) {
-            err = wh_decision_warn(w->d, "container \"%s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; "
-                                         "topology %.16s gives \"%s\"",
+            err = wh_decision_warn(w->d,
+                                   "container \"%s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; "
+                                   "topology %.16s gives \"%s\"",
                                    wh_json_str0(w->tc.items[c->ci].obj, "name"), lk.value,
                                    w->topology, topo);
             if (!err)
-                err = wh_decision_note(w->d, "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
-                                             "\"%s\" kept although topology %s gives \"%s\"",
+                err = wh_decision_note(w->d,
+                                       "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
+                                       "\"%s\" kept although topology %s gives \"%s\"",
                                        w->who, wh_json_str0(w->tc.items[c->ci].obj, "name"),
                                        lk.value, w->topology, topo);
         }
@@ -558,11 +584,12 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
     if (!err && lk.first_index < 0) {
         const char *addrs;
         bool too_many;
-        err = wh_port_list_get(&w->torch_addrs, wh_buf_ptr(&w->hosts), per_host,
-                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
+        err = wh_port_list_get(&w->torch_addrs, wh_buf_ptr(&w->hosts), per_host, WH_PATCH_MAX_BYTES,
+                               &addrs, &too_many);
         if (!err && too_many)
-            err = deny(w, denied, "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
-                                  "more than %ld entries; set it in the container to skip it",
+            err = deny(w, denied,
+                       "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
+                       "more than %ld entries; set it in the container to skip it",
                        w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
             err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
@@ -605,24 +632,27 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         int first, second;
         const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
         if (name) /* issue 10: the kubelet uses the last entry, the lookup the first */
-            return deny(w, &denied, "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
-                                    "and env[%d]); the kubelet uses the last one and the webhook "
-                                    "edits one of them, so the value the container gets is "
-                                    "ambiguous; keep one %s entry",
-                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index,
-                        first, second, name);
+            return deny(w, &denied,
+                        "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
+                        "and env[%d]); the kubelet uses the last one and the webhook "
+                        "edits one of them, so the value the container gets is "
+                        "ambiguous; keep one %s entry",
+                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
+                        second, name);
     }
     if ((err = read_topology(w, st, &denied, &skipped, errbuf)) || denied || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
-        return deny(w, &denied, "the pod's TPU containers request %ld google.com/tpu in all, which "
-                                "does not divide the %ld chips of topology %s (%s); request a "
-                                "divisor of %ld chips per pod",
+        return deny(w, &denied,
+                    "the pod's TPU containers request %ld google.com/tpu in all, which "
+                    "does not divide the %ld chips of topology %s (%s); request a "
+                    "divisor of %ld chips per pod",
                     w->tc.chips, w->topo.chips, w->topology, w->topo_from, w->topo.chips);
     w->n_hosts = w->topo.chips / w->tc.chips;
     if (w->n_hosts > WH_MAX_HOSTS)
-        return deny(w, &denied, "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
-                                "are supported; request more google.com/tpu per pod",
+        return deny(w, &denied,
+                    "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
+                    "are supported; request more google.com/tpu per pod",
                     w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
     w->n_slices = 1;
     switch (w->kind) {
@@ -632,8 +662,9 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     default:
         if (w->n_hosts > 1) {
             char what[256];
-            snprintf(what, sizeof(what), "%ld of the %ld chips of topology %s is one of %ld hosts "
-                                       "or part of one host",
+            snprintf(what, sizeof(what),
+                     "%ld of the %ld chips of topology %s is one of %ld hosts "
+                     "or part of one host",
                      w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
             return skip(w, &skipped, what, "several hosts need an Indexed Job, JobSet or LWS");
         }
@@ -692,11 +723,12 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     enum wh_err err = decide(&w, st, errbuf);
     bool denied;
     if (err == WH_ERR_TOOBIG)
-        err = deny(&w, &denied, "the mutation patch for topology %s (%ld hosts; TPU containers "
-                                "per pod: %u) would pass the %zu-byte limit of what the API server can "
-                                "store (etcd keeps objects under 1.5 MiB); set "
-                                "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
-                                "pod one TPU container",
+        err = deny(&w, &denied,
+                   "the mutation patch for topology %s (%ld hosts; TPU containers "
+                   "per pod: %u) would pass the %zu-byte limit of what the API server can "
+                   "store (etcd keeps objects under 1.5 MiB); set "
+                   "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
+                   "pod one TPU container",
                    w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
     wh_buf_free(&w.hosts);
     wh_port_list_free(&w.proc_addrs);

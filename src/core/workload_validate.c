@@ -28,7 +28,8 @@ struct vctx {
     struct wh_decision *d;
 };
 
-static enum wh_err problem(struct vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static enum wh_err problem(struct vctx *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* "<Kind> \"ns/name\": <problem>", joined by "; ". */
 static enum wh_err problem(struct vctx *v, const char *fmt, ...)
@@ -42,8 +43,9 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
         v->full = true;
         return wh_buf_add(&v->problems, "; and more problems of the same kind");
     }
-    enum wh_err err = wh_buf_addf(&v->problems, "%s%.64s \"%.253s/%.253s\": ",
-                                  v->n_problems > 1 ? "; " : "", v->kind, v->ns, v->name);
+    enum wh_err err = wh_buf_addf(&v->problems,
+                                  "%s%.64s \"%.253s/%.253s\": ", v->n_problems > 1 ? "; " : "",
+                                  v->kind, v->ns, v->name);
     va_list ap;
     va_start(ap, fmt);
     if (!err)
@@ -86,8 +88,9 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
     if (!t || !*t || wh_topology_parse(t, &topo, why))
         return WH_OK; /* the pod path says what to add (it may come from the node pool) */
     if (out->chips > topo.chips || topo.chips % out->chips)
-        return problem(v, "%s.spec.containers request %ld google.com/tpu per pod, which does not "
-                          "divide the %ld chips of topology %s; expected a divisor of %ld",
+        return problem(v,
+                       "%s.spec.containers request %ld google.com/tpu per pod, which does not "
+                       "divide the %ld chips of topology %s; expected a divisor of %ld",
                        field, out->chips, topo.chips, t, topo.chips);
     out->hosts = topo.chips / out->chips;
     return WH_OK;
@@ -127,8 +130,9 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
     enum wh_err err = WH_OK;
     const char *mode = wh_json_str(spec, "completionMode");
     if (!(jobset && !mode) && (!mode || strcmp(mode, "Indexed")))
-        err = problem(v, "%s.completionMode is %s%.64s%s, expected \"Indexed\" (topology %s with %ld "
-                         "chips per pod needs %ld hosts, each with its index)",
+        err = problem(v,
+                      "%s.completionMode is %s%.64s%s, expected \"Indexed\" (topology %s with %ld "
+                      "chips per pod needs %ld hosts, each with its index)",
                       field, mode ? "\"" : "", mode ? mode : "unset", mode ? "\"" : "",
                       th->topology, th->chips, th->hosts);
     static const char *const keys[2] = {"parallelism", "completions"};
@@ -138,14 +142,16 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
             continue;
         char got[96];
         value_text(spec, keys[i], got, sizeof(got));
-        err = problem(v, "%s.%s is %s, expected %ld (topology %s with %ld chips per pod needs %ld "
-                         "hosts)",
+        err = problem(v,
+                      "%s.%s is %s, expected %ld (topology %s with %ld chips per pod needs %ld "
+                      "hosts)",
                       field, keys[i], got, th->hosts, th->topology, th->chips, th->hosts);
     }
     const char *sub = wh_json_str(wh_json_path(spec, "template", "spec", NULL), "subdomain");
     if (!err && !jobset && (!sub || !*sub))
-        err = problem(v, "%s.template.spec.subdomain is unset, expected the name of a headless "
-                         "Service selecting the Job's pods (the %ld hosts find each other by name)",
+        err = problem(v,
+                      "%s.template.spec.subdomain is unset, expected the name of a headless "
+                      "Service selecting the Job's pods (the %ld hosts find each other by name)",
                       field, th->hosts);
     return err;
 }
@@ -168,7 +174,8 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
     bool exclusive = wh_meta_has_annotation(obj, EXCLUSIVE_TOPOLOGY);
     enum wh_err err = WH_OK;
     int i = 0;
-    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err; rj = rj->next, i++) {
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err;
+         rj = rj->next, i++) {
         char field[160];
         snprintf(field, sizeof(field), "spec.replicatedJobs[%d] (\"%.63s\").template.spec", i,
                  wh_json_str0(rj, "name"));
@@ -183,8 +190,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         if (th.hosts > 1)
             err = check_job_spec(v, jspec, field, &th, true);
         if (!err && cJSON_IsFalse(dns) && th.hosts * replicas > 1)
-            err = problem(v, "spec.network.enableDNSHostnames is false, expected true: the %ld pods "
-                             "of replicated job \"%s\" find each other by name",
+            err = problem(v,
+                          "spec.network.enableDNSHostnames is false, expected true: the %ld pods "
+                          "of replicated job \"%s\" find each other by name",
                           th.hosts * replicas, wh_json_str0(rj, "name"));
         if (!err && replicas > 1 && !exclusive &&
             !wh_meta_has_annotation(wh_json_get(rj, "template"), EXCLUSIVE_TOPOLOGY))
@@ -215,8 +223,9 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
         if (n != th.hosts) {
             char got[96];
             value_text(sg, "subGroupSize", got, sizeof(got));
-            err = problem(v, "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected "
-                             "%ld (topology %s with %ld chips per pod needs %ld hosts)",
+            err = problem(v,
+                          "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected "
+                          "%ld (topology %s with %ld chips per pod needs %ld hosts)",
                           got, th.hosts, th.topology, th.chips, th.hosts);
         }
         return err;
@@ -226,8 +235,9 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     if (!err && size != want) {
         char got[96];
         value_text(lwt, "size", got, sizeof(got));
-        err = problem(v, "spec.leaderWorkerTemplate.size is %s, expected %ld (topology %s with %ld "
-                         "chips per pod needs %ld hosts%s)",
+        err = problem(v,
+                      "spec.leaderWorkerTemplate.size is %s, expected %ld (topology %s with %ld "
+                      "chips per pod needs %ld hosts%s)",
                       got, want, th.topology, th.chips, th.hosts,
                       leader_tpu ? "" : ", plus the leader without TPUs");
     }

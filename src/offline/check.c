@@ -5,14 +5,14 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
 
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/kuberay.h"  /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
-#include "wh/podspec.h"  /* wh_container_tpu, wh_slice_topology, WH_SEL_* */
-#include "wh/render.h"   /* wh_render_validate */
-#include "wh/validate.h" /* wh_validation_problems */
-#include "wh/topology.h" /* wh_topology_parse, wh_topology_hosts */
+#include "wh/json.h"          /* wh_json_* */
+#include "wh/kuberay.h"       /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
+#include "wh/podspec.h"       /* wh_container_tpu, wh_slice_topology, WH_SEL_* */
+#include "wh/render.h"        /* wh_render_validate */
+#include "wh/validate.h"      /* wh_validation_problems */
+#include "wh/topology.h"      /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
-#include "wh/yaml.h"     /* wh_yaml_load_at */
+#include "wh/yaml.h"          /* wh_yaml_load_at */
 
 /* Where the row is from. */
 struct origin {
@@ -36,8 +36,8 @@ static cJSON *new_row(const struct origin *o, const char *group)
     return r;
 }
 
-static enum wh_err finish_row(cJSON *rows, cJSON *r, struct wh_check_stats *st,
-                              const char *verdict, const char *message, cJSON *warnings)
+static enum wh_err finish_row(cJSON *rows, cJSON *r, struct wh_check_stats *st, const char *verdict,
+                              const char *message, cJSON *warnings)
 {
     if (!r) {
         cJSON_Delete(warnings);
@@ -132,8 +132,8 @@ static enum wh_err group_columns(cJSON *r, const cJSON *group)
         wh_json_set_str(r, "topology", topo ? topo : "") ||
         wh_json_set(r, "chipsPerHost", cJSON_CreateNumber((double)chips)) ||
         wh_json_set(r, "hostsExpected", cJSON_CreateNumber((double)expected)) ||
-        wh_json_set(r, "numOfHosts", cJSON_IsNumber(noh) ? cJSON_CreateNumber(noh->valuedouble)
-                                                          : cJSON_CreateNull()) ||
+        wh_json_set(r, "numOfHosts",
+                    cJSON_IsNumber(noh) ? cJSON_CreateNumber(noh->valuedouble) : cJSON_CreateNull()) ||
         wh_json_set(r, "replicas", cJSON_CreateNumber((double)replicas)))
         return WH_ERR_NOMEM;
     return WH_OK;
@@ -211,7 +211,9 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
         return err;
     if ((!v->allowed || pd->group) && st->rows == before)
         return finish_row(rows, new_row(o, "-"), st, "rejected",
-                          !v->allowed && v->message ? v->message : pd->message ? pd->message : "",
+                          !v->allowed && v->message ? v->message
+                          : pd->message             ? pd->message
+                                                    : "",
                           cJSON_Duplicate(v->warnings, 1));
     return WH_OK;
 }
@@ -307,8 +309,7 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, cJSON *row
         return err;
     cJSON *row = new_row(o, "-");
     cJSON *group = cJSON_CreateObject();
-    enum wh_err cerr = row && group && !wh_json_set(group, "template",
-                                                     cJSON_Duplicate(tmpl, 1))
+    enum wh_err cerr = row && group && !wh_json_set(group, "template", cJSON_Duplicate(tmpl, 1))
                            ? group_columns(row, group)
                            : WH_ERR_NOMEM;
     cJSON_Delete(group);
@@ -319,9 +320,7 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, cJSON *row
         wh_render_result_free(&r);
         return cerr;
     }
-    const char *verdict = err                  ? "error"
-                          : !r.verdict.allowed || r.pod_denial ? "rejected"
-                                                               : "ok";
+    const char *verdict = err ? "error" : !r.verdict.allowed || r.pod_denial ? "rejected" : "ok";
     const char *message = err                  ? (errbuf[0] ? errbuf : wh_strerror(err))
                           : !r.verdict.allowed ? r.verdict.message
                           : r.pod_denial       ? r.pod_denial
@@ -368,15 +367,16 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
 
 /* ---- table ------------------------------------------------------------- */
 
-static const char *const columns[] = {"FILE",        "CLUSTER",  "GROUP",      "ACCELERATOR",
-                                      "TOPOLOGY",    "CHIPS/HOST", "HOSTS",    "NUMOFHOSTS",
-                                      "VERDICT",     "WARNINGS"};
+static const char *const columns[] = {"FILE",     "CLUSTER",    "GROUP", "ACCELERATOR",
+                                      "TOPOLOGY", "CHIPS/HOST", "HOSTS", "NUMOFHOSTS",
+                                      "VERDICT",  "WARNINGS"};
 #define N_COLUMNS (sizeof(columns) / sizeof(columns[0]))
 
 static void cell(const cJSON *r, size_t col, char *out, size_t len)
 {
-    static const char *const keys[] = {"file", "cluster", "group", "accelerator", "topology",
-                                       "chipsPerHost", "hostsExpected", "numOfHosts", "verdict"};
+    static const char *const keys[] = {"file",          "cluster",    "group",
+                                       "accelerator",   "topology",   "chipsPerHost",
+                                       "hostsExpected", "numOfHosts", "verdict"};
     if (col == N_COLUMNS - 1) {
         int n = cJSON_GetArraySize(wh_json_get(r, "warnings"));
         snprintf(out, len, "%d", n);
@@ -429,8 +429,8 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
         cell(r, 0, text, sizeof(text));
         const char *verdict = wh_json_str0(r, "verdict");
         if (strcmp(verdict, "ok"))
-            err = wh_buf_addf(out, "\n%s: %s %s: %s", text, verdict,
-                              wh_json_str0(r, "group"), wh_json_str0(r, "message"));
+            err = wh_buf_addf(out, "\n%s: %s %s: %s", text, verdict, wh_json_str0(r, "group"),
+                              wh_json_str0(r, "message"));
         const cJSON *ws = wh_json_get(r, "warnings");
         for (const cJSON *w = ws ? ws->child : NULL; !err && w; w = w->next)
             err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),
@@ -441,8 +441,9 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
     for (const cJSON *r = rows->child; r; r = r->next)
         groups += strcmp(wh_json_str0(r, "group"), "-") != 0;
     if (!err)
-        err = wh_buf_addf(out, "\n%zu file(s), %zu object(s), %zu TPU worker group(s): "
-                               "%zu rejected, %zu error(s)\n",
+        err = wh_buf_addf(out,
+                          "\n%zu file(s), %zu object(s), %zu TPU worker group(s): "
+                          "%zu rejected, %zu error(s)\n",
                           st->files, st->objects, groups, st->rejected, st->errors);
     return err;
 }

@@ -3,10 +3,10 @@
 #include "wh/jsonpatch.h"
 
 #include <stdbool.h> /* bool */
-#include <string.h> /* strcmp, strlen */
+#include <string.h>  /* strcmp, strlen */
 
 #include "wh/json.h" /* wh_json_str */
-#include "wh/mem.h" /* wh_malloc, wh_free */
+#include "wh/mem.h"  /* wh_malloc, wh_free */
 
 /* Decode one reference token [p, end) (~1 -> '/', ~0 -> '~') into out
  * (malloc'd). NULL on a bad escape or OOM. */
@@ -183,9 +183,8 @@ static enum wh_err do_replace(cJSON **root, const char *ptr, const cJSON *value)
         return WH_ERR_INVALID;
     }
     /* In an object the member keeps its key (ReplaceItemInObject sets it). */
-    bool ok = cJSON_IsObject(parent)
-                  ? cJSON_ReplaceItemInObjectCaseSensitive(parent, last, copy)
-                  : cJSON_ReplaceItemViaPointer(parent, cur, copy);
+    bool ok = cJSON_IsObject(parent) ? cJSON_ReplaceItemInObjectCaseSensitive(parent, last, copy)
+                                     : cJSON_ReplaceItemViaPointer(parent, cur, copy);
     wh_free(last);
     if (!ok) {
         cJSON_Delete(copy);

@@ -158,7 +158,8 @@ static enum wh_err build_pod(const struct wh_kr_cluster *c, const cJSON *group, 
     return wh_kr_build_spec(c, group, spec);
 }
 
-static enum wh_err check_group(const struct wh_kr_cluster *c, const cJSON *group, int i, const char **gname)
+static enum wh_err check_group(const struct wh_kr_cluster *c, const cJSON *group, int i,
+                               const char **gname)
 {
     *gname = wh_json_str(group, "groupName");
     if (!cJSON_IsObject(group) || !*gname || !(*gname)[0])
@@ -327,8 +328,9 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     const char *name = wh_json_str0(wh_json_get(obj, "metadata"), "name");
     const char *field = NULL;
     if (!kind)
-        return wh_fail(errbuf, WH_ERR_KIND, "the object has no kind; expected RayCluster, "
-                                            "RayJob or RayService");
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "the object has no kind; expected RayCluster, "
+                       "RayJob or RayService");
     if (!strcmp(kind, "RayCluster")) {
         *cluster = cJSON_Duplicate(obj, 1);
         return *cluster ? WH_OK : WH_ERR_NOMEM;
@@ -338,8 +340,8 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     else if (!strcmp(kind, "RayService"))
         field = "rayClusterConfig";
     else
-        return wh_fail(errbuf, WH_ERR_KIND,
-                       "%s %s is not a RayCluster, RayJob or RayService", kind, name);
+        return wh_fail(errbuf, WH_ERR_KIND, "%s %s is not a RayCluster, RayJob or RayService", kind,
+                       name);
     if (!name[0]) /* the RayCluster is named after it: "-xxxxx" is no name */
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "%s has no metadata.name; give it a name (KubeRay names its RayCluster "

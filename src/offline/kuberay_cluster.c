@@ -80,7 +80,7 @@ static bool ray_version_at_least(const char *v, int a, int b, int c)
 }
 
 enum wh_err wh_kr_cluster_init(struct wh_kr_cluster *c, const cJSON *cluster,
-                            const struct wh_kuberay_opts *opts, char *errbuf)
+                               const struct wh_kuberay_opts *opts, char *errbuf)
 {
     memset(c, 0, sizeof(*c));
     c->cluster = cluster;
@@ -89,8 +89,7 @@ enum wh_err wh_kr_cluster_init(struct wh_kr_cluster *c, const cJSON *cluster,
     const cJSON *meta = wh_json_get(cluster, "metadata");
     c->name = wh_json_str(meta, "name");
     if (!c->name || !c->name[0])
-        return wh_fail(errbuf, WH_ERR_INVALID,
-                       "RayCluster has no metadata.name; give it a name");
+        return wh_fail(errbuf, WH_ERR_INVALID, "RayCluster has no metadata.name; give it a name");
     c->ns = wh_json_str(meta, "namespace");
     if (!c->ns || !c->ns[0])
         c->ns = "default";

@@ -14,7 +14,7 @@
 #include "wh/quantity.h"     /* wh_quantity_ceil */
 
 #define DEFAULT_AGENT_PORT "52365"
-#define LEGACY_PROBE_CMD                                                                       \
+#define LEGACY_PROBE_CMD \
     "wget --tries 1 -T 2 -q -O- http://localhost:%s/api/local_raylet_healthz | grep success"
 
 static enum wh_err wait_gcs_ready(const struct wh_kr_cluster *c, cJSON *spec, const cJSON *ray)
@@ -103,7 +103,8 @@ static enum wh_err start_params(const struct wh_kr_cluster *c, const cJSON *grou
         WH_TRY(wh_kr_put_str(params, "num-cpus", num));
     }
     double bytes;
-    if (!wh_json_has(params, "memory") && wh_kr_quantity_units(wh_json_get(limits, "memory"), &bytes)) {
+    if (!wh_json_has(params, "memory") &&
+        wh_kr_quantity_units(wh_json_get(limits, "memory"), &bytes)) {
         snprintf(num, sizeof(num), "%.0f", bytes);
         WH_TRY(wh_kr_put_str(params, "memory", num));
     }
@@ -278,8 +279,8 @@ static enum wh_err ray_env(const struct wh_kr_cluster *c, cJSON *ray, const char
         WH_TRY(wh_kr_env_put(env, "RAY_gcs_rpc_server_reconnect_timeout_s", "600", false));
     if (c->token_auth) {
         WH_TRY(wh_kr_env_put(env, "RAY_AUTH_MODE", "token", true));
-        const char *secret =
-            wh_json_str(wh_json_path(c->cluster, "spec", "authOptions", NULL), "secretName");
+        const char *secret = wh_json_str(wh_json_path(c->cluster, "spec", "authOptions", NULL),
+                                         "secretName");
         char name[128];
         wh_kr_check_name(c->name, name, sizeof(name));
         cJSON *e = cJSON_CreateObject(), *vf = cJSON_CreateObject(), *ref = cJSON_CreateObject();
@@ -331,8 +332,8 @@ static long serve_port(const cJSON *ray)
     return 8000;
 }
 
-static enum wh_err probe(const struct wh_kr_cluster *c, cJSON *ray, const char *key, const char *agent,
-                         bool readiness)
+static enum wh_err probe(const struct wh_kr_cluster *c, cJSON *ray, const char *key,
+                         const char *agent, bool readiness)
 {
     if (wh_json_has(ray, key))
         return WH_OK;

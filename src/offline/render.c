@@ -14,18 +14,18 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strdup */
 
-#include "wh/decision.h"  /* struct wh_decision */
-#include "wh/engine.h"    /* enum wh_route */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
-#include "wh/mutate.h"    /* wh_mutate_pod */
-#include "wh/podspec.h"   /* wh_env_lookup, wh_container_requests_tpu */
-#include "wh/state.h"     /* wh_memstate */
-#include "wh/utf8.h"      /* wh_utf8_trim_cut */
-#include "wh/validate.h"  /* wh_validate_raycluster_report */
-#include "wh/workload.h"  /* wh_mutate_workload */
+#include "wh/decision.h"          /* struct wh_decision */
+#include "wh/engine.h"            /* enum wh_route */
+#include "wh/json.h"              /* wh_json_* */
+#include "wh/jsonpatch.h"         /* wh_jsonpatch_apply */
+#include "wh/mutate.h"            /* wh_mutate_pod */
+#include "wh/podspec.h"           /* wh_env_lookup, wh_container_requests_tpu */
+#include "wh/state.h"             /* wh_memstate */
+#include "wh/utf8.h"              /* wh_utf8_trim_cut */
+#include "wh/validate.h"          /* wh_validate_raycluster_report */
+#include "wh/workload.h"          /* wh_mutate_workload */
 #include "wh/workload_validate.h" /* wh_validate_workload */
-#include "wh/workload_pods.h" /* wh_workload_pods */
+#include "wh/workload_pods.h"     /* wh_workload_pods */
 
 /* What an AdmissionReview says about its object. */
 struct kind_info {
@@ -94,9 +94,8 @@ static enum wh_err request_of(const cJSON *obj, bool pod, long seq, cJSON **out)
 /* Decide about obj with the engine's policy for route, as wh_engine_decide
  * does for the same request; report (may be NULL) gets the findings of a
  * RayCluster's validation. d must be initialised. */
-static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq,
-                          const struct wh_state *st, struct wh_decision *d,
-                          struct wh_validation *report, char *errbuf)
+static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq, const struct wh_state *st,
+                          struct wh_decision *d, struct wh_validation *report, char *errbuf)
 {
     cJSON *req = NULL;
     bool pod = route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD;
@@ -104,18 +103,10 @@ static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq,
     if (err)
         return wh_fail(errbuf, err, "out of memory building the admission request");
     switch (route) {
-    case WH_ROUTE_MUTATE:
-        err = wh_mutate_pod(req, st, d, errbuf);
-        break;
-    case WH_ROUTE_MUTATE_WORKLOAD:
-        err = wh_mutate_workload(req, st, d, errbuf);
-        break;
-    case WH_ROUTE_VALIDATE_WORKLOAD:
-        err = wh_validate_workload(req, d);
-        break;
-    default:
-        err = wh_validate_raycluster_report(req, st, d, report, errbuf);
-        break;
+    case WH_ROUTE_MUTATE: err = wh_mutate_pod(req, st, d, errbuf); break;
+    case WH_ROUTE_MUTATE_WORKLOAD: err = wh_mutate_workload(req, st, d, errbuf); break;
+    case WH_ROUTE_VALIDATE_WORKLOAD: err = wh_validate_workload(req, d); break;
+    default: err = wh_validate_raycluster_report(req, st, d, report, errbuf); break;
     }
     cJSON_Delete(req);
     return err;
@@ -166,8 +157,7 @@ static enum wh_err type_error(const cJSON *cluster, const char *field, const cJS
     enum wh_err err = wh_fail(errbuf, WH_ERR_INVALID,
                               "%s.%s is %.60s (%s) where the RayCluster CRD wants %s; the API "
                               "server would refuse the object: %s",
-                              spec_path(cluster), field, text ? text : "?", json_type(v), want,
-                              fix);
+                              spec_path(cluster), field, text ? text : "?", json_type(v), want, fix);
     cJSON_free(text);
     return err;
 }
@@ -342,8 +332,8 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
      * sized so "<name>-headless" and "-serve-svc" fit in 63) and creates no
      * pods for a longer one, whatever the webhook said. */
     const char *name = wh_json_str0(wh_json_get(out->cluster, "metadata"), "name");
-    if (!strcmp(wh_json_str0(obj, "kind"), "RayCluster") &&
-        (opts->major > 1 || opts->minor >= 4) && strlen(name) > 53) {
+    if (!strcmp(wh_json_str0(obj, "kind"), "RayCluster") && (opts->major > 1 || opts->minor >= 4) &&
+        strlen(name) > 53) {
         err = wh_fail(errbuf, WH_ERR_INVALID,
                       "metadata.name \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
                       "RayCluster names over 53 and creates no pods: shorten the name",
@@ -477,9 +467,9 @@ static enum wh_err workload_summary(const struct wh_render_result *r, struct wh_
                                   r->verdict.allowed ? "allowed" : "DENIED",
                                   cJSON_GetArraySize(r->pods));
     if (!err)
-        err = wh_buf_addf(out, "  %-4s %-32s %-9s %-9s %-9s %-6s %-6s %-10s %s\n", "pod", "hostname",
-                          "WORKER_ID", "hostnames", "SLICE_ID", "NNODES", "RANK", "TORCH_TOPO",
-                          "slicebuilder");
+        err = wh_buf_addf(out, "  %-4s %-32s %-9s %-9s %-9s %-6s %-6s %-10s %s\n", "pod",
+                          "hostname", "WORKER_ID", "hostnames", "SLICE_ID", "NNODES", "RANK",
+                          "TORCH_TOPO", "slicebuilder");
     int seq = 0;
     for (const cJSON *p = r->pods ? r->pods->child : NULL; p && !err; p = p->next, seq++) {
         const char *id = tpu_env(p, "TPU_WORKER_ID");
@@ -519,8 +509,9 @@ enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *o
             last_name = NULL;
         }
         if (!err && f.tpu && (!last_name || strcmp(last_name, f.tpu_name ? f.tpu_name : ""))) {
-            err = wh_buf_addf(out, "    replica TPU_NAME=%s\n"
-                                   "      %-4s %-32s %-14s %-10s %s\n",
+            err = wh_buf_addf(out,
+                              "    replica TPU_NAME=%s\n"
+                              "      %-4s %-32s %-14s %-10s %s\n",
                               f.tpu_name ? f.tpu_name : "(unset)", "pod", "hostname",
                               "TPU_WORKER_ID", "hostnames", "process-addresses");
         }

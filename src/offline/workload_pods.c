@@ -16,8 +16,8 @@
 
 bool wh_workload_pods_kind(const char *kind)
 {
-    return kind && (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") ||
-                    !strcmp(kind, "LeaderWorkerSet"));
+    return kind &&
+           (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet"));
 }
 
 /* A made-up but stable UID / hash from a name. */
@@ -136,8 +136,9 @@ fail:
 
 static enum wh_err too_many(long n, char *errbuf)
 {
-    return wh_fail(errbuf, WH_ERR_TOOBIG, "the manifest makes %ld pods or more; at most %ld are "
-                                          "rendered",
+    return wh_fail(errbuf, WH_ERR_TOOBIG,
+                   "the manifest makes %ld pods or more; at most %ld are "
+                   "rendered",
                    n, WH_WORKLOAD_MAX_PODS);
 }
 
@@ -151,8 +152,9 @@ static enum wh_err count(const cJSON *obj, const char *key, const char *field, l
         return WH_OK;
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
         v->valuedouble != (double)(long)v->valuedouble)
-        return wh_fail(errbuf, WH_ERR_INVALID, "%s.%s is not a whole number >= 0; the API server "
-                                               "would refuse the object",
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "%s.%s is not a whole number >= 0; the API server "
+                       "would refuse the object",
                        field, key);
     *out = (long)v->valuedouble;
     return WH_OK;
@@ -163,8 +165,8 @@ static enum wh_err count(const cJSON *obj, const char *key, const char *field, l
 struct job_in {
     const char *ns, *job, *field;
     const cJSON *spec;
-    bool jobset; /* completionMode defaults to Indexed */
-    const char *subdomain; /* JobSet's, or NULL */
+    bool jobset;              /* completionMode defaults to Indexed */
+    const char *subdomain;    /* JobSet's, or NULL */
     const cJSON *jobset_keys; /* label+annotation pairs of a JobSet child */
 };
 
@@ -190,7 +192,8 @@ static enum wh_err job_pods(const struct job_in *in, cJSON *out, char *errbuf)
         if (!pod || wh_json_add(out, pod))
             return WH_ERR_NOMEM;
         enum wh_err err = WH_OK;
-        for (const cJSON *k = in->jobset_keys ? in->jobset_keys->child : NULL; k && !err; k = k->next)
+        for (const cJSON *k = in->jobset_keys ? in->jobset_keys->child : NULL; k && !err;
+             k = k->next)
             err = put_both(pod, k->string, k->valuestring);
         static const char *const name_keys[2] = {"batch.kubernetes.io/job-name", "job-name"};
         static const char *const uid_keys[2] = {"batch.kubernetes.io/controller-uid",
@@ -236,8 +239,9 @@ static enum wh_err name_of(const cJSON *obj, const char **name, char *errbuf)
 {
     *name = wh_json_str(wh_json_get(obj, "metadata"), "name");
     if (!*name || !**name)
-        return wh_fail(errbuf, WH_ERR_INVALID, "%s has no metadata.name; render needs the name "
-                                               "the controller derives pod names from",
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "%s has no metadata.name; render needs the name "
+                       "the controller derives pod names from",
                        wh_json_str0(obj, "kind"));
     return WH_OK;
 }
@@ -331,14 +335,24 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
             if (!keys)
                 return WH_ERR_NOMEM;
             snprintf(child, sizeof(child), "%.120s-%.60s-%ld", js, rname, j);
-            struct js_job jj = {.ns = ns_of(obj), .jobset = js, .uid = uid, .global = gs,
-                                .rjob = rname, .child = child, .replicas = replicas, .index = j,
+            struct js_job jj = {.ns = ns_of(obj),
+                                .jobset = js,
+                                .uid = uid,
+                                .global = gs,
+                                .rjob = rname,
+                                .child = child,
+                                .replicas = replicas,
+                                .index = j,
                                 .global_index = before + j};
             err = put_job_keys(keys, &jj);
             size_t first = cJSON_GetArraySize(out) > 0 ? (size_t)cJSON_GetArraySize(out) : 0;
-            struct job_in in = {.ns = ns_of(obj), .job = child, .field = field,
-                                .spec = wh_json_path(rj, "template", "spec", NULL), .jobset = true,
-                                .subdomain = cJSON_IsFalse(dns) ? NULL : sub, .jobset_keys = keys};
+            struct job_in in = {.ns = ns_of(obj),
+                                .job = child,
+                                .field = field,
+                                .spec = wh_json_path(rj, "template", "spec", NULL),
+                                .jobset = true,
+                                .subdomain = cJSON_IsFalse(dns) ? NULL : sub,
+                                .jobset_keys = keys};
             if (!err)
                 err = job_pods(&in, out, errbuf);
             /* The exclusive-placement annotation is an annotation only. */
@@ -435,8 +449,9 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
     WH_TRY(count(spec, "replicas", "spec", 1, &replicas, errbuf));
     WH_TRY(count(lwt, "size", "spec.leaderWorkerTemplate", 1, &size, errbuf));
     if (size < 1)
-        return wh_fail(errbuf, WH_ERR_INVALID, "spec.leaderWorkerTemplate.size is 0; it must be "
-                                               "at least 1");
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.leaderWorkerTemplate.size is 0; it must be "
+                       "at least 1");
     if (replicas * size > WH_WORKLOAD_MAX_PODS)
         return too_many(replicas * size, errbuf);
     const cJSON *wt = wh_json_get(lwt, "workerTemplate"), *lt = wh_json_get(lwt, "leaderTemplate");
@@ -499,8 +514,9 @@ enum wh_err wh_workload_pods(const cJSON *obj, cJSON **pods, char *errbuf)
     *pods = NULL;
     const char *kind = wh_json_str0(obj, "kind");
     if (!wh_workload_pods_kind(kind))
-        return wh_fail(errbuf, WH_ERR_KIND, "kind \"%.64s\" is not a Job, JobSet or "
-                                            "LeaderWorkerSet",
+        return wh_fail(errbuf, WH_ERR_KIND,
+                       "kind \"%.64s\" is not a Job, JobSet or "
+                       "LeaderWorkerSet",
                        kind);
     cJSON *out = cJSON_CreateArray();
     if (!out)

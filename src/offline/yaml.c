@@ -9,7 +9,7 @@
  * BEFORE it is allocated, which is what stops alias bombs. */
 #include "wh/yaml.h"
 
-#include <math.h>   /* isfinite, floor, fabs */
+#include <math.h> /* isfinite, floor, fabs */
 #include <stdbool.h>
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, free, qsort, bsearch */
@@ -413,7 +413,8 @@ static enum wh_err scalar(struct loader *L, const yaml_event_t *ev, unsigned lin
                   "infinity/NaN cannot be represented in JSON; quote it if it is text");
     if (tag && !as_str) {
         static const char *const typed[] = {"int", "float", "bool", "null"};
-        static const enum wh_yaml_sval want[] = {WH_YAML_NUM, WH_YAML_NUM, WH_YAML_BOOL, WH_YAML_NULL};
+        static const enum wh_yaml_sval want[] = {WH_YAML_NUM, WH_YAML_NUM, WH_YAML_BOOL,
+                                                 WH_YAML_NULL};
         for (size_t i = 0; i < 4; i++) {
             if (is_tag(tag, typed[i]) && kind != want[i]) {
                 char msg[WH_ERRBUF_LEN];
@@ -425,7 +426,7 @@ static enum wh_err scalar(struct loader *L, const yaml_event_t *ev, unsigned lin
     cJSON *v = kind == WH_YAML_NULL   ? cJSON_CreateNull()
                : kind == WH_YAML_BOOL ? cJSON_CreateBool(b)
                : kind == WH_YAML_NUM  ? cJSON_CreateNumber(num)
-                                 : cJSON_CreateString(s);
+                                      : cJSON_CreateString(s);
     if (!v)
         return WH_ERR_NOMEM;
     const char *anchor = (const char *)ev->data.scalar.anchor;
@@ -495,40 +496,29 @@ static enum wh_err syntax_error(struct loader *L)
     if (p->context) {
         return wh_fail(L->errbuf, WH_ERR_INVALID,
                        "line %zu, column %zu: %s (%s at line %zu, column %zu)",
-                       p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
-                       p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+                       p->problem_mark.line + 1, p->problem_mark.column + 1, problem, p->context,
+                       p->context_mark.line + 1, p->context_mark.column + 1);
     }
-    return wh_fail(L->errbuf, WH_ERR_INVALID, "line %zu, column %zu: %s",
-                   p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
+    return wh_fail(L->errbuf, WH_ERR_INVALID, "line %zu, column %zu: %s", p->problem_mark.line + 1,
+                   p->problem_mark.column + 1, problem);
 }
 
 static enum wh_err handle_event(struct loader *L, const yaml_event_t *ev, bool *done)
 {
     unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
     switch (ev->type) {
-    case YAML_DOCUMENT_START_EVENT:
-        L->doc_line = line;
-        return WH_OK;
-    case YAML_DOCUMENT_END_EVENT:
-        return end_document(L);
-    case YAML_SCALAR_EVENT:
-        return scalar(L, ev, line, col);
-    case YAML_ALIAS_EVENT:
-        return alias(L, ev, line, col);
+    case YAML_DOCUMENT_START_EVENT: L->doc_line = line; return WH_OK;
+    case YAML_DOCUMENT_END_EVENT: return end_document(L);
+    case YAML_SCALAR_EVENT: return scalar(L, ev, line, col);
+    case YAML_ALIAS_EVENT: return alias(L, ev, line, col);
     case YAML_SEQUENCE_START_EVENT:
-        return start_collection(L, false, (const char *)ev->data.sequence_start.anchor, line,
-                                col);
+        return start_collection(L, false, (const char *)ev->data.sequence_start.anchor, line, col);
     case YAML_MAPPING_START_EVENT:
-        return start_collection(L, true, (const char *)ev->data.mapping_start.anchor, line,
-                                col);
+        return start_collection(L, true, (const char *)ev->data.mapping_start.anchor, line, col);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        return end_collection(L);
-    case YAML_STREAM_END_EVENT:
-        *done = true;
-        return WH_OK;
-    default:
-        return WH_OK;
+    case YAML_MAPPING_END_EVENT: return end_collection(L);
+    case YAML_STREAM_END_EVENT: *done = true; return WH_OK;
+    default: return WH_OK;
     }
 }
 
@@ -673,8 +663,7 @@ static bool try_json(const char *text, size_t len, struct loader *L)
     return true;
 }
 
-enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **lines,
-                         char *errbuf)
+enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **lines, char *errbuf)
 {
     return wh_yaml_load_at(text, len, docs, lines, NULL, errbuf);
 }

@@ -10,14 +10,13 @@
 
 #include "wh/hex.h" /* wh_hex_digit */
 
-static const char *const true_words[] = {"y", "Y", "yes", "Yes", "YES", "true", "True",
-                                         "TRUE", "on", "On", "ON"};
-static const char *const false_words[] = {"n", "N", "no", "No", "NO", "false", "False",
-                                          "FALSE", "off", "Off", "OFF"};
+static const char *const true_words[] = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                         "True", "TRUE", "on",  "On",  "ON"};
+static const char *const false_words[] = {"n",     "N",     "no",  "No",  "NO", "false",
+                                          "False", "FALSE", "off", "Off", "OFF"};
 static const char *const null_words[] = {"", "~", "null", "Null", "NULL"};
-static const char *const nonfinite_words[] = {".nan", ".NaN", ".NAN", ".inf", ".Inf",
-                                              ".INF", "+.inf", "+.Inf", "+.INF",
-                                              "-.inf", "-.Inf", "-.INF"};
+static const char *const nonfinite_words[] = {".nan",  ".NaN",  ".NAN",  ".inf",  ".Inf",  ".INF",
+                                              "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"};
 
 static bool in_list(const char *s, const char *const *list, size_t n)
 {
@@ -149,4 +148,3 @@ void wh_yaml_shortest_double(double d, char out[32])
             return;
     }
 }
-

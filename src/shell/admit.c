@@ -33,9 +33,9 @@
 struct wh_admit {
     bool standalone;
     struct wh_ledger *ledger;
-    struct wh_cache *cache; /* NULL when standalone */
+    struct wh_cache *cache;                       /* NULL when standalone */
     atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_mgauges */
-    struct wh_claims *claims; /* NULL when standalone or turned off */
+    struct wh_claims *claims;                     /* NULL when standalone or turned off */
 };
 
 /* Conflicts one admission may meet before it gives up (each teaches one id
@@ -53,8 +53,7 @@ struct view {
 static bool is_own_group(const struct view *v, const char *ns, const char *cluster,
                          const char *group)
 {
-    return v->g && !strcmp(ns, v->ns) && !strcmp(cluster, v->cluster) &&
-           !strcmp(group, v->group);
+    return v->g && !strcmp(ns, v->ns) && !strcmp(cluster, v->cluster) && !strcmp(group, v->group);
 }
 
 struct walk {
@@ -146,8 +145,7 @@ static void on_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted
 {
     struct wh_ledger *lg = arg;
     if (!deleted && !pod->deleting && pod->replica_label && pod->worker_id >= 0)
-        wh_ledger_confirm(lg, pod->ns, pod->cluster, pod->group, pod->replica_label,
-                          pod->worker_id);
+        wh_ledger_confirm(lg, pod->ns, pod->cluster, pod->group, pod->replica_label, pod->worker_id);
 }
 
 static void on_pods_health(void *arg, long since_ms)
@@ -234,7 +232,8 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     if (opts->claims_off) {
         wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
                "worker-id claims are turned off (a test switch): several replicas can hand out "
-               "the same TPU_WORKER_ID", (char *)NULL);
+               "the same TPU_WORKER_ID",
+               (char *)NULL);
         return WH_OK;
     }
     /* The claims get a client of their own: the cache owns the first. */
@@ -265,7 +264,9 @@ struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
     ad->standalone = opts && opts->standalone;
     /* Standalone: nothing expires, so nothing to sweep. */
     struct wh_ledger_opts lo = {
-        .ttl_ms = ad->standalone ? -1 : opts ? opts->reservation_ttl_ms : 0,
+        .ttl_ms = ad->standalone ? -1
+                  : opts         ? opts->reservation_ttl_ms
+                                 : 0,
         .sweep_ms = ad->standalone ? 0 : WH_LEDGER_SWEEP_MS,
     };
     ad->ledger = wh_ledger_new(&lo);
@@ -317,8 +318,8 @@ static void log_reserved(const struct wh_review_info *info, const struct wh_engi
  * chose (not for a dry run: sideEffects None must leave nothing behind).
  * *reserved tells whether a reservation was made. */
 static enum wh_err decide_locked(struct wh_admit *ad, const struct wh_review *rv,
-                                 enum wh_route route, struct view *v,
-                                 struct wh_engine_result *res, bool *reserved, char *errbuf)
+                                 enum wh_route route, struct view *v, struct wh_engine_result *res,
+                                 bool *reserved, char *errbuf)
 {
     const struct wh_review_info *info = wh_review_info(rv);
     struct wh_ledger_group *g = NULL;
@@ -333,8 +334,8 @@ static enum wh_err decide_locked(struct wh_admit *ad, const struct wh_review *rv
     struct wh_state state = {.ops = &view_ops, .impl = v};
     err = wh_engine_decide(rv, route, &state, res, errbuf);
     if (!err && res->assigned && !info->dry_run) {
-        err = wh_ledger_reserve(g, res->replica, res->host, res->worker_id,
-                                res->n_tpu_containers, errbuf);
+        err = wh_ledger_reserve(g, res->replica, res->host, res->worker_id, res->n_tpu_containers,
+                                errbuf);
         if (err)
             wh_engine_result_free(res);
         else
@@ -418,9 +419,9 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
             return WH_OK;
         }
         struct wh_claim_ticket ticket;
-        enum wh_claim_outcome oc = wh_claims_take(ad->claims, info->ns, info->cluster,
-                                                  info->group, res->replica, res->worker_id,
-                                                  &ticket, why, sizeof(why));
+        enum wh_claim_outcome oc = wh_claims_take(ad->claims, info->ns, info->cluster, info->group,
+                                                  res->replica, res->worker_id, &ticket, why,
+                                                  sizeof(why));
         char holder[WH_ERRBUF_LEN];
         if (oc == WH_CLAIM_TAKEN && held_by_pod(ad, info, res, holder, sizeof(holder))) {
             /* Give the Lease back (it guards nothing: the pod holds the id)
@@ -428,8 +429,8 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
             bool released = wh_claims_release(ad->claims, &ticket, why, sizeof(why));
             wh_log(WH_LOG_WARN, "claim_superseded", "namespace", WH_F_STR, info->ns, "cluster",
                    WH_F_STR, info->cluster, "group", WH_F_STR, info->group, "replica", WH_F_INT,
-                   (long long)res->replica, "worker_id", WH_F_INT, (long long)res->worker_id,
-                   "pod", WH_F_STR, holder, "lease", WH_F_STR, ticket.name, "released", WH_F_BOOL,
+                   (long long)res->replica, "worker_id", WH_F_INT, (long long)res->worker_id, "pod",
+                   WH_F_STR, holder, "lease", WH_F_STR, ticket.name, "released", WH_F_BOOL,
                    (int)released, "error", WH_F_STR, released ? "" : why, (char *)NULL);
             settle(ad, info, res, false);
             oc = WH_CLAIM_HELD;
@@ -448,7 +449,8 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
         } else if (round + 1 >= MAX_CLAIM_ROUNDS) {
             snprintf(reason, sizeof(reason),
                      "%d TPU worker ids in a row were claimed by other webhook replicas while "
-                     "this one chose", MAX_CLAIM_ROUNDS);
+                     "this one chose",
+                     MAX_CLAIM_ROUNDS);
         } else {
             wh_engine_result_free(res);
             continue; /* HELD: the reservation now stands for the other claim */
@@ -458,8 +460,8 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
     }
 }
 
-enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
-                            enum wh_route route, struct wh_engine_result *res, char *errbuf)
+enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route,
+                            struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
     enum wh_err err;
@@ -480,8 +482,8 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv,
     return err;
 }
 
-enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len,
-                            enum wh_route route, struct wh_engine_result *res, char *errbuf)
+enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, size_t len, enum wh_route route,
+                            struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
     struct wh_review *rv = NULL;

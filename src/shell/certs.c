@@ -1,18 +1,18 @@
 /* certs.c: development CA and server certificates (see certs.h). */
 #include "wh/certs.h"
 
-#include <errno.h>     /* errno */
-#include <fcntl.h>     /* open */
-#include <stdio.h>     /* snprintf, rename */
-#include <string.h>    /* strerror, strncmp */
-#include <sys/stat.h>  /* mkdir */
-#include <unistd.h>    /* write, close, fsync */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open */
+#include <stdio.h>    /* snprintf, rename */
+#include <string.h>   /* strerror, strncmp */
+#include <sys/stat.h> /* mkdir */
+#include <unistd.h>   /* write, close, fsync */
 
-#include <openssl/bio.h>   /* BIO_new */
-#include <openssl/bn.h>    /* BN_rand */
-#include <openssl/err.h>   /* ERR_get_error */
-#include <openssl/evp.h>   /* EVP_PKEY */
-#include <openssl/pem.h>   /* PEM_write_bio_X509 */
+#include <openssl/bio.h>    /* BIO_new */
+#include <openssl/bn.h>     /* BN_rand */
+#include <openssl/err.h>    /* ERR_get_error */
+#include <openssl/evp.h>    /* EVP_PKEY */
+#include <openssl/pem.h>    /* PEM_write_bio_X509 */
 #include <openssl/x509v3.h> /* X509V3_EXT_conf_nid */
 
 #include "wh/fileio.h" /* wh_read_file */
@@ -83,7 +83,8 @@ static X509 *new_cert(EVP_PKEY *k, const char *cn, int days)
 {
     X509 *x = X509_new();
     BIGNUM *bn = BN_new();
-    bool ok = x && bn && X509_set_version(x, 2) && BN_rand(bn, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) &&
+    bool ok = x && bn && X509_set_version(x, 2) &&
+              BN_rand(bn, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) &&
               BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) &&
               X509_gmtime_adj(X509_getm_notBefore(x), -300) &&
               X509_gmtime_adj(X509_getm_notAfter(x), (long)days * 86400) && X509_set_pubkey(x, k) &&
@@ -157,9 +158,8 @@ static const char *first_dns(const char *const *sans, size_t n)
     return n ? strchr(sans[0], ':') + 1 : "server";
 }
 
-enum wh_err wh_certs_make_server(const char *ca_cert_pem, size_t ca_cert_len,
-                                 const char *ca_key_pem, size_t ca_key_len,
-                                 const char *const *sans, size_t n_sans, int days,
+enum wh_err wh_certs_make_server(const char *ca_cert_pem, size_t ca_cert_len, const char *ca_key_pem,
+                                 size_t ca_key_len, const char *const *sans, size_t n_sans, int days,
                                  struct wh_buf *cert_pem, struct wh_buf *key_pem, char *errbuf)
 {
     X509 *ca = NULL, *x = NULL;
@@ -241,8 +241,8 @@ static enum wh_err write_file(const char *dir, const char *name, const struct wh
     return WH_OK;
 }
 
-static enum wh_err read_existing(const char *dir, const char *name, struct wh_buf *out,
-                                 bool *found, char *errbuf)
+static enum wh_err read_existing(const char *dir, const char *name, struct wh_buf *out, bool *found,
+                                 char *errbuf)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);

@@ -2,15 +2,15 @@
  * docs/legacy-indices.md). */
 #include "wh/claims.h"
 
-#include <errno.h>     /* ETIMEDOUT */
-#include <pthread.h>   /* pthread_t, pthread_mutex_t, pthread_cond_t */
-#include <stdatomic.h> /* atomic_bool */
-#include <stdint.h>    /* uintptr_t */
-#include <stdio.h>     /* snprintf */
-#include <stdlib.h>    /* calloc, free */
-#include <string.h>    /* strdup, strcmp */
+#include <errno.h>      /* ETIMEDOUT */
+#include <pthread.h>    /* pthread_t, pthread_mutex_t, pthread_cond_t */
+#include <stdatomic.h>  /* atomic_bool */
+#include <stdint.h>     /* uintptr_t */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* calloc, free */
+#include <string.h>     /* strdup, strcmp */
 #include <sys/random.h> /* getrandom */
-#include <time.h>      /* clock_gettime, gmtime_r, timegm */
+#include <time.h>       /* clock_gettime, gmtime_r, timegm */
 
 #include <cjson/cJSON.h>
 #include <openssl/evp.h> /* EVP_Digest */
@@ -20,7 +20,7 @@
 #include "wh/log.h"   /* wh_log */
 
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
-#define CLAIM_SELECTOR                                                                             \
+#define CLAIM_SELECTOR \
     "app.kubernetes.io%2Fmanaged-by%3Dtpu-webhook%2Capp.kubernetes.io%2Fcomponent%3Dworker-id-claim"
 #define RESP_MAX ((size_t)64 * 1024 * 1024)
 /* Tells this claim attempt's own Lease from any other (see take()). */
@@ -213,8 +213,9 @@ static enum mine created_by_us(struct wh_claims *c, const char *name, const char
     cJSON *j = ans.status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
                                  : NULL;
     wh_buf_free(&resp);
-    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(j, "metadata"), "annotations");
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j,
+                                                                                         "metadata"),
+                                                        "annotations");
     const char *seen = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, NONCE_ANN));
     enum mine m = seen && !strcmp(seen, nonce) ? MINE_YES : MINE_NO;
     if (m == MINE_YES)
@@ -277,8 +278,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
             /* AlreadyExists: another claim, or the Lease of an attempt of
              * ours whose answer was lost. */
             left = deadline - wh_clock_ms();
-            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left, ticket)
-                                             : MINE_NO;
+            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left, ticket) : MINE_NO;
             if (m != MINE_UNKNOWN) {
                 oc = m == MINE_YES ? WH_CLAIM_TAKEN : WH_CLAIM_HELD;
                 break;
@@ -319,8 +319,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
 /* Delete one claim; preconditions make sure that it is the object that was
  * seen (not a newer claim of the same name). Returns true when the API
  * server answered (deleted, or someone else did it first). */
-static bool delete_lease(struct wh_claims *c, const char *name, const char *uid,
-                           const char *rv, long timeout_ms, bool *deleted)
+static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
+                         long timeout_ms, bool *deleted)
 {
     char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -344,15 +344,18 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
                        size_t why_len)
 {
     if (!str_ok(t->name) || !str_ok(t->uid) || !str_ok(t->rv)) {
-        snprintf(why, why_len, "the API server's answer to claim %s carried no usable uid and "
-                 "resourceVersion", t->name);
+        snprintf(why, why_len,
+                 "the API server's answer to claim %s carried no usable uid and "
+                 "resourceVersion",
+                 t->name);
         return false;
     }
     bool deleted = false;
     bool answered = delete_lease(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
     if (!deleted)
-        snprintf(why, why_len, "%s", answered ? "the Lease had changed or was gone"
-                                               : "the API server did not answer the DELETE");
+        snprintf(why, why_len, "%s",
+                 answered ? "the Lease had changed or was gone"
+                          : "the API server did not answer the DELETE");
     return deleted;
 }
 
@@ -406,8 +409,8 @@ static void sweep(struct wh_claims *c)
         const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
         const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
-        const char *rv =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+        const char *rv = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
         const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
         const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "renewTime"));
         if (!renew)
@@ -416,13 +419,14 @@ static void sweep(struct wh_claims *c)
         objects++;
         /* A claim without a readable time or duration was not written by
          * us as we write them; it still expires, by the default lifetime. */
-        double d = cJSON_IsNumber(dur) && dur->valuedouble > 0 ? dur->valuedouble
-                                                                : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
+        double d = cJSON_IsNumber(dur) && dur->valuedouble > 0
+                       ? dur->valuedouble
+                       : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
         /* Each replica deletes its own claims; another's only one sweep
          * period later (its holder crashed, or is partitioned away), so
          * that sweepers rarely race for the same object. */
-        const char *holder =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
+        const char *holder = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
         long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
         if (at < 0 || now < at + (long long)(d * 1e6) + grace || !str_ok(name) || !str_ok(uid) ||
             !str_ok(rv))
@@ -452,8 +456,7 @@ static void sweep(struct wh_claims *c)
                reason, (char *)NULL);
     else if (swept)
         wh_log(WH_LOG_INFO, "claims_expired_deleted", "namespace", WH_F_STR, c->ns, "deleted",
-               WH_F_INT, (long long)swept, "remaining", WH_F_INT, (long long)objects,
-               (char *)NULL);
+               WH_F_INT, (long long)swept, "remaining", WH_F_INT, (long long)objects, (char *)NULL);
 }
 
 static void *sweeper(void *arg)
@@ -470,8 +473,7 @@ static void *sweeper(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&c->mu);
-        while (!atomic_load(&c->stop) &&
-               pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+        while (!atomic_load(&c->stop) && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
             ;
         pthread_mutex_unlock(&c->mu);
     }
@@ -563,8 +565,10 @@ bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len)
     pthread_mutex_lock(&c->mu);
     bool ready = c->swept && c->sweep_fails < SWEEP_FAILS_UNREADY;
     if (!ready && why && why_len)
-        snprintf(why, why_len, "the Kubernetes API server does not answer the worker-id claim "
-                 "LIST in namespace %s: %s", c->ns, c->last_error);
+        snprintf(why, why_len,
+                 "the Kubernetes API server does not answer the worker-id claim "
+                 "LIST in namespace %s: %s",
+                 c->ns, c->last_error);
     pthread_mutex_unlock(&c->mu);
     return ready;
 }

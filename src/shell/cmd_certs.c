@@ -46,9 +46,14 @@ int wh_cmd_certs(int argc, char **argv)
         return 2;
     }
     const char *extras[1] = {extra};
-    struct wh_certs_opts o = {.dir = dir, .ns = ns, .service = service, .days = (int)days,
-                              .ca_days = (int)ca_days, .new_ca = new_ca,
-                              .extra_sans = extras, .n_extra_sans = extra ? 1 : 0};
+    struct wh_certs_opts o = {.dir = dir,
+                              .ns = ns,
+                              .service = service,
+                              .days = (int)days,
+                              .ca_days = (int)ca_days,
+                              .new_ca = new_ca,
+                              .extra_sans = extras,
+                              .n_extra_sans = extra ? 1 : 0};
     bool reused = false;
     if (wh_certs_write(&o, &reused, errbuf)) {
         fprintf(stderr, "tpu-webhook certs: %s\n", errbuf);

@@ -19,7 +19,7 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/yaml.h"     /* WH_YAML_MAX_BYTES */
 
-#define CHECK_MAX_DEPTH 32          /* directory nesting followed */
+#define CHECK_MAX_DEPTH 32 /* directory nesting followed */
 #define CHECK_OUTPUT_MAX ((size_t)64 * 1024 * 1024)
 
 static const char usage_head[] =
@@ -71,8 +71,7 @@ static void check_file(struct walk *w, const char *path)
         w->st.files++;
         err = wh_check_error_row(w->rows, &w->st, name, 0, errbuf[0] ? errbuf : wh_strerror(err));
     } else {
-        err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st,
-                            w->errbuf);
+        err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st, w->errbuf);
     }
     if (err)
         w->failed = 1;
@@ -126,8 +125,8 @@ static void walk_dir(struct walk *w, const char *path, int depth)
             size_t len = strlen(path) + strlen(names[i]) + 2;
             char *child = malloc(len);
             if (child) {
-                snprintf(child, len, "%s%s%s", path,
-                         path[strlen(path) - 1] == '/' ? "" : "/", names[i]);
+                snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
+                         names[i]);
                 walk_path(w, child, depth + 1, false);
                 free(child);
             } else {
@@ -163,8 +162,10 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
             return;
         }
         char msg[WH_ERRBUF_LEN];
-        snprintf(msg, sizeof(msg), "directory nested deeper than %d levels: not searched; "
-                 "pass it as an argument of its own", CHECK_MAX_DEPTH);
+        snprintf(msg, sizeof(msg),
+                 "directory nested deeper than %d levels: not searched; "
+                 "pass it as an argument of its own",
+                 CHECK_MAX_DEPTH);
         w->st.files++;
         if (wh_check_error_row(w->rows, &w->st, path, 0, msg))
             w->failed = 1;
@@ -215,7 +216,9 @@ int wh_cmd_check(int argc, char **argv)
          "table: aligned table (default); json: a JSON report (-o for short)", false},
         {"o", WH_FLAG_STR, &output, 0, 0, "", false},
     };
-    struct wh_flags_args paths = {.name = "PATH", .min = 1, .max = -1,
+    struct wh_flags_args paths = {.name = "PATH",
+                                  .min = 1,
+                                  .max = -1,
                                   .hint = "give the files or directories to check, or '-' "
                                           "for stdin"};
     int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &paths, argc,

@@ -8,16 +8,16 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/commands.h" /* wh_cmd_render */
-#include "wh/fileio.h"   /* wh_read_file */
-#include "wh/flags.h"    /* wh_flags_command_args, wh_flags_check_choice */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/kuberay.h"  /* wh_kuberay_opts */
-#include "wh/render.h"   /* wh_render_object */
+#include "wh/buf.h"           /* wh_buf */
+#include "wh/commands.h"      /* wh_cmd_render */
+#include "wh/fileio.h"        /* wh_read_file */
+#include "wh/flags.h"         /* wh_flags_command_args, wh_flags_check_choice */
+#include "wh/json.h"          /* wh_json_* */
+#include "wh/kuberay.h"       /* wh_kuberay_opts */
+#include "wh/render.h"        /* wh_render_object */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
-#include "wh/yaml.h"     /* wh_yaml_load */
-#include "wh/yaml_emit.h" /* wh_yaml_emit */
+#include "wh/yaml.h"          /* wh_yaml_load */
+#include "wh/yaml_emit.h"     /* wh_yaml_emit */
 
 /* Rendered output is bounded: WH_KUBERAY_MAX_PODS pods of a few KiB. */
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)
@@ -66,7 +66,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
     };
     /* clang-format on */
     size_t n = sizeof(flags) / sizeof(flags[0]);
-    struct wh_flags_args file = {.name = "FILE", .min = 1, .max = 1,
+    struct wh_flags_args file = {.name = "FILE",
+                                 .min = 1,
+                                 .max = 1,
                                  .hint = "give a FILE, or '-' for stdin"};
     int exit_now = wh_flags_command_args(flags, n, &file, argc, argv, "render", usage_head);
     if (exit_now >= 0)
@@ -110,12 +112,11 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
                 return err;
             continue;
         }
-        const char *group =
-            wh_json_str0(wh_json_path(p, "metadata", "labels", NULL), "ray.io/group");
-        enum wh_err err =
-            ray ? wh_buf_addf(out, "---\n# RayCluster %s, worker group %s, pod %d\n", cluster,
-                              group, i)
-                : wh_buf_addf(out, "---\n# %s %s, pod %d\n", kind, cluster, i);
+        const char *group = wh_json_str0(wh_json_path(p, "metadata", "labels", NULL),
+                                         "ray.io/group");
+        enum wh_err err = ray ? wh_buf_addf(out, "---\n# RayCluster %s, worker group %s, pod %d\n",
+                                            cluster, group, i)
+                              : wh_buf_addf(out, "---\n# %s %s, pod %d\n", kind, cluster, i);
         if (!err)
             err = wh_yaml_emit(p, out);
         if (err)
@@ -133,10 +134,10 @@ static void render_one(const struct opts *o, const cJSON *d, unsigned line, stru
     const char *name = wh_json_str0(wh_json_get(d, "metadata"), "name");
     if (!is_ray_kind(d)) {
         fprintf(stderr, "tpu-webhook render: %s: line %u: skipped %s%s%s\n", o->input, line,
-                !cJSON_IsObject(d)          ? "(not a mapping)"
-                : kind                      ? kind
-                : wh_json_has(d, "kind")    ? "(kind is not a string)"
-                                            : "(an object without kind)",
+                !cJSON_IsObject(d)       ? "(not a mapping)"
+                : kind                   ? kind
+                : wh_json_has(d, "kind") ? "(kind is not a string)"
+                                         : "(an object without kind)",
                 name[0] ? " " : "", name);
         return;
     }
@@ -147,19 +148,18 @@ static void render_one(const struct opts *o, const cJSON *d, unsigned line, stru
     enum wh_err err = wh_workload_pods_kind(kind) ? wh_render_workload(d, &r, errbuf)
                                                   : wh_render_object(d, &o->kuberay, &r, errbuf);
     if (err) {
-        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: %s\n", o->input, line, kind,
-                sep, name, errbuf[0] ? errbuf : wh_strerror(err));
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: %s\n", o->input, line, kind, sep,
+                name, errbuf[0] ? errbuf : wh_strerror(err));
         *rc = 2;
         return;
     }
     /* Every line names the file and the document, like the errors above. */
     for (const cJSON *w = r.verdict.warnings->child; w; w = w->next)
-        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: warning: %s\n", o->input,
-                line, kind, sep, name, cJSON_IsString(w) ? w->valuestring : "?");
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: warning: %s\n", o->input, line,
+                kind, sep, name, cJSON_IsString(w) ? w->valuestring : "?");
     if (!r.verdict.allowed || r.pod_denial) {
-        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s would be rejected: %s\n",
-                o->input, line, kind, sep, name,
-                r.pod_denial ? r.pod_denial : r.verdict.message);
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s would be rejected: %s\n", o->input,
+                line, kind, sep, name, r.pod_denial ? r.pod_denial : r.verdict.message);
         if (*rc == 0)
             *rc = 1;
     } else if ((err = emit(o, &r, items, out))) {
@@ -218,8 +218,7 @@ int wh_cmd_render(int argc, char **argv)
     }
     list = cJSON_CreateObject();
     if (!list || wh_json_set_str(list, "apiVersion", "v1") ||
-        wh_json_set_str(list, "kind", "List") ||
-        wh_json_set(list, "items", cJSON_CreateArray())) {
+        wh_json_set_str(list, "kind", "List") || wh_json_set(list, "items", cJSON_CreateArray())) {
         fprintf(stderr, "tpu-webhook render: out of memory\n");
         goto out;
     }

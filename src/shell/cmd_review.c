@@ -95,8 +95,8 @@ int wh_cmd_review(int argc, char **argv)
     };
     /* clang-format on */
     struct wh_flags_args file = {.name = "FILE", .min = 0, .max = 1};
-    int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &file, argc,
-                                         argv, "review", usage_head);
+    int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &file, argc, argv,
+                                         "review", usage_head);
     if (exit_now >= 0)
         return exit_now;
     if (file.n)
@@ -124,8 +124,7 @@ int wh_cmd_review(int argc, char **argv)
         goto out;
     }
     struct wh_state state = wh_memstate_view(ms);
-    err = wh_engine_review(wh_buf_ptr(&body), wh_buf_len(&body), route, &state, &res,
-                           errbuf);
+    err = wh_engine_review(wh_buf_ptr(&body), wh_buf_len(&body), route, &state, &res, errbuf);
     if (err) {
         fprintf(stderr, "tpu-webhook review: %s: %s\n", input ? input : "stdin",
                 errbuf[0] ? errbuf : wh_strerror(err));

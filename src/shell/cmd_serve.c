@@ -15,12 +15,12 @@
  * holds up reloads only, never signals or deadlines.
  */
 #include <pthread.h> /* pthread_create */
-#include <signal.h> /* sigtimedwait */
-#include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* free */
-#include <string.h> /* strcmp, memset */
-#include <time.h>   /* clock_gettime */
-#include <unistd.h> /* sysconf */
+#include <signal.h>  /* sigtimedwait */
+#include <stdio.h>   /* fprintf */
+#include <stdlib.h>  /* free */
+#include <string.h>  /* strcmp, memset */
+#include <time.h>    /* clock_gettime */
+#include <unistd.h>  /* sysconf */
 
 #include "wh/admit.h"    /* wh_admit_new */
 #include "wh/memtune.h"  /* wh_memtune_server */
@@ -113,8 +113,10 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
     } else if (c->cert_b64 && *c->cert_b64 && c->key_b64 && *c->key_b64) {
         const char *which = "cert";
         if (decode_b64(c->cert_b64, cert) || (which = "key", decode_b64(c->key_b64, key))) {
-            fprintf(stderr, "failed to decode server %s: --server-%s is not valid base64 "
-                            "(encode the PEM file with base64 -w0)\n", which, which);
+            fprintf(stderr,
+                    "failed to decode server %s: --server-%s is not valid base64 "
+                    "(encode the PEM file with base64 -w0)\n",
+                    which, which);
             return -1;
         }
         t->cert_pem = wh_buf_ptr(cert);
@@ -264,8 +266,8 @@ static void shut_down(struct wh_server *srv, const struct wh_metrics *m, const s
     wh_server_counts(srv, &counts);
     wh_server_free(srv);
     wh_log(clean ? WH_LOG_INFO : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
-           "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered,
-           "aborted", WH_F_INT, counts.aborted, (char *)NULL);
+           "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered, "aborted",
+           WH_F_INT, counts.aborted, (char *)NULL);
 }
 
 static int serve(const struct config *c, const struct wh_tls_opts *topts)
@@ -310,10 +312,12 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
         fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
         goto out;
     }
-    struct wh_server_opts sopts = {.bind = c->bind, .threads = (unsigned)c->threads,
+    struct wh_server_opts sopts = {.bind = c->bind,
+                                   .threads = (unsigned)c->threads,
                                    .max_connections = (unsigned)c->max_conns,
                                    .max_connections_per_client = (unsigned)c->max_conns_per_client,
-                                   .idle_timeout_ms = c->idle_ms, .header_timeout_ms = c->header_ms,
+                                   .idle_timeout_ms = c->idle_ms,
+                                   .header_timeout_ms = c->header_ms,
                                    .request_timeout_ms = c->request_ms,
                                    .max_body = (size_t)c->max_body,
                                    .max_request_memory = (size_t)c->max_request_memory,
@@ -362,11 +366,16 @@ static bool claim_lifetime_ok(const struct config *c)
 
 int wh_cmd_serve(int argc, char **argv)
 {
-    struct config c = {.bind = ":443", .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
+    struct config c = {.bind = ":443",
+                       .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
                        .max_body_memory = (long)WH_REQMEM_TOTAL_DEFAULT,
                        .max_request_memory = (long)WH_REQMEM_REQUEST_DEFAULT,
-                       .threads = default_threads(), .max_conns = 1024, .idle_ms = 90000,
-                       .header_ms = 10000, .request_ms = 30000, .shutdown_ms = 20000,
+                       .threads = default_threads(),
+                       .max_conns = 1024,
+                       .idle_ms = 90000,
+                       .header_ms = 10000,
+                       .request_ms = 30000,
+                       .shutdown_ms = 20000,
                        .poll_ms = 1000};
     /* One flag a line: a table, read down its columns. */
     /* clang-format off */

@@ -1,10 +1,10 @@
 /* fileio.c: reading whole files into a bounded buffer. */
 #include "wh/fileio.h"
 
-#include <errno.h>  /* errno */
-#include <fcntl.h>  /* open, O_NONBLOCK */
-#include <stdio.h>  /* fopen, fread */
-#include <string.h> /* strerror */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open, O_NONBLOCK */
+#include <stdio.h>    /* fopen, fread */
+#include <string.h>   /* strerror */
 #include <sys/stat.h> /* fstat, S_ISREG */
 #include <unistd.h>   /* read, close */
 

@@ -82,9 +82,7 @@ static enum wh_err set_value(struct wh_flag *f, const char *value, char *errbuf)
     bool bounded = f->min != 0 || f->max != 0;
     long v = 0;
     switch (f->type) {
-    case WH_FLAG_STR:
-        *(const char **)f->dst = value;
-        break;
+    case WH_FLAG_STR: *(const char **)f->dst = value; break;
     case WH_FLAG_BOOL:
         if (!parse_bool(value, (bool *)f->dst))
             return wh_fail(errbuf, WH_ERR_INVALID,
@@ -95,8 +93,7 @@ static enum wh_err set_value(struct wh_flag *f, const char *value, char *errbuf)
         if (!wh_parse_long(value, &v) || (bounded && (v < f->min || v > f->max)))
             return wh_fail(errbuf, WH_ERR_INVALID,
                            "invalid value \"%s\" for flag -%s: expected an integer from %ld to %ld",
-                           value, f->name, bounded ? f->min : LONG_MIN,
-                           bounded ? f->max : LONG_MAX);
+                           value, f->name, bounded ? f->min : LONG_MIN, bounded ? f->max : LONG_MAX);
         *(long *)f->dst = v;
         break;
     case WH_FLAG_DURATION:
@@ -158,7 +155,8 @@ static enum wh_err take_arg(struct wh_flags_args *args, char **argv, char *a, ch
     if (!args)
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "unexpected argument \"%s\" (this command takes flags only, and flags "
-                       "start with - or --)", a);
+                       "start with - or --)",
+                       a);
     if (args->max >= 0 && args->n >= args->max) {
         if (args->max == 1)
             return wh_fail(errbuf, WH_ERR_INVALID, "one %s only: \"%s\" and \"%s\" given",
@@ -171,8 +169,7 @@ static enum wh_err take_arg(struct wh_flags_args *args, char **argv, char *a, ch
 }
 
 enum wh_err wh_flags_parse_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args,
-                                int argc, char **argv, enum wh_flags_result *result,
-                                char *errbuf)
+                                int argc, char **argv, enum wh_flags_result *result, char *errbuf)
 {
     *result = WH_FLAGS_OK;
     if (args) {
@@ -206,8 +203,8 @@ enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **arg
     return wh_flags_parse_args(flags, n, NULL, argc, argv, result, errbuf);
 }
 
-enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *choices,
-                                  size_t n, char *errbuf)
+enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *choices, size_t n,
+                                  char *errbuf)
 {
     const char *v = *(const char *const *)f->dst;
     if (!v)
@@ -231,8 +228,8 @@ int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args 
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_flags_result fr;
     if (wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf)) {
-        fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n",
-                command, errbuf, command);
+        fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n", command,
+                errbuf, command);
         return 2;
     }
     if (fr == WH_FLAGS_HELP) {
@@ -243,8 +240,8 @@ int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args 
     return -1;
 }
 
-int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
-                     const char *command, const char *usage_head)
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, const char *command,
+                     const char *usage_head)
 {
     return wh_flags_command_args(flags, n, NULL, argc, argv, command, usage_head);
 }

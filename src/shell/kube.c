@@ -116,8 +116,8 @@ struct xfer {
     wh_kube_line_fn on_line;
     void (*on_open)(void *arg);
     void *arg;
-    bool opened;     /* status known */
-    bool ok_status;  /* 2xx */
+    bool opened;    /* status known */
+    bool ok_status; /* 2xx */
     bool stopped_by_callback;
     bool too_big;
     long retry_after_s; /* Retry-After of the last response, 0 when none */
@@ -125,7 +125,7 @@ struct xfer {
     const char *method;   /* NULL: GET */
     const char *req_body; /* NULL: none */
     size_t req_len;
-    long timeout_ms;      /* 0: the default of the kind of transfer */
+    long timeout_ms; /* 0: the default of the kind of transfer */
 };
 
 static int progress_cb(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -329,7 +329,9 @@ static void set_request(CURL *h, bool stream, struct xfer *x, const char *url,
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                     x->timeout_ms > 0 ? x->timeout_ms : stream ? STREAM_TIMEOUT_MS : GET_TIMEOUT_MS);
+                     x->timeout_ms > 0 ? x->timeout_ms
+                     : stream          ? STREAM_TIMEOUT_MS
+                                       : GET_TIMEOUT_MS);
     if (x->method)
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, x->method);
     if (x->req_body) {
@@ -421,10 +423,13 @@ enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body
 }
 
 enum wh_err wh_kube_request(struct wh_kube *k, const char *method, const char *path,
-                            const char *body, size_t body_len, long timeout_ms,
-                            struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf)
+                            const char *body, size_t body_len, long timeout_ms, struct wh_buf *resp,
+                            struct wh_kube_answer *ans, char *errbuf)
 {
-    struct xfer x = {.body = resp, .method = method, .req_body = body, .req_len = body_len,
+    struct xfer x = {.body = resp,
+                     .method = method,
+                     .req_body = body,
+                     .req_len = body_len,
                      .timeout_ms = timeout_ms};
     enum wh_err err = transfer(k, path, false, &x, &ans->status, errbuf);
     ans->retry_after_s = x.retry_after_s;

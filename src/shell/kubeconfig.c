@@ -86,7 +86,8 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
     if (access(out->ca_file, R_OK) != 0) {
         enum wh_err err = wh_fail(errbuf, WH_ERR_NOTFOUND,
                                   "in-cluster configuration: service-account CA %s is not "
-                                  "readable", out->ca_file);
+                                  "readable",
+                                  out->ca_file);
         wh_kube_config_clear(out);
         return err;
     }
@@ -135,8 +136,8 @@ static enum wh_err get_str(struct kc *k, const cJSON *map, const char *key, cons
         char what[64];
         describe(n, what, sizeof(what));
         return wh_fail(k->errbuf, WH_ERR_INVALID,
-                       "kubeconfig %s: %s%s%s: must be a string, not %s (quote the value)",
-                       k->path, field, *field ? "." : "", key, what);
+                       "kubeconfig %s: %s%s%s: must be a string, not %s (quote the value)", k->path,
+                       field, *field ? "." : "", key, what);
     }
     *out = n->valuestring;
     return WH_OK;
@@ -162,8 +163,8 @@ static enum wh_err get_flag(struct kc *k, const cJSON *map, const char *key, con
         snprintf(what, sizeof(what), "\"%.*s\"", (int)wh_utf8_cut(v, 40), v);
     else
         describe(n, what, sizeof(what));
-    return wh_fail(k->errbuf, WH_ERR_INVALID,
-                   "kubeconfig %s: %s.%s: %s is not true or false", k->path, field, key, what);
+    return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.%s: %s is not true or false",
+                   k->path, field, key, what);
 }
 
 /* The entry named name in the sequence top[key] (contexts, clusters, users),
@@ -213,7 +214,8 @@ static enum wh_err decode_data(struct kc *k, const char *text, const char *field
         wh_buf_free(&b);
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: %s: not valid base64 (paste the PEM file through "
-                       "'base64 -w0')", k->path, field);
+                       "'base64 -w0')",
+                       k->path, field);
     }
     *out = wh_buf_take(&b, out_len);
     return *out ? WH_OK : wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
@@ -262,8 +264,8 @@ static enum wh_err load_cluster(struct kc *k, const cJSON *cl, const char *name,
                        field);
     if (strncmp(server, "https://", 8) && strncmp(server, "http://", 7))
         return wh_fail(k->errbuf, WH_ERR_INVALID,
-                       "kubeconfig %s: %s.server: \"%s\" is not an http(s):// URL", k->path,
-                       field, server);
+                       "kubeconfig %s: %s.server: \"%s\" is not an http(s):// URL", k->path, field,
+                       server);
     out->server = strdup(server);
     if (!out->server)
         return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
@@ -284,7 +286,8 @@ static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
         if (map_get(u, unsupported[i]))
             return wh_fail(k->errbuf, WH_ERR_INVALID,
                            "kubeconfig %s: %s.%s: not supported; use a bearer token (token or "
-                           "tokenFile) or a client certificate", k->path, field, unsupported[i]);
+                           "tokenFile) or a client certificate",
+                           k->path, field, unsupported[i]);
     const char *token = NULL, *token_file = NULL;
     enum wh_err err = get_str(k, u, "token", field, &token);
     if (!err)
@@ -314,8 +317,8 @@ static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
     if (cert != key)
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: %s: client-certificate%s and client-key%s come together; "
-                       "only the %s is set", k->path, field, "(-data)", "(-data)",
-                       cert ? "certificate" : "key");
+                       "only the %s is set",
+                       k->path, field, "(-data)", "(-data)", cert ? "certificate" : "key");
     return WH_OK;
 }
 
@@ -330,7 +333,8 @@ static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_conf
     if (!cur || !*cur)
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: current-context: missing (run 'kubectl config "
-                       "use-context NAME --kubeconfig %s')", k->path, k->path);
+                       "use-context NAME --kubeconfig %s')",
+                       k->path, k->path);
     const cJSON *ctx, *cl, *user = NULL;
     err = find_named(k, root, "contexts", "context", cur, "current-context", &ctx);
     if (err)

@@ -10,12 +10,12 @@
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* strcmp, memcpy */
 
-#define SHARDS 64u       /* shard mutexes guard only the lookup tables */
-#define BUCKETS 256u     /* per shard; chains stay short for 10^5 groups */
+#define SHARDS 64u   /* shard mutexes guard only the lookup tables */
+#define BUCKETS 256u /* per shard; chains stay short for 10^5 groups */
 
 struct res {
-    char *label;   /* "<group>-<replica>" */
-    char *name;    /* "(reserved <group>-<replica>-<host>)", for messages */
+    char *label; /* "<group>-<replica>" */
+    char *name;  /* "(reserved <group>-<replica>-<host>)", for messages */
     long replica;
     long host;
     long worker_id;
@@ -28,9 +28,9 @@ struct wh_ledger_group {
     struct wh_ledger *lg;
     struct wh_ledger_group *next; /* shard chain */
     uint32_t hash;
-    size_t refs;                  /* under the shard mutex */
-    char *ns, *cluster, *group;   /* one allocation, owned */
-    pthread_mutex_t mu;           /* guards everything below */
+    size_t refs;                /* under the shard mutex */
+    char *ns, *cluster, *group; /* one allocation, owned */
+    pthread_mutex_t mu;         /* guards everything below */
     struct res *res;
     size_t n, cap;
     /* (replica, worker_id) -> res index + 1; rebuilt lazily when dirty. */
@@ -53,12 +53,11 @@ struct wh_ledger {
     atomic_size_t pending;
     atomic_size_t groups;
     struct shard shards[SHARDS];
-    long sweep_ms;       /* > 0: the sweeper runs */
-    struct wh_nap nap;   /* stops the sweeper */
+    long sweep_ms;     /* > 0: the sweeper runs */
+    struct wh_nap nap; /* stops the sweeper */
     pthread_t sweeper;
     bool sweeper_started;
 };
-
 
 static uint32_t key_hash(const char *ns, const char *cluster, const char *group)
 {
@@ -263,8 +262,10 @@ enum wh_err wh_ledger_lock(struct wh_ledger *lg, const char *ns, const char *clu
     struct wh_ledger_group *g = ref_group(lg, ns ? ns : "", cluster ? cluster : "",
                                           group ? group : "", true);
     if (!g)
-        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory creating the ledger entry of "
-                       "worker group %s/%s/%s", ns, cluster, group);
+        return wh_fail(errbuf, WH_ERR_NOMEM,
+                       "out of memory creating the ledger entry of "
+                       "worker group %s/%s/%s",
+                       ns, cluster, group);
     pthread_mutex_lock(&g->mu);
     expire(g);
     *out = g;
@@ -391,8 +392,8 @@ bool wh_ledger_mark(struct wh_ledger_group *g, const char *replica_label, long w
     return true;
 }
 
-enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host,
-                              long worker_id, unsigned n_tpu_containers, char *errbuf)
+enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host, long worker_id,
+                              unsigned n_tpu_containers, char *errbuf)
 {
     struct wh_ledger *lg = g->lg;
     long i = lookup(g, replica, worker_id);
@@ -445,8 +446,8 @@ bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id)
     return true;
 }
 
-bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,
-                       const char *group, const char *replica_label, long worker_id)
+bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster, const char *group,
+                       const char *replica_label, long worker_id)
 {
     if (!ns || !cluster || !group || !replica_label)
         return false;

@@ -1,11 +1,11 @@
 /* log.c: one JSON line per event on stderr. */
 #include "wh/log.h"
 
-#include <stdarg.h>   /* va_list */
+#include <stdarg.h>    /* va_list */
 #include <stdatomic.h> /* atomic_int */
-#include <time.h>     /* clock_gettime, gmtime_r */
-#include <unistd.h>   /* write */
-#include <string.h>   /* strlen */
+#include <time.h>      /* clock_gettime, gmtime_r */
+#include <unistd.h>    /* write */
+#include <string.h>    /* strlen */
 
 #include "wh/buf.h" /* wh_buf */
 
@@ -66,9 +66,11 @@ void wh_log(enum wh_log_level level, const char *event, ...)
     gmtime_r(&ts.tv_sec, &tm);
     struct wh_buf b;
     wh_buf_init(&b, LINE_MAX_BYTES);
-    enum wh_err err = wh_buf_addf(&b, "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"level\":\"%s\",\"event\":",
-                                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                                  tm.tm_sec, ts.tv_nsec / 1000, level_name(level));
+    enum wh_err err =
+        wh_buf_addf(&b,
+                    "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"level\":\"%s\",\"event\":",
+                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                    ts.tv_nsec / 1000, level_name(level));
     if (!err)
         err = add_str(&b, event);
     va_list ap;

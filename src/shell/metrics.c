@@ -18,17 +18,16 @@ static const int codes[] = {0, 200, 400, 404, 405, 413, 500, 503};
 /* Upper bounds of the latency buckets, in microseconds. Up to 30 s, the
  * longest timeoutSeconds a webhook configuration may set, so that a p99 near
  * the configured timeout is measurable (see docs/troubleshooting.md). */
-static const long long bounds_us[] = {100,    250,    500,     1000,    2500,    5000,
-                                      10000,  25000,  50000,   100000,  250000,  500000,
+static const long long bounds_us[] = {100,     250,     500,     1000,     2500,    5000,
+                                      10000,   25000,   50000,   100000,   250000,  500000,
                                       1000000, 2500000, 5000000, 10000000, 30000000};
 #define N_BOUNDS (sizeof(bounds_us) / sizeof(bounds_us[0]))
 
-const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
-                                                    0.1,   0.25, 1.0,   2.5};
+const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5};
 
 /* Label values of tpu_webhook_admissions_total (bounded: see metrics.h). */
-static const char *const kind_labels[] = {"Pod", "RayCluster", "Job", "JobSet", "LeaderWorkerSet",
-                                          "other"};
+static const char *const kind_labels[] = {"Pod",    "RayCluster",      "Job",
+                                          "JobSet", "LeaderWorkerSet", "other"};
 #define N_KINDS (sizeof(kind_labels) / sizeof(kind_labels[0]))
 enum reason { R_PATCHED, R_NO_PATCH, R_INVALID, R_STATE_UNAVAILABLE, N_REASONS };
 static const char *const reason_labels[N_REASONS] = {"patched", "no_patch", "invalid",
@@ -53,8 +52,8 @@ struct wh_metrics {
 };
 
 static const char *const path_labels[WH_MPATH__COUNT] = {
-    "/mutate", "/validate", "/mutate-workload", "/validate-workload",
-    "/",       "/healthz",  "/readyz",          "/metrics",           "other",
+    "/mutate",  "/validate", "/mutate-workload", "/validate-workload", "/", "/healthz", "/readyz",
+    "/metrics", "other",
 };
 
 const char *wh_metrics_path_label(enum wh_mpath p)
@@ -122,7 +121,7 @@ void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct
     size_t k = 0;
     while (k < N_KINDS - 1 && (!a->kind || strcmp(a->kind, kind_labels[k])))
         k++;
-    enum reason r = a->allowed            ? (a->n_ops ? R_PATCHED : R_NO_PATCH)
+    enum reason r = a->allowed             ? (a->n_ops ? R_PATCHED : R_NO_PATCH)
                     : a->state_unavailable ? R_STATE_UNAVAILABLE
                                            : R_INVALID;
     inc(&m->admissions[path][k][r], 1);
@@ -164,10 +163,12 @@ static enum wh_err render_requests(const struct wh_metrics *m, struct wh_buf *b)
             if (!v)
                 continue;
             if (c == CODE_OTHER)
-                err = wh_buf_addf(b, "tpu_webhook_http_requests_total{path=\"%s\",code=\"other\"} %lld\n",
+                err = wh_buf_addf(b,
+                                  "tpu_webhook_http_requests_total{path=\"%s\",code=\"other\"} %lld\n",
                                   path_labels[p], v);
             else
-                err = wh_buf_addf(b, "tpu_webhook_http_requests_total{path=\"%s\",code=\"%d\"} %lld\n",
+                err = wh_buf_addf(b,
+                                  "tpu_webhook_http_requests_total{path=\"%s\",code=\"%d\"} %lld\n",
                                   path_labels[p], codes[c], v);
         }
     return err;
@@ -176,7 +177,8 @@ static enum wh_err render_requests(const struct wh_metrics *m, struct wh_buf *b)
 static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
 {
     const char *name = "tpu_webhook_http_request_duration_seconds";
-    enum wh_err err = head(b, name, "histogram", "Time from request headers to the last byte of the answer.");
+    enum wh_err err = head(b, name, "histogram",
+                           "Time from request headers to the last byte of the answer.");
     for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++) {
         const struct hist *h = &m->latency[p];
         if (!get(&h->count) && p > WH_MPATH_VALIDATE_WORKLOAD)
@@ -185,8 +187,8 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
         for (size_t i = 0; !err && i <= N_BOUNDS; i++) {
             cum += get(&h->bucket[i]);
             if (i < N_BOUNDS)
-                err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"%g\"} %lld\n", name, path_labels[p],
-                                  (double)bounds_us[i] / 1e6, cum);
+                err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"%g\"} %lld\n", name,
+                                  path_labels[p], (double)bounds_us[i] / 1e6, cum);
             else
                 err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"+Inf\"} %lld\n", name,
                                   path_labels[p], cum);
@@ -254,9 +256,10 @@ static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
                    "Worker-id claims asked of the API server, by outcome (taken; held by "
                    "another claim; failed: the pod was denied).");
     if (!err)
-        err = wh_buf_addf(b, "tpu_webhook_claims_total{result=\"taken\"} %llu\n"
-                             "tpu_webhook_claims_total{result=\"held\"} %llu\n"
-                             "tpu_webhook_claims_total{result=\"failed\"} %llu\n",
+        err = wh_buf_addf(b,
+                          "tpu_webhook_claims_total{result=\"taken\"} %llu\n"
+                          "tpu_webhook_claims_total{result=\"held\"} %llu\n"
+                          "tpu_webhook_claims_total{result=\"failed\"} %llu\n",
                           (unsigned long long)c->taken, (unsigned long long)c->held,
                           (unsigned long long)c->failed);
     if (!err)
@@ -287,8 +290,8 @@ static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
 }
 
 /* "name{resource="pods"} v\nname{resource="nodes"} v\n" after its header. */
-static enum wh_err per_resource(struct wh_buf *b, const char *name, const char *help,
-                                double pods, double nodes)
+static enum wh_err per_resource(struct wh_buf *b, const char *name, const char *help, double pods,
+                                double nodes)
 {
     enum wh_err err = head(b, name, "gauge", help);
     if (!err)
@@ -319,8 +322,9 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
         err = head(b, "tpu_webhook_tls_reloads_total", "counter",
                    "Certificate changes seen on disk, by result.");
     if (!err)
-        err = wh_buf_addf(b, "tpu_webhook_tls_reloads_total{result=\"ok\"} %lld\n"
-                             "tpu_webhook_tls_reloads_total{result=\"rejected\"} %lld\n",
+        err = wh_buf_addf(b,
+                          "tpu_webhook_tls_reloads_total{result=\"ok\"} %lld\n"
+                          "tpu_webhook_tls_reloads_total{result=\"rejected\"} %lld\n",
                           get(&m->reloads[1]), get(&m->reloads[0]));
     return err;
 }
@@ -405,8 +409,7 @@ static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
         err = gauge(b, "process_max_fds", "gauge", "Limit of open file descriptors.",
                     (long long)rl.rlim_cur);
     if (!err)
-        err = gauge(b, "process_start_time_seconds", "gauge", "Start time (Unix time).",
-                    m->started);
+        err = gauge(b, "process_start_time_seconds", "gauge", "Start time (Unix time).", m->started);
     return err;
 }
 

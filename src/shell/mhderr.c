@@ -106,7 +106,7 @@ static unsigned foreign_error(const char *p, size_t len)
 
 struct answer {
     unsigned code;
-    const char *reason; /* HTTP reason phrase */
+    const char *reason;        /* HTTP reason phrase */
     const char *status_reason; /* the Status object's reason */
     const char *message;
 };
@@ -129,10 +129,10 @@ static const struct answer answers[] = {
      "HTTP version not supported; use HTTP/1.1 (or HTTP/1.0)"},
 };
 
-static const struct answer fallback = {
-    500, "Internal Server Error", "InternalError",
-    "the HTTP layer refused the request before the webhook saw it; send a well-formed "
-    "HTTP/1.1 request"};
+static const struct answer fallback =
+    {500, "Internal Server Error", "InternalError",
+     "the HTTP layer refused the request before the webhook saw it; send a well-formed "
+     "HTTP/1.1 request"};
 
 /* Write all of text on the session (non-blocking socket: wait for
  * writability at most a second in total, as for any answer). */

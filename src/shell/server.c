@@ -195,16 +195,16 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
                                                     : ((struct sockaddr_in *)&bound)->sin_port);
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
-    s->d = MHD_start_daemon(
-        flags, 0, on_accept, s, wh_srv_on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
-        MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        o->max_connections_per_client, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
-        MHD_OPTION_NOTIFY_COMPLETED, wh_srv_on_completed, s, MHD_OPTION_URI_LOG_CALLBACK,
-        wh_srv_on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, wh_srv_on_connection, s,
-        MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        wh_tls_retrieve, MHD_OPTION_END);
+    s->d = MHD_start_daemon(flags, 0, on_accept, s, wh_srv_on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+                            mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 1 ? o->threads : 0),
+                            MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_client,
+                            MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
+                            wh_srv_on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, wh_srv_on_uri, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, wh_srv_on_connection, s,
+                            MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
+                            MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_END);
     if (!s->d) {
         /* The socket was handed over: libmicrohttpd closes it on most of its
          * failure paths (not on a rejected option). Closing it again could

@@ -29,8 +29,13 @@ static unsigned status_of(enum wh_err err)
  * parse (a hostile client buys no second parse for its 400). */
 static const struct wh_review_info *who(const struct request *rq)
 {
-    static const struct wh_review_info none = {
-        .uid = "", .operation = "", .kind_name = "", .ns = "", .name = "", .cluster = "", .group = ""};
+    static const struct wh_review_info none = {.uid = "",
+                                               .operation = "",
+                                               .kind_name = "",
+                                               .ns = "",
+                                               .name = "",
+                                               .cluster = "",
+                                               .group = ""};
     return rq->rv ? wh_review_info(rq->rv) : &none;
 }
 
@@ -57,7 +62,9 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
                           const struct wh_engine_result *res, const char *problem,
                           long long latency_us)
 {
-    enum wh_log_level level = status >= 500 ? WH_LOG_ERROR : status >= 400 ? WH_LOG_WARN : WH_LOG_INFO;
+    enum wh_log_level level = status >= 500   ? WH_LOG_ERROR
+                              : status >= 400 ? WH_LOG_WARN
+                                              : WH_LOG_INFO;
     if (!wh_log_enabled(level))
         return;
     const struct wh_review_info *d = who(rq);
@@ -71,20 +78,18 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
     const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
     wh_log(level, "admission", "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid", WH_F_STR,
            d->uid, "kind", WH_F_STR, d->kind_name, "namespace", WH_F_STR, d->ns, "name", WH_F_STR,
-           d->name, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR, d->group, "decision", WH_F_STR,
-           decision, "status", WH_F_INT, (long long)status, "patch_ops", WH_F_INT,
+           d->name, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR, d->group, "decision",
+           WH_F_STR, decision, "status", WH_F_INT, (long long)status, "patch_ops", WH_F_INT,
            (long long)(status == 200 ? res->n_ops : 0), "replica", WH_F_INT,
            (long long)(status == 200 && res->assigned ? res->replica : -1), "host", WH_F_INT,
            (long long)(status == 200 && res->assigned ? res->host : -1), "latency_us", WH_F_INT,
-           latency_us, "message", WH_F_STR,
-           problem ? problem : (res->message ? res->message : ""), "client", WH_F_STR, client,
-           (char *)NULL);
+           latency_us, "message", WH_F_STR, problem ? problem : (res->message ? res->message : ""),
+           "client", WH_F_STR, client, (char *)NULL);
 }
 
 /* A request whose arena ran out fails as a whole, whatever the engine made
  * of the failed allocation (a parse error, a denial): never half an answer. */
-static enum wh_err out_of_memory(const struct wh_server *s, const struct request *rq,
-                                 char *errbuf)
+static enum wh_err out_of_memory(const struct wh_server *s, const struct request *rq, char *errbuf)
 {
     switch (wh_arena_exhausted(rq->arena)) {
     case WH_ARENA_BUDGET:
@@ -104,8 +109,8 @@ static enum wh_err out_of_memory(const struct wh_server *s, const struct request
 enum MHD_Result wh_srv_admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_route route = rq->path == WH_MPATH_MUTATE            ? WH_ROUTE_MUTATE
-                          : rq->path == WH_MPATH_MUTATE_WORKLOAD ? WH_ROUTE_MUTATE_WORKLOAD
+    enum wh_route route = rq->path == WH_MPATH_MUTATE              ? WH_ROUTE_MUTATE
+                          : rq->path == WH_MPATH_MUTATE_WORKLOAD   ? WH_ROUTE_MUTATE_WORKLOAD
                           : rq->path == WH_MPATH_VALIDATE_WORKLOAD ? WH_ROUTE_VALIDATE_WORKLOAD
                                                                    : WH_ROUTE_VALIDATE;
     enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);

@@ -36,8 +36,10 @@ static struct MHD_Response *response_for(struct request *rq, const char *body, s
  * wh_srv_on_completed. */
 static void hold_records(struct MHD_Connection *c, struct request *rq, size_t len)
 {
-    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c,
+                                                                  MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!tls || !fd || rq->corked)
         return;
     gnutls_session_t session = (gnutls_session_t)tls->tls_session;
@@ -88,14 +90,13 @@ static const char *reason_of(unsigned status)
 }
 
 /* A Kubernetes Status object naming the problem. */
-enum MHD_Result wh_srv_reply_error(struct wh_server *s, struct MHD_Connection *c,
-                                   struct request *rq, unsigned status, const char *msg,
-                                   const char *allow)
+enum MHD_Result wh_srv_reply_error(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                   unsigned status, const char *msg, const char *allow)
 {
     /* An arena that ran out (a body the memory refused) refuses every later
      * allocation: that request's Status comes from the C library's heap. */
-    struct wh_arena *spent =
-        rq->arena && wh_arena_exhausted(rq->arena) ? wh_reqmem_bind(NULL) : NULL;
+    struct wh_arena *spent = rq->arena && wh_arena_exhausted(rq->arena) ? wh_reqmem_bind(NULL)
+                                                                        : NULL;
     struct wh_buf b;
     wh_buf_init(&b, 8192);
     enum wh_err err = wh_buf_add(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
@@ -104,18 +105,17 @@ enum MHD_Result wh_srv_reply_error(struct wh_server *s, struct MHD_Connection *c
         err = wh_buf_add_json_escaped(&b, msg, strlen(msg));
     if (!err)
         err = wh_buf_addf(&b, "\",\"reason\":\"%s\",\"code\":%u}", reason_of(status), status);
-    enum MHD_Result ret =
-        err ? MHD_NO
-            : wh_srv_reply(s, c, rq, status, "application/json", wh_buf_ptr(&b), wh_buf_len(&b),
-                           allow);
+    enum MHD_Result ret = err ? MHD_NO
+                              : wh_srv_reply(s, c, rq, status, "application/json", wh_buf_ptr(&b),
+                                             wh_buf_len(&b), allow);
     wh_buf_free(&b);
     if (spent)
         wh_reqmem_bind(spent);
     return ret;
 }
 
-enum MHD_Result wh_srv_reply_text(struct wh_server *s, struct MHD_Connection *c,
-                                  struct request *rq, unsigned status, const char *text)
+enum MHD_Result wh_srv_reply_text(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                  unsigned status, const char *text)
 {
     return wh_srv_reply(s, c, rq, status, "text/plain; charset=utf-8", text, strlen(text), NULL);
 }

@@ -18,7 +18,8 @@
 
 void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     out[0] = '\0';
     if (!ci || !ci->client_addr)
         return;
@@ -30,7 +31,8 @@ void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
 
 struct conn *wh_srv_conn_of(struct MHD_Connection *c)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? (struct conn *)ci->socket_context : NULL;
 }
 
@@ -40,7 +42,8 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     struct wh_server *s = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         struct conn *cn = calloc(1, sizeof(*cn));
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!cn || !ci) {
             free(cn); /* without a record the connection only has MHD's idle timeout */
             *socket_context = NULL;
@@ -107,8 +110,7 @@ void wh_server_tick(struct wh_server *s)
         wh_metrics_timeout(s->m);
         if (i < TICK_LOG_MAX)
             wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
-                   WH_F_STR, "request not received in time (slow or stalled client)",
-                   (char *)NULL);
+                   WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
     }
     if (n_cut > TICK_LOG_MAX)
         wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,

@@ -119,8 +119,8 @@ static const char *hostile_request(struct MHD_Connection *c)
 }
 
 /* First call for a request: answer what needs no body, vet what does. */
-static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
-                                  struct request *rq, const char *method)
+static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                  const char *method)
 {
     bool admission = rq->path <= WH_MPATH_VALIDATE_WORKLOAD; /* the admission paths come first */
     const char *hostile = hostile_request(c);
@@ -156,7 +156,8 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
              * other client is already sending; closing on it would lose the
              * answer in a TCP reset, so that body is discarded as it comes
              * (never stored) and the 413 follows. */
-            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                             MHD_HTTP_HEADER_EXPECT);
             if ((expect && strcasestr(expect, "100-continue")) || unreadable ||
                 n > 2 * (unsigned long long)s->o.max_body) {
                 char msg[160];

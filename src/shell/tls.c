@@ -335,8 +335,8 @@ int wh_tls_poll(struct wh_tls *tls)
     take_buf(&tls->seen_key, &key);
     if (err) {
         wh_log(WH_LOG_ERROR, "tls_reload_rejected", "cert_file", WH_F_STR, tls->cert_file,
-               "key_file", WH_F_STR, tls->key_file, "reason", WH_F_STR, errbuf, "action",
-               WH_F_STR, "keeping the certificate already loaded", (char *)NULL);
+               "key_file", WH_F_STR, tls->key_file, "reason", WH_F_STR, errbuf, "action", WH_F_STR,
+               "keeping the certificate already loaded", (char *)NULL);
         rc = -1;
         goto out;
     }

@@ -27,11 +27,11 @@ struct chunk {
 
 struct wh_arena {
     struct wh_arena_opts o;
-    struct chunk *cur;   /* newest chunk; the first one is at the end of prev */
+    struct chunk *cur; /* newest chunk; the first one is at the end of prev */
     struct chunk *first;
     struct chunk *spare; /* kept by a reset for the next request (opts.retain) */
     size_t spare_bytes;
-    struct block *last;  /* newest block, may grow in place */
+    struct block *last; /* newest block, may grow in place */
     size_t held, peak;
     enum wh_arena_end end;
 };

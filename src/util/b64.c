@@ -9,17 +9,19 @@ static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 /* Every 12-bit value as its two base64 characters, computed by the
  * compiler: the encoder then does two lookups per 3 bytes instead of four.
  * (Patches of the largest slices are several hundred KiB.) */
-#define B64_CHAR(x)                                                                            \
-    (char)((x) < 26 ? 'A' + (x) : (x) < 52 ? 'a' + (x)-26 : (x) < 62 ? '0' + (x)-52 : (x) == 62 ? '+' : '/')
+#define B64_CHAR(x)                   \
+    (char)((x) < 26    ? 'A' + (x)    \
+           : (x) < 52  ? 'a' + (x)-26 \
+           : (x) < 62  ? '0' + (x)-52 \
+           : (x) == 62 ? '+'          \
+                       : '/')
 #define B64_P1(i) {B64_CHAR((i) >> 6), B64_CHAR((i)&63)},
 #define B64_P4(i) B64_P1(i) B64_P1((i) + 1) B64_P1((i) + 2) B64_P1((i) + 3)
 #define B64_P16(i) B64_P4(i) B64_P4((i) + 4) B64_P4((i) + 8) B64_P4((i) + 12)
 #define B64_P64(i) B64_P16(i) B64_P16((i) + 16) B64_P16((i) + 32) B64_P16((i) + 48)
 #define B64_P256(i) B64_P64(i) B64_P64((i) + 64) B64_P64((i) + 128) B64_P64((i) + 192)
 #define B64_P1024(i) B64_P256(i) B64_P256((i) + 256) B64_P256((i) + 512) B64_P256((i) + 768)
-static const char pairs[4096][2] = {
-    B64_P1024(0) B64_P1024(1024) B64_P1024(2048) B64_P1024(3072)
-};
+static const char pairs[4096][2] = {B64_P1024(0) B64_P1024(1024) B64_P1024(2048) B64_P1024(3072)};
 
 enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
 {

@@ -1,12 +1,12 @@
 /* buf.c: bounded growable buffer. */
 #include "wh/buf.h"
 
-#include <stdarg.h> /* va_list */
+#include <stdarg.h>  /* va_list */
 #include <stdbool.h> /* bool */
-#include <stdint.h> /* uint64_t */
-#include <stdio.h>  /* vsnprintf */
-#include <string.h> /* memcpy */
-#include "wh/mem.h" /* wh_free */
+#include <stdint.h>  /* uint64_t */
+#include <stdio.h>   /* vsnprintf */
+#include <string.h>  /* memcpy */
+#include "wh/mem.h"  /* wh_free */
 
 #include "wh/utf8.h" /* wh_utf8_char_len */
 

@@ -7,8 +7,8 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strlen */
 
-#include "wh/buf.h" /* wh_buf */
-#include "wh/mem.h" /* wh_mem_bulk */
+#include "wh/buf.h"  /* wh_buf */
+#include "wh/mem.h"  /* wh_mem_bulk */
 #include "wh/utf8.h" /* wh_utf8_char_len, wh_utf8_is_ascii */
 
 const cJSON *wh_json_get(const cJSON *obj, const char *key)
@@ -72,7 +72,8 @@ static enum wh_err set_member(cJSON *obj, const char *key, cJSON *item, bool lit
 {
     if (!item)
         return WH_ERR_NOMEM;
-    if (!(literal ? cJSON_AddItemToObjectCS(obj, key, item) : cJSON_AddItemToObject(obj, key, item))) {
+    if (!(literal ? cJSON_AddItemToObjectCS(obj, key, item)
+                  : cJSON_AddItemToObject(obj, key, item))) {
         cJSON_Delete(item);
         return WH_ERR_NOMEM;
     }

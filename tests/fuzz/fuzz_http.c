@@ -33,14 +33,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "fuzz_http: check failed: %s: ", #cond);                     \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            abort();                                                                      \
-        }                                                                                 \
+#define CHECK(cond, ...)                                             \
+    do {                                                             \
+        if (!(cond)) {                                               \
+            fprintf(stderr, "fuzz_http: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                            \
+            fputc('\n', stderr);                                     \
+            abort();                                                 \
+        }                                                            \
     } while (0)
 
 #define MAX_LINE 4096
@@ -106,8 +106,7 @@ static void trim(const char **v, size_t *len)
         (*len)--;
 }
 
-static void count_header(struct count *k, const char *name, size_t nlen, const char *v,
-                         size_t vlen)
+static void count_header(struct count *k, const char *name, size_t nlen, const char *v, size_t vlen)
 {
     trim(&v, &vlen);
     if (nlen == 14 && !strncasecmp(name, "content-length", 14)) {
@@ -149,16 +148,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool had_control;
     decode_path(target, tlen, path, &had_control);
     const char *target_problem = wh_http_target_problem(target, tlen);
-    CHECK(target_problem || !had_control, "target \"%.*s\" accepted with a control byte",
-          (int)tlen, target);
+    CHECK(target_problem || !had_control, "target \"%.*s\" accepted with a control byte", (int)tlen,
+          target);
 
     enum wh_mpath route = wh_http_route(path);
-    static const char *const names[WH_MPATH__COUNT] = {
-        [WH_MPATH_MUTATE] = "/mutate",   [WH_MPATH_VALIDATE] = "/validate",
-        [WH_MPATH_MUTATE_WORKLOAD] = "/mutate-workload",
-        [WH_MPATH_VALIDATE_WORKLOAD] = "/validate-workload",
-        [WH_MPATH_ROOT] = "/",           [WH_MPATH_HEALTHZ] = "/healthz",
-        [WH_MPATH_READYZ] = "/readyz",   [WH_MPATH_METRICS] = "/metrics"};
+    static const char *const names[WH_MPATH__COUNT] =
+        {[WH_MPATH_MUTATE] = "/mutate",
+         [WH_MPATH_VALIDATE] = "/validate",
+         [WH_MPATH_MUTATE_WORKLOAD] = "/mutate-workload",
+         [WH_MPATH_VALIDATE_WORKLOAD] = "/validate-workload",
+         [WH_MPATH_ROOT] = "/",
+         [WH_MPATH_HEALTHZ] = "/healthz",
+         [WH_MPATH_READYZ] = "/readyz",
+         [WH_MPATH_METRICS] = "/metrics"};
     CHECK(route == WH_MPATH_OTHER || (route < WH_MPATH__COUNT && !strcmp(names[route], path)),
           "path \"%s\" routed to %d", path, (int)route);
 
@@ -176,8 +178,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     const char *problem = wh_http_framing_problem(&f);
     bool ambiguous = k.distinct_lengths || (k.lengths && k.codings) || k.bad_coding;
-    CHECK(!ambiguous || problem, "ambiguous framing accepted (%u lengths, %u codings)",
-          k.lengths, k.codings);
+    CHECK(!ambiguous || problem, "ambiguous framing accepted (%u lengths, %u codings)", k.lengths,
+          k.codings);
     CHECK(ambiguous || k.bad_length || !problem, "plain framing refused: %s", problem);
     return 0;
 }

@@ -11,12 +11,12 @@
  *                                        its own process): reproducers of
  *                                        engine bugs not fixed yet; once one
  *                                        passes, move it to the corpus */
-#include <stdint.h> /* uint8_t */
-#include <stdio.h>  /* fopen */
-#include <stdlib.h> /* malloc */
-#include <string.h> /* strcmp */
+#include <stdint.h>   /* uint8_t */
+#include <stdio.h>    /* fopen */
+#include <stdlib.h>   /* malloc */
+#include <string.h>   /* strcmp */
 #include <sys/wait.h> /* waitpid */
-#include <unistd.h> /* fork */
+#include <unistd.h>   /* fork */
 
 #include "wh/reqmem.h" /* wh_reqmem_* */
 
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
         rc = replay(argv[i]);
     wh_reqmem_free(rm);
     if (!rc)
-        printf("fuzz_replay: %d input(s) replayed%s\n", argc - first, first == 2 ? " in arenas" : "");
+        printf("fuzz_replay: %d input(s) replayed%s\n", argc - first,
+               first == 2 ? " in arenas" : "");
     return rc;
 }
-

@@ -36,12 +36,12 @@
 #include <cjson/cJSON.h>
 
 #include "../state_fixture.h" /* WH_FIXTURE_PODS, WH_FIXTURE_NODES */
-#include "wh/b64.h"       /* wh_b64_decode */
-#include "wh/engine.h"    /* wh_engine_review */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/jsonpatch.h" /* wh_jsonpatch_apply */
-#include "wh/state.h"     /* wh_memstate */
-#include "wh/utf8.h"      /* wh_utf8_char_len */
+#include "wh/b64.h"           /* wh_b64_decode */
+#include "wh/engine.h"        /* wh_engine_review */
+#include "wh/json.h"          /* wh_json_* */
+#include "wh/jsonpatch.h"     /* wh_jsonpatch_apply */
+#include "wh/state.h"         /* wh_memstate */
+#include "wh/utf8.h"          /* wh_utf8_char_len */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,14 +53,14 @@ static const char pods_json[] = WH_FIXTURE_PODS;
 
 static const char nodes_json[] = WH_FIXTURE_NODES;
 
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "fuzz_review: check failed: %s: ", #cond);                   \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            abort();                                                                      \
-        }                                                                                 \
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            fprintf(stderr, "fuzz_review: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                              \
+            fputc('\n', stderr);                                       \
+            abort();                                                   \
+        }                                                              \
     } while (0)
 
 /* Built once; read-only afterwards. */
@@ -98,8 +98,9 @@ static void check_idempotent(cJSON *review, cJSON *obj, const char *first_patch)
     char errbuf[WH_ERRBUF_LEN];
     enum wh_err err = wh_engine_review(again, strlen(again), WH_ROUTE_ANY, &st, &res, errbuf);
     CHECK(!err, "second review of the mutated pod failed: %s", errbuf);
-    CHECK(res.n_ops == 0, "second review of the mutated pod patches again: %.600s\nfirst patch: %.600s",
-          res.body, first_patch);
+    CHECK(res.n_ops == 0,
+          "second review of the mutated pod patches again: %.600s\nfirst patch: %.600s", res.body,
+          first_patch);
     wh_engine_result_free(&res);
     cJSON_free(again);
 }
@@ -129,7 +130,8 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
     const char *patch_b64 = wh_json_str(resp, "patch");
     if (!res->allowed) {
         const cJSON *code = wh_json_path(resp, "status", "code", NULL);
-        CHECK(cJSON_IsNumber(code) && code->valueint == 400 && res->code == 400, "%.300s", res->body);
+        CHECK(cJSON_IsNumber(code) && code->valueint == 400 && res->code == 400, "%.300s",
+              res->body);
         CHECK(res->message && *wh_json_str0(wh_json_get(resp, "status"), "message"), "%.300s",
               res->body);
         CHECK(!patch_b64 && res->n_ops == 0, "a denial carries a patch: %.300s", res->body);
@@ -147,9 +149,9 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
         /* The same request, parsed independently, gives the object. */
         cJSON *in = cJSON_ParseWithLength((const char *)data, size);
         CHECK(in, "an accepted request does not parse");
-        cJSON *obj = cJSON_Duplicate(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(in, "request"), "object"),
-            1);
+        cJSON *obj = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+                                         cJSON_GetObjectItemCaseSensitive(in, "request"), "object"),
+                                     1);
         char errbuf[WH_ERRBUF_LEN];
         enum wh_err err = wh_jsonpatch_apply(&obj, patch, errbuf);
         CHECK(!err, "patch does not apply: %s\npatch: %.400s", errbuf, wh_buf_ptr(&b));
@@ -169,7 +171,8 @@ static void check_response(const uint8_t *data, size_t size, const struct wh_eng
 #define CANARY_HOST CANARY CANARY CANARY CANARY
 static const char canary_review[] =
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-    "\"uid\":\"" CANARY "\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","
+    "\"uid\":\"" CANARY
+    "\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","
     "\"object\":{\"metadata\":{\"generateName\":\"" CANARY "-\",\"labels\":{"
     "\"ray.io/cluster\":\"" CANARY "\",\"ray.io/group\":\"" CANARY "\","
     "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"

@@ -123,9 +123,10 @@ static inline int kh_server_start(struct kh_server *s, const char *const *extra)
     snprintf(ca, sizeof(ca), "%s/ca.crt", s->dir);
     snprintf(port, sizeof(port), "%d", s->port);
     unlink(port_file);
-    const char *argv[64] = {"/usr/bin/python3", kh_script(), "--port", port, "--port-file",
-                            port_file, "--cert", cert, "--key", key, "--client-ca", ca,
-                            "--token", KH_TOKEN, "--state", state};
+    const char *argv[64] =
+        {"/usr/bin/python3", kh_script(), "--port",  port, "--port-file", port_file,
+         "--cert",           cert,        "--key",   key,  "--client-ca", ca,
+         "--token",          KH_TOKEN,    "--state", state};
     size_t n = 16;
     for (size_t i = 0; extra && extra[i] && n < 62; i++)
         argv[n++] = extra[i];
@@ -229,8 +230,8 @@ static inline int kh_control(const struct kh_server *s, const char *what, const 
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
     if (rc != CURLE_OK || code != 200) {
-        fprintf(stderr, "harness: control %s failed: %s (HTTP %ld)\n", what,
-                curl_easy_strerror(rc), code);
+        fprintf(stderr, "harness: control %s failed: %s (HTTP %ld)\n", what, curl_easy_strerror(rc),
+                code);
         free(resp);
         return -1;
     }
@@ -316,21 +317,21 @@ static inline char *kh_created_pod(const char *review, const char *name, long re
     cJSON *rv = cJSON_Parse(review);
     cJSON *pod = cJSON_DetachItemViaPointer(
         cJSON_GetObjectItemCaseSensitive(rv, "request"),
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rv, "request"),
-                                         "object"));
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rv, "request"), "object"));
     cJSON_Delete(rv);
     if (!pod)
         return NULL;
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
     cJSON_AddStringToObject(meta, "name", name);
     cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-    const char *group = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "ray.io/group"));
+    const char *group = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(labels, "ray.io/group"));
     char v[256];
     snprintf(v, sizeof(v), "%s-%ld", group ? group : "", replica);
     cJSON_AddStringToObject(labels, "replicaIndex", v);
-    cJSON *c0 = cJSON_GetArrayItem(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
-                                         "containers"), 0);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                       cJSON_GetObjectItemCaseSensitive(pod, "spec"), "containers"),
+                                   0);
     cJSON *env = cJSON_GetObjectItemCaseSensitive(c0, "env");
     if (!env)
         env = cJSON_AddArrayToObject(c0, "env");

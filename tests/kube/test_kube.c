@@ -35,7 +35,8 @@ static char *read_tmpl(const char *name)
 static int setup(void **st)
 {
     (void)st;
-    wh_log_set_verbosity(getenv("WH_TEST_VERBOSE") ? 1 : -1); /* warnings are expected while the server is down */
+    wh_log_set_verbosity(
+        getenv("WH_TEST_VERBOSE") ? 1 : -1); /* warnings are expected while the server is down */
     tmpl16 = read_tmpl("legacy-v6e-16.json");
     tmpl1024 = read_tmpl("legacy-v5p-1024.json");
     tmpl_native = read_tmpl("native-v6e-16.json");
@@ -121,7 +122,8 @@ static void test_kubeconfig_variants(void **st)
     char yaml[16384], extra[16384];
     /* Token + CA file relative to the kubeconfig. */
     assert_int_equal(probe_file("kc1", "    token: " KH_TOKEN "\n",
-                                "    certificate-authority: ca.crt\n"), 200);
+                                "    certificate-authority: ca.crt\n"),
+                     200);
     /* CA data + tokenFile. */
     assert_int_equal(kh_write(srv.dir, "tokfile", KH_TOKEN "\n"), 0);
     char *ca = b64_file("ca.crt");
@@ -133,17 +135,22 @@ static void test_kubeconfig_variants(void **st)
              key);
     assert_int_equal(probe_file("kc3", yaml, extra), 200);
     /* ... and as files. */
-    assert_int_equal(probe_file("kc4", "    client-certificate: client.crt\n"
-                                       "    client-key: client.key\n",
-                                "    certificate-authority: ca.crt\n"), 200);
+    assert_int_equal(probe_file("kc4",
+                                "    client-certificate: client.crt\n"
+                                "    client-key: client.key\n",
+                                "    certificate-authority: ca.crt\n"),
+                     200);
     /* insecure-skip-tls-verify without a CA. */
     assert_int_equal(probe_file("kc5", "    token: " KH_TOKEN "\n",
-                                "    insecure-skip-tls-verify: true\n"), 200);
+                                "    insecure-skip-tls-verify: true\n"),
+                     200);
     /* ... quoted, or as YAML 1.1 spells true (kubectl's loader reads it so too). */
     assert_int_equal(probe_file("kc5q", "    token: " KH_TOKEN "\n",
-                                "    insecure-skip-tls-verify: \"true\"\n"), 200);
+                                "    insecure-skip-tls-verify: \"true\"\n"),
+                     200);
     assert_int_equal(probe_file("kc5y", "    token: " KH_TOKEN "\n",
-                                "    insecure-skip-tls-verify: yes\n"), 200);
+                                "    insecure-skip-tls-verify: yes\n"),
+                     200);
     /* No CA and verification on: the self-signed server is refused. */
     assert_int_equal(probe_file("kc6", "    token: " KH_TOKEN "\n", ""), -(long)WH_ERR_TLS);
     /* A wrong token gets the server's 401. */
@@ -177,37 +184,48 @@ static void test_kubeconfig_errors(void **st)
     expect_load_error("e2", t, "clusters");
     snprintf(t, sizeof(t),
              "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
-             "certificate-authority-data: '@@notbase64'}\nusers: []\n", head);
+             "certificate-authority-data: '@@notbase64'}\nusers: []\n",
+             head);
     expect_load_error("e3", t, "clusters[name=fake].cluster.certificate-authority-data");
     snprintf(t, sizeof(t),
              "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
-             "users:\n- name: u\n  user: {client-certificate: ca.crt}\n", head);
+             "users:\n- name: u\n  user: {client-certificate: ca.crt}\n",
+             head);
     expect_load_error("e4", t, "users[name=u].user");
     snprintf(t, sizeof(t),
              "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
-             "users:\n- name: u\n  user: {exec: {command: gcloud}}\n", head);
+             "users:\n- name: u\n  user: {exec: {command: gcloud}}\n",
+             head);
     expect_load_error("e5", t, "users[name=u].user.exec");
     snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: 'ftp://x'}\n", head);
     expect_load_error("e6", t, "clusters[name=fake].cluster.server");
     snprintf(t, sizeof(t),
              "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
-             "certificate-authority: /nonexistent/ca.pem}\n", head);
+             "certificate-authority: /nonexistent/ca.pem}\n",
+             head);
     expect_load_error("e7", t, "certificate-authority");
     expect_load_error("e8", "current-context: [unclosed\n", "line");
-    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
-                           "users:\n- name: u\n  user: {tokenFile: missing-token}\n", head);
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+             "users:\n- name: u\n  user: {tokenFile: missing-token}\n",
+             head);
     expect_load_error("e9", t, "tokenFile");
     /* Read through wh_yaml_load: values resolve as kubectl resolves them. */
-    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
-                           "users:\n- name: u\n  user: {token: 12345}\n", head);
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x}\n"
+             "users:\n- name: u\n  user: {token: 12345}\n",
+             head);
     expect_load_error("e10", t, "users[name=u].user.token: must be a string, not the number 12345");
-    snprintf(t, sizeof(t), "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
-                           "insecure-skip-tls-verify: maybe}\n", head);
+    snprintf(t, sizeof(t),
+             "%sclusters:\n- name: fake\n  cluster: {server: https://x, "
+             "insecure-skip-tls-verify: maybe}\n",
+             head);
     expect_load_error("e11", t,
                       "clusters[name=fake].cluster.insecure-skip-tls-verify: \"maybe\" is not "
                       "true or false");
     expect_load_error("e12", "current-context: a\ncurrent-context: b\n", "line 2");
-    expect_load_error("e13", "current-context: [a]\n", "current-context: must be a string, not a list");
+    expect_load_error("e13", "current-context: [a]\n",
+                      "current-context: must be a string, not a list");
 
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_kube_config cfg;
@@ -239,8 +257,10 @@ static void test_in_cluster(void **st)
 
 /* ---- caches ---------------------------------------------------------------- */
 
-static const struct wh_cache_opts fast = {
-    .trust_ms = 1500, .watch_timeout_s = 5, .max_backoff_ms = 400, .page_size = 7};
+static const struct wh_cache_opts fast = {.trust_ms = 1500,
+                                          .watch_timeout_s = 5,
+                                          .max_backoff_ms = 400,
+                                          .page_size = 7};
 
 static struct wh_cache *start_cache(const char *kubeconfig, const struct wh_cache_hooks *hooks)
 {
@@ -377,7 +397,8 @@ static void test_cache_restart_and_gone(void **st)
                                 "[{\"metadata\":{\"name\":\"head\",\"namespace\":\"ns\",\"labels\":"
                                 "{\"ray.io/cluster\":\"restart\",\"ray.io/group\":\"tpu\","
                                 "\"ray.io/node-type\":\"head\"}},\"spec\":{\"containers\":[]}}]",
-                                NULL), 0);
+                                NULL),
+                     0);
     struct wh_cache *c = start_cache("kc-cache", &hooks);
     atomic_store(&hl.c, c);
     assert_true(wait_synced(c, 30000));
@@ -415,8 +436,7 @@ static void test_cache_restart_and_gone(void **st)
         snprintf(q, sizeof(q), "q%d", round);
         put_pods_silent("restart", q, 0, 8, false);
         put_pods_silent("restart", "p", 10 + round * 5, 15 + round * 5, true);
-        assert_int_equal(kh_control(&srv, "expire", round ? "{\"in_stream\":true}" : NULL, NULL),
-                         0);
+        assert_int_equal(kh_control(&srv, "expire", round ? "{\"in_stream\":true}" : NULL, NULL), 0);
         assert_true(wait_group(c, "ns", "restart", "tpu", 33 + round * 3, 30000));
         wh_cache_stats(c, &cs);
         assert_true(cs.relists > relists);
@@ -654,8 +674,12 @@ static void race_round(struct wh_admit *ad, const char *cluster, bool create, in
     struct racer rs[RACERS];
     pthread_t th[RACERS];
     for (int i = 0; i < RACERS; i++) {
-        rs[i] = (struct racer){.ad = ad, .start = &start, .body = body, .cluster = cluster,
-                               .idx = i + first_replica * HOSTS, .create = create};
+        rs[i] = (struct racer){.ad = ad,
+                               .start = &start,
+                               .body = body,
+                               .cluster = cluster,
+                               .idx = i + first_replica * HOSTS,
+                               .create = create};
         assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
     }
     for (int i = 0; i < RACERS; i++)
@@ -802,7 +826,9 @@ static void test_reservation_lifecycle(void **st)
     path_in(p, sizeof(p), "kc-admit");
     /* The ledger alone: worker-id claims (tested by test_replicas.py) would
      * hold ids for their own lifetime. */
-    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast,
+    struct wh_admit_opts o = {.kubeconfig_path = p,
+                              .reservation_ttl_ms = 600,
+                              .cache = &fast,
                               .claims_off = true};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     assert_non_null(ad);
@@ -810,7 +836,7 @@ static void test_reservation_lifecycle(void **st)
     long r;
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 1); /* seen at once */
-    assert_true(wait_reservations(ad, 0, 30000)); /* never created: released */
+    assert_true(wait_reservations(ad, 0, 30000));           /* never created: released */
     assert_int_equal(admit_host(ad, tmpl16, "ttl", &r), 0);
     /* This time the pod is created: confirmed, and the id stays taken. */
     char *body = kh_review(tmpl16, "ttl", "tpu");
@@ -838,7 +864,9 @@ static void test_silent_watch_keeps_reservations(void **st)
     path_in(p, sizeof(p), "kc-admit");
     /* The ledger alone: worker-id claims (tested by test_replicas.py) would
      * hold ids for their own lifetime. */
-    struct wh_admit_opts o = {.kubeconfig_path = p, .reservation_ttl_ms = 600, .cache = &fast,
+    struct wh_admit_opts o = {.kubeconfig_path = p,
+                              .reservation_ttl_ms = 600,
+                              .cache = &fast,
                               .claims_off = true};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     assert_non_null(ad);
@@ -849,7 +877,7 @@ static void test_silent_watch_keeps_reservations(void **st)
     char *body = kh_review(tmpl16, "silent", "tpu");
     char *pod = kh_created_pod(body, "silent-w-0", 0, 0, 1);
     assert_int_equal(kh_control(&srv, "pods", pod, NULL), 0); /* its event is held back */
-    kh_sleep_ms(2000); /* > 3 TTLs of silence */
+    kh_sleep_ms(2000);                                        /* > 3 TTLs of silence */
     long host = admit_host(ad, tmpl16, "silent", &r);
     assert_int_equal(kh_control(&srv, "stall", "{\"on\":false}", NULL), 0);
     assert_int_equal(host, 1);
@@ -1017,8 +1045,8 @@ static void test_claim_lifetime_from_creating_attempt(void **st)
     assert_int_equal(wh_kube_get(reader, path, &body, &status, NULL, errbuf), WH_OK);
     assert_int_equal(status, 200);
     cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&body), wh_buf_len(&body));
-    const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(j, "spec"), "renewTime"));
+    const char *renew = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "spec"), "renewTime"));
     assert_non_null(renew);
     struct tm tm = {0};
     int us = 0;
@@ -1057,8 +1085,7 @@ static long lease_status(struct wh_kube *k, const char *ns, const char *cluster,
 {
     char name[WH_CLAIMS_NAME_LEN], path[700], errbuf[WH_ERRBUF_LEN];
     wh_claims_name("default", cluster, "tpu", 0, worker_id, name);
-    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns,
-             name);
+    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
     struct wh_buf body;
     wh_buf_init(&body, 1 << 20);
     long status = 0;
@@ -1102,7 +1129,8 @@ static void test_claim_after_pod_appeared(void **st)
     char p[512], errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(kh_kubeconfig(&srv, "kc-super", NULL), 0);
     path_in(p, sizeof(p), "kc-super");
-    struct wh_admit_opts o = {.kubeconfig_path = p, .cache = &fast,
+    struct wh_admit_opts o = {.kubeconfig_path = p,
+                              .cache = &fast,
                               .claims_namespace = "claims-super"};
     struct wh_admit *ad = wh_admit_new(&o, errbuf);
     if (!ad)
@@ -1119,8 +1147,7 @@ static void test_claim_after_pod_appeared(void **st)
     long held = kh_stat(&srv, "held");
     assert_true(held >= 0);
 
-    assert_int_equal(kh_control(&srv, "hold", "{\"method\":\"POST\",\"only\":\"leases\"}", NULL),
-                     0);
+    assert_int_equal(kh_control(&srv, "hold", "{\"method\":\"POST\",\"only\":\"leases\"}", NULL), 0);
     struct admit_arg a = {.ad = ad, .body = kh_review(tmpl16, "superseded", "tpu")};
     assert_non_null(a.body);
     pthread_t t;

@@ -63,8 +63,8 @@ static const char subslice_pod[] =
     "{\"groupName\":\"" name "\",\"numOfHosts\":" hosts ",\"rayStartParams\":{"             \
     "\"resources\":\"{\\\"TPU\\\": 8}\"},\"template\":{\"metadata\":{\"annotations\":{" ann \
     "}},\"spec\":{\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{"              \
-    "\"google.com/tpu\":\"" chips "\"}},\"env\":[" extra_env "]}],"                          \
-    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"" accel "\","            \
+    "\"google.com/tpu\":\"" chips "\"}},\"env\":[" extra_env "]}],"                         \
+    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"" accel "\","             \
     "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"}}}}"
 
 /* Admitted with warnings: subslice found through nodes, megascale on a single
@@ -74,26 +74,26 @@ static const char cluster_ok[] =
     "\"uid\":\"u-rc\",\"kind\":{\"kind\":\"RayCluster\"},\"operation\":\"CREATE\","
     "\"object\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\"},\"spec\":{"
     "\"headGroupSpec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"h\"}]}}},"
-    "\"workerGroupSpecs\":["
-    GROUP("sub", "2", "tpu7x", "4x4x4", "4", "", "\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x2\"") ","
-    GROUP("mega", "1", "tpu-v6e-slice", "2x4", "8",
-          "{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}", "") ","
-    GROUP("cube", "2", "tpu-v6e-slice", "2x2x2", "4", "", "") ","
-    GROUP("x7", "1", "tpu7x", "2x2x1", "4", "", "") ","
-    "{\"groupName\":\"cpu\",\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}"
-    "]}}}}";
+    "\"workerGroupSpecs\":[" GROUP("sub", "2", "tpu7x", "4x4x4", "4", "", "\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x2\"") "," GROUP(
+        "mega", "1", "tpu-v6e-slice", "2x4", "8",
+        "{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}",
+        "") "," GROUP("cube", "2", "tpu-v6e-slice", "2x2x2", "4", "",
+                      "") "," GROUP("x7", "1", "tpu7x", "2x2x1", "4", "",
+                                    "") ","
+                                        "{\"groupName\":\"cpu\",\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}"
+                                        "]}}}}";
 
 /* Denied: every failing group is reported. */
 static const char cluster_bad[] =
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
     "\"uid\":\"u-rc2\",\"kind\":{\"kind\":\"RayCluster\"},\"operation\":\"UPDATE\","
     "\"object\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\"},\"spec\":{"
-    "\"workerGroupSpecs\":["
-    GROUP("wrong", "3", "tpu-v6e-slice", "4x4", "4", "", "") ","
-    GROUP("nodiv", "2", "tpu-v6e-slice", "4x4", "3", "", "") ","
-    GROUP("big", "2", "tpu7x", "2x2x2", "4", "", "\"cloud.google.com/gke-tpu-slice-topology\":\"4x4x4\"") ","
-    "{\"groupName\":\"empty\",\"numOfHosts\":1,\"template\":{\"spec\":{\"containers\":[]}}}"
-    "]}}}}";
+    "\"workerGroupSpecs\":[" GROUP("wrong", "3", "tpu-v6e-slice", "4x4", "4", "", "") "," GROUP(
+        "nodiv", "2", "tpu-v6e-slice", "4x4", "3", "",
+        "") "," GROUP("big", "2", "tpu7x", "2x2x2", "4", "",
+                      "\"cloud.google.com/gke-tpu-slice-topology\":\"4x4x4\"") ","
+                                                                               "{\"groupName\":\"empty\",\"numOfHosts\":1,\"template\":{\"spec\":{\"containers\":[]}}}"
+                                                                               "]}}}}";
 
 /* A pod that is denied (missing group label). */
 static const char pod_denied[] =
@@ -152,10 +152,8 @@ static char *readable(const char *body)
     return copy;
 }
 
-
 /* Report the first n that went wrong instead of stopping at cmocka's line. */
-static void sweep(const char *body, size_t len, const struct wh_state *st,
-                           bool expect_allowed)
+static void sweep(const char *body, size_t len, const struct wh_state *st, bool expect_allowed)
 {
     long live0 = wh_allocwrap_stats().live;
     wh_allocwrap_fail_at(0, 0);
@@ -357,7 +355,8 @@ static void test_jsonpatch_apply(void **unused)
                                      "\"spec\":{\"containers\":[{\"name\":\"w\",\"env\":"
                                      "[{\"name\":\"X\",\"value\":\"x\"}]}]}}");
         } else if (strcmp(got, want)) {
-            fail_msg("n=%lu: allocation failure changed the result:\n%s\ninstead of\n%s", n, got, want);
+            fail_msg("n=%lu: allocation failure changed the result:\n%s\ninstead of\n%s", n, got,
+                     want);
         }
         cJSON_free(got);
         cJSON_Delete(doc);
@@ -377,7 +376,7 @@ int main(void)
         cmocka_unit_test(test_native_multihost_pod), cmocka_unit_test(test_legacy_multihost_pod),
         cmocka_unit_test(test_subslice_pod),         cmocka_unit_test(test_denied_pod),
         cmocka_unit_test(test_raycluster_warnings),  cmocka_unit_test(test_raycluster_denied),
-        cmocka_unit_test(test_memstate_load),     cmocka_unit_test(test_jsonpatch_apply),
+        cmocka_unit_test(test_memstate_load),        cmocka_unit_test(test_jsonpatch_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,8 +21,8 @@
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* abort, free */
 
-#include "wh/buf.h"   /* wh_buf */
-#include "wh/check.h" /* wh_check_text, wh_check_table */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/check.h"     /* wh_check_text, wh_check_table */
 #include "wh/yaml.h"      /* wh_yaml_load */
 #include "wh/yaml_emit.h" /* wh_yaml_emit */
 

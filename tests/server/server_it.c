@@ -39,17 +39,17 @@ static char log_file[300];
 static pid_t server_pid = -1;
 static int server_port;
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            dump_log();                                                                    \
-            if (server_pid > 0)                                                            \
-                kill(server_pid, SIGKILL);                                                 \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+            dump_log();                                                     \
+            if (server_pid > 0)                                             \
+                kill(server_pid, SIGKILL);                                  \
+            exit(1);                                                        \
+        }                                                                   \
     } while (0)
 
 static void dump_log(void)
@@ -169,8 +169,8 @@ static void start_server_argv(char **extra, char **env)
     char a_cert[400], a_key[400];
     snprintf(a_cert, sizeof(a_cert), "--tls-cert-file=%s/tls.crt", certs_dir);
     snprintf(a_key, sizeof(a_key), "--tls-private-key-file=%s/tls.key", certs_dir);
-    char *argv[40] = {(char *)bin, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--standalone",
-                      "--threads=4"};
+    char *argv[40] = {(char *)bin, "serve",        "--bind-address=127.0.0.1:0",
+                      "--v=1",     "--standalone", "--threads=4"};
     int n = 6;
     bool own_tls = false;
     for (int i = 0; extra && extra[i]; i++)
@@ -311,8 +311,7 @@ static void request(CURL *c, const char *method, const char *path, const char *b
     snprintf(r->ctype, sizeof(r->ctype), "%s", ct ? ct : "");
 }
 
-static void call(const char *method, const char *path, const char *body, size_t len,
-                 struct resp *r)
+static void call(const char *method, const char *path, const char *body, size_t len, struct resp *r)
 {
     CURL *c = easy();
     request(c, method, path, body, len, NULL, r);
@@ -338,8 +337,8 @@ static void expect(const char *method, const char *path, const char *body, long 
           status, r.body);
     CHECK(!ctype_prefix || !strncmp(r.ctype, ctype_prefix, strlen(ctype_prefix)),
           "%s %s: Content-Type \"%s\", want %s", method, path, r.ctype, ctype_prefix);
-    CHECK(!body_has || strstr(r.body, body_has), "%s %s: body lacks %s: %s", method, path,
-          body_has, r.body);
+    CHECK(!body_has || strstr(r.body, body_has), "%s %s: body lacks %s: %s", method, path, body_has,
+          r.body);
 }
 
 /* ---- OpenSSL client ------------------------------------------------------ */
@@ -349,8 +348,7 @@ static int tcp_connect(void)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)), "connect: %s",
-          strerror(errno));
+    CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)), "connect: %s", strerror(errno));
     struct timeval tv = {10, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -482,7 +480,8 @@ static void case_routes(void)
     /* Not AdmissionReviews, or the wrong kind for the route: 400 Status JSON. */
     expect("POST", "/mutate", "this is not json", 400, "application/json", "\"code\":400");
     expect("POST", "/mutate", "", 400, "application/json", "\"reason\":\"BadRequest\"");
-    expect("POST", "/mutate", "{\"kind\":\"AdmissionReview\"}", 400, "application/json", "\"code\":400");
+    expect("POST", "/mutate", "{\"kind\":\"AdmissionReview\"}", 400, "application/json",
+           "\"code\":400");
     expect("POST", "/mutate", rc, 400, "application/json", "\"code\":400");
     expect("POST", "/validate", pod, 400, "application/json", "\"code\":400");
     expect("POST", "/validate", "[1,2,3]", 400, "application/json", "\"code\":400");
@@ -513,7 +512,8 @@ static void case_routes(void)
     CHECK(connects == 1, "30 keep-alive requests opened %ld connections", connects);
     /* Metrics reflect what happened, including the certificate's expiry. */
     call("GET", "/metrics", NULL, 0, &r);
-    CHECK(r.status == 200 && !strncmp(r.ctype, "text/plain", 10), "metrics %ld %s", r.status, r.ctype);
+    CHECK(r.status == 200 && !strncmp(r.ctype, "text/plain", 10), "metrics %ld %s", r.status,
+          r.ctype);
     CHECK(strstr(r.body, "tpu_webhook_http_requests_total{path=\"/mutate\",code=\"200\"} 32\n"),
           "mutate 200 count: %s", r.body);
     CHECK(strstr(r.body, "tpu_webhook_http_requests_total{path=\"/mutate\",code=\"400\"} 4\n"),
@@ -538,7 +538,9 @@ static void case_routes(void)
              (long long)timegm(&tm));
     CHECK(strstr(r.body, want), "metrics lack \"%s\"", want);
     /* One structured line per admission at --v=1. */
-    CHECK(file_has(log_file, "\"event\":\"admission\",\"path\":\"/mutate\",\"uid\":\"7f0c9a2e-0001-4a6b-9f1e-2b8d3c4e5f60\",\"kind\":\"Pod\",\"namespace\":\"default\""),
+    CHECK(file_has(
+              log_file,
+              "\"event\":\"admission\",\"path\":\"/mutate\",\"uid\":\"7f0c9a2e-0001-4a6b-9f1e-2b8d3c4e5f60\",\"kind\":\"Pod\",\"namespace\":\"default\""),
           "admission log line");
     CHECK(file_has(log_file, "\"latency_us\":"), "latency in log");
     double took;
@@ -612,7 +614,8 @@ static void case_body_limit(void)
     curl_off_t up = 0;
     curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &up);
     curl_easy_cleanup(c);
-    CHECK(r.rc == CURLE_OK && r.status == 413, "4 MiB body: %s %ld", curl_easy_strerror(r.rc), r.status);
+    CHECK(r.rc == CURLE_OK && r.status == 413, "4 MiB body: %s %ld", curl_easy_strerror(r.rc),
+          r.status);
     CHECK(strstr(r.body, "\"code\":413") && strstr(r.body, "3145728"), "413 body: %s", r.body);
     CHECK(up < (curl_off_t)big, "the server read all %lld bytes", (long long)up);
     /* Without Expect the client pushes the body anyway: still 413. */
@@ -650,7 +653,8 @@ static void case_body_limit(void)
     c = easy();
     request(c, "POST", "/mutate", body, 3 * 1024 * 1024, NULL, &r);
     curl_easy_cleanup(c);
-    CHECK(r.rc == CURLE_OK && r.status == 400, "3 MiB junk: %s %ld", curl_easy_strerror(r.rc), r.status);
+    CHECK(r.rc == CURLE_OK && r.status == 400, "3 MiB junk: %s %ld", curl_easy_strerror(r.rc),
+          r.status);
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
     free(body);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
@@ -668,9 +672,10 @@ static void *slow_client(void *arg)
 {
     struct slow_result *res = arg;
     double t0 = now_s();
-    const char *req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: drip-drip-drip-"
-                      "drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip\r\n"
-                      "X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    const char *req =
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: drip-drip-drip-"
+        "drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip-drip\r\n"
+        "X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
     res->total = (int)strlen(req);
     struct tls_conn t;
     if (!tls_open(&t, TLS1_2_VERSION, TLS1_3_VERSION, NULL)) {
@@ -723,7 +728,8 @@ static void case_slow_client(void)
     while (now_s() - t0 < 3.5) {
         struct resp r;
         call("POST", "/mutate", pod, plen, &r);
-        CHECK(r.rc == CURLE_OK && r.status == 200, "other client: %s %ld", curl_easy_strerror(r.rc), r.status);
+        CHECK(r.rc == CURLE_OK && r.status == 200, "other client: %s %ld", curl_easy_strerror(r.rc),
+              r.status);
         served++;
         sleep_ms(50);
     }
@@ -732,8 +738,8 @@ static void case_slow_client(void)
     CHECK(served >= 5, "only %d requests served next to the slow client", served);
     CHECK(slow.sent < slow.total, "slow client sent all %d header bytes (took %.1f s)", slow.total,
           slow.cut_after);
-    CHECK(slow.cut_after >= 1.5 && slow.cut_after < 9.0, "slow client cut after %.2f s (header timeout 2 s)",
-          slow.cut_after);
+    CHECK(slow.cut_after >= 1.5 && slow.cut_after < 9.0,
+          "slow client cut after %.2f s (header timeout 2 s)", slow.cut_after);
     CHECK(silent.cut_after >= 1.5 && silent.cut_after < 9.0, "silent client cut after %.2f s",
           silent.cut_after);
     struct resp r;
@@ -854,7 +860,8 @@ static void case_cert_reload(void)
     struct resp r;
     call("GET", "/metrics", NULL, 0, &r);
     CHECK(strstr(r.body, "tpu_webhook_tls_reloads_total{result=\"ok\"} 1\n"), "reload ok metric");
-    CHECK(!strstr(r.body, "tpu_webhook_tls_reloads_total{result=\"rejected\"} 0\n"), "reload rejected metric");
+    CHECK(!strstr(r.body, "tpu_webhook_tls_reloads_total{result=\"rejected\"} 0\n"),
+          "reload rejected metric");
     free(old_crt_pem);
     free((char *)l.body);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
@@ -891,8 +898,8 @@ static void case_sigterm(void)
     int ok = 0;
     for (int i = 0; i < N; i++)
         ok += l[i].ok;
-    CHECK(aborted == 0 && accepted == answered,
-          "accepted %lld, answered %lld, aborted %lld", accepted, answered, aborted);
+    CHECK(aborted == 0 && accepted == answered, "accepted %lld, answered %lld, aborted %lld",
+          accepted, answered, aborted);
     CHECK(ok == answered, "clients got %d answers, the server sent %lld", ok, answered);
     CHECK(ok >= 20, "only %d requests before SIGTERM", ok);
     if (!strcmp(kind, "double"))
@@ -902,8 +909,8 @@ static void case_sigterm(void)
 
 /* POST body to path on an open connection; the answer's header block into
  * head (NUL-terminated); false when no whole answer came back. */
-static bool post_on(struct tls_conn *t, const char *path, const char *body, size_t len,
-                    char *head, size_t head_len)
+static bool post_on(struct tls_conn *t, const char *path, const char *body, size_t len, char *head,
+                    size_t head_len)
 {
     char req[256];
     int n = snprintf(req, sizeof(req),
@@ -982,7 +989,8 @@ static void case_shutdown_delay(void)
     CHECK(took >= 2.5 && took < 6.5, "exited %.2f s after SIGTERM (delay 2.5 s, timeout 3 s)", took);
     CHECK(l.ok > ok_during_delay, "the kept-alive client was not served during the delay");
     CHECK(log_field("shutdown", "aborted") == 0, "requests aborted");
-    CHECK(log_field("shutdown", "accepted") == log_field("shutdown", "answered"), "unanswered requests");
+    CHECK(log_field("shutdown", "accepted") == log_field("shutdown", "answered"),
+          "unanswered requests");
     free(pod);
     free((char *)l.body);
 }
@@ -1111,8 +1119,8 @@ static void case_request_memory(void)
     size_t plen;
     char *pod = sample("review-pod.json", &plen);
     call("POST", "/mutate", pod, plen, &r);
-    CHECK(r.status == 200 && strstr(r.body, "\"allowed\":true"), "then a pod: %ld %.200s",
-          r.status, r.body);
+    CHECK(r.status == 200 && strstr(r.body, "\"allowed\":true"), "then a pod: %ld %.200s", r.status,
+          r.body);
     free(pod);
     free(body);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
@@ -1197,10 +1205,11 @@ static void case_hostile(void)
     call("POST", "/mutate", nest, depth, &rr);
     CHECK(rr.status == 400, "nested JSON: %ld", rr.status);
     free(nest);
-    const char *bodies[] = {"{\"request\":{\"uid\":\"\xff\xfe\",\"kind\":{\"kind\":\"Pod\"}}}",
-                            "{\"apiVersion\":null,\"kind\":null,\"request\":null}",
-                            "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":[]}}",
-                            "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":{\"spec\":{\"containers\":7}}}}"};
+    const char *bodies[] =
+        {"{\"request\":{\"uid\":\"\xff\xfe\",\"kind\":{\"kind\":\"Pod\"}}}",
+         "{\"apiVersion\":null,\"kind\":null,\"request\":null}",
+         "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":[]}}",
+         "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"object\":{\"spec\":{\"containers\":7}}}}"};
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
         call("POST", "/mutate", bodies[i], strlen(bodies[i]), &rr);
         CHECK(rr.rc == CURLE_OK && (rr.status == 400 || rr.status == 200), "body %zu: %s %ld", i,
@@ -1334,7 +1343,8 @@ static void case_flags(void)
     expect_exit((char *[]){"-h", NULL}, 0, "--tls-cert-file");
     expect_exit((char *[]){a_crt, "--server-key=abcd", NULL}, 1,
                 "Configuration error: both TLS base64 and path flags defined at the same time.");
-    expect_exit((char *[]){"--no-such-flag", NULL}, 2, "flag provided but not defined: -no-such-flag");
+    expect_exit((char *[]){"--no-such-flag", NULL}, 2,
+                "flag provided but not defined: -no-such-flag");
     expect_exit((char *[]){"--v", NULL}, 2, "flag needs an argument: -v");
     expect_exit((char *[]){"--v=x", NULL}, 2, "invalid value \"x\" for flag -v");
     expect_exit((char *[]){"--max-body-bytes=12", NULL}, 2, "from 1024 to");
@@ -1344,8 +1354,9 @@ static void case_flags(void)
                 "invalid value 5000ms for flag -claim-lifetime: the minimum is 6s, twice the 3s");
     expect_exit((char *[]){"--bind-address=127.0.0.1:0", "--v=0", NULL}, 1,
                 "failed to read server cert file /etc/kuberay-tpu-webhook/tls/tls.crt");
-    expect_exit((char *[]){"--bind-address=127.0.0.1:0", "--server-cert=%%%", "--server-key=QUJD", NULL}, 1,
-                "failed to decode server cert");
+    expect_exit((char *[]){"--bind-address=127.0.0.1:0", "--server-cert=%%%", "--server-key=QUJD",
+                           NULL},
+                1, "failed to decode server cert");
     /* Key of another pair: refused at start-up, naming the problem. */
     char other[400], other_key[450];
     snprintf(other, sizeof(other), "%s/other", work);
@@ -1354,7 +1365,8 @@ static void case_flags(void)
     expect_exit((char *[]){"--bind-address=127.0.0.1:0", a_crt, other_key, NULL}, 1,
                 "does not match the certificate");
     expect_exit((char *[]){"--bind-address=nowhere", a_crt, a_key, NULL}, 2, "--bind-address");
-    expect_exit((char *[]){"--bind-address=example.com:8443", a_crt, a_key, NULL}, 2, "not resolved");
+    expect_exit((char *[]){"--bind-address=example.com:8443", a_crt, a_key, NULL}, 2,
+                "not resolved");
     expect_exit((char *[]){"--bind-address=127.0.0.1:99999", a_crt, a_key, NULL}, 2, "port must be");
     /* Single-dash Go forms, separate values and the base64 pair. */
     char *cb = b64_file(crt), *kb = b64_file(key);
@@ -1389,7 +1401,8 @@ static void case_flags(void)
     char *exp_args[] = {exp_crt, exp_key, NULL};
     start_server(exp_args);
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
-    CHECK(file_has(log_file, "\"event\":\"tls_cert_expiring\"") && file_has(log_file, "\"days_left\":"),
+    CHECK(file_has(log_file, "\"event\":\"tls_cert_expiring\"") &&
+              file_has(log_file, "\"days_left\":"),
           "no expiry warning for a 10-day certificate");
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
     /* certs: help, and a bad SAN. */
@@ -1423,13 +1436,19 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } cases[] = {{"routes", case_routes},         {"tls_versions", case_tls_versions},
-                 {"body_limit", case_body_limit}, {"slow_client", case_slow_client},
-                 {"cert_reload", case_cert_reload}, {"sigterm", case_sigterm},
-                 {"flags", case_flags},             {"hostile", case_hostile},
-                 {"shutdown_delay", case_shutdown_delay}, {"body_memory", case_body_memory},
+    } cases[] = {{"routes", case_routes},
+                 {"tls_versions", case_tls_versions},
+                 {"body_limit", case_body_limit},
+                 {"slow_client", case_slow_client},
+                 {"cert_reload", case_cert_reload},
+                 {"sigterm", case_sigterm},
+                 {"flags", case_flags},
+                 {"hostile", case_hostile},
+                 {"shutdown_delay", case_shutdown_delay},
+                 {"body_memory", case_body_memory},
                  {"body_memory_late", case_body_memory_late},
-                 {"request_memory", case_request_memory}, {"cert_fifo", case_cert_fifo},
+                 {"request_memory", case_request_memory},
+                 {"cert_fifo", case_cert_fifo},
                  {"shutdown_count", case_shutdown_count}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))

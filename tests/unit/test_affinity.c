@@ -41,22 +41,23 @@ static void test_topology_key(void **unused)
         key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ "\":["
                "{\"topologyKey\":\"kubernetes.io/hostname\"},{\"topologyKey\":\"" BLOCK "\"},"
                "{\"topologyKey\":\"" SUBBLOCK "\"}]}}},"
-               "\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"" HOST "\"}}}",
+               "\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"" HOST
+               "\"}}}",
                k),
         BLOCK);
     /* (b) the Kueue annotation when no user term qualifies */
     assert_string_equal(
         key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ "\":["
                "{\"topologyKey\":\"kubernetes.io/hostname\"}]}}},"
-               "\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"" SUBBLOCK "\"}}}",
+               "\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"" SUBBLOCK
+               "\"}}}",
                k),
         SUBBLOCK);
     /* the annotation only counts with a cloud.google.com/ key */
-    assert_string_equal(
-        key_of("{\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":"
-               "\"kubernetes.io/hostname\"}}}",
-               k),
-        POOL);
+    assert_string_equal(key_of("{\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":"
+                               "\"kubernetes.io/hostname\"}}}",
+                               k),
+                        POOL);
     /* preferred terms and anti-affinity terms do not count */
     assert_string_equal(
         key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":["
@@ -65,8 +66,12 @@ static void test_topology_key(void **unused)
                k),
         POOL);
     /* odd shapes are ignored */
-    assert_string_equal(key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ "\":{}}}}}", k), POOL);
-    assert_string_equal(key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ "\":[5,{\"topologyKey\":7}]}}}}", k), POOL);
+    assert_string_equal(key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ "\":{}}}}}", k),
+                        POOL);
+    assert_string_equal(key_of("{\"spec\":{\"affinity\":{\"podAffinity\":{\"" REQ
+                               "\":[5,{\"topologyKey\":7}]}}}}",
+                               k),
+                        POOL);
 }
 
 static const struct wh_affinity_terms terms = {
@@ -76,17 +81,17 @@ static const struct wh_affinity_terms terms = {
     .topology_key = SUBBLOCK,
 };
 
-#define OUR_AFFINITY                                                                           \
+#define OUR_AFFINITY                                                                            \
     "{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"ray.io/worker-group-replica-name\","  \
-    "\"operator\":\"In\",\"values\":[\"c-g-abcde\"]},{\"key\":\"ray.io/cluster\",\"operator\":"  \
+    "\"operator\":\"In\",\"values\":[\"c-g-abcde\"]},{\"key\":\"ray.io/cluster\",\"operator\":" \
     "\"In\",\"values\":[\"c\"]}]},\"topologyKey\":\"" SUBBLOCK "\"}"
-#define OUR_ANTI1                                                                              \
-    "{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"ray.io/worker-group-replica-name\","  \
+#define OUR_ANTI1                                                                                  \
+    "{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"ray.io/worker-group-replica-name\","     \
     "\"operator\":\"NotIn\",\"values\":[\"c-g-abcde\"]},{\"key\":\"ray.io/cluster\",\"operator\":" \
     "\"In\",\"values\":[\"c\"]}]},\"topologyKey\":\"" SUBBLOCK "\"}"
-#define OUR_ANTI2                                                                              \
-    "{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"ray.io/cluster\",\"operator\":"       \
-    "\"NotIn\",\"values\":[\"c\"]},{\"key\":\"ray.io/worker-group-replica-name\",\"operator\":" \
+#define OUR_ANTI2                                                                                 \
+    "{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"ray.io/cluster\",\"operator\":"         \
+    "\"NotIn\",\"values\":[\"c\"]},{\"key\":\"ray.io/worker-group-replica-name\",\"operator\":"   \
     "\"Exists\"}]},\"topologyKey\":\"" SUBBLOCK "\",\"namespaceSelector\":{\"matchExpressions\":" \
     "[{\"key\":\"kubernetes.io/metadata.name\",\"operator\":\"NotIn\",\"values\":[\"kube-system\"]}]}}"
 
@@ -127,7 +132,8 @@ static void test_merge_keeps_user_terms_first(void **unused)
 {
     (void)unused;
     const char *user =
-        "{\"nodeAffinity\":{\"" REQ "\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\","
+        "{\"nodeAffinity\":{\"" REQ
+        "\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\","
         "\"operator\":\"In\",\"values\":[\"v\"]}]}]}},"
         "\"podAffinity\":{\"" REQ "\":[{\"topologyKey\":\"" BLOCK "\",\"labelSelector\":{}}],"
         "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1,\"podAffinityTerm\":"
@@ -136,13 +142,15 @@ static void test_merge_keeps_user_terms_first(void **unused)
     cJSON *out = merge(user);
     assert_non_null(out);
     assert_json(out,
-                "{\"nodeAffinity\":{\"" REQ "\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\","
+                "{\"nodeAffinity\":{\"" REQ
+                "\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\","
                 "\"operator\":\"In\",\"values\":[\"v\"]}]}]}},"
-                "\"podAffinity\":{\"" REQ "\":[{\"topologyKey\":\"" BLOCK "\",\"labelSelector\":{}}," OUR_AFFINITY "],"
+                "\"podAffinity\":{\"" REQ "\":[{\"topologyKey\":\"" BLOCK
+                "\",\"labelSelector\":{}}," OUR_AFFINITY "],"
                 "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1,\"podAffinityTerm\":"
                 "{\"topologyKey\":\"zone\"}}]},"
-                "\"podAntiAffinity\":{\"" REQ "\":[{\"topologyKey\":\"kubernetes.io/hostname\"},"
-                OUR_ANTI1 "," OUR_ANTI2 "]}}");
+                "\"podAntiAffinity\":{\"" REQ
+                "\":[{\"topologyKey\":\"kubernetes.io/hostname\"}," OUR_ANTI1 "," OUR_ANTI2 "]}}");
     /* D6: merging the result again adds nothing */
     char *text = cJSON_PrintUnformatted(out);
     cJSON *again = merge(text);
@@ -176,7 +184,9 @@ static void test_merge_partial(void **unused)
 static void test_merge_legacy_selector(void **unused)
 {
     (void)unused;
-    struct wh_affinity_terms t = {.sel_key = "replicaIndex", .sel_value = "g-2", .cluster = "c",
+    struct wh_affinity_terms t = {.sel_key = "replicaIndex",
+                                  .sel_value = "g-2",
+                                  .cluster = "c",
                                   .topology_key = POOL};
     cJSON *out = NULL;
     assert_int_equal(wh_affinity_merge(NULL, &t, &out), WH_OK);
@@ -201,21 +211,32 @@ static struct wh_memstate *nodes_state(const char *nodes_json)
     return ms;
 }
 
-#define N(name, accel, pool, block, sub, host)                                                 \
-    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{"                                        \
-    "\"cloud.google.com/gke-tpu-accelerator\":\"" accel "\","                                  \
-    "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","                                         \
-    "\"" POOL "\":\"" pool "\",\"" BLOCK "\":\"" block "\",\"" SUBBLOCK "\":\"" sub "\","      \
+#define N(name, accel, pool, block, sub, host)                                            \
+    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{"                                   \
+    "\"cloud.google.com/gke-tpu-accelerator\":\"" accel "\","                             \
+    "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","                                    \
+    "\"" POOL "\":\"" pool "\",\"" BLOCK "\":\"" block "\",\"" SUBBLOCK "\":\"" sub "\"," \
     "\"" HOST "\":\"" host "\"}}}"
 
 /* 8 tpu7x nodes: pool p1 of 8; blocks b1 (4), b2 (4); subblocks of 2; hosts
  * of 1; plus v6e nodes that the selector must exclude. */
 static const char cluster_nodes[] =
-    "[" N("n1", "tpu7x", "p1", "b1", "s1", "h1") "," N("n2", "tpu7x", "p1", "b1", "s1", "h2") ","
-    N("n3", "tpu7x", "p1", "b1", "s2", "h3") "," N("n4", "tpu7x", "p1", "b1", "s2", "h4") ","
-    N("n5", "tpu7x", "p1", "b2", "s3", "h5") "," N("n6", "tpu7x", "p1", "b2", "s3", "h6") ","
-    N("n7", "tpu7x", "p1", "b2", "s4", "h7") "," N("n8", "tpu7x", "p1", "b2", "s4", "h8") ","
-    N("v1", "tpu-v6e-slice", "p2", "b9", "s9", "h9") "," N("v2", "tpu-v6e-slice", "p2", "b9", "s9", "h10") "]";
+    "[" N("n1", "tpu7x", "p1", "b1", "s1", "h1") "," N("n2", "tpu7x", "p1", "b1", "s1", "h2") "," N(
+        "n3", "tpu7x", "p1", "b1", "s2",
+        "h3") "," N("n4", "tpu7x", "p1", "b1", "s2",
+                    "h4") "," N("n5", "tpu7x", "p1", "b2", "s3",
+                                "h5") "," N("n6", "tpu7x", "p1", "b2", "s3",
+                                            "h6") "," N("n7", "tpu7x", "p1", "b2", "s4",
+                                                        "h7") "," N("n8", "tpu7x", "p1", "b2", "s4",
+                                                                    "h8") "," N("v1",
+                                                                                "tpu-v6e-slice",
+                                                                                "p2", "b9", "s9",
+                                                                                "h9") "," N("v2",
+                                                                                            "tpu-v6e-slice",
+                                                                                            "p2",
+                                                                                            "b9",
+                                                                                            "s9",
+                                                                                            "h10") "]";
 
 static struct wh_subslice_index find(const struct wh_memstate *ms, const char *selector, long n)
 {
@@ -228,7 +249,8 @@ static struct wh_subslice_index find(const struct wh_memstate *ms, const char *s
     return idx;
 }
 
-#define SEL7X "{\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\",\"cloud.google.com/gke-tpu-topology\":\"4x4x4\"}"
+#define SEL7X \
+    "{\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\",\"cloud.google.com/gke-tpu-topology\":\"4x4x4\"}"
 
 static void test_subslice_levels(void **unused)
 {
@@ -283,7 +305,8 @@ static void test_subslice_pool_only(void **unused)
     assert_true(idx.pool_only);
     assert_null(idx.key);
     wh_memstate_free(ms);
-    ms = nodes_state("[{\"metadata\":{\"name\":\"a\",\"labels\":{\"cloud.google.com/gke-tpu-accelerator\":\"x\"}}}]");
+    ms = nodes_state(
+        "[{\"metadata\":{\"name\":\"a\",\"labels\":{\"cloud.google.com/gke-tpu-accelerator\":\"x\"}}}]");
     idx = find(ms, NULL, 1);
     assert_int_equal(idx.n_nodes, 1);
     assert_false(idx.pool_only); /* no groups at all */

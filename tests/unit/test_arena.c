@@ -105,7 +105,9 @@ static void test_chunk_source_refuses(void **unused)
 {
     (void)unused;
     size_t left = 8192;
-    struct wh_arena_opts o = {.first_chunk = 4096, .chunk_alloc = refuse, .chunk_free = give_back,
+    struct wh_arena_opts o = {.first_chunk = 4096,
+                              .chunk_alloc = refuse,
+                              .chunk_free = give_back,
                               .ctx = &left};
     struct wh_arena *a = wh_arena_new(&o);
     assert_non_null(a);
@@ -121,8 +123,11 @@ static void test_retain_and_trim(void **unused)
 {
     (void)unused;
     size_t left = 1 << 20;
-    struct wh_arena_opts o = {.first_chunk = 4096, .retain = 64 * 1024, .chunk_alloc = refuse,
-                              .chunk_free = give_back, .ctx = &left};
+    struct wh_arena_opts o = {.first_chunk = 4096,
+                              .retain = 64 * 1024,
+                              .chunk_alloc = refuse,
+                              .chunk_free = give_back,
+                              .ctx = &left};
     struct wh_arena *a = wh_arena_new(&o);
     for (int i = 0; i < 20; i++)
         assert_non_null(wh_arena_alloc(a, 1000));
@@ -143,14 +148,14 @@ static void test_retain_and_trim(void **unused)
     assert_int_equal(left, 1 << 20);
 }
 
-#define REVIEW                                                                                    \
-    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"         \
-    "\"uid\":\"u1\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","   \
-    "\"object\":{\"metadata\":{\"generateName\":\"c-g-worker-\",\"namespace\":\"ns\","           \
-    "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\","                               \
-    "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"          \
-    "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","    \
-    "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","            \
+#define REVIEW                                                                                  \
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"        \
+    "\"uid\":\"u1\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\"," \
+    "\"object\":{\"metadata\":{\"generateName\":\"c-g-worker-\",\"namespace\":\"ns\","          \
+    "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\","                              \
+    "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"        \
+    "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","   \
+    "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","           \
     "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}}]}}}}"
 
 /* The server's way: the engine's blocks all come from the bound arena, and
@@ -185,7 +190,8 @@ static void test_engine_in_bound_arena(void **unused)
         struct wh_arena_opts o = {.first_chunk = 1024, .budget = budget};
         struct wh_arena *small = wh_arena_new(&o);
         wh_reqmem_bind(small);
-        enum wh_err err = wh_engine_review(REVIEW, strlen(REVIEW), WH_ROUTE_MUTATE, &st, &res, errbuf);
+        enum wh_err err = wh_engine_review(REVIEW, strlen(REVIEW), WH_ROUTE_MUTATE, &st, &res,
+                                           errbuf);
         bool ran_out = wh_arena_exhausted(small) != WH_ARENA_OK;
         if (!err && !ran_out) {
             assert_non_null(strstr(res.body, "\"patch\":"));

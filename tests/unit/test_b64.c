@@ -101,14 +101,14 @@ static void bad(const char *text)
 static void test_decode_errors(void **unused)
 {
     (void)unused;
-    bad("Z");        /* one character cannot encode a byte */
-    bad("Zm9vY");    /* 4k+1 characters */
+    bad("Z");     /* one character cannot encode a byte */
+    bad("Zm9vY"); /* 4k+1 characters */
     bad("Zm9vY===");
     bad("Zm9v!A==");
-    bad("Zm 9v");    /* no white space */
+    bad("Zm 9v"); /* no white space */
     bad("Zm9v\n");
     bad("Zm=9");     /* padding only at the end */
-    bad("Zm9v-_==");  /* the URL-safe alphabet is not standard base64 */
+    bad("Zm9v-_=="); /* the URL-safe alphabet is not standard base64 */
     bad("\xc3\xa9\xc3\xa9");
 }
 
@@ -128,9 +128,9 @@ static void test_decode_bounded(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encode_rfc4648),  cmocka_unit_test(test_decode_rfc4648),
-        cmocka_unit_test(test_appends),         cmocka_unit_test(test_binary_round_trip),
-        cmocka_unit_test(test_decode_errors),   cmocka_unit_test(test_decode_bounded),
+        cmocka_unit_test(test_encode_rfc4648), cmocka_unit_test(test_decode_rfc4648),
+        cmocka_unit_test(test_appends),        cmocka_unit_test(test_binary_round_trip),
+        cmocka_unit_test(test_decode_errors),  cmocka_unit_test(test_decode_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

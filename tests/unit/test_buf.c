@@ -218,7 +218,10 @@ static void test_json_escaping_every_position(void **unused)
     static const struct {
         char c;
         const char *esc;
-    } special[] = {{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\x01', "\\u0001"},
+    } special[] = {{'"', "\\\""},
+                   {'\\', "\\\\"},
+                   {'\n', "\\n"},
+                   {'\x01', "\\u0001"},
                    {'\xff', "\\ufffd"}};
     for (size_t k = 0; k < sizeof(special) / sizeof(special[0]); k++) {
         for (size_t i = 0; i < 48; i++) {
@@ -263,14 +266,19 @@ static void test_json_escaping_invalid_utf8(void **unused)
     } cases[] = {
         {"caf\xc3\xa9", "caf\xc3\xa9"},
         {"\xff", "\\ufffd"},
-        {"a\x80" "b", "a\\ufffdb"},
-        {"\xc3", "\\ufffd"},                         /* cut short at the end */
-        {"\xe2\x82x", "\\ufffd\\ufffdx"},             /* cut short inside */
-        {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},      /* surrogate */
-        {"\xc0\xaf\"", "\\ufffd\\ufffd\\\""},           /* overlong, then an escape */
-        {"1234567\xe2\x82\xac" "89", "1234567\xe2\x82\xac" "89"}, /* € across a word edge */
+        {"a\x80"
+         "b",
+         "a\\ufffdb"},
+        {"\xc3", "\\ufffd"},                       /* cut short at the end */
+        {"\xe2\x82x", "\\ufffd\\ufffdx"},          /* cut short inside */
+        {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"}, /* surrogate */
+        {"\xc0\xaf\"", "\\ufffd\\ufffd\\\""},      /* overlong, then an escape */
+        {"1234567\xe2\x82\xac"
+         "89",
+         "1234567\xe2\x82\xac"
+         "89"}, /* € across a word edge */
         {"12345678\xf0\x9f\x98\x80", "12345678\xf0\x9f\x98\x80"},
-        {"\xc2\x85", "\xc2\x85"},                     /* U+0085 is a character */
+        {"\xc2\x85", "\xc2\x85"}, /* U+0085 is a character */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct wh_buf b;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>   /* kill */
+#include <signal.h> /* kill */
 #include <sys/stat.h>
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, pipe, dup2 */
@@ -55,8 +55,8 @@ static void test_server_cert(void **st)
     EVP_PKEY *cakey = X509_get0_pubkey(ca);
     assert_int_equal(X509_verify(x, cakey), 1);
     struct wh_cert_info info;
-    assert_int_equal(wh_tls_check_pair(wh_buf_ptr(&c), wh_buf_len(&c), wh_buf_ptr(&k), wh_buf_len(&k),
-                                       &info, errbuf),
+    assert_int_equal(wh_tls_check_pair(wh_buf_ptr(&c), wh_buf_len(&c), wh_buf_ptr(&k),
+                                       wh_buf_len(&k), &info, errbuf),
                      WH_OK);
     assert_string_equal(info.subject, "/CN=svc.ns.svc");
     X509_free(ca);
@@ -158,8 +158,13 @@ static void test_write_dir(void **st)
     char dir[96];
     snprintf(dir, sizeof(dir), "%s/a/b", base); /* parents are created */
     const char *extra[] = {"DNS:webhook.example"};
-    struct wh_certs_opts o = {.dir = dir, .ns = "ray-system", .service = "kuberay-tpu-webhook",
-                              .days = 30, .ca_days = 60, .extra_sans = extra, .n_extra_sans = 1};
+    struct wh_certs_opts o = {.dir = dir,
+                              .ns = "ray-system",
+                              .service = "kuberay-tpu-webhook",
+                              .days = 30,
+                              .ca_days = 60,
+                              .extra_sans = extra,
+                              .n_extra_sans = 1};
     char errbuf[WH_ERRBUF_LEN] = "";
     bool reused = true;
     assert_int_equal(wh_certs_write(&o, &reused, errbuf), WH_OK);
@@ -173,7 +178,9 @@ static void test_write_dir(void **st)
     assert_int_equal(wh_buf_add(&b, crt1), WH_OK);
     X509 *x = parse(&b);
     assert_int_equal(X509_check_host(x, "kuberay-tpu-webhook.ray-system.svc", 0, 0, NULL), 1);
-    assert_int_equal(X509_check_host(x, "kuberay-tpu-webhook.ray-system.svc.cluster.local", 0, 0, NULL), 1);
+    assert_int_equal(X509_check_host(x, "kuberay-tpu-webhook.ray-system.svc.cluster.local", 0, 0,
+                                     NULL),
+                     1);
     assert_int_equal(X509_check_host(x, "webhook.example", 0, 0, NULL), 1);
     assert_int_equal(X509_check_ip_asc(x, "127.0.0.1", 0), 1);
     X509_free(x);

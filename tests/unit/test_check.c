@@ -151,9 +151,9 @@ static void test_wrong_types(void **state)
         cJSON *rows = cJSON_CreateArray();
         struct wh_check_stats st = {0};
         char errbuf[WH_ERRBUF_LEN] = "";
-        assert_int_equal(
-            wh_check_text("t.yaml", cases[i].yaml, strlen(cases[i].yaml), rows, &st, errbuf),
-            WH_OK);
+        assert_int_equal(wh_check_text("t.yaml", cases[i].yaml, strlen(cases[i].yaml), rows, &st,
+                                       errbuf),
+                         WH_OK);
         const char *msg = wh_json_str0(rows->child, "message");
         if (st.errors != 1 || !strstr(msg, cases[i].needle))
             fail_msg("case %zu: %zu error(s), message '%s' lacks '%s'", i, st.errors, msg,
@@ -166,18 +166,18 @@ static void test_wrong_types(void **state)
  * check says so (a warning; the webhook's verdict stands). A multi-host
  * group's pods would also get the subdomain "<cluster>-headless", over 63
  * characters: that group is rejected. */
-#define LONG_CLUSTER(hosts, topology)                                                        \
-    "kind: RayCluster\n"                                                                      \
-    "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"          \
-    "spec:\n"                                                                                 \
-    "  workerGroupSpecs:\n"                                                                   \
-    "  - groupName: g\n"                                                                      \
-    "    numOfHosts: " hosts "\n"                                                             \
-    "    replicas: 1\n"                                                                       \
-    "    template:\n"                                                                         \
-    "      spec:\n"                                                                           \
-    "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n"         \
-    "                       cloud.google.com/gke-tpu-topology: " topology "}\n"               \
+#define LONG_CLUSTER(hosts, topology)                                                 \
+    "kind: RayCluster\n"                                                              \
+    "metadata: {name: a-cluster-name-that-is-much-longer-than-kuberay-accepts-xx}\n"  \
+    "spec:\n"                                                                         \
+    "  workerGroupSpecs:\n"                                                           \
+    "  - groupName: g\n"                                                              \
+    "    numOfHosts: " hosts "\n"                                                     \
+    "    replicas: 1\n"                                                               \
+    "    template:\n"                                                                 \
+    "      spec:\n"                                                                   \
+    "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v4-podslice,\n" \
+    "                       cloud.google.com/gke-tpu-topology: " topology "}\n"       \
     "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
 
 static const cJSON *check_one(const char *yaml, cJSON *rows)

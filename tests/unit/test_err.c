@@ -22,7 +22,7 @@ static void test_strerror(void **unused)
             assert_string_not_equal(t, wh_strerror((enum wh_err)j));
     }
     assert_string_equal(wh_strerror(WH_ERR__COUNT), "unknown error");
-    assert_string_equal(wh_strerror((enum wh_err)-1), "unknown error");
+    assert_string_equal(wh_strerror((enum wh_err) - 1), "unknown error");
     assert_string_equal(wh_strerror((enum wh_err)12345), "unknown error");
 }
 

@@ -22,7 +22,7 @@ struct vals {
         {"bind-address", WH_FLAG_STR, &(x).bind, 0, 0, "listen address", false}, \
         {"tls-cert-file", WH_FLAG_STR, &(x).cert, 0, 0, "cert", false},          \
         {"v", WH_FLAG_INT, &(x).v, 0, 10, "verbosity", false},                   \
-        {"timeout", WH_FLAG_DURATION, &(x).ms, 100, 600000, "timeout", false},    \
+        {"timeout", WH_FLAG_DURATION, &(x).ms, 100, 600000, "timeout", false},   \
         {"standalone", WH_FLAG_BOOL, &(x).standalone, 0, 0, "", false},          \
     };                                                                           \
     size_t n_flags = sizeof(flags) / sizeof(flags[0])
@@ -43,8 +43,9 @@ static void test_all_forms(void **st)
     FLAGS(x);
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_flags_result fr;
-    char *argv[] = {"serve", "--bind-address", ":8443", "-tls-cert-file=/a.crt", "-v=2",
-                    "--timeout", "1m30s", "-standalone", NULL};
+    char *argv[] = {"serve", "--bind-address", ":8443", "-tls-cert-file=/a.crt",
+                    "-v=2",  "--timeout",      "1m30s", "-standalone",
+                    NULL};
     if (parse(flags, n_flags, argv, &fr, errbuf))
         fail_msg("%s", errbuf);
     assert_int_equal(fr, WH_FLAGS_OK);
@@ -55,7 +56,6 @@ static void test_all_forms(void **st)
     assert_true(x.standalone);
     assert_true(wh_flags_find(flags, n_flags, "v")->set);
     assert_null(wh_flags_find(flags, n_flags, "nope"));
-
 }
 
 static void test_separate_values_and_false(void **st)
@@ -151,8 +151,8 @@ static void test_positional(void **st)
     FLAGS(x);
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_flags_args args = {"PATH", 1, -1, "give a PATH", NULL, 0};
-    char *argv[] = {"check", "a.yaml", "-v", "3", "dir", "--standalone", "-",
-                    "--bind-address=:1", "--", "-v", "--", NULL};
+    char *argv[] = {"check", "a.yaml", "-v", "3", "dir", "--standalone", "-", "--bind-address=:1",
+                    "--",    "-v",     "--", NULL};
     if (parse_args(flags, n_flags, &args, argv, errbuf))
         fail_msg("%s", errbuf);
     assert_int_equal(args.n, 5);
@@ -244,14 +244,10 @@ static void test_durations(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_forms),
-        cmocka_unit_test(test_separate_values_and_false),
-        cmocka_unit_test(test_help),
-        cmocka_unit_test(test_command),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_positional),
-        cmocka_unit_test(test_positional_errors),
+        cmocka_unit_test(test_all_forms),  cmocka_unit_test(test_separate_values_and_false),
+        cmocka_unit_test(test_help),       cmocka_unit_test(test_command),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_positional), cmocka_unit_test(test_positional_errors),
         cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,8 +20,9 @@ static const char *framing(const char *const *lines, size_t n)
     return wh_http_framing_problem(&f);
 }
 
-#define FRAMING(...) framing((const char *const[]){__VA_ARGS__}, \
-                             sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+#define FRAMING(...)                            \
+    framing((const char *const[]){__VA_ARGS__}, \
+            sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
 
 static void test_framing_accepted(void **unused)
 {
@@ -65,7 +66,7 @@ static void test_target(void **unused)
     assert_null(target("/mutate?timeout=10s"));
     assert_null(target("/heal%74hz"));
     assert_null(target("/x?a=%00")); /* the query string is never read */
-    assert_null(target("/x%2"));      /* cut escape: decoded as is */
+    assert_null(target("/x%2"));     /* cut escape: decoded as is */
     assert_non_null(strstr(target("/healthz%00x"), "%00"));
     assert_non_null(target("/healthz%0A"));
     assert_non_null(target("/healthz%7f"));

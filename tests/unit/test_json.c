@@ -66,7 +66,7 @@ static void test_parse_long_rejects(void **unused)
     long_bad("0x10");
     long_bad("1.0");
     long_bad("1e3");
-    long_bad("9223372036854775808");  /* LONG_MAX + 1 */
+    long_bad("9223372036854775808"); /* LONG_MAX + 1 */
     long_bad("99999999999999999999999");
     long_bad("-99999999999999999999999");
 }
@@ -123,7 +123,7 @@ static void test_getters(void **unused)
     assert_string_equal(wh_json_str(j, "name"), "n");
     assert_string_equal(wh_json_str(j, "Name"), "N"); /* case-sensitive */
     assert_null(wh_json_str(j, "NAME"));
-    assert_null(wh_json_str(j, "num"));              /* not a string */
+    assert_null(wh_json_str(j, "num")); /* not a string */
     assert_string_equal(wh_json_str0(j, "num"), "");
     assert_string_equal(wh_json_str0(j, "missing"), "");
     assert_true(wh_json_has(j, "nul"));
@@ -179,8 +179,9 @@ static void test_repair_utf8(void **unused)
 static void test_write_numbers(void **unused)
 {
     (void)unused;
-    static const double nums[] = {0.0, -0.0, 1, -1, 7, 10, 42, -42, 1e14, 999999999999999.0,
-                                  -999999999999999.0, 1e15, -1e15, 0.5, -2.25, 1e20, 3.14159};
+    static const double nums[] = {
+        0.0,  -0.0,  1,   -1,    7,    10,     42, -42, 1e14, 999999999999999.0, -999999999999999.0,
+        1e15, -1e15, 0.5, -2.25, 1e20, 3.14159};
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         char want[40];
         double d = nums[i];
@@ -235,8 +236,8 @@ static void test_escapes_decode_to_utf8(void **unused)
         assert_true(all_utf8(j->valuestring));
         cJSON_Delete(j);
     }
-    static const char *const lone[] = {"\\uD800", "\\uDBFF\\u0041", "\\uDC00", "\\uDFFF",
-                                       "\\uD800\\uD800", "x\\uDE00y"};
+    static const char *const lone[] = {"\\uD800", "\\uDBFF\\u0041", "\\uDC00",
+                                       "\\uDFFF", "\\uD800\\uD800", "x\\uDE00y"};
     for (size_t i = 0; i < sizeof(lone) / sizeof(lone[0]); i++) {
         int len = snprintf(text, sizeof(text), "\"%s\"", lone[i]);
         j = NULL;
@@ -248,10 +249,10 @@ static void test_escapes_decode_to_utf8(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_long),   cmocka_unit_test(test_parse_long_rejects),
-        cmocka_unit_test(test_parse_ok),     cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_getters),      cmocka_unit_test(test_add_set_ownership),
-        cmocka_unit_test(test_repair_utf8), cmocka_unit_test(test_escapes_decode_to_utf8),
+        cmocka_unit_test(test_parse_long),    cmocka_unit_test(test_parse_long_rejects),
+        cmocka_unit_test(test_parse_ok),      cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_getters),       cmocka_unit_test(test_add_set_ownership),
+        cmocka_unit_test(test_repair_utf8),   cmocka_unit_test(test_escapes_decode_to_utf8),
         cmocka_unit_test(test_write_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,7 +88,8 @@ static void test_add_array_index(void **unused)
     (void)unused;
     ok("{\"a\":[1,2]}", "[{\"op\":\"add\",\"path\":\"/a/0\",\"value\":0}]", "{\"a\":[0,1,2]}");
     ok("{\"a\":[1,3]}", "[{\"op\":\"add\",\"path\":\"/a/1\",\"value\":2}]", "{\"a\":[1,2,3]}");
-    ok("{\"a\":[1,2,4]}", "[{\"op\":\"add\",\"path\":\"/a/2\",\"value\":3},"
+    ok("{\"a\":[1,2,4]}",
+       "[{\"op\":\"add\",\"path\":\"/a/2\",\"value\":3},"
        "{\"op\":\"add\",\"path\":\"/a/1\",\"value\":{\"x\":1}}]",
        "{\"a\":[1,{\"x\":1},2,3,4]}");
 }
@@ -98,7 +99,8 @@ static void test_remove(void **unused)
     (void)unused;
     ok("{\"a\":1,\"b\":2}", "[{\"op\":\"remove\",\"path\":\"/a\"}]", "{\"b\":2}");
     ok("{\"a\":[1,2,3]}", "[{\"op\":\"remove\",\"path\":\"/a/1\"}]", "{\"a\":[1,3]}");
-    ok("{\"a\":[1,2,3]}", "[{\"op\":\"remove\",\"path\":\"/a/0\"},{\"op\":\"remove\",\"path\":\"/a/0\"}]",
+    ok("{\"a\":[1,2,3]}",
+       "[{\"op\":\"remove\",\"path\":\"/a/0\"},{\"op\":\"remove\",\"path\":\"/a/0\"}]",
        "{\"a\":[3]}");
     bad("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"/b\"}]", NULL);
     bad("{\"a\":[1]}", "[{\"op\":\"remove\",\"path\":\"/a/1\"}]", NULL);
@@ -123,8 +125,10 @@ static void test_replace_array_element(void **unused)
 {
     (void)unused;
     ok("{\"a\":[1,2,3]}", "[{\"op\":\"replace\",\"path\":\"/a/1\",\"value\":9}]", "{\"a\":[1,9,3]}");
-    ok("{\"a\":[1,2,3]}", "[{\"op\":\"replace\",\"path\":\"/a/0\",\"value\":0},"
-       "{\"op\":\"replace\",\"path\":\"/a/2\",\"value\":[]}]", "{\"a\":[0,2,[]]}");
+    ok("{\"a\":[1,2,3]}",
+       "[{\"op\":\"replace\",\"path\":\"/a/0\",\"value\":0},"
+       "{\"op\":\"replace\",\"path\":\"/a/2\",\"value\":[]}]",
+       "{\"a\":[0,2,[]]}");
     ok("{\"e\":[{\"name\":\"A\",\"value\":\"\"}]}",
        "[{\"op\":\"replace\",\"path\":\"/e/0\",\"value\":{\"name\":\"A\",\"value\":\"1\"}}]",
        "{\"e\":[{\"name\":\"A\",\"value\":\"1\"}]}");
@@ -167,8 +171,7 @@ static void test_escapes(void **unused)
     ok("{\"a/b\":1,\"m~n\":2}", "[{\"op\":\"remove\",\"path\":\"/m~0n\"}]", "{\"a/b\":1}");
     /* ~01 is "~1" literally, not "/" */
     ok("{}", "[{\"op\":\"add\",\"path\":\"/~01\",\"value\":1}]", "{\"~1\":1}");
-    ok("{\"labels\":{}}",
-       "[{\"op\":\"add\",\"path\":\"/labels/ray.io~1cluster\",\"value\":\"c\"}]",
+    ok("{\"labels\":{}}", "[{\"op\":\"add\",\"path\":\"/labels/ray.io~1cluster\",\"value\":\"c\"}]",
        "{\"labels\":{\"ray.io/cluster\":\"c\"}}");
     bad("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/~2\",\"value\":1}]", NULL);
     bad("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/a~\",\"value\":1}]", NULL);
@@ -181,7 +184,8 @@ static void test_all_or_nothing(void **unused)
         "[{\"op\":\"add\",\"path\":\"/c\",\"value\":1},{\"op\":\"remove\",\"path\":\"/b\"},"
         "{\"op\":\"add\",\"path\":\"/a/-\",\"value\":3},{\"op\":\"remove\",\"path\":\"/nope\"}]",
         "patch operation 3 (remove /nope)");
-    bad("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/b\",\"value\":1},{\"op\":\"test\",\"path\":\"/b\",\"value\":2}]",
+    bad("{\"a\":1}",
+        "[{\"op\":\"add\",\"path\":\"/b\",\"value\":1},{\"op\":\"test\",\"path\":\"/b\",\"value\":2}]",
         "operation 1 (test /b)");
 }
 
@@ -200,11 +204,15 @@ static void test_malformed(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_add),           cmocka_unit_test(test_add_array_index),
-        cmocka_unit_test(test_remove),        cmocka_unit_test(test_replace),
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_add_array_index),
+        cmocka_unit_test(test_remove),
+        cmocka_unit_test(test_replace),
         cmocka_unit_test(test_replace_array_element),
-        cmocka_unit_test(test_move_copy),     cmocka_unit_test(test_test_op),
-        cmocka_unit_test(test_escapes),       cmocka_unit_test(test_all_or_nothing),
+        cmocka_unit_test(test_move_copy),
+        cmocka_unit_test(test_test_op),
+        cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_all_or_nothing),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,11 +93,21 @@ static void test_v6e_16_native(void **state)
     assert_string_equal(wh_json_get(c, "args")->child->valuestring, args);
     /* Env order (docs/kuberay-pods.md §4): user env first, then KubeRay's. */
     const cJSON *e = wh_json_get(c, "env")->child;
-    static const char *const order[] = {
-        "NODE_IP", "VBAR_CONTROL_SERVICE_URL", "JAX_PLATFORMS", "ENABLE_PJRT_COMPATIBILITY",
-        "FQ_RAY_IP", "RAY_IP", "RAY_CLUSTER_NAME", "RAY_CLUSTER_NAMESPACE",
-        "RAY_CLOUD_INSTANCE_ID", "RAY_NODE_TYPE_NAME", "KUBERAY_GEN_RAY_START_CMD", "RAY_PORT",
-        "RAY_ADDRESS", "RAY_USAGE_STATS_KUBERAY_IN_USE", "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"};
+    static const char *const order[] = {"NODE_IP",
+                                        "VBAR_CONTROL_SERVICE_URL",
+                                        "JAX_PLATFORMS",
+                                        "ENABLE_PJRT_COMPATIBILITY",
+                                        "FQ_RAY_IP",
+                                        "RAY_IP",
+                                        "RAY_CLUSTER_NAME",
+                                        "RAY_CLUSTER_NAMESPACE",
+                                        "RAY_CLOUD_INSTANCE_ID",
+                                        "RAY_NODE_TYPE_NAME",
+                                        "KUBERAY_GEN_RAY_START_CMD",
+                                        "RAY_PORT",
+                                        "RAY_ADDRESS",
+                                        "RAY_USAGE_STATS_KUBERAY_IN_USE",
+                                        "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++, e = e->next) {
         assert_non_null(e);
         assert_string_equal(wh_json_str0(e, "name"), order[i]);
@@ -227,8 +237,11 @@ static void test_order_and_sizes(void **state)
     cJSON *pods = pods_of(rc, 1, 6);
     /* a: min(5, max 2) = 2 replicas x 2 hosts; b: nil replicas = min 1; s: suspended. */
     assert_int_equal(cJSON_GetArraySize(pods), 5);
-    static const char *const want[][3] = {
-        {"a", "0", "0"}, {"a", "0", "1"}, {"a", "1", "0"}, {"a", "1", "1"}, {"b", "0", NULL}};
+    static const char *const want[][3] = {{"a", "0", "0"},
+                                          {"a", "0", "1"},
+                                          {"a", "1", "0"},
+                                          {"a", "1", "1"},
+                                          {"b", "0", NULL}};
     int i = 0;
     for (const cJSON *p = pods->child; p; p = p->next, i++) {
         assert_string_equal(label(p, "ray.io/group"), want[i][0]);
@@ -283,7 +296,8 @@ static void test_wrappers_and_errors(void **state)
     assert_int_equal(wh_kuberay_apply_defaults(cl), WH_OK);
     assert_int_equal(wh_json_path(cl, "spec", "workerGroupSpecs", NULL)->child
                          ? (int)wh_json_get(wh_json_path(cl, "spec", "workerGroupSpecs", NULL)->child,
-                                            "numOfHosts")->valuedouble
+                                            "numOfHosts")
+                               ->valuedouble
                          : 0,
                      1);
     cJSON *pods = pods_of(cl, 1, 6);
@@ -316,8 +330,7 @@ static void test_wrappers_and_errors(void **state)
     } bad[] = {
         {"metadata: {}\nspec: {}\n", "no metadata.name", WH_ERR_INVALID},
         {"metadata: {name: x}\n", "has no spec", WH_ERR_INVALID},
-        {"metadata: {name: x}\nspec: {workerGroupSpecs: {a: 1}}\n", "must be a list",
-         WH_ERR_INVALID},
+        {"metadata: {name: x}\nspec: {workerGroupSpecs: {a: 1}}\n", "must be a list", WH_ERR_INVALID},
         {"metadata: {name: x}\nspec: {workerGroupSpecs: [{replicas: 1}]}\n",
          "workerGroupSpecs[0].groupName is missing", WH_ERR_INVALID},
         {"metadata: {name: x}\nspec: {workerGroupSpecs: [{groupName: g, template: {}}]}\n",
@@ -341,10 +354,8 @@ static void test_wrappers_and_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_v6e_16_native),
-        cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_long_names),
-        cmocka_unit_test(test_order_and_sizes),
+        cmocka_unit_test(test_v6e_16_native),       cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_long_names),          cmocka_unit_test(test_order_and_sizes),
         cmocka_unit_test(test_wrappers_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,8 +138,9 @@ static void test_sweeper_thread(void **st)
     char errbuf[WH_ERRBUF_LEN];
     atomic_store(&fake_now, 1000);
     struct wh_ledger_opts o = {.ttl_ms = 100, .now_ms = fake_clock, .sweep_ms = 5};
-    struct wh_ledger *lg = wh_ledger_new(&o), *idle = wh_ledger_new(&(struct wh_ledger_opts){
-                                                   .ttl_ms = 100, .now_ms = fake_clock});
+    struct wh_ledger *lg = wh_ledger_new(&o),
+                     *idle = wh_ledger_new(
+                         &(struct wh_ledger_opts){.ttl_ms = 100, .now_ms = fake_clock});
     assert_non_null(lg);
     assert_non_null(idle);
     struct wh_ledger *both[] = {lg, idle};

@@ -50,8 +50,8 @@ static void test_fields(void **st)
     wh_log_set_verbosity(1);
     struct capture c;
     capture_begin(&c);
-    wh_log(WH_LOG_INFO, "admission", "uid", WH_F_STR, "u\"1", "ops", WH_F_INT, 3LL, "ok",
-           WH_F_BOOL, 1, (char *)NULL);
+    wh_log(WH_LOG_INFO, "admission", "uid", WH_F_STR, "u\"1", "ops", WH_F_INT, 3LL, "ok", WH_F_BOOL,
+           1, (char *)NULL);
     wh_log(WH_LOG_DEBUG, "hidden", (char *)NULL); /* above --v=1 */
     char *text = capture_end(&c);
     assert_non_null(strchr(text, '\n'));
@@ -79,8 +79,7 @@ static void test_huge_field_is_truncated(void **st)
     name[big] = '\0';
     struct capture c;
     capture_begin(&c);
-    wh_log(WH_LOG_WARN, "admission", "name", WH_F_STR, name, "uid", WH_F_STR, "abc",
-           (char *)NULL);
+    wh_log(WH_LOG_WARN, "admission", "name", WH_F_STR, name, "uid", WH_F_STR, "abc", (char *)NULL);
     char *text = capture_end(&c);
     free(name);
     assert_true(strlen(text) > 0);

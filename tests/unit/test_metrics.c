@@ -24,8 +24,8 @@ static void test_render(void **st)
     assert_non_null(m);
     for (int i = 0; i < 3; i++)
         wh_metrics_begin(m);
-    wh_metrics_end(m, WH_MPATH_MUTATE, 200, 80);      /* <= 100us */
-    wh_metrics_end(m, WH_MPATH_MUTATE, 200, 3000);    /* <= 5ms */
+    wh_metrics_end(m, WH_MPATH_MUTATE, 200, 80);   /* <= 100us */
+    wh_metrics_end(m, WH_MPATH_MUTATE, 200, 3000); /* <= 5ms */
     wh_metrics_end(m, WH_MPATH_OTHER, 404, 10);
     wh_metrics_begin(m);
     wh_metrics_begin(m);
@@ -53,9 +53,15 @@ static void test_render(void **st)
     wh_metrics_timeout(m);
     assert_int_equal(wh_metrics_in_flight(m), 1);
 
-    struct wh_mgauges s = {.synced = true, .pods_synced = true, .pods_trusted = false,
-                               .nodes_down_ms = 12345, .pods_cached = 7, .nodes_cached = 3,
-                               .reservations = 2, .legacy_reviews = 4, .legacy_wait_us = 1500};
+    struct wh_mgauges s = {.synced = true,
+                           .pods_synced = true,
+                           .pods_trusted = false,
+                           .nodes_down_ms = 12345,
+                           .pods_cached = 7,
+                           .nodes_cached = 3,
+                           .reservations = 2,
+                           .legacy_reviews = 4,
+                           .legacy_wait_us = 1500};
     struct wh_mlive live = {.ready = true, .connections = 5};
     struct wh_buf b;
     wh_buf_init(&b, 1 << 20);

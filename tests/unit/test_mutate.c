@@ -20,14 +20,14 @@
 #include "wh/podspec.h" /* wh_pod_is_legacy */
 #include "wh/state.h"
 
-#define LABELS(extra)                                                                          \
-    "\"labels\":{\"ray.io/cluster\":\"rc\",\"ray.io/group\":\"g\",\"ray.io/node-type\":"       \
+#define LABELS(extra)                                                                    \
+    "\"labels\":{\"ray.io/cluster\":\"rc\",\"ray.io/group\":\"g\",\"ray.io/node-type\":" \
     "\"worker\",\"app.kubernetes.io/created-by\":\"kuberay-operator\"" extra "}"
-#define POD(extra_labels, env)                                                                 \
-    "{\"metadata\":{\"generateName\":\"rc-g-worker-\",\"namespace\":\"ns\"," LABELS(extra_labels) \
-    "},\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","  \
-    "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","           \
-    "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}"
+#define POD(extra_labels, env)                                                                                    \
+    "{\"metadata\":{\"generateName\":\"rc-g-worker-\",\"namespace\":\"ns\"," LABELS(                              \
+        extra_labels) "},\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\"," \
+                      "\"cloud.google.com/gke-tpu-topology\":\"4x4\"},\"containers\":[{\"name\":\"w\","           \
+                      "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}"
 
 static unsigned long the_pick;
 
@@ -144,7 +144,8 @@ static void test_denial_has_no_patch_and_names_the_field(void **unused)
     (void)unused;
     struct wh_memstate *ms = wh_memstate_new();
     struct wh_decision d;
-    decide(POD(",\"ray.io/worker-group-replica-index\":\"x\",\"ray.io/replica-host-index\":\"0\"", ""),
+    decide(POD(",\"ray.io/worker-group-replica-index\":\"x\",\"ray.io/replica-host-index\":\"0\"",
+               ""),
            "CREATE", ms, &d);
     assert_false(d.allowed);
     assert_null(d.patch);
@@ -175,7 +176,8 @@ static void test_skipped_pod_is_noted(void **unused)
     struct wh_memstate *ms = wh_memstate_new();
     char errbuf[WH_ERRBUF_LEN];
     cJSON *old = wh_test_parse(POD(",\"replicaIndex\":\"g-0\"", ""));
-    assert_int_equal(wh_json_set_str(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "name", "old-pod"),
+    assert_int_equal(wh_json_set_str(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "name",
+                                     "old-pod"),
                      WH_OK);
     assert_int_equal(wh_memstate_add_pods(ms, old, NULL, errbuf), WH_OK);
     struct wh_decision d;
@@ -190,8 +192,13 @@ static void test_skipped_pod_is_noted(void **unused)
 
 static void add_worker(struct wh_memstate *ms, const char *label, long worker_id)
 {
-    struct wh_pod_rec r = {.name = "w", .ns = "ns", .cluster = "rc", .group = "g",
-                           .replica_label = label, .n_tpu_containers = 1, .worker_id = worker_id};
+    struct wh_pod_rec r = {.name = "w",
+                           .ns = "ns",
+                           .cluster = "rc",
+                           .group = "g",
+                           .replica_label = label,
+                           .n_tpu_containers = 1,
+                           .worker_id = worker_id};
     assert_int_equal(wh_memstate_add_rec(ms, &r), WH_OK);
 }
 
@@ -249,7 +256,8 @@ static void test_is_legacy(void **unused)
     cJSON *p = wh_test_parse(POD("", ""));
     assert_true(wh_pod_is_legacy(p));
     cJSON_Delete(p);
-    p = wh_test_parse(POD(",\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"0\"", ""));
+    p = wh_test_parse(
+        POD(",\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"0\"", ""));
     assert_false(wh_pod_is_legacy(p));
     cJSON_Delete(p);
 }

@@ -28,7 +28,9 @@ static void test_rules(void **unused)
         {"-a", false, false, true},
         {"a-", false, false, true},
         {"", false, true, false},
-        {"gr\xc3\xbc" "ppe", false, false, false},
+        {"gr\xc3\xbc"
+         "ppe",
+         false, false, false},
         {"a b", false, false, false},
         {"TPU_WORKER_ID", false, true, true},
         {"ggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg", true, true, true}, /* 63 */
@@ -45,7 +47,9 @@ static void test_group_messages(void **unused)
 {
     (void)unused;
     char msg[1024];
-    struct wh_group_names n = {.cluster = "rc", .group = "TPUGroup", .multi_host = true,
+    struct wh_group_names n = {.cluster = "rc",
+                               .group = "TPUGroup",
+                               .multi_host = true,
                                .label = true};
     assert_false(wh_names_group_ok(&n, msg, sizeof(msg)));
     assert_non_null(strstr(msg, "the pod hostname \"TPUGroup-0-0\" is not a DNS-1123 label"));
@@ -95,7 +99,8 @@ static void test_patch_guard(void **unused)
          NULL},
         {"[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"G-0-0\"}]",
          "hostname \"G-0-0\" (/spec/hostname), which is not a DNS-1123 label"},
-        {"[{\"op\":\"add\",\"path\":\"/spec/subdomain\",\"value\":7}]", "subdomain \"(not a string)\""},
+        {"[{\"op\":\"add\",\"path\":\"/spec/subdomain\",\"value\":7}]",
+         "subdomain \"(not a string)\""},
         {"[{\"op\":\"add\",\"path\":\"/metadata/labels/replicaIndex\",\"value\":\"-g\"}]",
          "label value \"-g\""},
         {"[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\"},"

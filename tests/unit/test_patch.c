@@ -108,15 +108,15 @@ static void test_first_op_creates_array(void **unused)
         wh_env_writer_init(&w, &d, 2, env);
         assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
         assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "1"), WH_OK);
-        assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"), WH_OK);
-        assert_ops(d.patch,
-                   "[{\"op\":\"add\",\"path\":\"/spec/containers/2/env\",\"value\":"
-                   "[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}]},"
-                   "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
-                   "{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}},"
-                   "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
-                   "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
-                   "{\"fieldPath\":\"status.hostIP\"}}}}]");
+        assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"),
+                         WH_OK);
+        assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/2/env\",\"value\":"
+                            "[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}]},"
+                            "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
+                            "{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}},"
+                            "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
+                            "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
+                            "{\"fieldPath\":\"status.hostIP\"}}}}]");
         wh_decision_free(&d);
         cJSON_Delete(env);
     }
@@ -132,7 +132,7 @@ static void test_appends_to_existing(void **unused)
     wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
     assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":"
-                    "{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}}]");
+                        "{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}}]");
     wh_decision_free(&d);
     cJSON_Delete(env);
 }
@@ -140,16 +140,18 @@ static void test_appends_to_existing(void **unused)
 static void test_replaces_in_place(void **unused)
 {
     (void)unused;
-    cJSON *env = env_of("[{\"name\":\"A\",\"value\":\"x\"},"
-                        "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"localhost\"},"
-                        "{\"name\":\"TPU_WORKER_ID\",\"value\":\"\"},"
-                        "{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},"
-                        "{\"name\":\"HOST\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}}]");
+    cJSON *env = env_of(
+        "[{\"name\":\"A\",\"value\":\"x\"},"
+        "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"localhost\"},"
+        "{\"name\":\"TPU_WORKER_ID\",\"value\":\"\"},"
+        "{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},"
+        "{\"name\":\"HOST\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}}]");
     struct wh_decision d;
     wh_decision_init(&d);
     struct wh_env_writer w;
     wh_env_writer_init(&w, &d, 1, env);
-    assert_int_equal(wh_env_set(&w, "TPU_WORKER_HOSTNAMES", "g-0-0.c-headless,g-0-1.c-headless"), WH_OK);
+    assert_int_equal(wh_env_set(&w, "TPU_WORKER_HOSTNAMES", "g-0-0.c-headless,g-0-1.c-headless"),
+                     WH_OK);
     /* the deciding entry (index 3) is replaced, not the empty one before it */
     assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "3"), WH_OK);
     assert_int_equal(wh_env_set_field_ref(&w, "HOST", "status.hostIP"), WH_OK);
@@ -176,7 +178,7 @@ static void test_empty_entry_replaced(void **unused)
     wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-1"), WH_OK);
     assert_ops(d.patch, "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/env/1\",\"value\":"
-                    "{\"name\":\"TPU_NAME\",\"value\":\"g-1\"}}]");
+                        "{\"name\":\"TPU_NAME\",\"value\":\"g-1\"}}]");
     wh_decision_free(&d);
     cJSON_Delete(env);
 }
@@ -213,20 +215,26 @@ static void test_writers_per_container(void **unused)
     assert_int_equal(wh_env_set(&w0, "A", "1"), WH_OK);
     assert_int_equal(wh_env_set(&w1, "A", "1"), WH_OK);
     assert_int_equal(wh_env_set(&w0, "B", "2"), WH_OK);
-    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
-                    "{\"op\":\"add\",\"path\":\"/spec/containers/3/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
-                    "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"B\",\"value\":\"2\"}}]");
+    assert_ops(
+        d.patch,
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/3/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"B\",\"value\":\"2\"}}]");
     wh_decision_free(&d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_patch_op),             cmocka_unit_test(test_patch_op_bounded),
+        cmocka_unit_test(test_patch_op),
+        cmocka_unit_test(test_patch_op_bounded),
         cmocka_unit_test(test_pointer_escape),
-        cmocka_unit_test(test_first_op_creates_array), cmocka_unit_test(test_appends_to_existing),
-        cmocka_unit_test(test_replaces_in_place),    cmocka_unit_test(test_empty_entry_replaced),
-        cmocka_unit_test(test_identical_is_no_op),   cmocka_unit_test(test_writers_per_container),
+        cmocka_unit_test(test_first_op_creates_array),
+        cmocka_unit_test(test_appends_to_existing),
+        cmocka_unit_test(test_replaces_in_place),
+        cmocka_unit_test(test_empty_entry_replaced),
+        cmocka_unit_test(test_identical_is_no_op),
+        cmocka_unit_test(test_writers_per_container),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,7 +77,8 @@ static void test_no_tpu(void **unused)
 static void test_bad_quantity(void **unused)
 {
     (void)unused;
-    cJSON *c = wh_test_parse("{\"name\":\"ray-worker\",\"resources\":{\"limits\":{\"google.com/tpu\":\"four\"}}}");
+    cJSON *c = wh_test_parse(
+        "{\"name\":\"ray-worker\",\"resources\":{\"limits\":{\"google.com/tpu\":\"four\"}}}");
     struct wh_tpu_request rq;
     char errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(wh_container_tpu(c, &rq, errbuf), WH_ERR_INVALID);
@@ -147,7 +148,8 @@ static void test_env_lookup(void **unused)
     assert_int_equal(lk.index, 1);
     assert_int_equal(lk.first_index, 0);
     /* names are case-sensitive; odd entries are ignored */
-    lk = lookup("[{\"name\":\"a\",\"value\":\"1\"},{\"value\":\"2\"},5,{\"name\":\"A\",\"value\":7}]", "A");
+    lk = lookup("[{\"name\":\"a\",\"value\":\"1\"},{\"value\":\"2\"},5,{\"name\":\"A\",\"value\":7}]",
+                "A");
     assert_false(lk.exists);
     assert_int_equal(lk.first_index, 3);
     /* env not an array */
@@ -169,8 +171,8 @@ static void test_meta(void **unused)
         "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-topology\":\"2x4\"}}}");
     assert_string_equal(wh_meta_label(pod, WH_LABEL_CLUSTER), "c");
     assert_null(wh_meta_label(pod, WH_LABEL_GROUP));
-    assert_null(wh_meta_label(pod, "n"));       /* not a string */
-    assert_true(wh_meta_has_label(pod, "n"));   /* but present */
+    assert_null(wh_meta_label(pod, "n"));     /* not a string */
+    assert_true(wh_meta_has_label(pod, "n")); /* but present */
     assert_string_equal(wh_meta_label(pod, "e"), "");
     assert_false(wh_meta_has_label(pod, WH_LABEL_GROUP));
     /* an annotation present with an empty value is present
@@ -210,8 +212,11 @@ static void test_managed(void **unused)
     assert_false(managed("{}", "{}"));
     assert_true(managed("{\"kueue.x-k8s.io/queue-name\":\"q\"}", NULL));
     assert_false(managed("{\"kueue.x-k8s.io/queue-name\":\"\"}", NULL));
-    assert_false(managed(NULL, "{\"kueue.x-k8s.io/queue-name\":\"q\"}")); /* a label, not an annotation */
-    assert_true(managed(NULL, "{\"kueue.x-k8s.io/podset-required-topology\":\"cloud.google.com/gce-topology-block\"}"));
+    assert_false(
+        managed(NULL, "{\"kueue.x-k8s.io/queue-name\":\"q\"}")); /* a label, not an annotation */
+    assert_true(managed(
+        NULL,
+        "{\"kueue.x-k8s.io/podset-required-topology\":\"cloud.google.com/gce-topology-block\"}"));
     assert_false(managed(NULL, "{\"kueue.x-k8s.io/podset-required-topology\":\"\"}"));
     assert_true(managed(NULL, "{\"cloud.google.com/skip-tpu-webhook-check\":\"true\"}"));
     assert_false(managed(NULL, "{\"cloud.google.com/skip-tpu-webhook-check\":\"True\"}"));
@@ -223,9 +228,9 @@ static void test_managed(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tpu_request), cmocka_unit_test(test_no_tpu),
+        cmocka_unit_test(test_tpu_request),  cmocka_unit_test(test_no_tpu),
         cmocka_unit_test(test_bad_quantity), cmocka_unit_test(test_env_lookup),
-        cmocka_unit_test(test_meta),        cmocka_unit_test(test_managed),
+        cmocka_unit_test(test_meta),         cmocka_unit_test(test_managed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,9 +153,9 @@ static void test_json_numbers(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain),           cmocka_unit_test(test_suffixes),
-        cmocka_unit_test(test_exponents),       cmocka_unit_test(test_negative_is_zero),
-        cmocka_unit_test(test_clamped),         cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_plain),        cmocka_unit_test(test_suffixes),
+        cmocka_unit_test(test_exponents),    cmocka_unit_test(test_negative_is_zero),
+        cmocka_unit_test(test_clamped),      cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_json_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

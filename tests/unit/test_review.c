@@ -92,10 +92,11 @@ static void test_info_pod(void **unused)
     assert_true(in->legacy); /* TPU pod without both index labels */
     wh_review_free(rv);
     /* native labels: not legacy; request fallbacks for ns and name */
-    rv = parse("{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"req-ns\","
-               "\"name\":\"req-name\",\"object\":{\"metadata\":{\"labels\":{"
-               "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"
-               "\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"google.com/tpu\":4}}}]}}}}");
+    rv = parse(
+        "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"req-ns\","
+        "\"name\":\"req-name\",\"object\":{\"metadata\":{\"labels\":{"
+        "\"ray.io/worker-group-replica-index\":\"0\",\"ray.io/replica-host-index\":\"1\"}},"
+        "\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"google.com/tpu\":4}}}]}}}}");
     in = wh_review_info(rv);
     assert_string_equal(in->uid, "");
     assert_string_equal(in->ns, "req-ns");
@@ -145,7 +146,8 @@ static void test_routes(void **unused)
     struct wh_engine_result res;
     char errbuf[WH_ERRBUF_LEN];
     /* anything else is admitted unchanged on the ANY route, uid echoed */
-    assert_int_equal(wh_engine_review(other_kind, strlen(other_kind), WH_ROUTE_ANY, &st, &res, errbuf),
+    assert_int_equal(wh_engine_review(other_kind, strlen(other_kind), WH_ROUTE_ANY, &st, &res,
+                                      errbuf),
                      WH_OK);
     assert_true(res.allowed);
     assert_int_equal(res.code, 0);
@@ -162,7 +164,8 @@ static void test_routes(void **unused)
     wh_engine_result_free(&res); /* zeroed: a second free is harmless */
     wh_engine_result_free(NULL);
     /* the specific routes refuse other kinds, with a zeroed result */
-    assert_int_equal(wh_engine_review(other_kind, strlen(other_kind), WH_ROUTE_MUTATE, &st, &res, errbuf),
+    assert_int_equal(wh_engine_review(other_kind, strlen(other_kind), WH_ROUTE_MUTATE, &st, &res,
+                                      errbuf),
                      WH_ERR_KIND);
     assert_null(res.body);
     assert_non_null(strstr(errbuf, "ConfigMap"));

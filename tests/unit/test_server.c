@@ -46,8 +46,8 @@ static void test_bind(void **st)
     assert_true(IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr));
     assert_int_equal(ntohs(v6->sin6_port), 9443);
 
-    const char *bad[] = {"443", "", ":", ":65536", ":-1", ":44x", "example.com:443", "[::1:443",
-                         "1.2.3:443"};
+    const char *bad[] = {"443",      "",         ":", ":65536", ":-1", ":44x", "example.com:443",
+                         "[::1:443", "1.2.3:443"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         errbuf[0] = '\0';
         if (wh_server_parse_bind(bad[i], &ss, &len, errbuf) != WH_ERR_INVALID)
@@ -85,9 +85,13 @@ static void test_start_failure_closes_listener_once(void **st)
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
     watched_fd = probe;
     watched_closes = 0;
-    struct wh_server_opts o = {.bind = "127.0.0.1:0", .threads = 2, .max_connections = 8,
-                               .idle_timeout_ms = 1000, .header_timeout_ms = 1000,
-                               .request_timeout_ms = 1000, .max_body = 1024};
+    struct wh_server_opts o = {.bind = "127.0.0.1:0",
+                               .threads = 2,
+                               .max_connections = 8,
+                               .idle_timeout_ms = 1000,
+                               .header_timeout_ms = 1000,
+                               .request_timeout_ms = 1000,
+                               .max_body = 1024};
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_metrics *m = wh_metrics_new();
     struct wh_server *s = wh_server_start(&o, NULL, m, errbuf);

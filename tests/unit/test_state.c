@@ -40,12 +40,12 @@ static void test_rec_fields(void **unused)
 {
     (void)unused;
     cJSON *j;
-    struct wh_pod_rec rec = rec_of(
-        "{\"metadata\":{\"name\":\"p1\",\"generateName\":\"g-\",\"namespace\":\"ns\","
-        "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\",\"replicaIndex\":\"g-3\"},"
-        "\"deletionTimestamp\":\"2024-01-01T00:00:00Z\"},"
-        "\"spec\":{\"containers\":[{\"name\":\"side\"},{" TPU4 "},{" TPU4 "}]}}",
-        &j);
+    struct wh_pod_rec rec =
+        rec_of("{\"metadata\":{\"name\":\"p1\",\"generateName\":\"g-\",\"namespace\":\"ns\","
+               "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\",\"replicaIndex\":\"g-3\"},"
+               "\"deletionTimestamp\":\"2024-01-01T00:00:00Z\"},"
+               "\"spec\":{\"containers\":[{\"name\":\"side\"},{" TPU4 "},{" TPU4 "}]}}",
+               &j);
     assert_string_equal(rec.name, "p1");
     assert_string_equal(rec.ns, "ns");
     assert_string_equal(rec.cluster, "c");
@@ -75,7 +75,8 @@ static void test_rec_fields(void **unused)
 static void test_worker_id_rules(void **unused)
 {
     (void)unused;
-    assert_int_equal(worker_id("[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"3\"}]}]"), 3);
+    assert_int_equal(worker_id("[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"3\"}]}]"),
+                     3);
     /* the first TPU container with no TPU_WORKER_ID makes the record empty */
     assert_int_equal(worker_id("[{" TPU4 "}]"), WH_WORKER_ID_EMPTY);
     assert_int_equal(worker_id("[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"\"}]}]"),
@@ -90,8 +91,9 @@ static void test_worker_id_rules(void **unused)
     assert_int_equal(worker_id("[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"abc\"}]},"
                                "{" TPU4 "}]"),
                      WH_WORKER_ID_EMPTY);
-    assert_int_equal(worker_id("[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"abc\"}]},"
-                               "{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"-1\"}]}]"),
+    assert_int_equal(worker_id(
+                         "[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"abc\"}]},"
+                         "{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"-1\"}]}]"),
                      WH_WORKER_ID_NONE);
     /* non-TPU containers do not count */
     assert_int_equal(worker_id("[{\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"7\"}]},"
@@ -107,11 +109,12 @@ static void test_worker_id_rules(void **unused)
     assert_int_equal(worker_id("{}"), WH_WORKER_ID_NONE);
 }
 
-#define POD(name, ns, cluster, group, type, by)                                               \
-    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns "\",\"labels\":{"              \
-    "\"ray.io/cluster\":\"" cluster "\",\"ray.io/group\":\"" group "\","                      \
-    "\"ray.io/node-type\":\"" type "\",\"app.kubernetes.io/created-by\":\"" by "\"}},"        \
-    "\"spec\":{\"containers\":[{" TPU4 ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}]}]}}"
+#define POD(name, ns, cluster, group, type, by)                                        \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns "\",\"labels\":{"       \
+    "\"ray.io/cluster\":\"" cluster "\",\"ray.io/group\":\"" group "\","               \
+    "\"ray.io/node-type\":\"" type "\",\"app.kubernetes.io/created-by\":\"" by "\"}}," \
+    "\"spec\":{\"containers\":[{" TPU4                                                 \
+    ",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}]}]}}"
 
 struct seen {
     char names[16][32];
@@ -145,15 +148,19 @@ static void test_memstate_pod_filter(void **unused)
     struct wh_memstate *ms = wh_memstate_new();
     assert_non_null(ms);
     cJSON *list = wh_test_parse(
-        "{\"kind\":\"PodList\",\"items\":["
-        POD("w1", "ns", "c", "g", "worker", "kuberay-operator") ","
-        POD("head", "ns", "c", "g", "head", "kuberay-operator") ","
-        POD("user", "ns", "c", "g", "worker", "someone-else") ","
-        "{\"metadata\":{\"name\":\"nolabels\"}},"
-        POD("w2", "ns", "c", "g", "worker", "kuberay-operator") ","
-        POD("other-group", "ns", "c", "g2", "worker", "kuberay-operator") ","
-        POD("other-cluster", "ns", "c2", "g", "worker", "kuberay-operator") ","
-        POD("other-ns", "ns2", "c", "g", "worker", "kuberay-operator") "]}");
+        "{\"kind\":\"PodList\",\"items\":[" POD("w1", "ns", "c", "g", "worker", "kuberay-operator") "," POD("head", "ns", "c", "g", "head", "kuberay-operator") "," POD(
+            "user", "ns", "c", "g",
+            "worker",
+            "someone-else") ","
+                            "{\"metadata\":{\"name\":\"nolabels\"}}," POD("w2", "ns", "c", "g", "worker", "kuberay-operator") "," POD(
+                                "other-group", "ns", "c", "g2",
+                                "worker",
+                                "kuberay-operator") "," POD("other-cluster", "ns", "c2", "g",
+                                                            "worker",
+                                                            "kuberay-operator") "," POD("other-ns",
+                                                                                        "ns2", "c",
+                                                                                        "g", "worker",
+                                                                                        "kuberay-operator") "]}");
     size_t added = 0;
     char errbuf[WH_ERRBUF_LEN];
     assert_int_equal(wh_memstate_add_pods(ms, list, &added, errbuf), WH_OK);
@@ -211,8 +218,12 @@ static void test_memstate_add_rec_copies(void **unused)
     struct wh_memstate *ms = wh_memstate_new();
     char name[16] = "pod-a", group[8] = "g";
     for (int i = 0; i < 40; i++) { /* beyond the first growth */
-        struct wh_pod_rec rec = {.name = name, .ns = "ns", .cluster = "c", .group = group,
-                                 .replica_label = i % 2 ? "g-0" : NULL, .n_tpu_containers = 1,
+        struct wh_pod_rec rec = {.name = name,
+                                 .ns = "ns",
+                                 .cluster = "c",
+                                 .group = group,
+                                 .replica_label = i % 2 ? "g-0" : NULL,
+                                 .n_tpu_containers = 1,
                                  .worker_id = i};
         assert_int_equal(wh_memstate_add_rec(ms, &rec), WH_OK);
     }
@@ -294,9 +305,12 @@ static void test_node_label(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rec_fields),          cmocka_unit_test(test_worker_id_rules),
-        cmocka_unit_test(test_memstate_pod_filter), cmocka_unit_test(test_memstate_pod_shapes),
-        cmocka_unit_test(test_memstate_add_rec_copies), cmocka_unit_test(test_memstate_nodes),
+        cmocka_unit_test(test_rec_fields),
+        cmocka_unit_test(test_worker_id_rules),
+        cmocka_unit_test(test_memstate_pod_filter),
+        cmocka_unit_test(test_memstate_pod_shapes),
+        cmocka_unit_test(test_memstate_add_rec_copies),
+        cmocka_unit_test(test_memstate_nodes),
         cmocka_unit_test(test_node_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

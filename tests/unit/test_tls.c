@@ -86,8 +86,8 @@ static void test_check_pair(void **st)
     assert_non_null(strstr(errbuf, "certificate:"));
     assert_int_equal(wh_tls_check_pair("", 0, wh_buf_ptr(&a.key), wh_buf_len(&a.key), &info, errbuf),
                      WH_ERR_TLS);
-    assert_int_equal(wh_tls_check_pair(wh_buf_ptr(&a.cert), wh_buf_len(&a.cert), wh_buf_ptr(&a.cert),
-                                       wh_buf_len(&a.cert), &info, errbuf),
+    assert_int_equal(wh_tls_check_pair(wh_buf_ptr(&a.cert), wh_buf_len(&a.cert),
+                                       wh_buf_ptr(&a.cert), wh_buf_len(&a.cert), &info, errbuf),
                      WH_ERR_TLS);
     assert_non_null(strstr(errbuf, "private key"));
     free_pair(&a);
@@ -165,8 +165,10 @@ static void test_reload(void **st)
     assert_null(wh_tls_new(&o, errbuf));
     assert_non_null(strstr(errbuf, "does not match"));
     /* In memory (the base64 flags). */
-    struct wh_tls_opts m = {.cert_pem = wh_buf_ptr(&a.cert), .cert_len = wh_buf_len(&a.cert),
-                            .key_pem = wh_buf_ptr(&a.key), .key_len = wh_buf_len(&a.key)};
+    struct wh_tls_opts m = {.cert_pem = wh_buf_ptr(&a.cert),
+                            .cert_len = wh_buf_len(&a.cert),
+                            .key_pem = wh_buf_ptr(&a.key),
+                            .key_len = wh_buf_len(&a.key)};
     tls = wh_tls_new(&m, errbuf);
     assert_non_null(tls);
     assert_int_equal(wh_tls_poll(tls), 0);

@@ -76,7 +76,7 @@ static void test_parse_bad(void **unused)
     parse_bad("+2x4", "not of the form");
     parse_bad("1x2x3x4", "not of the form");
     parse_bad("1234567890x1", "not of the form"); /* a part of 10 digits */
-    parse_bad("99999x99999", "more than");       /* chips overflow the limit */
+    parse_bad("99999x99999", "more than");        /* chips overflow the limit */
     parse_bad("4097x4096", "more than");
     parse_bad("999999999x999999999x999999999", "more than");
 }
@@ -95,7 +95,7 @@ static void test_hosts(void **unused)
     assert_int_equal(hosts("2x2x1", 4), 1); /* v4 */
     assert_int_equal(hosts("2x2x2", 4), 2);
     assert_int_equal(hosts("2x2x4", 4), 4);
-    assert_int_equal(hosts("2x4", 8), 1);   /* v5e, v6e */
+    assert_int_equal(hosts("2x4", 8), 1); /* v5e, v6e */
     assert_int_equal(hosts("2x4", 4), 2);
     assert_int_equal(hosts("4x4", 4), 4);
     assert_int_equal(hosts("2x2x1", 4), 1); /* tpu7x */
@@ -107,7 +107,7 @@ static void test_hosts(void **unused)
     assert_int_equal(hosts("2x2x1", 8), 1); /* more chips than the slice: at least 1 */
     assert_int_equal(hosts("4x4", 0), 1);   /* no chips: 1 host */
     assert_int_equal(hosts("4x4", -4), 1);
-    assert_int_equal(hosts("4x4", 3), 5);   /* integer division */
+    assert_int_equal(hosts("4x4", 3), 5); /* integer division */
 }
 
 static void test_is_subset(void **unused)
@@ -160,8 +160,8 @@ static void test_generations(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),     cmocka_unit_test(test_parse_bad),
-        cmocka_unit_test(test_hosts),     cmocka_unit_test(test_is_subset),
+        cmocka_unit_test(test_parse),       cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_hosts),       cmocka_unit_test(test_is_subset),
         cmocka_unit_test(test_generations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,8 +91,8 @@ static void test_port_list(void **unused)
     assert_int_equal(wh_port_list_get(&pl, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
     assert_string_equal(out, "c.x:8471,b.x:8471");
     assert_int_equal(wh_port_list_get(&pl, hosts, 2, 8, &out, &too_many), WH_ERR_TOOBIG);
-    assert_int_equal(wh_port_list_get(&pl, "a,b", WH_MAX_TORCH_ADDRESSES, 1 << 20, &out,
-                                      &too_many), WH_OK);
+    assert_int_equal(wh_port_list_get(&pl, "a,b", WH_MAX_TORCH_ADDRESSES, 1 << 20, &out, &too_many),
+                     WH_OK);
     assert_true(too_many);
     assert_string_equal(out, "");
     wh_port_list_free(&pl);
@@ -108,8 +108,7 @@ static void test_worker_id(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_collect),
-        cmocka_unit_test(test_torch_topology),
+        cmocka_unit_test(test_collect),    cmocka_unit_test(test_torch_topology),
         cmocka_unit_test(test_host_ports), cmocka_unit_test(test_port_list),
         cmocka_unit_test(test_worker_id),
     };

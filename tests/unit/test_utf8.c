@@ -27,7 +27,7 @@ static void test_char_len(void **unused)
     assert_int_equal(wh_utf8_char_len("\xed\xa0\x80", 3), 0);     /* surrogate U+D800 */
     assert_int_equal(wh_utf8_char_len("\xf4\x90\x80\x80", 4), 0); /* past U+10FFFF */
     assert_int_equal(wh_utf8_char_len("\xff", 1), 0);
-    assert_int_equal(wh_utf8_char_len("\xe2\x82\xac", 2), 0);     /* cut short */
+    assert_int_equal(wh_utf8_char_len("\xe2\x82\xac", 2), 0); /* cut short */
     assert_int_equal(wh_utf8_char_len("\xe2\x82x", 3), 0);
 }
 

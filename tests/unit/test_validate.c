@@ -16,13 +16,14 @@
 #include "wh/state.h"
 #include "wh/validate.h"
 
-#define GROUP(name, hosts, topo, chips, env)                                                   \
-    "{\"groupName\":\"" name "\",\"numOfHosts\":" hosts ",\"template\":{\"spec\":{"            \
-    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","           \
-    "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"},\"containers\":[{\"name\":\"w\","    \
+#define GROUP(name, hosts, topo, chips, env)                                               \
+    "{\"groupName\":\"" name "\",\"numOfHosts\":" hosts ",\"template\":{\"spec\":{"        \
+    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","        \
+    "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"},\"containers\":[{\"name\":\"w\"," \
     "\"resources\":{\"limits\":{\"google.com/tpu\":\"" chips "\"}}" env "}]}}}"
-#define CLUSTER(groups)                                                                        \
-    "{\"metadata\":{\"name\":\"rc\",\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" groups "]}}"
+#define CLUSTER(groups)                                                                            \
+    "{\"metadata\":{\"name\":\"rc\",\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" groups \
+    "]}}"
 
 static void decide_report(const char *rc, const char *op, struct wh_decision *d,
                           struct wh_validation *report)
@@ -49,7 +50,8 @@ static void test_matching_groups_admitted(void **unused)
 {
     (void)unused;
     struct wh_decision d;
-    decide(CLUSTER(GROUP("a", "4", "4x4", "4", "") "," GROUP("b", "1", "2x4", "8", "")), "CREATE", &d);
+    decide(CLUSTER(GROUP("a", "4", "4x4", "4", "") "," GROUP("b", "1", "2x4", "8", "")), "CREATE",
+           &d);
     assert_true(d.allowed);
     assert_null(d.message);
     assert_null(d.patch);
@@ -61,8 +63,8 @@ static void test_every_failing_group_in_one_message(void **unused)
 {
     (void)unused;
     struct wh_decision d;
-    decide(CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4", "") ","
-                   GROUP("b", "5", "4x4", "3", "")),
+    decide(CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4",
+                                                             "") "," GROUP("b", "5", "4x4", "3", "")),
            "UPDATE", &d);
     assert_false(d.allowed);
     assert_non_null(strstr(d.message, "worker group \"a\" (spec.workerGroupSpecs[0])"));
@@ -86,8 +88,8 @@ static void test_warnings_are_short(void **unused)
 {
     (void)unused;
     struct wh_decision d;
-    decide(CLUSTER(GROUP("a-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-x", "1",
-                         "2x2x1", "4", ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
+    decide(CLUSTER(GROUP("a-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-x", "1", "2x2x1",
+                         "4", ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
            "CREATE", &d);
     assert_true(d.allowed);
     assert_int_equal(cJSON_GetArraySize(d.warnings), 2); /* megascale single host; 3-D on v6e */
@@ -103,11 +105,12 @@ static void test_report_per_group(void **unused)
     (void)unused;
     struct wh_decision d;
     struct wh_validation v = {0};
-    decide_report(CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4", "") ","
-                          GROUP("b", "5", "4x4", "3", "") ","
-                          GROUP("w", "1", "2x2x1", "4",
-                                ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
-                  "CREATE", &d, &v);
+    decide_report(
+        CLUSTER(GROUP("a", "2", "4x4", "4", "") "," GROUP("ok", "4", "4x4", "4", "") "," GROUP(
+            "b", "5", "4x4", "3",
+            "") "," GROUP("w", "1", "2x2x1", "4",
+                          ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
+        "CREATE", &d, &v);
     assert_false(d.allowed);
     assert_int_equal(v.n, 4);
     const struct wh_group_finding *f = &v.items[0];

@@ -141,7 +141,7 @@ static void test_resolve_plain(void **state)
     assert_true(num == 1000);
     assert_int_equal(wh_yaml_resolve_plain("0x1g", 4, &num, &b), WH_YAML_STR);
     assert_int_equal(wh_yaml_resolve_plain("0o8", 3, &num, &b), WH_YAML_STR); /* not octal */
-    assert_int_equal(wh_yaml_resolve_plain("09", 2, &num, &b), WH_YAML_NUM); /* a float, as Go */
+    assert_int_equal(wh_yaml_resolve_plain("09", 2, &num, &b), WH_YAML_NUM);  /* a float, as Go */
     assert_true(num == 9);
     assert_int_equal(wh_yaml_resolve_plain("0b102", 5, &num, &b), WH_YAML_STR);
     assert_int_equal(wh_yaml_resolve_plain("On", 2, &num, &b), WH_YAML_BOOL);
@@ -339,8 +339,10 @@ static void test_limits(void **state)
         assert_int_equal(wh_buf_addc(&b, '['), WH_OK);
     for (int i = 0; i < 100; i++)
         assert_int_equal(wh_buf_addc(&b, ']'), WH_OK);
-    assert_int_equal(wh_buf_add(&b, "\nb: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n"),
-                     WH_OK);
+    assert_int_equal(
+        wh_buf_add(&b,
+                   "\nb: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n"),
+        WH_OK);
     expect_error(wh_buf_ptr(&b), wh_buf_len(&b), WH_ERR_TOOBIG, "nests deeper");
     wh_buf_free(&b);
     /* Too big. */
@@ -453,13 +455,11 @@ static void test_emit_shape(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scalar_table),  cmocka_unit_test(test_multi_document),
-        cmocka_unit_test(test_errors),        cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_merge_many),    cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_emit_roundtrip),
-        cmocka_unit_test(test_error_position),
-        cmocka_unit_test(test_emit_shape),
-        cmocka_unit_test(test_resolve_plain),
+        cmocka_unit_test(test_scalar_table),   cmocka_unit_test(test_multi_document),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_alias_bomb),
+        cmocka_unit_test(test_merge_many),     cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_emit_roundtrip), cmocka_unit_test(test_error_position),
+        cmocka_unit_test(test_emit_shape),     cmocka_unit_test(test_resolve_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

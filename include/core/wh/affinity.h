@@ -42,7 +42,6 @@ struct wh_subslice_index {
     const char *key;
 };
 WH_NODISCARD enum wh_err wh_subslice_find(const struct wh_state *st, const cJSON *node_selector,
-                                          long n_hosts, struct wh_subslice_index *out,
-                                          char *errbuf);
+                                          long n_hosts, struct wh_subslice_index *out, char *errbuf);
 
 #endif

@@ -22,16 +22,16 @@
 
 struct wh_decision {
     bool allowed;
-    char *message;   /* denial message (malloc'd), NULL when allowed */
-    cJSON *patch;    /* JSON array of RFC 6902 operations, NULL when none */
-    size_t patch_bytes; /* about what patch prints to (wh_patch_op counts) */
-    cJSON *warnings; /* JSON array of strings, NULL when none */
+    char *message;       /* denial message (malloc'd), NULL when allowed */
+    cJSON *patch;        /* JSON array of RFC 6902 operations, NULL when none */
+    size_t patch_bytes;  /* about what patch prints to (wh_patch_op counts) */
+    cJSON *warnings;     /* JSON array of strings, NULL when none */
     struct wh_buf notes; /* log notes, one per line */
     /* legacy-path assignment, see struct wh_engine_result */
     bool assigned;
     long replica, host, n_hosts;
     unsigned n_tpu_containers;
-    long worker_id; /* first TPU container's TPU_WORKER_ID as assigned */
+    long worker_id;         /* first TPU container's TPU_WORKER_ID as assigned */
     bool state_unavailable; /* denied: the cluster state could not be trusted */
 };
 

@@ -33,7 +33,7 @@ enum wh_route {
     WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, Job/JobSet/LWS, else admit */
     WH_ROUTE_MUTATE,   /* /mutate: request.kind.kind must be Pod */
     WH_ROUTE_VALIDATE, /* /validate: request.kind.kind must be RayCluster */
-    WH_ROUTE_MUTATE_WORKLOAD, /* /mutate-workload: Pod of any TPU workload (workload.h) */
+    WH_ROUTE_MUTATE_WORKLOAD,   /* /mutate-workload: Pod of any TPU workload (workload.h) */
     WH_ROUTE_VALIDATE_WORKLOAD, /* /validate-workload: Job, JobSet, LeaderWorkerSet */
 };
 
@@ -42,15 +42,15 @@ enum wh_route {
  * valid as long as the review: a shell keeps the review until the answer is
  * sent and logs from it (one parse, no copies). */
 struct wh_engine_result {
-    char *body;       /* response AdmissionReview JSON (NUL-terminated) */
+    char *body; /* response AdmissionReview JSON (NUL-terminated) */
     size_t body_len;
     bool allowed;
-    int code;         /* status.code of a denial (400), 0 when allowed */
-    char *message;    /* denial message, NULL when allowed */
+    int code;      /* status.code of a denial (400), 0 when allowed */
+    char *message; /* denial message, NULL when allowed */
     /* Denied only because the cluster state (a legacy pod's worker group)
      * could not be trusted: the object may be fine and a retry may pass. */
     bool state_unavailable;
-    size_t n_ops;     /* JSON patch operations in the response */
+    size_t n_ops; /* JSON patch operations in the response */
     size_t n_warnings;
     /* Legacy-path assignment (for the ledger); set when the engine chose the
      * pod's replica and host from cluster state, and the request is not a

@@ -27,8 +27,7 @@ struct wh_legacy_group {
  * slice cannot start). Skipped pods are noted in d. Fails on a state
  * callback failure or OOM. */
 WH_NODISCARD enum wh_err wh_legacy_choose(const struct wh_state *st,
-                                          const struct wh_legacy_group *g,
-                                          struct wh_decision *d, long *replica, long *host,
-                                          char *errbuf);
+                                          const struct wh_legacy_group *g, struct wh_decision *d,
+                                          long *replica, long *host, char *errbuf);
 
 #endif /* WH_LEGACY_H */

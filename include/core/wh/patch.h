@@ -29,9 +29,9 @@ void wh_pointer_escape(const char *token, char *out, size_t out_len);
 /* Env writer for one container of the original pod. */
 struct wh_env_writer {
     struct wh_decision *d; /* whose patch gets the operations */
-    int container;      /* index in spec.containers */
-    const cJSON *env;   /* the container's env as sent (may be NULL) */
-    bool initialised;   /* the env array has at least one entry */
+    int container;         /* index in spec.containers */
+    const cJSON *env;      /* the container's env as sent (may be NULL) */
+    bool initialised;      /* the env array has at least one entry */
 };
 
 void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int container,

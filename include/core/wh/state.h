@@ -54,8 +54,7 @@ struct wh_state_ops {
     /* Visit every known worker pod in namespace ns whose ray.io/cluster and
      * ray.io/group labels equal cluster and group (reservations included). */
     enum wh_err (*each_group_pod)(const void *impl, const char *ns, const char *cluster,
-                                  const char *group, wh_pod_visit_fn fn, void *arg,
-                                  char *errbuf);
+                                  const char *group, wh_pod_visit_fn fn, void *arg, char *errbuf);
     /* Visit every known TPU node. */
     enum wh_err (*each_node)(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf);
     /* NULL when pod state can be trusted for legacy index assignment; else a

@@ -9,9 +9,9 @@
 #define WH_TOPOLOGY_MAX_CHIPS (1L << 24)
 
 struct wh_topology {
-    int ndims;     /* as written: 2 or 3 */
-    long dims[3];  /* a 2-D topology gets a third dimension 1 */
-    long chips;    /* product of the dims */
+    int ndims;    /* as written: 2 or 3 */
+    long dims[3]; /* a 2-D topology gets a third dimension 1 */
+    long chips;   /* product of the dims */
 };
 
 /* Parse "AxB" or "AxBxC" of positive integers. WH_ERR_INVALID with the reason

@@ -45,8 +45,7 @@ struct wh_validation {
 WH_NODISCARD enum wh_err wh_validate_raycluster_report(const cJSON *request,
                                                        const struct wh_state *st,
                                                        struct wh_decision *d,
-                                                       struct wh_validation *report,
-                                                       char *errbuf);
+                                                       struct wh_validation *report, char *errbuf);
 void wh_validation_free(struct wh_validation *v); /* v is left zeroed; NULL-safe */
 
 /* Number of problems (not warnings) about group index in v. */

@@ -38,7 +38,7 @@
 
 struct wh_check_stats {
     size_t files;
-    size_t objects;  /* Ray objects checked */
+    size_t objects; /* Ray objects checked */
     size_t rows;
     size_t rejected; /* rows with verdict rejected */
     size_t errors;   /* rows with verdict error */
@@ -47,8 +47,8 @@ struct wh_check_stats {
 /* Check one file's contents; rows are appended to rows (a JSON array the
  * caller owns) and counted in st. Problems in the input become rows; a
  * wh_err means out of memory only. */
-WH_NODISCARD enum wh_err wh_check_text(const char *file, const char *text, size_t len,
-                                       cJSON *rows, struct wh_check_stats *st, char *errbuf);
+WH_NODISCARD enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON *rows,
+                                       struct wh_check_stats *st, char *errbuf);
 
 /* Append one "error" row for a file that could not be read. */
 WH_NODISCARD enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st,

@@ -26,7 +26,7 @@
 #define WH_KUBERAY_MAX_PODS 10000L
 
 struct wh_kuberay_opts {
-    int major, minor;        /* KubeRay operator version */
+    int major, minor; /* KubeRay operator version */
     /* Feature gate RayMultiHostIndexing: the native index labels. Set by
      * wh_kuberay_opts_init from the version (on from 1.6, its default). */
     bool multihost_indexing;
@@ -63,7 +63,7 @@ void wh_kuberay_group_size(const cJSON *group, long *replicas, long *hosts);
  * WH_ERR_INVALID names the field when the cluster cannot be rendered,
  * WH_ERR_TOOBIG past WH_KUBERAY_MAX_PODS. */
 WH_NODISCARD enum wh_err wh_kuberay_worker_pods(const cJSON *cluster,
-                                                const struct wh_kuberay_opts *opts,
-                                                cJSON **pods, char *errbuf);
+                                                const struct wh_kuberay_opts *opts, cJSON **pods,
+                                                char *errbuf);
 
 #endif /* WH_KUBERAY_H */

@@ -28,8 +28,7 @@ const char *wh_kr_scalar_text(const cJSON *v, char *buf, size_t len);
 WH_NODISCARD enum wh_err wh_kr_sort_object(cJSON *obj);
 /* Append {name, value} to the env array unless always is false and name is
  * already there. */
-WH_NODISCARD enum wh_err wh_kr_env_put(cJSON *env, const char *name, const char *value,
-                                       bool always);
+WH_NODISCARD enum wh_err wh_kr_env_put(cJSON *env, const char *name, const char *value, bool always);
 /* Append {name, valueFrom.fieldRef.fieldPath: path} to the env array. */
 WH_NODISCARD enum wh_err wh_kr_env_put_field(cJSON *env, const char *name, const char *path);
 /* A Kubernetes quantity in whole units, rounded up, without the clamp of

@@ -17,16 +17,16 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/buf.h"     /* struct wh_buf */
-#include "wh/err.h"     /* enum wh_err */
+#include "wh/buf.h"      /* struct wh_buf */
+#include "wh/err.h"      /* enum wh_err */
 #include "wh/kuberay.h"  /* struct wh_kuberay_opts */
 #include "wh/validate.h" /* struct wh_validation */
 
 /* The engine's answer to a RayCluster CREATE. */
 struct wh_render_verdict {
     bool allowed;
-    char *message;   /* malloc'd denial message; NULL when allowed */
-    cJSON *warnings; /* JSON array of strings, never NULL after success */
+    char *message;                 /* malloc'd denial message; NULL when allowed */
+    cJSON *warnings;               /* JSON array of strings, never NULL after success */
     struct wh_validation findings; /* the same, per worker group, as data */
 };
 
@@ -42,8 +42,8 @@ void wh_render_verdict_free(struct wh_render_verdict *v); /* NULL-safe */
 struct wh_render_result {
     cJSON *cluster; /* the RayCluster as validated (defaults applied), or the workload */
     struct wh_render_verdict verdict;
-    cJSON *pods;       /* the mutated pods in creation order; NULL when denied */
-    char *pod_denial;  /* malloc'd: the engine denied a pod (pods is NULL then) */
+    cJSON *pods;            /* the mutated pods in creation order; NULL when denied */
+    char *pod_denial;       /* malloc'd: the engine denied a pod (pods is NULL then) */
     char *pod_denial_group; /* malloc'd: that pod's worker group */
 };
 

@@ -51,8 +51,8 @@
  * WH_ERR_TOOBIG (size, node or depth limit), WH_ERR_INVALID (syntax,
  * duplicate key, bad alias, unrepresentable value), WH_ERR_NOMEM; errbuf
  * says what and where. */
-WH_NODISCARD enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs,
-                                      unsigned **lines, char *errbuf);
+WH_NODISCARD enum wh_err wh_yaml_load(const char *text, size_t len, cJSON **docs, unsigned **lines,
+                                      char *errbuf);
 
 /* Where a load failed: 1-based line and column, 0 when the error has no
  * place (a size limit, out of memory). */
@@ -63,12 +63,10 @@ struct wh_yaml_pos {
 /* wh_yaml_load that also says where the error is (where may be NULL; it is
  * zeroed on success). */
 WH_NODISCARD enum wh_err wh_yaml_load_at(const char *text, size_t len, cJSON **docs,
-                                         unsigned **lines, struct wh_yaml_pos *where,
-                                         char *errbuf);
+                                         unsigned **lines, struct wh_yaml_pos *where, char *errbuf);
 
 /* Parse a stream that must hold exactly one non-empty document. *doc is the
  * caller's (cJSON_Delete). WH_ERR_INVALID when there are none or several. */
-WH_NODISCARD enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc,
-                                          char *errbuf);
+WH_NODISCARD enum wh_err wh_yaml_load_one(const char *text, size_t len, cJSON **doc, char *errbuf);
 
 #endif /* WH_YAML_H */

@@ -25,9 +25,9 @@
  * Its memory is bounded per worker group and reset when a RayCluster of the
  * same namespace/name is created again (see ledger.h). */
 struct wh_admit_opts {
-    bool standalone;              /* no Kubernetes API: the ledger alone */
-    const char *kubeconfig_path;  /* NULL or "": in-cluster configuration */
-    long reservation_ttl_ms;      /* unconfirmed reservations expire; 0 = default (30 s) */
+    bool standalone;                   /* no Kubernetes API: the ledger alone */
+    const char *kubeconfig_path;       /* NULL or "": in-cluster configuration */
+    long reservation_ttl_ms;           /* unconfirmed reservations expire; 0 = default (30 s) */
     const struct wh_cache_opts *cache; /* NULL: defaults (tests tune timeouts) */
     /* Worker-id claims through the API server (Kubernetes mode; see
      * claims.h), so that several replicas never hand out the same id. */
@@ -36,7 +36,6 @@ struct wh_admit_opts {
     long claim_lifetime_s;        /* 0: default (60 s) */
     bool claims_off;              /* tests only: show what several replicas do without them */
 };
-
 
 struct wh_admit;
 

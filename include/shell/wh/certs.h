@@ -15,9 +15,8 @@
 #define WH_CERTS_MAX_SANS 16
 
 /* Append a new self-signed CA certificate and its key (PEM) to the buffers. */
-WH_NODISCARD enum wh_err wh_certs_make_ca(const char *common_name, int days,
-                                          struct wh_buf *cert_pem, struct wh_buf *key_pem,
-                                          char *errbuf);
+WH_NODISCARD enum wh_err wh_certs_make_ca(const char *common_name, int days, struct wh_buf *cert_pem,
+                                          struct wh_buf *key_pem, char *errbuf);
 
 /* Append a server certificate for the given SANs ("DNS:name" or "IP:addr")
  * signed by the CA, and its new key. The first DNS SAN is the subject CN. */
@@ -28,12 +27,12 @@ WH_NODISCARD enum wh_err wh_certs_make_server(const char *ca_cert_pem, size_t ca
                                               char *errbuf);
 
 struct wh_certs_opts {
-    const char *dir;       /* created if missing (mode 0700) */
-    const char *ns;        /* service namespace, e.g. ray-system */
-    const char *service;   /* service name, e.g. kuberay-tpu-webhook */
-    int days;              /* server certificate lifetime */
-    int ca_days;           /* CA lifetime (new CA only) */
-    bool new_ca;           /* replace an existing ca.crt/ca.key */
+    const char *dir;               /* created if missing (mode 0700) */
+    const char *ns;                /* service namespace, e.g. ray-system */
+    const char *service;           /* service name, e.g. kuberay-tpu-webhook */
+    int days;                      /* server certificate lifetime */
+    int ca_days;                   /* CA lifetime (new CA only) */
+    bool new_ca;                   /* replace an existing ca.crt/ca.key */
     const char *const *extra_sans; /* more "DNS:x"/"IP:y" entries */
     size_t n_extra_sans;
 };

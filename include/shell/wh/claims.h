@@ -48,12 +48,11 @@ enum wh_claim_outcome {
     WH_CLAIM_FAILED, /* the API server could not decide (unreachable, errors) */
 };
 
-
 /* The Lease a TAKEN claim created, for wh_claims_release(). */
 struct wh_claim_ticket {
     char name[WH_CLAIMS_NAME_LEN];
     char uid[128];
-    char rv[64];   /* metadata.resourceVersion */
+    char rv[64]; /* metadata.resourceVersion */
 };
 
 struct wh_claims;

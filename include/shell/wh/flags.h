@@ -70,9 +70,8 @@ WH_NODISCARD enum wh_err wh_flags_parse_args(struct wh_flag *flags, size_t n,
 
 /* A STR flag's value is one of choices[0..n-1] (or it was not given);
  * otherwise WH_ERR_INVALID naming the flag, the value and the choices. */
-WH_NODISCARD enum wh_err wh_flags_check_choice(const struct wh_flag *f,
-                                               const char *const *choices, size_t n,
-                                               char *errbuf);
+WH_NODISCARD enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *choices,
+                                               size_t n, char *errbuf);
 
 /* Parse a Go duration ("300ms", "10s", "1m30s", "0") into milliseconds. */
 bool wh_flags_parse_duration(const char *s, long *ms);
@@ -84,8 +83,8 @@ void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out);
  * a bad flag print the reason and a hint to stderr and return 2 (the exit
  * status); on -h/--help print usage_head and the flags to stdout and return
  * 0; when the command should run, return -1. */
-int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv,
-                     const char *command, const char *usage_head);
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, const char *command,
+                     const char *usage_head);
 /* wh_flags_command for a command that takes positional arguments (see
  * wh_flags_parse_args). */
 int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,

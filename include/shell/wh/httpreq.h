@@ -12,16 +12,16 @@
 #ifndef WH_HTTPREQ_H
 #define WH_HTTPREQ_H
 
-#include <stddef.h>  /* size_t */
+#include <stddef.h> /* size_t */
 
 #include "wh/metrics.h" /* enum wh_mpath */
 
 /* Request framing learnt from the header lines, one call per line. */
 struct wh_http_framing {
-    unsigned n_length;       /* Content-Length lines */
+    unsigned n_length;         /* Content-Length lines */
     unsigned long long length; /* the first one's value */
-    unsigned n_coding;       /* Transfer-Encoding lines */
-    const char *problem;     /* first problem found, static text; NULL: none */
+    unsigned n_coding;         /* Transfer-Encoding lines */
+    const char *problem;       /* first problem found, static text; NULL: none */
 };
 
 void wh_http_framing_init(struct wh_http_framing *f);

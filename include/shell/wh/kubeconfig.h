@@ -32,20 +32,20 @@
 #define WH_KUBECONFIG_MAX ((size_t)4 * 1024 * 1024)
 
 struct wh_kube_config {
-    char *source;      /* "in-cluster" or the kubeconfig path, for messages */
-    char *server;      /* "https://host:port" without a trailing slash */
-    char *ca_file;     /* CA bundle file, or NULL */
-    char *ca_pem;      /* CA bundle PEM bytes (certificate-authority-data), or NULL */
+    char *source;  /* "in-cluster" or the kubeconfig path, for messages */
+    char *server;  /* "https://host:port" without a trailing slash */
+    char *ca_file; /* CA bundle file, or NULL */
+    char *ca_pem;  /* CA bundle PEM bytes (certificate-authority-data), or NULL */
     size_t ca_pem_len;
-    char *token;       /* static bearer token, or NULL */
-    char *token_file;  /* bearer token file, re-read per request, or NULL */
-    char *cert_file;   /* client certificate PEM file, or NULL */
-    char *cert_pem;    /* client certificate PEM bytes, or NULL */
+    char *token;      /* static bearer token, or NULL */
+    char *token_file; /* bearer token file, re-read per request, or NULL */
+    char *cert_file;  /* client certificate PEM file, or NULL */
+    char *cert_pem;   /* client certificate PEM bytes, or NULL */
     size_t cert_pem_len;
-    char *key_file;    /* client key PEM file, or NULL */
-    char *key_pem;     /* client key PEM bytes, or NULL */
+    char *key_file; /* client key PEM file, or NULL */
+    char *key_pem;  /* client key PEM bytes, or NULL */
     size_t key_pem_len;
-    bool insecure;     /* insecure-skip-tls-verify */
+    bool insecure; /* insecure-skip-tls-verify */
 };
 
 /* Load the current context of a kubeconfig file. On failure out is cleared. */

@@ -96,8 +96,7 @@ bool wh_ledger_mark(struct wh_ledger_group *g, const char *replica_label, long w
  * reservations, WH_ERR_NOMEM. Reserving an id that is already pending
  * refreshes it. */
 WH_NODISCARD enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long replica, long host,
-                                           long worker_id, unsigned n_tpu_containers,
-                                           char *errbuf);
+                                           long worker_id, unsigned n_tpu_containers, char *errbuf);
 
 /* Drop the locked group's reservation of (replica, worker_id), if any (a
  * claim for it failed). Returns true when one matched. */
@@ -105,8 +104,8 @@ bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id);
 
 /* A live pod with these ids showed up in the watch: drop the matching
  * pending reservation. Returns true when one matched. */
-bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster,
-                       const char *group, const char *replica_label, long worker_id);
+bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster, const char *group,
+                       const char *replica_label, long worker_id);
 
 /* Since when (now_ms clock) the watch has been continuously healthy, or -1
  * when it is not (nothing expires then). Set by the pod cache's owner from
@@ -129,7 +128,8 @@ void wh_ledger_sweep(struct wh_ledger *lg);
 /* Forget every reservation of (ns, cluster) (standalone: the cluster was
  * created again). Waits for each of its groups in turn. WH_ERR_NOMEM when
  * some groups could not be visited. */
-WH_NODISCARD enum wh_err wh_ledger_drop_cluster(struct wh_ledger *lg, const char *ns, const char *cluster);
+WH_NODISCARD enum wh_err wh_ledger_drop_cluster(struct wh_ledger *lg, const char *ns,
+                                                const char *cluster);
 
 /* Pending reservations and group entries right now. */
 size_t wh_ledger_pending(struct wh_ledger *lg);

@@ -32,8 +32,8 @@ enum wh_mpath {
 
 struct wh_metrics;
 
-struct wh_metrics *wh_metrics_new(void);      /* NULL on OOM */
-void wh_metrics_free(struct wh_metrics *m);   /* NULL-safe */
+struct wh_metrics *wh_metrics_new(void);    /* NULL on OOM */
+void wh_metrics_free(struct wh_metrics *m); /* NULL-safe */
 
 const char *wh_metrics_path_label(enum wh_mpath p);
 
@@ -68,10 +68,10 @@ extern const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS];
 /* Worker-id claims through the API server, as the claims module counts
  * them (claims.h fills it). */
 struct wh_mclaims {
-    uint64_t taken, held, failed;    /* claim outcomes */
-    uint64_t api_errors;             /* failed API calls, retried ones included */
-    uint64_t swept, sweeps_failed;   /* expired claims deleted; failed sweeps */
-    size_t objects;                  /* claim Leases seen by the last sweep */
+    uint64_t taken, held, failed;            /* claim outcomes */
+    uint64_t api_errors;                     /* failed API calls, retried ones included */
+    uint64_t swept, sweeps_failed;           /* expired claims deleted; failed sweeps */
+    size_t objects;                          /* claim Leases seen by the last sweep */
     uint64_t dur_buckets[WH_MCLAIM_BUCKETS]; /* cumulative, le = wh_mclaim_bounds */
     uint64_t dur_count;
     double dur_sum_s;
@@ -81,18 +81,18 @@ struct wh_mclaims {
  * (admit.c, from the caches, the ledger and the claims) fills, so that this
  * module knows nothing of those. */
 struct wh_mgauges {
-    bool synced;          /* caches synced (always true when standalone) */
+    bool synced;                    /* caches synced (always true when standalone) */
     bool pods_synced, nodes_synced; /* each cache (true when standalone) */
-    bool pods_trusted;    /* legacy indices can be assigned (see wh_cache_pods_unavailable) */
+    bool pods_trusted; /* legacy indices can be assigned (see wh_cache_pods_unavailable) */
     long pods_down_ms, nodes_down_ms; /* how long each watch has been down; 0 healthy */
     size_t pods_cached;
     size_t nodes_cached;
-    size_t reservations;  /* ledger entries not yet confirmed */
+    size_t reservations; /* ledger entries not yet confirmed */
     /* Legacy-path pod reviews, and the time they waited for their worker
      * group's ledger entry (another admission of the group held it). */
     unsigned long long legacy_reviews;
     unsigned long long legacy_wait_us;
-    bool claims;          /* worker-id claims in use (claim is valid) */
+    bool claims; /* worker-id claims in use (claim is valid) */
     struct wh_mclaims claim;
 };
 
@@ -105,8 +105,7 @@ struct wh_mlive {
 /* Append the exposition text; g (may be NULL) adds the pipeline's gauges,
  * live (may be NULL) the server's. Process metrics (memory, CPU, file
  * descriptors) are read from /proc and getrusage() here. */
-WH_NODISCARD enum wh_err wh_metrics_render(const struct wh_metrics *m,
-                                           const struct wh_mgauges *g,
+WH_NODISCARD enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_mgauges *g,
                                            const struct wh_mlive *live, struct wh_buf *out);
 
 #endif /* WH_METRICS_H */

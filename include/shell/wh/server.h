@@ -35,14 +35,14 @@
 #define WH_SERVER_MAX_BODY_DEFAULT ((size_t)3 * 1024 * 1024)
 
 struct wh_server_opts {
-    const char *bind;          /* Go syntax: ":443", "127.0.0.1:8443", "[::1]:8443", port 0 = any */
-    unsigned threads;          /* request threads, >= 1 */
-    unsigned max_connections;  /* served at once; more wait in the listen queue */
+    const char *bind;         /* Go syntax: ":443", "127.0.0.1:8443", "[::1]:8443", port 0 = any */
+    unsigned threads;         /* request threads, >= 1 */
+    unsigned max_connections; /* served at once; more wait in the listen queue */
     unsigned max_connections_per_client; /* from one IP address, more are closed at once; 0: no limit */
-    long idle_timeout_ms;      /* keep-alive connection with no traffic */
-    long header_timeout_ms;    /* connect (incl. TLS handshake) to complete request headers */
-    long request_timeout_ms;   /* request headers to complete answer (body upload included) */
-    size_t max_body;           /* request body limit in bytes */
+    long idle_timeout_ms;                /* keep-alive connection with no traffic */
+    long header_timeout_ms;  /* connect (incl. TLS handshake) to complete request headers */
+    long request_timeout_ms; /* request headers to complete answer (body upload included) */
+    size_t max_body;         /* request body limit in bytes */
     /* Memory of the requests in flight, all connections: bodies, parsed
      * reviews, decisions and answers (request arenas, see reqmem.h). */
     size_t max_request_memory; /* one request (raised to 2 x max_body + 1 MiB) */

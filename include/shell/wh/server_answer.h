@@ -19,12 +19,11 @@ enum MHD_Result wh_srv_reply(struct wh_server *s, struct MHD_Connection *c, stru
                              const char *allow);
 
 /* A Kubernetes Status object naming the problem. */
-enum MHD_Result wh_srv_reply_error(struct wh_server *s, struct MHD_Connection *c,
-                                   struct request *rq, unsigned status, const char *msg,
-                                   const char *allow);
+enum MHD_Result wh_srv_reply_error(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                   unsigned status, const char *msg, const char *allow);
 
 /* text/plain. */
-enum MHD_Result wh_srv_reply_text(struct wh_server *s, struct MHD_Connection *c,
-                                  struct request *rq, unsigned status, const char *text);
+enum MHD_Result wh_srv_reply_text(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                  unsigned status, const char *text);
 
 #endif /* WH_SERVER_ANSWER_H */

@@ -45,13 +45,13 @@ struct request {
     struct wh_arena *arena; /* admissions only; NULL when the memory refused one */
     char *body;             /* in the arena, sized from Content-Length */
     size_t body_len, body_cap;
-    struct wh_review *rv;   /* parsed body, kept until the answer is sent */
+    struct wh_review *rv; /* parsed body, kept until the answer is sent */
     struct wh_engine_result res;
     bool too_big;
     bool busy;        /* over the server's request memory: refused with 503 */
     size_t discarded; /* body bytes dropped after too_big or busy */
-    unsigned status; /* answer queued, 0 until then */
-    bool close;      /* the answer closes the connection */
+    unsigned status;  /* answer queued, 0 until then */
+    bool close;       /* the answer closes the connection */
     /* Corked for one TLS record (wh/tlsrec.h) until wh_srv_on_completed flushes
      * it; NULL otherwise. MHD's session, not ours. */
     gnutls_session_t corked;
@@ -73,8 +73,8 @@ struct wh_server {
     struct wh_server_opts o;
     struct wh_admit *ad;
     struct wh_metrics *m;
-    atomic_bool unready;  /* /readyz answers 503, answers close their connection */
-    atomic_llong active;   /* requests between first call and completion */
+    atomic_bool unready; /* /readyz answers 503, answers close their connection */
+    atomic_llong active; /* requests between first call and completion */
     atomic_llong accepted;
     atomic_llong answered;
     atomic_llong aborted;

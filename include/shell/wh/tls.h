@@ -14,15 +14,15 @@
 #ifndef WH_TLS_H
 #define WH_TLS_H
 
-#include <stddef.h>  /* size_t */
-#include <time.h>    /* time_t */
+#include <stddef.h> /* size_t */
+#include <time.h>   /* time_t */
 
 #include <gnutls/abstract.h> /* gnutls_pcert_st, gnutls_privkey_t */
 
 #include "wh/err.h" /* enum wh_err */
 
 /* GnuTLS priorities: TLS 1.2 and 1.3 only, AEAD ciphers, ECDHE key exchange. */
-#define WH_TLS_PRIORITIES                                                                     \
+#define WH_TLS_PRIORITIES                                                                  \
     "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
     "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
 
@@ -31,7 +31,7 @@
 
 struct wh_cert_info {
     time_t not_after;
-    char serial[80];  /* upper-case hex */
+    char serial[80]; /* upper-case hex */
     char subject[256];
 };
 

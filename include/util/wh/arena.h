@@ -35,9 +35,9 @@ struct wh_arena_opts {
 };
 
 enum wh_arena_end {
-    WH_ARENA_OK,       /* every allocation so far succeeded */
-    WH_ARENA_BUDGET,   /* a block would have put the arena over its budget */
-    WH_ARENA_REFUSED,  /* the chunk source refused (shared limit, no memory) */
+    WH_ARENA_OK,      /* every allocation so far succeeded */
+    WH_ARENA_BUDGET,  /* a block would have put the arena over its budget */
+    WH_ARENA_REFUSED, /* the chunk source refused (shared limit, no memory) */
 };
 
 struct wh_arena;

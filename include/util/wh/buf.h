@@ -81,7 +81,10 @@ WH_NODISCARD enum wh_err wh_buf_reserve(struct wh_buf *b, size_t n);
 
 /* Borrowed NUL-terminated contents ("" when empty); valid until the next change. */
 const char *wh_buf_ptr(const struct wh_buf *b);
-static inline size_t wh_buf_len(const struct wh_buf *b) { return b->len; }
+static inline size_t wh_buf_len(const struct wh_buf *b)
+{
+    return b->len;
+}
 
 /* Hand the bytes to the caller (wh_free() them); the buffer becomes empty.
  * Returns a malloc'd "" for an empty buffer; NULL only on OOM. */

@@ -9,28 +9,27 @@
 #ifndef WH_ERR_H
 #define WH_ERR_H
 
-
 #define WH_ERRBUF_LEN 512
 
 /* X(name, text) */
-#define WH_ERR_MAP(X)                                                     \
-    X(WH_OK, "ok")                                                        \
-    X(WH_ERR_NOMEM, "out of memory")                                      \
-    X(WH_ERR_TOOBIG, "size limit exceeded")                               \
-    X(WH_ERR_INVALID, "invalid input")                                    \
-    X(WH_ERR_KIND, "unsupported kind")                                    \
-    X(WH_ERR_IO, "input/output error")                                    \
-    X(WH_ERR_TLS, "TLS error")                                            \
-    X(WH_ERR_HTTP, "HTTP error")                                          \
-    X(WH_ERR_UNAVAILABLE, "temporarily unavailable")                      \
-    X(WH_ERR_NOTFOUND, "not found")                                       \
+#define WH_ERR_MAP(X)                                \
+    X(WH_OK, "ok")                                   \
+    X(WH_ERR_NOMEM, "out of memory")                 \
+    X(WH_ERR_TOOBIG, "size limit exceeded")          \
+    X(WH_ERR_INVALID, "invalid input")               \
+    X(WH_ERR_KIND, "unsupported kind")               \
+    X(WH_ERR_IO, "input/output error")               \
+    X(WH_ERR_TLS, "TLS error")                       \
+    X(WH_ERR_HTTP, "HTTP error")                     \
+    X(WH_ERR_UNAVAILABLE, "temporarily unavailable") \
+    X(WH_ERR_NOTFOUND, "not found")                  \
     X(WH_ERR_INTERNAL, "internal error")
 
 enum wh_err {
 #define WH_ERR_ENUM(name, text) name,
     WH_ERR_MAP(WH_ERR_ENUM)
 #undef WH_ERR_ENUM
-    WH_ERR__COUNT
+        WH_ERR__COUNT
 };
 
 /* Static text for an error code; never NULL. */
@@ -43,11 +42,11 @@ enum wh_err wh_fail(char *errbuf, enum wh_err err, const char *fmt, ...)
 
 /* Return the error of an expression from the enclosing function, for chains
  * of calls that need no cleanup between them. */
-#define WH_TRY(x)                                                                              \
-    do {                                                                                       \
-        enum wh_err wh_try_err_ = (x);                                                         \
-        if (wh_try_err_)                                                                       \
-            return wh_try_err_;                                                                \
+#define WH_TRY(x)                      \
+    do {                               \
+        enum wh_err wh_try_err_ = (x); \
+        if (wh_try_err_)               \
+            return wh_try_err_;        \
     } while (0)
 
 #if defined(__GNUC__)
