@@ -78,7 +78,9 @@ void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int cont
     w->d = d;
     w->container = container;
     w->env = env;
-    w->initialised = cJSON_GetArraySize(env) > 0;
+    /* An env that is not a list (only an input that never passed the API
+     * server's decoding) is replaced whole, as an absent one is added. */
+    w->initialised = cJSON_IsArray(env) && cJSON_GetArraySize(env) > 0;
 }
 
 static char *put_uint(char *p, unsigned v)
