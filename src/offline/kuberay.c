@@ -173,6 +173,15 @@ static enum wh_err check_group(const struct wh_kr_cluster *c, const cJSON *group
                        "RayCluster %s: worker group %s has no "
                        "template.spec.containers; KubeRay needs the Ray container first",
                        c->name, *gname);
+    /* KubeRay refuses such a group; rendering it would build minReplicas
+     * pods (up to the render limit) that KubeRay never creates. */
+    const cJSON *min = wh_json_get(group, "minReplicas"), *max = wh_json_get(group, "maxReplicas");
+    if (cJSON_IsNumber(min) && cJSON_IsNumber(max) && min->valuedouble > max->valuedouble)
+        return wh_fail(c->errbuf, WH_ERR_INVALID,
+                       "RayCluster %s: worker group %s has minReplicas %.0f greater than "
+                       "maxReplicas %.0f, which KubeRay refuses; lower minReplicas or raise "
+                       "maxReplicas",
+                       c->name, *gname, min->valuedouble, max->valuedouble);
     return WH_OK;
 }
 

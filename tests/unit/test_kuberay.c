@@ -338,6 +338,10 @@ static void test_wrappers_and_errors(void **state)
         {"metadata: {name: x}\nspec: {workerGroupSpecs: [{groupName: g, replicas: 200,\n"
          "  numOfHosts: 64, template: {spec: {containers: [{name: w}]}}}]}\n",
          "render limit", WH_ERR_TOOBIG},
+        /* Found by fuzz_yaml: 7,777 legacy pods took seconds to admit. */
+        {"metadata: {name: x}\nspec: {workerGroupSpecs: [{groupName: g, replicas: 4,\n"
+         "  minReplicas: 7777, maxReplicas: 4, template: {spec: {containers: [{name: w}]}}}]}\n",
+         "minReplicas 7777 greater than maxReplicas 4", WH_ERR_INVALID},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cJSON *x = load(bad[i].yaml);
