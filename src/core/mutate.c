@@ -674,9 +674,7 @@ enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struc
     c.ns = wh_json_str(meta, "namespace");
     if (!c.ns || !*c.ns)
         c.ns = wh_json_str0(request, "namespace");
-    c.name = wh_json_str(meta, "name");
-    if (!c.name || !*c.name)
-        c.name = wh_json_str0(meta, "generateName");
+    c.name = wh_meta_name(meta);
     c.cluster = wh_json_str0(c.labels, WH_LABEL_CLUSTER);
     c.group = wh_json_str0(c.labels, WH_LABEL_GROUP);
     enum wh_err err = mutate(&c, st, errbuf);

@@ -79,6 +79,12 @@ static const cJSON *meta_map(const cJSON *obj, const char *map)
     return wh_json_path(obj, "metadata", map, NULL);
 }
 
+const char *wh_meta_name(const cJSON *meta)
+{
+    const char *name = wh_json_str0(meta, "name");
+    return *name ? name : wh_json_str0(meta, "generateName");
+}
+
 const char *wh_meta_label(const cJSON *obj, const char *key)
 {
     return wh_json_str(meta_map(obj, "labels"), key);

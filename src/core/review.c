@@ -73,9 +73,7 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     in->ns = wh_json_str0(meta, "namespace");
     if (!*in->ns)
         in->ns = wh_json_str0(req, "namespace");
-    in->name = wh_json_str0(meta, "name");
-    if (!*in->name)
-        in->name = wh_json_str0(meta, "generateName");
+    in->name = wh_meta_name(meta);
     if (!*in->name)
         in->name = wh_json_str0(req, "name");
     const cJSON *labels = wh_json_get(meta, "labels");

@@ -45,9 +45,7 @@ bool wh_pod_rec_from_json(const cJSON *pod, struct wh_pod_rec *rec)
     const cJSON *meta = wh_json_get(pod, "metadata");
     const cJSON *containers = wh_json_path(pod, "spec", "containers", NULL);
     memset(rec, 0, sizeof(*rec));
-    rec->name = wh_json_str(meta, "name");
-    if (!rec->name || !*rec->name)
-        rec->name = wh_json_str0(meta, "generateName");
+    rec->name = wh_meta_name(meta);
     rec->ns = wh_json_str0(meta, "namespace");
     rec->cluster = wh_json_str0(wh_json_get(meta, "labels"), WH_LABEL_CLUSTER);
     rec->group = wh_json_str0(wh_json_get(meta, "labels"), WH_LABEL_GROUP);

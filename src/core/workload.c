@@ -712,9 +712,7 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     w.ns = wh_json_str(meta, "namespace");
     if (!w.ns || !*w.ns)
         w.ns = wh_json_str0(request, "namespace");
-    w.pod_name = wh_json_str(meta, "name");
-    if (!w.pod_name || !*w.pod_name)
-        w.pod_name = wh_json_str0(meta, "generateName");
+    w.pod_name = wh_meta_name(meta);
     describe(&w);
     /* Every value is part of the patch, which stops at its limit (wh_patch_op). */
     wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);

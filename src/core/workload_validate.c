@@ -267,9 +267,7 @@ enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d)
     v.ns = wh_json_str0(meta, "namespace");
     if (!*v.ns)
         v.ns = wh_json_str0(request, "namespace");
-    v.name = wh_json_str0(meta, "name");
-    if (!*v.name)
-        v.name = wh_json_str0(meta, "generateName");
+    v.name = wh_meta_name(meta);
     wh_buf_init(&v.problems, PROBLEMS_MAX);
     enum wh_err err = !strcmp(kind, "Job")      ? validate_job(&v, obj)
                       : !strcmp(kind, "JobSet") ? validate_jobset(&v, obj)

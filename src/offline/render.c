@@ -282,8 +282,7 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
             const cJSON *meta = wh_json_get(p, "metadata");
             const char *who = route == WH_ROUTE_MUTATE
                                   ? wh_json_str0(wh_json_get(meta, "labels"), "ray.io/group")
-                              : *wh_json_str0(meta, "name") ? wh_json_str0(meta, "name")
-                                                            : wh_json_str0(meta, "generateName");
+                                  : wh_meta_name(meta);
             snprintf(msg, sizeof(msg), "%s pod %ld (%s %s) denied: %s",
                      route == WH_ROUTE_MUTATE ? "worker" : "the", seq,
                      route == WH_ROUTE_MUTATE ? "group" : "pod", who,

@@ -51,6 +51,11 @@ struct wh_env_lookup {
 };
 void wh_env_lookup(const cJSON *env, const char *name, struct wh_env_lookup *out);
 
+/* Who an object is in messages and records: metadata.name, else its
+ * generateName (a pod before the API server names it), else "". meta is
+ * the metadata object (may be NULL); the text is meta's. */
+const char *wh_meta_name(const cJSON *meta);
+
 /* Label / annotation / nodeSelector value of an object's metadata or spec;
  * NULL when absent or not a string. */
 const char *wh_meta_label(const cJSON *obj, const char *key);
