@@ -37,11 +37,6 @@ BANNED_CALL = re.compile(r"(?<![\w.>])(" + "|".join(BANNED) + r")\s*\(")
 # Waivers: "path:name" (a banned call or an include-comment name) the rules
 # do not apply to, each with its reason. Remove an entry with its cause.
 WAIVED = {
-    "src/shell/claims.c:sscanf": "Lease time parsing; the file is being changed by the "
-                                 "cross-replica claims work, fix it once that has landed",
-    "src/shell/claims.c:EVP_Digest": "as above",
-    "src/shell/metrics.c:fscanf": "/proc/self/statm; metrics.c is being changed by the "
-                                  "cross-replica claims work, fix it once that has landed",
     "src/shell/mhderr.c:gnutls_record_send": "interposes GnuTLS's function (wh/mhderr.h)",
     "src/shell/mhderr.c:gnutls_deinit": "interposes GnuTLS's function (wh/mhderr.h)",
 }
@@ -52,11 +47,7 @@ LONG_MARK = re.compile(r"/\*\s*long:\s*\S.{9}")
 # split or changed by other work right now, which the length rule skips
 # until that work lands. Remove each entry when its split has
 # landed (then the file must pass or carry a /* long: */ reason).
-WAIVED_LONG = {
-    "src/shell/claims.c:wh_claims_take": "being changed by the claims work (issue 11); "
-                                         "split after it has landed",
-    "src/shell/claims.c:sweep": "as above",
-}
+WAIVED_LONG = {}
 IDENT = r"[A-Za-z_]\w*"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"][^>"]+[>"]\s*/\*(.*?)\*/\s*$')
 SYMBOL = re.compile(r"^(?:(?:struct|enum|union)\s+)?(" + IDENT + r")(\*)?$")

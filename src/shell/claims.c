@@ -8,12 +8,12 @@
 #include <stdint.h>     /* uintptr_t */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free */
-#include <string.h>     /* strdup, strcmp */
+#include <string.h>     /* strdup, strcmp, strnlen */
 #include <sys/random.h> /* getrandom */
 #include <time.h>       /* clock_gettime, gmtime_r, timegm */
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h> /* EVP_Digest */
+#include <openssl/evp.h> /* EVP_DigestInit_ex, EVP_sha256 */
 
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/clock.h" /* wh_clock_ms */
@@ -82,18 +82,45 @@ static void micro_time(char out[40])
     snprintf(out + n, 40 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
-/* Microseconds since the epoch of a MicroTime/Time text, or -1. */
-static long long parse_time_us(const char *s)
+/* The n-digit number at s (digits only, no sign or space), or -1. */
+static int fixed_digits(const char *s, int n)
 {
-    struct tm tm = {0};
-    int used = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+long long wh_claims_parse_time_us(const char *s)
+{
+    /* "YYYY-MM-DDTHH:MM:SS": value offsets, widths, ranges; the separators
+     * are checked below. */
+    static const struct {
+        int at, width, min, max;
+    } field[6] = {
+        {0, 4, 1970, 9999}, {5, 2, 1, 12},  {8, 2, 1, 31},
+        {11, 2, 0, 23},     {14, 2, 0, 59}, {17, 2, 0, 60},
+    };
+    int v[6];
+    if (!s || strnlen(s, 19) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':')
         return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
+    for (int i = 0; i < 6; i++) {
+        v[i] = fixed_digits(s + field[i].at, field[i].width);
+        if (v[i] < field[i].min || v[i] > field[i].max)
+            return -1;
+    }
+    struct tm tm = {.tm_year = v[0] - 1900,
+                    .tm_mon = v[1] - 1,
+                    .tm_mday = v[2],
+                    .tm_hour = v[3],
+                    .tm_min = v[4],
+                    .tm_sec = v[5]};
     long long us = (long long)timegm(&tm) * 1000000;
-    const char *p = s + used;
+    const char *p = s + 19;
     if (*p == '.') {
         long long frac = 0, scale = 1000000;
         for (p++; *p >= '0' && *p <= '9'; p++)
@@ -224,6 +251,53 @@ static enum mine created_by_us(struct wh_claims *c, const char *name, const char
     return m;
 }
 
+/* A random nonce that tells this claim's Lease from another's; out holds
+ * 33 bytes. */
+static void make_nonce(long long t0, char out[40])
+{
+    unsigned long long rnd[2] = {0, 0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        rnd[0] = (unsigned long long)t0 ^ ((unsigned long long)(uintptr_t)&rnd << 16);
+    snprintf(out, 40, "%016llx%016llx", rnd[0], rnd[1]);
+}
+
+/* One POST of the claim's Lease, given left ms of the budget; *err is the
+ * request's. False when the body could not be built (nothing was sent). */
+static bool post_claim(struct wh_claims *c, const char *name, const char *ns, const char *cluster,
+                       const char *group, long replica, long worker_id, const char *nonce,
+                       long left, struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf,
+                       enum wh_err *err)
+{
+    /* Built per attempt: the claim's lifetime counts from the attempt that
+     * may create it, not from the first one. A body stamped before a
+     * Retry-After wait made a Lease that was already (nearly) expired when
+     * created, so a sweeper deleted it while its pod was still on its way to
+     * the other replicas, and the id was handed out twice. */
+    char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
+    if (!body)
+        return false;
+    *err = wh_kube_request(c->kube, "POST", c->path, body, strlen(body),
+                           left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, resp, ans, errbuf);
+    cJSON_free(body);
+    return true;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+        ;
+}
+
+static void log_claim_failed(const char *name, const char *ns, const char *cluster,
+                             const char *group, long replica, long worker_id, const char *why)
+{
+    wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,
+           "cluster", WH_F_STR, cluster, "group", WH_F_STR, group, "replica", WH_F_INT,
+           (long long)replica, "worker_id", WH_F_INT, (long long)worker_id, "error", WH_F_STR, why,
+           (char *)NULL);
+}
+
 enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const char *cluster,
                                      const char *group, long replica, long worker_id,
                                      struct wh_claim_ticket *ticket, char *why, size_t why_len)
@@ -233,11 +307,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
     long deadline = wh_clock_ms() + c->budget_ms;
     char name[WH_CLAIMS_NAME_LEN];
     wh_claims_name(ns, cluster, group, replica, worker_id, name);
-    unsigned long long rnd[2] = {0, 0};
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        rnd[0] = (unsigned long long)t0 ^ ((unsigned long long)(uintptr_t)&rnd << 16);
     char nonce[40];
-    snprintf(nonce, sizeof(nonce), "%016llx%016llx", rnd[0], rnd[1]);
+    make_nonce(t0, nonce);
     bool lost = false; /* an attempt may have created the Lease unseen */
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
@@ -252,20 +323,12 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         char errbuf[WH_ERRBUF_LEN] = "";
         struct wh_kube_answer ans = {0};
         wh_buf_reset(&resp);
-        /* Built per attempt: the claim's lifetime counts from the attempt
-         * that may create it, not from the first one. A body stamped before
-         * a Retry-After wait made a Lease that was already (nearly) expired
-         * when created, so a sweeper deleted it while its pod was still on
-         * its way to the other replicas, and the id was handed out twice. */
-        char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
-        if (!body) {
+        enum wh_err err = WH_OK;
+        if (!post_claim(c, name, ns, cluster, group, replica, worker_id, nonce, left, &resp, &ans,
+                        errbuf, &err)) {
             snprintf(why, why_len, "out of memory building the claim");
             break;
         }
-        enum wh_err err = wh_kube_request(c->kube, "POST", c->path, body, strlen(body),
-                                          left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &resp,
-                                          &ans, errbuf);
-        cJSON_free(body);
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
             cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
@@ -301,18 +364,13 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         }
         if (wh_clock_ms() + wait >= deadline)
             break;
-        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) && errno == EINTR)
-            ;
+        sleep_ms(wait);
         backoff *= 2;
     }
     wh_buf_free(&resp);
     count_outcome(c, oc, wh_clock_us() - t0, api_errors);
     if (oc == WH_CLAIM_FAILED)
-        wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,
-               "cluster", WH_F_STR, cluster, "group", WH_F_STR, group, "replica", WH_F_INT,
-               (long long)replica, "worker_id", WH_F_INT, (long long)worker_id, "error", WH_F_STR,
-               why, (char *)NULL);
+        log_claim_failed(name, ns, cluster, group, replica, worker_id, why);
     return oc;
 }
 
@@ -371,10 +429,11 @@ static bool str_ok(const char *s)
     return true;
 }
 
-/* One LIST of the claims, deleting the expired ones. */
-static void sweep(struct wh_claims *c)
+/* The LIST of the claims (the caller frees it with cJSON_Delete), or NULL
+ * with reason set. */
+static cJSON *list_claims(struct wh_claims *c, char reason[WH_ERRBUF_LEN])
 {
-    char path[700], errbuf[WH_ERRBUF_LEN] = "", reason[WH_ERRBUF_LEN] = "";
+    char path[700], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s?labelSelector=%s", c->path, CLAIM_SELECTOR);
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
@@ -383,12 +442,42 @@ static void sweep(struct wh_claims *c)
                                       errbuf);
     cJSON *list = NULL;
     if (err)
-        snprintf(reason, sizeof(reason), "%s", errbuf);
+        snprintf(reason, WH_ERRBUF_LEN, "%s", errbuf);
     else if (ans.status != 200)
-        describe_answer(ans.status, &resp, reason, sizeof(reason));
+        describe_answer(ans.status, &resp, reason, WH_ERRBUF_LEN);
     else if (!(list = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))))
-        snprintf(reason, sizeof(reason), "LIST leases: the answer is not JSON");
+        snprintf(reason, WH_ERRBUF_LEN, "LIST leases: the answer is not JSON");
     wh_buf_free(&resp);
+    return list;
+}
+
+/* Whether a listed claim is due for deletion at now (wall-clock us). */
+static bool claim_expired(const struct wh_claims *c, const cJSON *item, long long now)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
+    const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+    const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "renewTime"));
+    if (!renew)
+        renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
+    long long at = wh_claims_parse_time_us(renew);
+    /* A claim without a readable time or duration was not written by
+     * us as we write them; it still expires, by the default lifetime. */
+    double d = cJSON_IsNumber(dur) && dur->valuedouble > 0 ? dur->valuedouble
+                                                           : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
+    /* Each replica deletes its own claims; another's only one sweep
+     * period later (its holder crashed, or is partitioned away), so
+     * that sweepers rarely race for the same object. */
+    const char *holder = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
+    long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
+    return at >= 0 && now >= at + (long long)(d * 1e6) + grace;
+}
+
+/* One LIST of the claims, deleting the expired ones. */
+static void sweep(struct wh_claims *c)
+{
+    char reason[WH_ERRBUF_LEN] = "";
+    cJSON *list = list_claims(c, reason);
     if (!reason[0]) {
         /* Reachable: readiness need not wait for the deletes below (after
          * an outage there may be thousands of them). */
@@ -406,30 +495,12 @@ static void sweep(struct wh_claims *c)
         if (atomic_load(&c->stop))
             break;
         const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
-        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
         const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
         const char *rv = cJSON_GetStringValue(
             cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
-        const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
-        const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "renewTime"));
-        if (!renew)
-            renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
-        long long at = parse_time_us(renew);
         objects++;
-        /* A claim without a readable time or duration was not written by
-         * us as we write them; it still expires, by the default lifetime. */
-        double d = cJSON_IsNumber(dur) && dur->valuedouble > 0
-                       ? dur->valuedouble
-                       : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
-        /* Each replica deletes its own claims; another's only one sweep
-         * period later (its holder crashed, or is partitioned away), so
-         * that sweepers rarely race for the same object. */
-        const char *holder = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
-        long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
-        if (at < 0 || now < at + (long long)(d * 1e6) + grace || !str_ok(name) || !str_ok(uid) ||
-            !str_ok(rv))
+        if (!claim_expired(c, item, now) || !str_ok(name) || !str_ok(uid) || !str_ok(rv))
             continue;
         bool deleted = false;
         if (!delete_lease(c, name, uid, rv, c->budget_ms, &deleted))

@@ -2,10 +2,11 @@
 #include "wh/metrics.h"
 
 #include <dirent.h>       /* opendir */
+#include <errno.h>        /* errno */
 #include <stdatomic.h>    /* atomic_* */
-#include <stdio.h>        /* fopen */
-#include <stdlib.h>       /* calloc, free */
-#include <string.h>       /* strcmp */
+#include <stdio.h>        /* fopen, fread */
+#include <stdlib.h>       /* calloc, free, strtoll */
+#include <string.h>       /* strcmp, strchr */
 #include <sys/resource.h> /* getrusage, getrlimit */
 #include <unistd.h>       /* sysconf */
 
@@ -368,6 +369,38 @@ static enum wh_err render_pipeline(const struct wh_mgauges *st, struct wh_buf *b
     return err;
 }
 
+/* The decimal number at *p followed by one of the bytes in stop; advances
+ * *p past that byte. False when there is none, or it does not fit. */
+static bool statm_field(const char **p, const char *stop, long long *out)
+{
+    if (**p < '0' || **p > '9')
+        return false; /* strtoll would also take spaces and a sign */
+    char *end;
+    errno = 0;
+    *out = strtoll(*p, &end, 10);
+    if (errno || !*end || !strchr(stop, *end))
+        return false;
+    *p = end + 1;
+    return true;
+}
+
+/* Virtual and resident size in pages: the first two fields of
+ * /proc/self/statm. False when it cannot be read. */
+static bool statm_pages(long long *vm, long long *rss)
+{
+    char text[256];
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = text;
+    /* Each at most 2^63 / 2^16 pages, so that pages * page size fits. */
+    return statm_field(&p, " ", vm) && statm_field(&p, " \n", rss) && *vm < (1LL << 47) &&
+           *rss < (1LL << 47);
+}
+
 /* The standard process metrics of Prometheus client libraries, from /proc
  * (left out where it cannot be read). */
 static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
@@ -382,18 +415,15 @@ static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
             err = wh_buf_addf(b, "process_cpu_seconds_total %.6f\n", cpu);
     }
     long page = sysconf(_SC_PAGESIZE);
-    unsigned long long vm_pages, rss_pages;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f && page > 0 && fscanf(f, "%llu %llu", &vm_pages, &rss_pages) == 2) {
+    long long vm_pages, rss_pages;
+    if (page > 0 && statm_pages(&vm_pages, &rss_pages)) {
         if (!err)
             err = gauge(b, "process_resident_memory_bytes", "gauge", "Resident memory size.",
-                        (long long)(rss_pages * (unsigned long long)page));
+                        rss_pages * page);
         if (!err)
             err = gauge(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size.",
-                        (long long)(vm_pages * (unsigned long long)page));
+                        vm_pages * page);
     }
-    if (f)
-        fclose(f);
     DIR *d = opendir("/proc/self/fd");
     if (d) {
         long long entries = 0;

@@ -970,6 +970,43 @@ static void expect_review(struct wh_admit *ad, const char *tmpl, bool allowed, c
     free(body);
 }
 
+/* Lease times: RFC 3339 as Kubernetes writes Time and MicroTime; anything
+ * else is -1 (a sweep then leaves the Lease alone). */
+static void test_claims_parse_time(void **st)
+{
+    (void)st;
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T10:34:47.123456Z"),
+                     1796121287LL * 1000000 + 123456);
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T10:34:47Z"), 1796121287LL * 1000000);
+    assert_int_equal(wh_claims_parse_time_us("1970-01-01T00:00:00.5Z"), 500000);
+    /* Digits past microseconds are dropped, not rounded. */
+    assert_int_equal(wh_claims_parse_time_us("1970-01-01T00:00:01.123456789Z"), 1123456);
+    assert_int_equal(wh_claims_parse_time_us("2024-02-29T23:59:60Z"), 1709251200LL * 1000000);
+    static const char *const bad[] = {
+        "",
+        "yesterday",
+        "2026-12-01",
+        "2026-12-01T10:34",
+        "2026-12-01 10:34:47Z",
+        "2026/12/01T10:34:47Z",
+        "2026-1-01T10:34:47Z",
+        "2026-12-01T1:34:47.0Z",
+        "+026-12-01T10:34:47Z",
+        "2026-12- 1T10:34:47Z",
+        "2026-13-01T10:34:47Z",
+        "2026-00-01T10:34:47Z",
+        "2026-12-32T10:34:47Z",
+        "2026-12-00T10:34:47Z",
+        "2026-12-01T24:00:00Z",
+        "2026-12-01T10:60:47Z",
+        "2026-12-01T10:34:61Z",
+        "1969-12-31T23:59:59Z",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(wh_claims_parse_time_us(bad[i]), -1);
+    assert_int_equal(wh_claims_parse_time_us(NULL), -1);
+}
+
 struct take_arg {
     struct wh_claims *c;
     enum wh_claim_outcome oc;
@@ -1265,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_reservation_lifecycle),
         cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
+        cmocka_unit_test(test_claims_parse_time),
         cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_no_api_server),

@@ -130,6 +130,8 @@ static void test_render(void **st)
     has(t, "tpu_webhook_legacy_reviews_total 4\n");
     has(t, "tpu_webhook_legacy_lock_wait_seconds_total 0.001500\n");
     has(t, "# TYPE process_resident_memory_bytes gauge\n");
+    has(t, "# TYPE process_virtual_memory_bytes gauge\n");
+    assert_null(strstr(t, "process_virtual_memory_bytes 0\n"));
     has(t, "# TYPE process_cpu_seconds_total counter\n");
     has(t, "# TYPE process_open_fds gauge\n");
     has(t, "# TYPE process_start_time_seconds gauge\n");

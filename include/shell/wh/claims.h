@@ -95,4 +95,9 @@ void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st);
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN]);
 
+/* Microseconds since the epoch of a Kubernetes Time or MicroTime text
+ * ("2006-01-02T15:04:05Z", "2006-01-02T15:04:05.000000Z"; the zone suffix
+ * is not read: Kubernetes writes UTC), or -1 when it is not one. */
+long long wh_claims_parse_time_us(const char *s);
+
 #endif /* WH_CLAIMS_H */
