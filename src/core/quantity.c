@@ -40,7 +40,7 @@ static long clamp_ceil(double v)
     return (long)v;
 }
 
-bool wh_quantity_ceil_str(const char *s, long *out)
+bool wh_quantity_parse(const char *s, double *out)
 {
     const char *p = s;
     double sign = 1;
@@ -75,7 +75,16 @@ bool wh_quantity_ceil_str(const char *s, long *out)
     }
     if (mult < 0)
         return false;
-    *out = clamp_ceil(sign * mant * mult);
+    *out = sign * mant * mult;
+    return true;
+}
+
+bool wh_quantity_ceil_str(const char *s, long *out)
+{
+    double v;
+    if (!wh_quantity_parse(s, &v))
+        return false;
+    *out = clamp_ceil(v);
     return true;
 }
 

@@ -4,11 +4,12 @@
 
 #include <math.h>   /* ceil, isfinite */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* qsort, strtod */
-#include <string.h> /* strcmp, strpbrk */
+#include <stdlib.h> /* qsort */
+#include <string.h> /* strcmp */
 
-#include "wh/json.h" /* wh_json_* */
-#include "wh/mem.h"  /* wh_malloc, wh_free */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/mem.h"      /* wh_malloc, wh_free */
+#include "wh/quantity.h" /* wh_quantity_parse */
 
 /* Replace or add obj[key]; takes ownership of item. */
 enum wh_err wh_kr_put(cJSON *obj, const char *key, cJSON *item)
@@ -141,46 +142,17 @@ enum wh_err wh_kr_env_put_field(cJSON *env, const char *name, const char *path)
 }
 
 /* A Kubernetes quantity in whole units, rounded up, without the clamp of
- * wh_quantity_ceil (memory is reported in bytes). False when unparsable. */
+ * wh_quantity_ceil (memory is reported in bytes). False when unparsable or
+ * negative. */
 bool wh_kr_quantity_units(const cJSON *v, double *out)
 {
     if (cJSON_IsNumber(v)) {
         *out = ceil(v->valuedouble);
         return v->valuedouble >= 0 && isfinite(v->valuedouble);
     }
-    if (!cJSON_IsString(v))
+    double q;
+    if (!cJSON_IsString(v) || !wh_quantity_parse(v->valuestring, &q) || !(q >= 0) || !isfinite(q))
         return false;
-    const char *p = v->valuestring;
-    char *end = NULL;
-    if (*p == '-' || *p == '+' || *p == '\0')
-        return false;
-    if (!((*p >= '0' && *p <= '9') || *p == '.') || strpbrk(p, "xX"))
-        return false; /* strtod would also take "inf", "nan" and hex */
-    double m = strtod(p, &end);
-    if (end == p || !isfinite(m))
-        return false;
-    static const struct {
-        const char *s;
-        double mult;
-    } sfx[] = {{"", 1},
-               {"m", 1e-3},
-               {"k", 1e3},
-               {"M", 1e6},
-               {"G", 1e9},
-               {"T", 1e12},
-               {"P", 1e15},
-               {"E", 1e18},
-               {"Ki", 1024},
-               {"Mi", 1048576.0},
-               {"Gi", 1073741824.0},
-               {"Ti", 1099511627776.0},
-               {"Pi", 1125899906842624.0},
-               {"Ei", 1152921504606846976.0}};
-    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-        if (!strcmp(end, sfx[i].s)) {
-            *out = ceil(m * sfx[i].mult - 1e-9);
-            return true;
-        }
-    }
-    return false; /* strtod already took any exponent */
+    *out = ceil(q - 1e-9);
+    return true;
 }

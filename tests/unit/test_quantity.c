@@ -150,13 +150,34 @@ static void test_json_numbers(void **unused)
     cJSON_Delete(o);
 }
 
+/* The unrounded, unclamped value (memory in bytes for KubeRay's
+ * --memory), shared by wh_quantity_ceil_str and the offline pod builder. */
+static void test_parse_value(void **unused)
+{
+    (void)unused;
+    double v = 0;
+    assert_true(wh_quantity_parse("200Gi", &v));
+    assert_true(v == 214748364800.0);
+    assert_true(wh_quantity_parse("200G", &v));
+    assert_true(v == 2e11);
+    assert_true(wh_quantity_parse("1e12", &v)); /* above WH_QUANTITY_MAX: not clamped */
+    assert_true(v == 1e12);
+    assert_true(wh_quantity_parse("-1.5", &v));
+    assert_true(v == -1.5);
+    assert_true(wh_quantity_parse("500m", &v));
+    assert_true(v > 0.4999 && v < 0.5001);
+    assert_false(wh_quantity_parse("1Gb", &v));
+    assert_false(wh_quantity_parse("", &v));
+    assert_false(wh_quantity_parse("inf", &v));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain),        cmocka_unit_test(test_suffixes),
         cmocka_unit_test(test_exponents),    cmocka_unit_test(test_negative_is_zero),
         cmocka_unit_test(test_clamped),      cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_json_numbers), cmocka_unit_test(test_parse_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,5 +16,8 @@
 bool wh_quantity_ceil(const cJSON *v, long *out);
 /* The same for a C string. */
 bool wh_quantity_ceil_str(const char *s, long *out);
+/* The value of a quantity string, sign included, neither rounded nor
+ * clamped (memory in bytes, for example). False when s does not parse. */
+bool wh_quantity_parse(const char *s, double *out);
 
 #endif
