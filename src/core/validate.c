@@ -8,6 +8,7 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf, snprintf */
+#include <stdint.h> /* INT32_MIN, INT32_MAX */
 #include <string.h> /* strcmp, memset */
 
 #include "wh/affinity.h" /* wh_subslice_find */
@@ -171,14 +172,15 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
     char errbuf[WH_ERRBUF_LEN];
     *ok = false;
     const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
-    if (nh && !cJSON_IsNull(nh) &&
-        (!cJSON_IsNumber(nh) || nh->valuedouble != (double)(long)nh->valuedouble)) {
+    long whole;
+    if (nh && !cJSON_IsNull(nh) && !wh_json_whole(nh, INT32_MIN, INT32_MAX, &whole)) {
         char *text = cJSON_PrintUnformatted(nh);
         if (!text)
             return WH_ERR_NOMEM;
         enum wh_err err = problem_at(g, (struct about){"numOfHosts", text, "a whole number"},
-                                     "numOfHosts is %.*s, not a whole number; set numOfHosts "
-                                     "to the number of TPU hosts of one slice",
+                                     "numOfHosts is %.*s, not a whole number of 32 bits (the "
+                                     "RayCluster field is an int32); set numOfHosts to the "
+                                     "number of TPU hosts of one slice",
                                      (int)wh_utf8_cut(text, 64), text);
         cJSON_free(text);
         return err;
@@ -426,7 +428,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
     g->containers = cJSON_IsArray(containers) ? containers : NULL;
     g->group = wh_json_str0(g->spec, "groupName");
     const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
-    g->num_hosts = cJSON_IsNumber(nh) ? (long)nh->valuedouble : 0;
+    if (!wh_json_whole(nh, INT32_MIN, INT32_MAX, &g->num_hosts))
+        g->num_hosts = 0; /* check_match names the bad value */
     bool is_tpu, bad, ok;
     enum wh_err err = tpu_request(g, &is_tpu, &bad);
     if (err || bad)

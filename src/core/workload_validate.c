@@ -102,10 +102,8 @@ static long int_field(const cJSON *obj, const char *key, long def)
     const cJSON *x = wh_json_get(obj, key);
     if (!x || cJSON_IsNull(x))
         return def;
-    if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble < 1e15) ||
-        x->valuedouble != (double)(long)x->valuedouble)
-        return -1;
-    return (long)x->valuedouble;
+    long n;
+    return wh_json_whole(x, 0, 999999999999999L, &n) ? n : -1;
 }
 
 static void value_text(const cJSON *obj, const char *key, char *out, size_t n)

@@ -326,8 +326,9 @@ static long serve_port(const cJSON *ray)
     const cJSON *ports = wh_json_get(ray, "ports");
     for (const cJSON *p = cJSON_IsArray(ports) ? ports->child : NULL; p; p = p->next) {
         const cJSON *cp = wh_json_get(p, "containerPort");
-        if (!strcmp(wh_json_str0(p, "name"), "serve") && cJSON_IsNumber(cp))
-            return (long)cp->valuedouble;
+        long port;
+        if (!strcmp(wh_json_str0(p, "name"), "serve") && wh_json_whole(cp, 1, 65535, &port))
+            return port;
     }
     return 8000;
 }

@@ -9,7 +9,7 @@
  * Patch) is left out, which the engine's own tests cover. */
 #include "wh/render.h"
 
-#include <stdint.h> /* int32_t */
+#include <stdint.h> /* INT32_MIN, INT32_MAX */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strdup */
@@ -175,8 +175,8 @@ static enum wh_err group_types(const cJSON *cluster, const cJSON *g, int i, char
         const cJSON *v = wh_json_get(g, ints[k]);
         if (!v || cJSON_IsNull(v))
             continue;
-        double d = cJSON_IsNumber(v) ? v->valuedouble : 0.5;
-        if (d == (double)(int32_t)d)
+        long n;
+        if (wh_json_whole(v, INT32_MIN, INT32_MAX, &n))
             continue;
         snprintf(field, sizeof(field), "workerGroupSpecs[%d].%s", i, ints[k]);
         return type_error(cluster, field, v, "a whole number (int32)",

@@ -150,13 +150,11 @@ static enum wh_err count(const cJSON *obj, const char *key, const char *field, l
     *out = def;
     if (!v || cJSON_IsNull(v))
         return WH_OK;
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
-        v->valuedouble != (double)(long)v->valuedouble)
+    if (!wh_json_whole(v, 0, 1000000000L, out))
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "%s.%s is not a whole number >= 0; the API server "
                        "would refuse the object",
                        field, key);
-    *out = (long)v->valuedouble;
     return WH_OK;
 }
 

@@ -5,7 +5,7 @@
 #include <errno.h>      /* ETIMEDOUT */
 #include <pthread.h>    /* pthread_t, pthread_mutex_t, pthread_cond_t */
 #include <stdatomic.h>  /* atomic_bool */
-#include <stdint.h>     /* uintptr_t */
+#include <stdint.h>     /* uintptr_t, INT32_MAX */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* strdup, strcmp, strnlen */
@@ -17,6 +17,7 @@
 
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/clock.h" /* wh_clock_ms */
+#include "wh/json.h"  /* wh_json_whole */
 #include "wh/log.h"   /* wh_log */
 
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
@@ -462,15 +463,16 @@ static bool claim_expired(const struct wh_claims *c, const cJSON *item, long lon
     long long at = wh_claims_parse_time_us(renew);
     /* A claim without a readable time or duration was not written by
      * us as we write them; it still expires, by the default lifetime. */
-    double d = cJSON_IsNumber(dur) && dur->valuedouble > 0 ? dur->valuedouble
-                                                           : (double)WH_CLAIMS_DEFAULT_LIFETIME_S;
+    long d; /* leaseDurationSeconds is an int32 */
+    if (!wh_json_whole(dur, 1, INT32_MAX, &d))
+        d = WH_CLAIMS_DEFAULT_LIFETIME_S;
     /* Each replica deletes its own claims; another's only one sweep
      * period later (its holder crashed, or is partitioned away), so
      * that sweepers rarely race for the same object. */
     const char *holder = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
     long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
-    return at >= 0 && now >= at + (long long)(d * 1e6) + grace;
+    return at >= 0 && now >= at + (long long)d * 1000000 + grace;
 }
 
 /* One LIST of the claims, deleting the expired ones. */

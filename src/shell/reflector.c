@@ -98,7 +98,8 @@ static void escape(char *dst, size_t cap, const char *s)
 static long status_code(const cJSON *st)
 {
     const cJSON *code = wh_json_get(st, "code");
-    return cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
+    long n;
+    return wh_json_whole(code, 0, 999, &n) ? n : 0;
 }
 
 /* What an operator should check for a status, or "" (401/403 are the

@@ -135,6 +135,17 @@ enum wh_err wh_json_print(const cJSON *item, char **out)
     return *out ? WH_OK : WH_ERR_NOMEM;
 }
 
+bool wh_json_whole(const cJSON *v, long lo, long hi, long *out)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi))
+        return false;
+    long n = (long)v->valuedouble;
+    if ((double)n != v->valuedouble)
+        return false;
+    *out = n;
+    return true;
+}
+
 bool wh_parse_long(const char *s, long *out)
 {
     if (!s)

@@ -28,10 +28,12 @@
  * The same function is linked into fuzz_replay (any compiler), which ctest
  * runs over the committed corpus tests/fuzz/corpus/.
  */
-#include <stdint.h> /* uint8_t */
-#include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* abort */
-#include <string.h> /* strcmp */
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint8_t */
+#include <stdio.h>   /* fprintf */
+#include <stdlib.h>  /* abort */
+#include <string.h>  /* strcmp */
+#include <strings.h> /* strncasecmp */
 
 #include <cjson/cJSON.h>
 
@@ -192,6 +194,18 @@ static void leave_canary(const struct wh_state *st)
     wh_engine_result_free(&res);
 }
 
+/* The input holds the canary in any case: the rules lowercase names (a
+ * group "qzcaNaryqz" gives hostnames with "qzcanaryqz"), so that answer
+ * copied it from the input, not from the heap. */
+static bool has_canary(const uint8_t *data, size_t size)
+{
+    size_t n = strlen(CANARY);
+    for (size_t i = 0; i + n <= size; i++)
+        if (!strncasecmp((const char *)data + i, CANARY, n))
+            return true;
+    return false;
+}
+
 static void check_utf8(const char *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
@@ -208,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char errbuf[WH_ERRBUF_LEN], errbuf2[WH_ERRBUF_LEN];
     leave_canary(&st);
     enum wh_err err = wh_engine_review((const char *)data, size, WH_ROUTE_ANY, &st, &res, errbuf);
-    if (!err && !memmem(data, size, CANARY, strlen(CANARY)))
+    if (!err && !has_canary(data, size))
         CHECK(!strstr(res.body, CANARY), "the answer holds bytes of an earlier review: %.600s",
               res.body);
     if (!err)

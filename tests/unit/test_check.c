@@ -146,6 +146,13 @@ static void test_wrong_types(void **state)
         {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
          "  - {groupName: g, suspend: \"true\"}\n",
          "spec.workerGroupSpecs[0].suspend is \"true\" (a string)"},
+        /* beyond int32: refused, not cast (UBSan, fuzz_yaml) */
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, maxReplicas: 8.88e67}\n",
+         "spec.workerGroupSpecs[0].maxReplicas is 8.88e+67 (a number)"},
+        {"kind: RayCluster\nmetadata: {name: c}\nspec:\n  workerGroupSpecs:\n"
+         "  - {groupName: g, numOfHosts: 2147483648}\n",
+         "spec.workerGroupSpecs[0].numOfHosts is 2147483648 (a number)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *rows = cJSON_CreateArray();

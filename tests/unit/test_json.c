@@ -71,6 +71,36 @@ static void test_parse_long_rejects(void **unused)
     long_bad("-99999999999999999999999");
 }
 
+static void test_json_whole(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *json;
+        bool ok;
+        long n;
+    } cases[] = {
+        {"0", true, 0},
+        {"-7", true, -7},
+        {"2147483647", true, 2147483647L},
+        {"2147483648", false, 0},
+        {"1.5", false, 0},
+        {"3.33e61", false, 0},
+        {"-1e300", false, 0},
+        {"\"4\"", false, 0},
+        {"null", false, 0},
+        {"-2147483648", true, -2147483647L - 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *v = cJSON_Parse(cases[i].json);
+        assert_non_null(v);
+        long n = 99;
+        assert_int_equal(wh_json_whole(v, INT32_MIN, INT32_MAX, &n), cases[i].ok);
+        assert_int_equal(n, cases[i].ok ? cases[i].n : 99); /* untouched on failure */
+        cJSON_Delete(v);
+    }
+    assert_false(wh_json_whole(NULL, 0, 1, &(long){0}));
+}
+
 static void test_parse_ok(void **unused)
 {
     (void)unused;
@@ -253,7 +283,7 @@ int main(void)
         cmocka_unit_test(test_parse_ok),      cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_getters),       cmocka_unit_test(test_add_set_ownership),
         cmocka_unit_test(test_repair_utf8),   cmocka_unit_test(test_escapes_decode_to_utf8),
-        cmocka_unit_test(test_write_numbers),
+        cmocka_unit_test(test_write_numbers), cmocka_unit_test(test_json_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -140,6 +141,24 @@ static void test_report_per_group(void **unused)
     wh_decision_free(&d);
 }
 
+/* numOfHosts beyond a long (or an int32) is named, not cast: the cast was
+ * undefined behaviour (fuzz_review, UBSan). */
+static void test_huge_num_of_hosts(void **unused)
+{
+    (void)unused;
+    static const char *const values[] = {"3.33e61", "4294967296", "-1e300", "2.5"};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char rc[1024];
+        snprintf(rc, sizeof(rc), CLUSTER(GROUP("a", "%s", "4x4", "4", "")), values[i]);
+        struct wh_decision d;
+        decide(rc, "CREATE", &d);
+        assert_false(d.allowed);
+        assert_non_null(strstr(d.message, "worker group \"a\""));
+        assert_non_null(strstr(d.message, "not a whole number of 32 bits"));
+        wh_decision_free(&d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_other_operations_admitted),
         cmocka_unit_test(test_warnings_are_short),
         cmocka_unit_test(test_report_per_group),
+        cmocka_unit_test(test_huge_num_of_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

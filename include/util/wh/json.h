@@ -64,6 +64,12 @@ WH_NODISCARD enum wh_err wh_json_write(struct wh_buf *b, const cJSON *item);
 /* Append s as a quoted, escaped JSON string. */
 WH_NODISCARD enum wh_err wh_json_write_string(struct wh_buf *b, const char *s);
 
+/* A JSON number that is a whole number in [lo, hi] (each within +-2^53, so
+ * exact in a double): *out gets it. False for anything else (not a number,
+ * a fraction, out of range), and never casts a double that long cannot
+ * hold (undefined behaviour). */
+bool wh_json_whole(const cJSON *v, long lo, long hi, long *out);
+
 /* Strict base-10 integer (optional leading '-' or '+', digits only, no
  * spaces, fits in long). */
 bool wh_parse_long(const char *s, long *out);
