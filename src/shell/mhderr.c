@@ -8,30 +8,34 @@
 #include <stdatomic.h> /* atomic_int */
 #include <stdbool.h>   /* bool */
 #include <stdio.h>     /* snprintf */
-#include <string.h>    /* memcmp, memmem */
+#include <string.h>    /* memchr, memcmp, memmem */
 
 #include <gnutls/gnutls.h> /* gnutls_session_t, gnutls_transport_get_int */
 
 #include "wh/log.h" /* wh_log */
 
 typedef ssize_t (*record_send_fn)(gnutls_session_t, const void *, size_t);
+typedef ssize_t (*record_recv_fn)(gnutls_session_t, void *, size_t);
 typedef void (*deinit_fn)(gnutls_session_t);
 
 static record_send_fn real_send;
+static record_recv_fn real_recv;
 static deinit_fn real_deinit;
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 
 static void resolve(void)
 {
     real_send = (record_send_fn)dlsym(RTLD_NEXT, "gnutls_record_send");
+    real_recv = (record_recv_fn)dlsym(RTLD_NEXT, "gnutls_record_recv");
     real_deinit = (deinit_fn)dlsym(RTLD_NEXT, "gnutls_deinit");
 }
 
 bool wh_mhderr_install(void)
 {
     pthread_once(&resolve_once, resolve);
-    return real_send && real_deinit &&
-           dlsym(RTLD_DEFAULT, "gnutls_record_send") == (void *)gnutls_record_send;
+    return real_send && real_recv && real_deinit &&
+           dlsym(RTLD_DEFAULT, "gnutls_record_send") == (void *)gnutls_record_send &&
+           dlsym(RTLD_DEFAULT, "gnutls_record_recv") == (void *)gnutls_record_recv;
 }
 
 /* Sessions whose answer was replaced: what libmicrohttpd still writes on
@@ -129,6 +133,13 @@ static const struct answer answers[] = {
      "HTTP version not supported; use HTTP/1.1 (or HTTP/1.0)"},
 };
 
+/* HTTP allows no NUL in the request line or a header, JSON none in a body
+ * (it is written \u0000), and libmicrohttpd would cut its strings at one. */
+static const struct answer nul_byte =
+    {400, "Bad Request", "BadRequest",
+     "raw NUL byte in the request: HTTP forbids it in the request line and headers, JSON in "
+     "the body (write \\u0000); send a well-formed HTTP/1.1 request"};
+
 static const struct answer fallback =
     {500, "Internal Server Error", "InternalError",
      "the HTTP layer refused the request before the webhook saw it; send a well-formed "
@@ -155,12 +166,17 @@ static bool send_all(gnutls_session_t s, const char *text, size_t len)
     return true;
 }
 
-static void replace(gnutls_session_t s, unsigned code)
+static const struct answer *answer_for(unsigned code)
 {
-    const struct answer *a = &fallback;
     for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
         if (answers[i].code == code)
-            a = &answers[i];
+            return &answers[i];
+    return &fallback;
+}
+
+static void replace(gnutls_session_t s, const struct answer *a)
+{
+    unsigned code = a->code;
     char body[768], text[1024];
     int nb = snprintf(body, sizeof(body),
                       "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
@@ -187,10 +203,32 @@ ssize_t gnutls_record_send(gnutls_session_t session, const void *data, size_t da
         return (ssize_t)data_size; /* what follows a replaced answer */
     unsigned code = foreign_error(data, data_size);
     if (code && mute(session)) {
-        replace(session, code);
+        replace(session, answer_for(code));
         return (ssize_t)data_size;
     }
     return real_send(session, data, data_size);
+}
+
+/* libmicrohttpd's reads land here. A NUL anywhere in what a client sends is
+ * malformed whatever it belongs to (request line, header, JSON body), and
+ * past this point libmicrohttpd would see its strings cut at it: the client
+ * gets the 400 now, and libmicrohttpd an end of stream, so it closes the
+ * connection (what it still writes on it is dropped, as above). A request
+ * of that connection read in the same chunk before the NUL is not answered:
+ * the connection was hostile. */
+ssize_t gnutls_record_recv(gnutls_session_t session, void *data, size_t data_size)
+{
+    pthread_once(&resolve_once, resolve);
+    if (!real_recv)
+        return GNUTLS_E_INTERNAL_ERROR;
+    if (is_muted(session))
+        return 0;
+    ssize_t n = real_recv(session, data, data_size);
+    if (n > 0 && memchr(data, 0, (size_t)n) && mute(session)) {
+        replace(session, &nul_byte);
+        return 0;
+    }
+    return n;
 }
 
 void gnutls_deinit(gnutls_session_t session)

@@ -171,8 +171,9 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
     wh_reqmem_install();
     if (!wh_mhderr_install())
         wh_log(WH_LOG_WARN, "http_errors_unwrapped", "reason", WH_F_STR,
-               "gnutls_record_send is not bound to the webhook's: libmicrohttpd's own answers "
-               "to malformed requests keep their HTML bodies",
+               "gnutls_record_send/recv are not bound to the webhook's: libmicrohttpd's own "
+               "answers to malformed requests keep their HTML bodies, and a raw NUL byte cuts "
+               "the request line or header it is in",
                (char *)NULL);
     struct wh_reqmem_opts ro = {.request_budget = s->o.max_request_memory,
                                 .total_budget = s->o.max_body_memory};

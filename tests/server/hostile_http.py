@@ -226,18 +226,15 @@ MHD_OWN = {
     "64 KiB request line": (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
     "40 KB header": (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 40000 + b"\r\n\r\n", 431),
 }
-# A raw NUL cuts libmicrohttpd's C strings before the webhook sees them
-# (docs/deploy.md): the request is answered as the part before the NUL, in
-# one well-formed response.
-for name, data in [("raw NUL in path", b"GET /healthz\x00x HTTP/1.1\r\nHost: x\r\n\r\n"),
-                   ("raw NUL in a header", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n")]:
-    out, _ = exchange(data)
-    try:
-        resp = parse_responses(out)
-        check(len(resp) == 1 and resp[0][0] in (200, 400), "%s: %r" % (name, out[:200]))
-    except ValueError as e:
-        fail("%s: %s: %r" % (name, e, out[:300]))
-    healthz(name)
+# A raw NUL byte would cut libmicrohttpd's C strings (the request answered as
+# the part before it); src/shell/mhderr.c sees it as it is read and answers
+# 400, then the connection is closed (docs/deploy.md).
+MHD_OWN.update({
+    "raw NUL in path": (b"GET /healthz\x00x HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    "raw NUL in a header": (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n", 400),
+    "raw NUL in Content-Length": (POST + b"Content-Length: 2\x00\r\n\r\n{}", 400),
+    "raw NUL in a body": (POST + b"Content-Length: 4\r\n\r\n{\"\x00\"", 400),
+})
 
 for name, (data, want) in MHD_OWN.items():
     out, closed = exchange(data, one=False)

@@ -17,6 +17,11 @@
  * repeated header block) is dropped. libmicrohttpd closes such a connection
  * after its answer; gnutls_deinit, interposed too, forgets the session.
  *
+ * gnutls_record_recv is interposed too: a raw NUL byte, which libmicrohttpd
+ * would take as the end of the request line or header it is in, gets a 400
+ * Status at once, and libmicrohttpd an end of stream, so that it closes the
+ * connection.
+ *
  * Nothing here allocates; the interposers only read what they are given.
  */
 #ifndef WH_MHDERR_H
@@ -25,7 +30,7 @@
 #include <stdbool.h> /* bool */
 
 /* Resolve GnuTLS's own functions and check that the dynamic linker binds
- * gnutls_record_send to this module (false: libmicrohttpd's own answers go
+ * gnutls_record_send and gnutls_record_recv to this module (false: libmicrohttpd's own answers go
  * out as it writes them; the server logs that). Call once before serving;
  * it also links this module into the program. Thread-safe. */
 bool wh_mhderr_install(void);
