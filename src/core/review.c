@@ -15,6 +15,22 @@ struct wh_review {
     struct wh_review_info info; /* strings borrowed from root */
 };
 
+/* See struct wh_review_info.cluster_uid. */
+static const char *owner_cluster_uid(const cJSON *meta, const char *cluster)
+{
+    const cJSON *refs = wh_json_get(meta, "ownerReferences"), *ref;
+    if (!cJSON_IsArray(refs) || !*cluster)
+        return "";
+    cJSON_ArrayForEach(ref, refs)
+    {
+        if (cJSON_IsTrue(wh_json_get(ref, "controller")) &&
+            !strcmp(wh_json_str0(ref, "kind"), "RayCluster") &&
+            !strcmp(wh_json_str0(ref, "name"), cluster))
+            return wh_json_str0(ref, "uid");
+    }
+    return "";
+}
+
 enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out, char *errbuf)
 {
     *out = NULL;
@@ -80,10 +96,12 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     if (in->kind == WH_KIND_POD) {
         in->cluster = wh_json_str0(labels, WH_LABEL_CLUSTER);
         in->group = wh_json_str0(labels, WH_LABEL_GROUP);
+        in->cluster_uid = owner_cluster_uid(meta, in->cluster);
         in->legacy = !strcmp(in->operation, "CREATE") && wh_pod_is_legacy(obj);
     } else {
         in->cluster = in->kind == WH_KIND_RAYCLUSTER ? in->name : "";
         in->group = "";
+        in->cluster_uid = "";
     }
     *out = rv;
     return WH_OK;

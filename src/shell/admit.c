@@ -419,9 +419,13 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
             return WH_OK;
         }
         struct wh_claim_ticket ticket;
-        enum wh_claim_outcome oc = wh_claims_take(ad->claims, info->ns, info->cluster, info->group,
-                                                  res->replica, res->worker_id, &ticket, why,
-                                                  sizeof(why));
+        struct wh_claim_key key = {.ns = info->ns,
+                                   .cluster = info->cluster,
+                                   .group = info->group,
+                                   .replica = res->replica,
+                                   .worker_id = res->worker_id,
+                                   .cluster_uid = info->cluster_uid};
+        enum wh_claim_outcome oc = wh_claims_take(ad->claims, &key, &ticket, why, sizeof(why));
         char holder[WH_ERRBUF_LEN];
         if (oc == WH_CLAIM_TAKEN && held_by_pod(ad, info, res, holder, sizeof(holder))) {
             /* Give the Lease back (it guards nothing: the pod holds the id)

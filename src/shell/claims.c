@@ -2,9 +2,8 @@
  * docs/legacy-indices.md). */
 #include "wh/claims.h"
 
-#include <errno.h>      /* ETIMEDOUT */
-#include <pthread.h>    /* pthread_t, pthread_mutex_t, pthread_cond_t */
-#include <stdatomic.h>  /* atomic_bool */
+#include <pthread.h>    /* pthread_t, pthread_mutex_t */
+#include <stdatomic.h>  /* atomic_load */
 #include <stdint.h>     /* uintptr_t, INT32_MAX */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free */
@@ -16,7 +15,7 @@
 #include <openssl/evp.h> /* EVP_DigestInit_ex, EVP_sha256 */
 
 #include "wh/buf.h"   /* wh_buf */
-#include "wh/clock.h" /* wh_clock_ms */
+#include "wh/clock.h" /* wh_clock_ms, wh_nap */
 #include "wh/json.h"  /* wh_json_whole */
 #include "wh/log.h"   /* wh_log */
 
@@ -26,6 +25,12 @@
 #define RESP_MAX ((size_t)64 * 1024 * 1024)
 /* Tells this claim attempt's own Lease from any other (see take()). */
 #define NONCE_ANN "tpu-webhook/claim-nonce"
+/* The RayCluster instance a claim was made for (wh_claim_key.cluster_uid). */
+#define CLUSTER_UID_ANN "tpu-webhook/ray-cluster-uid"
+/* Claims of deleted cluster instances one take() deletes at most; each
+ * costs a GET and a DELETE, and only a pathological churn of instances
+ * meets more than one per id. */
+#define MAX_SUPERSEDE 3
 #define BACKOFF_FIRST_MS 50L
 /* One attempt never takes more than this, so that a request the API server
  * sits on leaves time to ask again within the budget. */
@@ -41,11 +46,10 @@ struct wh_claims {
     char *ns, *holder;
     char path[512]; /* the Leases collection */
     long lifetime_s, sweep_ms, budget_ms;
-    atomic_bool stop;
+    struct wh_nap nap; /* the sweeper's sleep; stopped by wh_claims_free */
     pthread_t thread;
     bool started;
-    pthread_mutex_t mu; /* guards everything below; cv wakes the sweeper on stop */
-    pthread_cond_t cv;
+    pthread_mutex_t mu; /* guards everything below */
     struct wh_mclaims st;
     int sweep_fails; /* in a row */
     bool swept;      /* a sweep has succeeded */
@@ -152,9 +156,8 @@ static void describe_answer(long status, const struct wh_buf *resp, char *out, s
 
 /* The Lease of a claim as JSON text; free with cJSON_free (cJSON's heap may
  * be the request's arena, see reqmem.h). */
-static char *lease_body(const struct wh_claims *c, const char *name, const char *ns,
-                        const char *cluster, const char *group, long replica, long worker_id,
-                        const char *nonce)
+static char *lease_body(const struct wh_claims *c, const char *name,
+                        const struct wh_claim_key *k, const char *nonce)
 {
     char now[40], num[32];
     micro_time(now);
@@ -169,13 +172,15 @@ static char *lease_body(const struct wh_claims *c, const char *name, const char 
     cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "worker-id-claim");
     /* What the hashed name stands for, for people and for kubectl. */
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    cJSON_AddStringToObject(ann, "tpu-webhook/pod-namespace", ns);
-    cJSON_AddStringToObject(ann, "tpu-webhook/ray-cluster", cluster);
-    cJSON_AddStringToObject(ann, "tpu-webhook/worker-group", group);
-    snprintf(num, sizeof(num), "%ld", replica);
+    cJSON_AddStringToObject(ann, "tpu-webhook/pod-namespace", k->ns);
+    cJSON_AddStringToObject(ann, "tpu-webhook/ray-cluster", k->cluster);
+    cJSON_AddStringToObject(ann, "tpu-webhook/worker-group", k->group);
+    snprintf(num, sizeof(num), "%ld", k->replica);
     cJSON_AddStringToObject(ann, "tpu-webhook/replica", num);
-    snprintf(num, sizeof(num), "%ld", worker_id);
+    snprintf(num, sizeof(num), "%ld", k->worker_id);
     cJSON_AddStringToObject(ann, "tpu-webhook/worker-id", num);
+    if (k->cluster_uid && k->cluster_uid[0])
+        cJSON_AddStringToObject(ann, CLUSTER_UID_ANN, k->cluster_uid);
     cJSON_AddStringToObject(ann, NONCE_ANN, nonce);
     cJSON *spec = cJSON_AddObjectToObject(o, "spec");
     cJSON_AddStringToObject(spec, "holderIdentity", c->holder);
@@ -219,12 +224,30 @@ static void fill_ticket(const cJSON *lease, const char *name, struct wh_claim_ti
     snprintf(t->rv, sizeof(t->rv), "%s", rv && strlen(rv) < sizeof(t->rv) ? rv : "");
 }
 
-/* After an attempt whose answer was lost, a 409 may be that attempt's own
- * Lease: read it and compare the nonce. */
-enum mine { MINE_NO, MINE_YES, MINE_UNKNOWN };
+/* Whose Lease answered a 409: this claim's own (an attempt whose answer
+ * was lost created it: the nonce tells), one of a deleted instance of the
+ * RayCluster (it records another cluster uid), or a live claim (HELD). */
+enum found { FOUND_HELD, FOUND_MINE, FOUND_STALE, FOUND_UNKNOWN };
 
-static enum mine created_by_us(struct wh_claims *c, const char *name, const char *nonce, long left,
-                               struct wh_claim_ticket *ticket)
+/* A claim of a deleted instance of the RayCluster, as read back. */
+struct stale_claim {
+    struct wh_claim_ticket lease; /* what its deletion needs */
+    char cluster_uid[128];        /* the instance it was made for */
+};
+
+static const char *annotation(const cJSON *lease, const char *key)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
+    return cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+                                         key));
+}
+
+/* GET the Lease name and tell (enum found). MINE fills ticket, STALE fills
+ * stale (what its deletion needs). */
+static enum found read_claim(struct wh_claims *c, const char *name, const struct wh_claim_key *k,
+                             const char *nonce, long left, struct wh_claim_ticket *ticket,
+                             struct stale_claim *stale)
 {
     char path[700], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -236,20 +259,27 @@ static enum mine created_by_us(struct wh_claims *c, const char *name, const char
                                       errbuf);
     if (err || (ans.status != 200 && ans.status != 404)) {
         wh_buf_free(&resp);
-        return MINE_UNKNOWN; /* ask again while the budget lasts */
+        return FOUND_UNKNOWN; /* ask again while the budget lasts */
     }
+    /* 404: gone since the 409 (swept, or superseded by another replica):
+     * HELD, and the pod is decided again. */
     cJSON *j = ans.status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
                                  : NULL;
     wh_buf_free(&resp);
-    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j,
-                                                                                         "metadata"),
-                                                        "annotations");
-    const char *seen = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, NONCE_ANN));
-    enum mine m = seen && !strcmp(seen, nonce) ? MINE_YES : MINE_NO;
-    if (m == MINE_YES)
+    const char *seen = annotation(j, NONCE_ANN);
+    const char *uid = annotation(j, CLUSTER_UID_ANN);
+    enum found f = FOUND_HELD;
+    if (seen && !strcmp(seen, nonce)) {
+        f = FOUND_MINE;
         fill_ticket(j, name, ticket);
+    } else if (uid && uid[0] && k->cluster_uid && k->cluster_uid[0] &&
+               strcmp(uid, k->cluster_uid)) {
+        f = FOUND_STALE;
+        fill_ticket(j, name, &stale->lease);
+        snprintf(stale->cluster_uid, sizeof(stale->cluster_uid), "%s", uid);
+    }
     cJSON_Delete(j);
-    return m;
+    return f;
 }
 
 /* A random nonce that tells this claim's Lease from another's; out holds
@@ -264,17 +294,16 @@ static void make_nonce(long long t0, char out[40])
 
 /* One POST of the claim's Lease, given left ms of the budget; *err is the
  * request's. False when the body could not be built (nothing was sent). */
-static bool post_claim(struct wh_claims *c, const char *name, const char *ns, const char *cluster,
-                       const char *group, long replica, long worker_id, const char *nonce,
-                       long left, struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf,
-                       enum wh_err *err)
+static bool post_claim(struct wh_claims *c, const char *name, const struct wh_claim_key *k,
+                       const char *nonce, long left, struct wh_buf *resp,
+                       struct wh_kube_answer *ans, char *errbuf, enum wh_err *err)
 {
     /* Built per attempt: the claim's lifetime counts from the attempt that
      * may create it, not from the first one. A body stamped before a
      * Retry-After wait made a Lease that was already (nearly) expired when
      * created, so a sweeper deleted it while its pod was still on its way to
      * the other replicas, and the id was handed out twice. */
-    char *body = lease_body(c, name, ns, cluster, group, replica, worker_id, nonce);
+    char *body = lease_body(c, name, k, nonce);
     if (!body)
         return false;
     *err = wh_kube_request(c->kube, "POST", c->path, body, strlen(body),
@@ -283,34 +312,88 @@ static bool post_claim(struct wh_claims *c, const char *name, const char *ns, co
     return true;
 }
 
-static void sleep_ms(long ms)
+static void log_claim_failed(const char *name, const struct wh_claim_key *k, const char *why)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
+    wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, k->ns,
+           "cluster", WH_F_STR, k->cluster, "group", WH_F_STR, k->group, "replica", WH_F_INT,
+           (long long)k->replica, "worker_id", WH_F_INT, (long long)k->worker_id, "error",
+           WH_F_STR, why, (char *)NULL);
 }
 
-static void log_claim_failed(const char *name, const char *ns, const char *cluster,
-                             const char *group, long replica, long worker_id, const char *why)
+static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
+                         long timeout_ms, bool *deleted);
+static bool str_ok(const char *s);
+
+/* Delete the claim of a deleted instance of k's RayCluster (stale, as read
+ * by read_claim), with its uid and resourceVersion as preconditions: a
+ * claim made again meanwhile (by a replica admitting the new instance) is
+ * left alone. *api_error when the API server did not answer. */
+static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
+                      const struct stale_claim *stale, long left, bool *api_error)
 {
-    wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, ns,
-           "cluster", WH_F_STR, cluster, "group", WH_F_STR, group, "replica", WH_F_INT,
-           (long long)replica, "worker_id", WH_F_INT, (long long)worker_id, "error", WH_F_STR, why,
-           (char *)NULL);
+    const struct wh_claim_ticket *t = &stale->lease;
+    bool deleted = false;
+    *api_error = false;
+    if (!str_ok(t->uid) || !str_ok(t->rv))
+        return;
+    *api_error = !delete_lease(c, t->name, t->uid, t->rv,
+                               left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
+    if (!deleted)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->st.superseded_recreated++;
+    pthread_mutex_unlock(&c->mu);
+    wh_log(WH_LOG_INFO, "stale_claim_deleted", "lease", WH_F_STR, t->name, "namespace",
+           WH_F_STR, k->ns, "cluster", WH_F_STR, k->cluster, "group", WH_F_STR, k->group,
+           "replica", WH_F_INT, (long long)k->replica, "worker_id", WH_F_INT,
+           (long long)k->worker_id, "claim_cluster_uid", WH_F_STR, stale->cluster_uid, "cluster_uid",
+           WH_F_STR, k->cluster_uid, (char *)NULL);
 }
 
-enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const char *cluster,
-                                     const char *group, long replica, long worker_id,
+/* The 409 branch of take(): whose Lease is it, and may it be superseded?
+ * FOUND_STALE: superseded, claim again; FOUND_UNKNOWN: ask again after a
+ * wait; else the outcome. */
+static enum found after_conflict(struct wh_claims *c, const char *name,
+                                 const struct wh_claim_key *k, const char *nonce, bool lost,
+                                 long deadline, int *supersedes, struct wh_claim_ticket *ticket,
+                                 uint64_t *api_errors, char *why, size_t why_len)
+{
+    long left = deadline - wh_clock_ms();
+    bool ask = lost || (k->cluster_uid && k->cluster_uid[0]);
+    struct stale_claim stale = {0};
+    enum found f = ask && left > 0 ? read_claim(c, name, k, nonce, left, ticket, &stale)
+                                   : FOUND_HELD;
+    if (f == FOUND_UNKNOWN) {
+        ++*api_errors;
+        snprintf(why, why_len, "could not read back claim %s after a conflict", name);
+        return f;
+    }
+    if (f != FOUND_STALE)
+        return f;
+    if (*supersedes >= MAX_SUPERSEDE)
+        return FOUND_HELD;
+    ++*supersedes;
+    bool api_error;
+    /* Deleted or not (another replica may have done it, or made the new
+     * claim), the next POST tells. */
+    supersede(c, k, &stale, deadline - wh_clock_ms(), &api_error);
+    if (api_error)
+        ++*api_errors;
+    return FOUND_STALE;
+}
+
+enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
                                      struct wh_claim_ticket *ticket, char *why, size_t why_len)
 {
     memset(ticket, 0, sizeof(*ticket));
     long long t0 = wh_clock_us();
     long deadline = wh_clock_ms() + c->budget_ms;
     char name[WH_CLAIMS_NAME_LEN];
-    wh_claims_name(ns, cluster, group, replica, worker_id, name);
+    wh_claims_name(k->ns, k->cluster, k->group, k->replica, k->worker_id, name);
     char nonce[40];
     make_nonce(t0, nonce);
     bool lost = false; /* an attempt may have created the Lease unseen */
+    int supersedes = 0;
     struct wh_buf resp;
     wh_buf_init(&resp, RESP_MAX);
     enum wh_claim_outcome oc = WH_CLAIM_FAILED;
@@ -325,8 +408,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         struct wh_kube_answer ans = {0};
         wh_buf_reset(&resp);
         enum wh_err err = WH_OK;
-        if (!post_claim(c, name, ns, cluster, group, replica, worker_id, nonce, left, &resp, &ans,
-                        errbuf, &err)) {
+        if (!post_claim(c, name, k, nonce, left, &resp, &ans, errbuf, &err)) {
             snprintf(why, why_len, "out of memory building the claim");
             break;
         }
@@ -339,16 +421,17 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
             break;
         }
         if (!err && ans.status == 409) {
-            /* AlreadyExists: another claim, or the Lease of an attempt of
-             * ours whose answer was lost. */
-            left = deadline - wh_clock_ms();
-            enum mine m = lost && left > 0 ? created_by_us(c, name, nonce, left, ticket) : MINE_NO;
-            if (m != MINE_UNKNOWN) {
-                oc = m == MINE_YES ? WH_CLAIM_TAKEN : WH_CLAIM_HELD;
+            /* AlreadyExists: another claim, the Lease of an attempt of
+             * ours whose answer was lost, or a claim of a deleted
+             * instance of the RayCluster. */
+            enum found f = after_conflict(c, name, k, nonce, lost, deadline, &supersedes, ticket,
+                                          &api_errors, why, why_len);
+            if (f == FOUND_STALE)
+                continue; /* claim again at once */
+            if (f != FOUND_UNKNOWN) {
+                oc = f == FOUND_MINE ? WH_CLAIM_TAKEN : WH_CLAIM_HELD;
                 break;
             }
-            api_errors++;
-            snprintf(why, why_len, "could not read back claim %s after a lost answer", name);
             wait = BACKOFF_FIRST_MS;
         } else if (err) {
             api_errors++;
@@ -365,13 +448,16 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns, const 
         }
         if (wh_clock_ms() + wait >= deadline)
             break;
-        sleep_ms(wait);
+        if (!wh_nap(&c->nap, wait)) {
+            snprintf(why, why_len, "the webhook is shutting down");
+            break;
+        }
         backoff *= 2;
     }
     wh_buf_free(&resp);
     count_outcome(c, oc, wh_clock_us() - t0, api_errors);
     if (oc == WH_CLAIM_FAILED)
-        log_claim_failed(name, ns, cluster, group, replica, worker_id, why);
+        log_claim_failed(name, k, why);
     return oc;
 }
 
@@ -397,11 +483,12 @@ static bool delete_lease(struct wh_claims *c, const char *name, const char *uid,
     return !err && (*deleted || ans.status == 404 || ans.status == 409);
 }
 
-static bool str_ok(const char *s);
-
 bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, char *why,
                        size_t why_len)
 {
+    pthread_mutex_lock(&c->mu);
+    c->st.superseded_pod++;
+    pthread_mutex_unlock(&c->mu);
     if (!str_ok(t->name) || !str_ok(t->uid) || !str_ok(t->rv)) {
         snprintf(why, why_len,
                  "the API server's answer to claim %s carried no usable uid and "
@@ -494,7 +581,7 @@ static void sweep(struct wh_claims *c)
     const cJSON *item;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
     {
-        if (atomic_load(&c->stop))
+        if (atomic_load(&c->nap.stop))
             break;
         const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
@@ -535,21 +622,9 @@ static void sweep(struct wh_claims *c)
 static void *sweeper(void *arg)
 {
     struct wh_claims *c = arg;
-    while (!atomic_load(&c->stop)) {
+    do
         sweep(c);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += c->sweep_ms / 1000;
-        until.tv_nsec += (c->sweep_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&c->mu);
-        while (!atomic_load(&c->stop) && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
-            ;
-        pthread_mutex_unlock(&c->mu);
-    }
+    while (wh_nap(&c->nap, c->sweep_ms));
     return NULL;
 }
 
@@ -598,13 +673,8 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     long sweep = c->lifetime_s * 1000 / 4;
     c->sweep_ms = opts->sweep_ms > 0 ? opts->sweep_ms : sweep < 5000 ? sweep : 5000;
     c->budget_ms = budget_ms;
-    atomic_init(&c->stop, false);
+    wh_nap_init(&c->nap);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
     snprintf(c->last_error, sizeof(c->last_error), "the first LIST of claims has not answered yet");
     if (pthread_create(&c->thread, NULL, sweeper, c)) {
         wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the claim sweeper thread");
@@ -619,13 +689,10 @@ void wh_claims_free(struct wh_claims *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->stop, true);
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    wh_nap_stop(&c->nap);
     if (c->started)
         pthread_join(c->thread, NULL);
-    pthread_cond_destroy(&c->cv);
+    wh_nap_destroy(&c->nap);
     pthread_mutex_destroy(&c->mu);
     wh_kube_free(c->kube);
     free(c->ns);

@@ -269,6 +269,18 @@ static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
                     "included).",
                     (long long)c->api_errors);
     if (!err)
+        err = head(b, "tpu_webhook_claims_superseded_total", "counter",
+                   "Worker-id claims superseded, by reason (cluster_recreated: a claim of a "
+                   "deleted instance of the RayCluster, deleted for the new instance's pod; "
+                   "pod_holds_id: a claim this replica took and gave back, a live pod held the "
+                   "id).");
+    if (!err)
+        err = wh_buf_addf(b,
+                          "tpu_webhook_claims_superseded_total{reason=\"cluster_recreated\"} %llu\n"
+                          "tpu_webhook_claims_superseded_total{reason=\"pod_holds_id\"} %llu\n",
+                          (unsigned long long)c->superseded_recreated,
+                          (unsigned long long)c->superseded_pod);
+    if (!err)
         err = gauge(b, "tpu_webhook_claims_expired_deleted_total", "counter",
                     "Expired worker-id claims this replica's sweeper deleted.", (long long)c->swept);
     if (!err)

@@ -663,17 +663,17 @@ static void *race(void *arg)
     return NULL;
 }
 
-/* 64 concurrent admissions into one 16-host group: 4 full replicas. */
-static void race_round(struct wh_admit *ad, const char *cluster, bool create, int expect_replicas,
-                       int first_replica)
+/* n concurrent admissions of body into one 16-host group: n / 16 full
+ * replicas from first_replica on. */
+static void race_body(struct wh_admit *ad, const char *body, int n, const char *cluster,
+                      bool create, int expect_replicas, int first_replica)
 {
-    char *body = kh_review(tmpl16, cluster, "tpu");
-    assert_non_null(body);
     pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, RACERS);
+    pthread_barrier_init(&start, NULL, (unsigned)n);
     struct racer rs[RACERS];
     pthread_t th[RACERS];
-    for (int i = 0; i < RACERS; i++) {
+    assert_true(n <= RACERS);
+    for (int i = 0; i < n; i++) {
         rs[i] = (struct racer){.ad = ad,
                                .start = &start,
                                .body = body,
@@ -682,12 +682,12 @@ static void race_round(struct wh_admit *ad, const char *cluster, bool create, in
                                .create = create};
         assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
     }
-    for (int i = 0; i < RACERS; i++)
+    for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&start);
     int seen[64][HOSTS];
     memset(seen, 0, sizeof(seen));
-    for (int i = 0; i < RACERS; i++) {
+    for (int i = 0; i < n; i++) {
         if (!rs[i].ok)
             fail_msg("%s admission %d failed: %s", cluster, i, rs[i].err);
         long r = rs[i].replica - first_replica;
@@ -700,6 +700,15 @@ static void race_round(struct wh_admit *ad, const char *cluster, bool create, in
             if (seen[r][h] != 1)
                 fail_msg("%s: replica %d host %d assigned %d times", cluster, r + first_replica, h,
                          seen[r][h]);
+}
+
+/* 64 concurrent admissions into one 16-host group: 4 full replicas. */
+static void race_round(struct wh_admit *ad, const char *cluster, bool create, int expect_replicas,
+                       int first_replica)
+{
+    char *body = kh_review(tmpl16, cluster, "tpu");
+    assert_non_null(body);
+    race_body(ad, body, RACERS, cluster, create, expect_replicas, first_replica);
     free(body);
 }
 
@@ -1007,6 +1016,19 @@ static void test_claims_parse_time(void **st)
     assert_int_equal(wh_claims_parse_time_us(NULL), -1);
 }
 
+/* A client of the fake API server through the kubeconfig at path. */
+static struct wh_kube *kube_from(const char *path)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_kube_config cfg;
+    assert_int_equal(wh_kubeconfig_load(path, &cfg, errbuf), WH_OK);
+    struct wh_kube *k = wh_kube_new(&cfg, errbuf);
+    wh_kube_config_clear(&cfg);
+    if (!k)
+        fail_msg("wh_kube_new: %s", errbuf);
+    return k;
+}
+
 struct take_arg {
     struct wh_claims *c;
     enum wh_claim_outcome oc;
@@ -1017,7 +1039,9 @@ static void *take_one(void *p)
     struct take_arg *a = p;
     char why[WH_ERRBUF_LEN];
     struct wh_claim_ticket ticket;
-    a->oc = wh_claims_take(a->c, "ns-a", "life", "tpu", 0, 11, &ticket, why, sizeof(why));
+    struct wh_claim_key k = {
+        .ns = "ns-a", .cluster = "life", .group = "tpu", .replica = 0, .worker_id = 11};
+    a->oc = wh_claims_take(a->c, &k, &ticket, why, sizeof(why));
     return NULL;
 }
 
@@ -1039,23 +1063,13 @@ static void test_claim_lifetime_from_creating_attempt(void **st)
     char p[512], errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(kh_kubeconfig(&srv, "kc-claims", NULL), 0);
     path_in(p, sizeof(p), "kc-claims");
-    struct wh_kube_config cfg;
-    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
-    struct wh_kube *k = wh_kube_new(&cfg, errbuf);
-    assert_non_null(k);
-    wh_kube_config_clear(&cfg);
-    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
-    struct wh_kube *reader = wh_kube_new(&cfg, errbuf); /* reads the Lease back */
-    assert_non_null(reader);
-    wh_kube_config_clear(&cfg);
+    struct wh_kube *k = kube_from(p);
+    struct wh_kube *reader = kube_from(p); /* reads the Lease back */
     /* A lifetime under twice the budget is refused (and k freed). */
     struct wh_claims_opts shortlived = {.ns = "claims-life", .holder = "h-1", .lifetime_s = 5};
     assert_null(wh_claims_new(k, &shortlived, errbuf));
     assert_non_null(strstr(errbuf, "lifetime of 5s is too short: it must be at least 6s"));
-    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
-    k = wh_kube_new(&cfg, errbuf);
-    assert_non_null(k);
-    wh_kube_config_clear(&cfg);
+    k = kube_from(p);
     struct wh_claims_opts co = {.ns = "claims-life", .holder = "h-1", .lifetime_s = 60};
     struct wh_claims *c = wh_claims_new(k, &co, errbuf);
     assert_non_null(c);
@@ -1116,9 +1130,11 @@ static void *admit_one(void *p)
     return NULL;
 }
 
-/* The HTTP status of a GET of the claim Lease of (default, cluster, tpu, 0,
- * worker_id) in claims namespace ns. */
-static long lease_status(struct wh_kube *k, const char *ns, const char *cluster, long worker_id)
+/* GET the claim Lease of (default, cluster, tpu, 0, worker_id) in claims
+ * namespace ns: the HTTP status (-1: no answer); *lease (may be NULL) gets
+ * the Lease when 200, else NULL (cJSON_Delete). */
+static long get_lease(struct wh_kube *k, const char *ns, const char *cluster, long worker_id,
+                      cJSON **lease)
 {
     char name[WH_CLAIMS_NAME_LEN], path[700], errbuf[WH_ERRBUF_LEN];
     wh_claims_name("default", cluster, "tpu", 0, worker_id, name);
@@ -1128,8 +1144,16 @@ static long lease_status(struct wh_kube *k, const char *ns, const char *cluster,
     long status = 0;
     if (wh_kube_get(k, path, &body, &status, NULL, errbuf))
         status = -1;
+    if (lease)
+        *lease = status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&body), wh_buf_len(&body))
+                               : NULL;
     wh_buf_free(&body);
     return status;
+}
+
+static long lease_status(struct wh_kube *k, const char *ns, const char *cluster, long worker_id)
+{
+    return get_lease(k, ns, cluster, worker_id, NULL);
 }
 
 /* The worker id (of replica 0 of cluster/tpu in namespace default) whose
@@ -1173,11 +1197,7 @@ static void test_claim_after_pod_appeared(void **st)
     if (!ad)
         fail_msg("wh_admit_new: %s", errbuf);
     assert_true(wait_ready(ad, 30000));
-    struct wh_kube_config cfg;
-    assert_int_equal(wh_kubeconfig_load(p, &cfg, errbuf), WH_OK);
-    struct wh_kube *reader = wh_kube_new(&cfg, errbuf);
-    assert_non_null(reader);
-    wh_kube_config_clear(&cfg);
+    struct wh_kube *reader = kube_from(p);
     struct wh_mgauges as;
     wh_admit_stats(ad, &as);
     size_t cached = as.pods_cached;
@@ -1222,6 +1242,118 @@ static void test_claim_after_pod_appeared(void **st)
     free((char *)a.body);
     wh_kube_free(reader);
     wh_admit_free(ad);
+}
+
+/* The review of a pod of cluster/tpu (16 hosts) owned by the RayCluster
+ * instance uid, with the ownerReference KubeRay sets (docs/kuberay-pods.md).
+ * malloc'd. */
+static char *owned_review(const char *cluster, const char *uid)
+{
+    char *body = kh_review(tmpl16, cluster, "tpu");
+    assert_non_null(body);
+    cJSON *j = cJSON_Parse(body);
+    free(body);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "request"), "object"),
+        "metadata");
+    cJSON *ref = cJSON_CreateObject();
+    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
+    cJSON_AddStringToObject(ref, "kind", "RayCluster");
+    cJSON_AddStringToObject(ref, "name", cluster);
+    cJSON_AddStringToObject(ref, "uid", uid);
+    cJSON_AddTrueToObject(ref, "controller");
+    cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "ownerReferences"), ref);
+    char *text = cJSON_PrintUnformatted(j);
+    assert_non_null(text);
+    body = strdup(text);
+    cJSON_free(text);
+    cJSON_Delete(j);
+    return body;
+}
+
+/* The tpu-webhook/ray-cluster-uid annotation of the claim of (default,
+ * cluster, tpu, 0, worker_id) in namespace ns, into out ("" when none). */
+static void claim_cluster_uid(struct wh_kube *k, const char *ns, const char *cluster,
+                              long worker_id, char *out, size_t n)
+{
+    cJSON *j = NULL;
+    assert_int_equal(get_lease(k, ns, cluster, worker_id, &j), 200);
+    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "metadata"),
+                                         "annotations"),
+        "tpu-webhook/ray-cluster-uid"));
+    snprintf(out, n, "%s", uid ? uid : "");
+    cJSON_Delete(j);
+}
+
+/* A RayCluster deleted and created again under its name within the claim
+ * lifetime: the claims of the first instance (uid-a) still stand when the
+ * second instance's pods (uid-b) arrive. They belong to a cluster that is
+ * gone, so they are superseded: the 16 pods get replica 0, ids 0..15, at
+ * once. Before, every id of replica 0 was held by a dead claim and the
+ * pods went to replica 1 (a slice that waits for replica 0 to fill). A pod
+ * without an ownerReference cannot tell instances apart and meets the
+ * claims as before. */
+static void test_recreated_cluster_claims(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "", why[WH_ERRBUF_LEN];
+    assert_int_equal(kh_kubeconfig(&srv, "kc-recreate", NULL), 0);
+    path_in(p, sizeof(p), "kc-recreate");
+    struct wh_kube *k = kube_from(p);
+    struct wh_kube *reader = kube_from(p); /* reads the claims back */
+    /* Instance A's pods were admitted by another replica; then A was deleted. */
+    struct wh_claims_opts co = {.ns = "claims-recreate", .holder = "old-replica"};
+    struct wh_claims *old = wh_claims_new(k, &co, errbuf);
+    assert_non_null(old);
+    const char *clusters[] = {"recreated", "ownerless"};
+    for (int i = 0; i < 2; i++)
+        for (long w = 0; w < HOSTS; w++) {
+            struct wh_claim_key key = {.ns = "default",
+                                       .cluster = clusters[i],
+                                       .group = "tpu",
+                                       .replica = 0,
+                                       .worker_id = w,
+                                       .cluster_uid = "uid-a"};
+            struct wh_claim_ticket t;
+            assert_int_equal(wh_claims_take(old, &key, &t, why, sizeof(why)), WH_CLAIM_TAKEN);
+        }
+    wh_claims_free(old);
+
+    struct wh_admit_opts o = {.kubeconfig_path = p,
+                              .cache = &fast,
+                              .claims_namespace = "claims-recreate"};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    if (!ad)
+        fail_msg("wh_admit_new: %s", errbuf);
+    assert_true(wait_ready(ad, 30000));
+    char *body = owned_review("recreated", "uid-b");
+    race_body(ad, body, HOSTS, "recreated", false, 1, 0);
+    free(body);
+    struct wh_mgauges as;
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.claim.superseded_recreated, HOSTS);
+    assert_int_equal(as.claim.failed, 0);
+    char uid[128];
+    claim_cluster_uid(reader, "claims-recreate", "recreated", 5, uid, sizeof(uid));
+    assert_string_equal(uid, "uid-b");
+
+    /* No ownerReference: the claims hold every id of replica 0, as before. */
+    body = kh_review(tmpl16, "ownerless", "tpu");
+    struct wh_engine_result res;
+    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                     WH_OK);
+    assert_true(res.allowed);
+    assert_int_equal(res.replica, 1);
+    wh_engine_result_free(&res);
+    free(body);
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.claim.superseded_recreated, HOSTS);
+    claim_cluster_uid(reader, "claims-recreate", "ownerless", 5, uid, sizeof(uid));
+    assert_string_equal(uid, "uid-a");
+    wh_admit_free(ad);
+    wh_kube_free(reader);
 }
 
 static void test_no_api_server(void **st)
@@ -1305,8 +1437,13 @@ int main(void)
         cmocka_unit_test(test_claims_parse_time),
         cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
         cmocka_unit_test(test_claim_after_pod_appeared),
+        cmocka_unit_test(test_recreated_cluster_claims),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
     };
+    /* While working on one test: KUBE_TEST_FILTER=test_name (a glob). */
+    const char *only = getenv("KUBE_TEST_FILTER");
+    if (only && only[0])
+        cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, setup, teardown);
 }

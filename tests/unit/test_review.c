@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,46 @@ static void test_info_pod(void **unused)
     wh_review_free(NULL);
 }
 
+/* The uid of a pod's cluster instance: its controller ownerReference of
+ * kind RayCluster named after its cluster label (docs/kuberay-pods.md),
+ * nothing else. */
+static const char *owner_uid(const char *refs)
+{
+    static char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"request\":{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"object\":{"
+             "\"metadata\":{\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\"},"
+             "\"ownerReferences\":%s}}}}",
+             refs);
+    static char uid[64];
+    struct wh_review *rv = parse(text);
+    snprintf(uid, sizeof(uid), "%s", wh_review_info(rv)->cluster_uid);
+    wh_review_free(rv);
+    return uid;
+}
+
+static void test_info_cluster_uid(void **unused)
+{
+    (void)unused;
+    const char *ref = "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"name\":\"c\","
+                      "\"uid\":\"u-1\",\"controller\":true,\"blockOwnerDeletion\":true}";
+    char refs[512];
+    snprintf(refs, sizeof(refs), "[%s]", ref);
+    assert_string_equal(owner_uid(refs), "u-1");
+    snprintf(refs, sizeof(refs), "[{\"kind\":\"Other\",\"name\":\"c\",\"uid\":\"x\","
+                                 "\"controller\":true},%s]", ref);
+    assert_string_equal(owner_uid(refs), "u-1");
+    /* not the controller, another cluster's name, not a list: none */
+    assert_string_equal(owner_uid("[{\"kind\":\"RayCluster\",\"name\":\"c\",\"uid\":\"u\"}]"), "");
+    assert_string_equal(owner_uid("[{\"kind\":\"RayCluster\",\"name\":\"d\",\"uid\":\"u\","
+                                  "\"controller\":true}]"),
+                        "");
+    assert_string_equal(owner_uid("{}"), "");
+    assert_string_equal(owner_uid("[{\"kind\":\"RayCluster\",\"name\":\"c\",\"uid\":7,"
+                                  "\"controller\":true}]"),
+                        "");
+}
+
 static void test_info_raycluster(void **unused)
 {
     (void)unused;
@@ -213,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_not_a_review), cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_info_pod),     cmocka_unit_test(test_info_raycluster),
         cmocka_unit_test(test_routes),       cmocka_unit_test(test_two_step),
+        cmocka_unit_test(test_info_cluster_uid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

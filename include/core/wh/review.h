@@ -39,6 +39,10 @@ struct wh_review_info {
     const char *name;      /* object name, generateName, or request.name */
     const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
     const char *group;     /* Pod: ray.io/group label */
+    /* Pod: uid of the RayCluster instance that owns it (its controller
+     * ownerReference of kind RayCluster named after the cluster label, as
+     * KubeRay sets it: docs/kuberay-pods.md); "" when it has none. */
+    const char *cluster_uid;
     bool legacy;           /* Pod whose indices come from cluster state */
     bool dry_run;          /* request.dryRun: nothing may be reserved */
 };

@@ -65,18 +65,32 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
                                 char *errbuf);
 void wh_claims_free(struct wh_claims *c); /* NULL-safe */
 
-/* Claim (ns, cluster, group, replica, worker_id). Transport failures, 5xx
- * and 429 are retried (Retry-After honoured) within the budget; FAILED
- * then, with the reason in why. A transfer that timed out may have created
- * the Lease anyway: its retry sees 409 and answers HELD, so an id is never
- * used unless this call saw it created. */
-WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const char *ns,
-                                                  const char *cluster, const char *group,
-                                                  long replica, long worker_id,
+/* What one claim is about. Strings are borrowed. */
+struct wh_claim_key {
+    const char *ns, *cluster, *group; /* the pod's namespace, RayCluster, worker group */
+    long replica, worker_id;
+    /* The uid of the RayCluster instance the pod belongs to (its owner);
+     * "" or NULL when unknown. A claim that records another uid belongs to
+     * a deleted instance of the same name and is superseded (below). */
+    const char *cluster_uid;
+};
+
+/* Claim k. Transport failures, 5xx and 429 are retried (Retry-After
+ * honoured) within the budget; FAILED then, with the reason in why. A
+ * transfer that timed out may have created the Lease anyway: its retry
+ * sees 409 and reads the Lease back, so an id is never used unless this
+ * call saw it created. A 409 whose Lease records another cluster uid than
+ * k's (the RayCluster was deleted and created again under its name) is
+ * deleted with uid + resourceVersion preconditions and the id claimed
+ * again, a few times at most; a Lease without a recorded uid, or when k
+ * has none, is HELD as any other. */
+WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c,
+                                                  const struct wh_claim_key *k,
                                                   struct wh_claim_ticket *ticket, char *why,
                                                   size_t why_len);
 
-/* Give up a TAKEN claim at once: DELETE its Lease with uid and
+/* Give up a TAKEN claim at once, because a live pod holds its id (counted
+ * as superseded, reason pod_holds_id): DELETE its Lease with uid and
  * resourceVersion preconditions (a claim re-created meanwhile is left
  * alone). One attempt: a Lease left behind only blocks its id until it
  * expires. False with the reason in why when the API server did not

@@ -71,6 +71,10 @@ struct wh_mclaims {
     uint64_t taken, held, failed;            /* claim outcomes */
     uint64_t api_errors;                     /* failed API calls, retried ones included */
     uint64_t swept, sweeps_failed;           /* expired claims deleted; failed sweeps */
+    /* Claims superseded: of a deleted instance of the RayCluster, deleted
+     * so that the new instance's pod could claim the id; taken by this
+     * replica and given back because a live pod held the id. */
+    uint64_t superseded_recreated, superseded_pod;
     size_t objects;                          /* claim Leases seen by the last sweep */
     uint64_t dur_buckets[WH_MCLAIM_BUCKETS]; /* cumulative, le = wh_mclaim_bounds */
     uint64_t dur_count;
