@@ -1,8 +1,18 @@
 /* b64.c: base64 encode/decode into a wh_buf. */
 #include "wh/b64.h"
 
-#include <stdint.h> /* uint16_t, uint32_t, uint64_t */
-#include <string.h> /* memcpy */
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint16_t, uint32_t, uint64_t */
+#include <string.h>  /* memcpy */
+
+/* The AVX2 encoder is built on x86-64 by gcc and clang (function target
+ * attributes) and used when the CPU has AVX2; elsewhere the portable one. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WH_B64_AVX2 1
+#include <immintrin.h> /* _mm256_* */
+#else
+#define WH_B64_AVX2 0
+#endif
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -23,14 +33,10 @@ static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 #define B64_P1024(i) B64_P256(i) B64_P256((i) + 256) B64_P256((i) + 512) B64_P256((i) + 768)
 static const char pairs[4096][2] = {B64_P1024(0) B64_P1024(1024) B64_P1024(2048) B64_P1024(3072)};
 
-enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
+/* The bytes of in[i..n) onto out + o, the padded tail included; returns
+ * the new o. */
+static size_t encode_scalar(const unsigned char *in, size_t i, size_t n, char *out, size_t o)
 {
-    const unsigned char *in = data;
-    enum wh_err err = wh_buf_reserve(b, (n + 2) / 3 * 4);
-    if (err)
-        return err;
-    char *out = b->ptr + b->len;
-    size_t i = 0, o = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* 6 bytes to 8 letters per step: one load (8 bytes, 6 used, so it stops
      * 2 bytes short of the end), four lookups, one store. About 1.5x the
@@ -60,9 +66,86 @@ enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
         out[o++] = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
         out[o++] = '=';
     }
-    b->len += o;
+    return o;
+}
+
+#if WH_B64_AVX2
+/* 24 bytes to 32 letters per step with AVX2, the whole 3-byte groups of the
+ * input but the last few; returns how many bytes it took (a multiple of 24).
+ * Each 128-bit half does 12 bytes as four 32-bit lanes:
+ *  1. a shuffle puts the group a b c of a lane in the byte order b a c b,
+ *     so its 16-bit halves hold a:b and b:c;
+ *  2. two masks and two 16-bit multiplies move the four 6-bit fields to the
+ *     bottom of the lane's four bytes (a>>2, (a&3)<<4|b>>4, ..., c&63);
+ *  3. each field becomes its letter by adding the offset of its range of
+ *     the alphabet ('A'+, 'a'-26+, '0'-52+, '+', '/'), looked up by a
+ *     shuffle from a code made of two compares.
+ * The 350 KB answer of a 256-host TPU7x pod spent 14% of the server's CPU
+ * in the portable loop; this one is about 4x faster (263 KB: 71 -> 18 us). */
+__attribute__((target("avx2"))) static size_t encode_avx2(const unsigned char *in, size_t n,
+                                                          char *out)
+{
+    const __m256i spread = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1, 0,
+                                            2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
+    const __m256i mask_ac = _mm256_set1_epi32(0x0fc0fc00), mask_bd = _mm256_set1_epi32(0x003f03f0);
+    const __m256i mul_ac = _mm256_set1_epi32(0x04000040), mul_bd = _mm256_set1_epi32(0x01000010);
+    const __m256i offsets = _mm256_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                             '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                             '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0, 'a' - 26,
+                                             '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                             '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                             '+' - 62, '/' - 63, 'A', 0, 0);
+    size_t i = 0, o = 0;
+    /* The second load reads 16 bytes from i + 12: stop 4 bytes early. */
+    for (; i + 28 <= n; i += 24, o += 32) {
+        __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(
+                                                (const __m128i *)(const void *)(in + i))),
+                                            _mm_loadu_si128(
+                                                (const __m128i *)(const void *)(in + i + 12)),
+                                            1);
+        v = _mm256_shuffle_epi8(v, spread);
+        __m256i ac = _mm256_mulhi_epu16(_mm256_and_si256(v, mask_ac), mul_ac);
+        __m256i bd = _mm256_mullo_epi16(_mm256_and_si256(v, mask_bd), mul_bd);
+        __m256i idx = _mm256_or_si256(ac, bd);
+        /* code: 0 for a-z (26..51), 1..10 digits, 11 '+', 12 '/', 13 A-Z */
+        __m256i code = _mm256_subs_epu8(idx, _mm256_set1_epi8(51));
+        __m256i upper = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), idx);
+        code = _mm256_or_si256(code, _mm256_and_si256(upper, _mm256_set1_epi8(13)));
+        __m256i letters = _mm256_add_epi8(idx, _mm256_shuffle_epi8(offsets, code));
+        _mm256_storeu_si256((__m256i *)(void *)(out + o), letters);
+    }
+    return i;
+}
+#endif
+
+/* Append the encoding of n bytes; vector: the AVX2 loop may take the bulk. */
+static enum wh_err encode(struct wh_buf *b, const void *data, size_t n, bool vector)
+{
+    const unsigned char *in = data;
+    enum wh_err err = wh_buf_reserve(b, (n + 2) / 3 * 4);
+    if (err)
+        return err;
+    char *out = b->ptr + b->len;
+    size_t i = 0;
+#if WH_B64_AVX2
+    if (vector && __builtin_cpu_supports("avx2"))
+        i = encode_avx2(in, n, out);
+#else
+    (void)vector;
+#endif
+    b->len += encode_scalar(in, i, n, out, i / 3 * 4);
     b->ptr[b->len] = '\0';
     return WH_OK;
+}
+
+enum wh_err wh_b64_encode(struct wh_buf *b, const void *data, size_t n)
+{
+    return encode(b, data, n, true);
+}
+
+enum wh_err wh_b64_encode_portable(struct wh_buf *b, const void *data, size_t n)
+{
+    return encode(b, data, n, false);
 }
 
 static int decode_char(unsigned char c)
