@@ -7,6 +7,9 @@
 #include <stdio.h>   /* vsnprintf */
 #include <string.h>  /* memcpy */
 #include "wh/mem.h"  /* wh_free */
+#ifdef __SSE2__
+#include <emmintrin.h> /* _mm_* */
+#endif
 
 #include "wh/utf8.h" /* wh_utf8_char_len */
 
@@ -136,26 +139,54 @@ static bool word_needs_look(uint64_t w)
     return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | w) & highs;
 }
 
+/* From i, the first byte of s[0..n) that is not plain ASCII to copy as it
+ * is, or a position within 8 bytes of n (the caller looks at the rest one
+ * byte at a time). */
+static size_t skip_plain(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    /* 16 bytes per test (SSE2 is part of x86-64): a signed compare with
+     * 0x20 catches both control characters and non-ASCII bytes. The
+     * patch of a 256-host TPU7x pod is 263 KB of such runs; this scan
+     * spent 8% of the server's CPU with words. */
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i look = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        unsigned mask = (unsigned)_mm_movemask_epi8(look);
+        if (mask) {
+            i += (size_t)__builtin_ctz(mask);
+            break;
+        }
+        i += 16;
+    }
+#else
+    while (i + 16 <= n) { /* two words per test: long runs go faster */
+        uint64_t w, x;
+        memcpy(&w, s + i, 8);
+        memcpy(&x, s + i + 8, 8);
+        if (word_needs_look(w) || word_needs_look(x))
+            break;
+        i += 16;
+    }
+#endif
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (word_needs_look(w))
+            break;
+        i += 8;
+    }
+    return i;
+}
+
 enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
-        while (i + 16 <= n) { /* two words per test: long runs go faster */
-            uint64_t w, x;
-            memcpy(&w, s + i, 8);
-            memcpy(&x, s + i + 8, 8);
-            if (word_needs_look(w) || word_needs_look(x))
-                break;
-            i += 16;
-        }
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (word_needs_look(w))
-                break;
-            i += 8;
-        }
+        i = skip_plain(s, i, n);
         if (i >= n)
             break;
         unsigned char c = (unsigned char)s[i];
