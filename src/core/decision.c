@@ -11,6 +11,11 @@
 
 #define NOTES_MAX (64 * 1024)
 
+struct wh_decision_text {
+    struct wh_decision_text *next;
+    char *text;
+};
+
 void wh_decision_init(struct wh_decision *d)
 {
     memset(d, 0, sizeof(*d));
@@ -27,7 +32,27 @@ void wh_decision_free(struct wh_decision *d)
     wh_json_delete(d->patch);
     wh_json_delete(d->warnings);
     wh_buf_free(&d->notes);
+    /* After the patch: its strings may point into these. */
+    while (d->texts) {
+        struct wh_decision_text *t = d->texts;
+        d->texts = t->next;
+        wh_free(t->text);
+        wh_free(t);
+    }
     wh_decision_init(d);
+}
+
+enum wh_err wh_decision_keep(struct wh_decision *d, char *text)
+{
+    struct wh_decision_text *t = wh_malloc(sizeof(*t));
+    if (!t) {
+        wh_free(text);
+        return WH_ERR_NOMEM;
+    }
+    t->text = text;
+    t->next = d->texts;
+    d->texts = t;
+    return WH_OK;
 }
 
 enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)

@@ -272,9 +272,11 @@ static const char *env_value(const cJSON *env, const char *name, bool *exists)
     return lk.value;
 }
 
+/* The lists are kept by the decision (wh_decision_keep) and set with
+ * wh_env_set_shared: every TPU container's patch points at one copy. */
 struct shared_values {
-    struct wh_buf hostnames;     /* multi-host DNS list */
-    struct wh_buf process_addrs; /* tpu7x TPU_PROCESS_ADDRESSES */
+    const char *hostnames;     /* multi-host DNS list, NULL on one host */
+    const char *process_addrs; /* tpu7x TPU_PROCESS_ADDRESSES, or NULL */
     char torch_topology[96];
     struct wh_port_list torch_addrs; /* TORCH_TPU_SLICEBUILDER_ADDRESSES */
 };
@@ -337,8 +339,8 @@ static enum wh_err peer_env(struct env_step *st)
     if (multi) {
         const char *cur = env_value(st->env, "TPU_WORKER_HOSTNAMES", NULL);
         if (!*cur || !strcmp(cur, "localhost")) {
-            st->hostnames = wh_buf_ptr(&st->sv->hostnames);
-            err = wh_env_set(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
+            st->hostnames = st->sv->hostnames;
+            err = wh_env_set_shared(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
         } else {
             st->hostnames = cur;
         }
@@ -349,10 +351,21 @@ static enum wh_err peer_env(struct env_step *st)
      * needs the addresses too, or its processes cannot rendezvous. */
     const char *cur = env_value(st->env, "TPU_PROCESS_ADDRESSES", NULL);
     if (!*cur || (multi && strstr(cur, "localhost")))
-        err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&st->sv->process_addrs));
+        err = wh_env_set_shared(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
     if (!err)
         err = set_if_empty(st, "TPU_PROCESS_PORT", "%u", WH_TPU_PROCESS_PORT_BASE + st->ci);
     return err;
+}
+
+/* The text of b, handed to the decision (the patch points into it). */
+static enum wh_err keep_text(struct wh_decision *d, struct wh_buf *b, const char **out)
+{
+    char *text = wh_buf_take(b, NULL);
+    if (!text)
+        return WH_ERR_NOMEM;
+    WH_TRY(wh_decision_keep(d, text));
+    *out = text;
+    return WH_OK;
 }
 
 /* TorchTPU (docs/internals/reference-behaviour.md §2.7.8, topology per
@@ -393,10 +406,10 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
      * could carry and this one cannot fails in wh_patch_op instead, with
      * the same WH_ERR_TOOBIG. */
     if (!err)
-        err = wh_port_list_get(&st->sv->torch_addrs, st->hostnames, per_host,
+        err = wh_port_list_get(&st->sv->torch_addrs, c->d, st->hostnames, per_host,
                                WH_PATCH_MAX_BYTES - c->d->patch_bytes, &addrs, &too_many);
     if (!err)
-        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+        err = wh_env_set_shared(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     return err;
 }
 
@@ -524,15 +537,26 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
 
 static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
 {
+    /* Every value is part of the patch: none may pass its limit, and the
+     * operations stop at it (wh_patch_op), so work and memory stay bounded. */
+    struct wh_buf hosts, procs;
+    wh_buf_init(&hosts, WH_PATCH_MAX_BYTES);
+    wh_buf_init(&procs, WH_PATCH_MAX_BYTES);
     enum wh_err err = WH_OK;
     bool too_many = false;
     if (c->n_hosts > 1)
-        err = host_list(c, &sv->hostnames);
+        err = host_list(c, &hosts);
+    if (!err && c->n_hosts > 1)
+        err = keep_text(c->d, &hosts, &sv->hostnames);
     if (!err && c->tpu7x)
-        err = wh_host_ports(c->n_hosts > 1 ? wh_buf_ptr(&sv->hostnames) : "localhost",
-                            (long)c->n_tpu, &sv->process_addrs, &too_many);
+        err = wh_host_ports(sv->hostnames ? sv->hostnames : "localhost", (long)c->n_tpu, &procs,
+                            &too_many);
     if (!err && too_many)
         err = WH_ERR_TOOBIG; /* more addresses than any patch can carry */
+    if (!err && c->tpu7x)
+        err = keep_text(c->d, &procs, &sv->process_addrs);
+    wh_buf_free(&hosts);
+    wh_buf_free(&procs);
     wh_torch_topology(&c->topo, c->tpu7x, sv->torch_topology, sizeof(sv->torch_topology));
     return err;
 }
@@ -632,11 +656,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     snprintf(c->headless, sizeof(c->headless), "%s-headless", c->cluster); /* D2 */
     snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);
 
-    struct shared_values sv;
-    /* Every value is part of the patch: none may pass its limit, and the
-     * operations stop at it (wh_patch_op), so work and memory stay bounded. */
-    wh_buf_init(&sv.hostnames, WH_PATCH_MAX_BYTES);
-    wh_buf_init(&sv.process_addrs, WH_PATCH_MAX_BYTES);
+    struct shared_values sv = {0};
     wh_port_list_init(&sv.torch_addrs);
     err = build_shared(c, &sv);
     if (!err)
@@ -646,8 +666,6 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     char why[1024];
     if (!err && !denied && !wh_names_patch_ok(c->d->patch, why, sizeof(why)))
         err = deny_pod(c, &denied, ": %s", why);
-    wh_buf_free(&sv.hostnames);
-    wh_buf_free(&sv.process_addrs);
     wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
         err = deny_patch_too_big(c);

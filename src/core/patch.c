@@ -153,12 +153,15 @@ static enum wh_err env_put(struct wh_env_writer *w, const char *name, cJSON *ent
     return wh_patch_op(w->d, "add", path, entry);
 }
 
-cJSON *wh_env_entry(const char *name, const char *value, const char *field_path)
+/* wh_env_entry, with value pointed at instead of copied when shared. */
+static cJSON *env_entry(const char *name, const char *value, const char *field_path, bool shared)
 {
     cJSON *e = cJSON_CreateObject();
     enum wh_err err = e ? wh_json_set_str_lit(e, "name", name) : WH_ERR_NOMEM;
     if (!err && !field_path) {
-        err = wh_json_set_str_lit(e, "value", value);
+        err = wh_json_set_lit(e, "value",
+                              shared ? cJSON_CreateStringReference(value)
+                                     : cJSON_CreateString(value));
     } else if (!err) {
         cJSON *vf = cJSON_CreateObject(), *fr = cJSON_CreateObject();
         err = vf && fr ? wh_json_set_str_lit(fr, "fieldPath", field_path) : WH_ERR_NOMEM;
@@ -180,9 +183,20 @@ cJSON *wh_env_entry(const char *name, const char *value, const char *field_path)
     return e;
 }
 
+cJSON *wh_env_entry(const char *name, const char *value, const char *field_path)
+{
+    return env_entry(name, value, field_path, false);
+}
+
 enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value)
 {
-    cJSON *e = wh_env_entry(name, value, NULL);
+    cJSON *e = env_entry(name, value, NULL, false);
+    return e ? env_put(w, name, e) : WH_ERR_NOMEM;
+}
+
+enum wh_err wh_env_set_shared(struct wh_env_writer *w, const char *name, const char *value)
+{
+    cJSON *e = env_entry(name, value, NULL, true);
     return e ? env_put(w, name, e) : WH_ERR_NOMEM;
 }
 

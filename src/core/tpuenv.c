@@ -4,9 +4,10 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strchr, strcmp, strlen */
 
-#include "wh/json.h"    /* wh_json_str */
-#include "wh/mem.h"     /* wh_calloc, wh_malloc, wh_free */
-#include "wh/podspec.h" /* wh_container_tpu */
+#include "wh/decision.h" /* wh_decision_keep */
+#include "wh/json.h"     /* wh_json_str */
+#include "wh/mem.h"      /* wh_calloc, wh_malloc, wh_free */
+#include "wh/podspec.h"  /* wh_container_tpu */
 
 enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
                                       char *errbuf)
@@ -107,9 +108,8 @@ enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b
 
 void wh_port_list_init(struct wh_port_list *pl)
 {
-    wh_buf_init(&pl->text, 0);
+    pl->text = NULL;
     wh_buf_init(&pl->hostnames, (size_t)-1 / 2);
-    pl->built = false;
     pl->per_host = 0;
     pl->too_many = false;
 }
@@ -118,24 +118,34 @@ void wh_port_list_free(struct wh_port_list *pl)
 {
     if (!pl)
         return;
-    wh_buf_free(&pl->text);
     wh_buf_free(&pl->hostnames);
 }
 
-enum wh_err wh_port_list_get(struct wh_port_list *pl, const char *hostnames, long per_host,
-                             size_t max, const char **out, bool *too_many)
+enum wh_err wh_port_list_get(struct wh_port_list *pl, struct wh_decision *d, const char *hostnames,
+                             long per_host, size_t max, const char **out, bool *too_many)
 {
-    if (!pl->built || pl->per_host != per_host || strcmp(wh_buf_ptr(&pl->hostnames), hostnames)) {
-        wh_buf_free(&pl->text);
-        wh_buf_init(&pl->text, max);
+    if (!pl->text || pl->per_host != per_host || strcmp(wh_buf_ptr(&pl->hostnames), hostnames)) {
+        struct wh_buf text;
+        wh_buf_init(&text, max);
+        pl->text = NULL;
         wh_buf_reset(&pl->hostnames);
-        pl->built = false;
-        WH_TRY(wh_host_ports(hostnames, per_host, &pl->text, &pl->too_many));
-        WH_TRY(wh_buf_add(&pl->hostnames, hostnames));
-        pl->built = true;
+        enum wh_err err = wh_host_ports(hostnames, per_host, &text, &pl->too_many);
+        char *kept = err ? NULL : wh_buf_take(&text, NULL);
+        if (!err && !kept)
+            err = WH_ERR_NOMEM;
+        wh_buf_free(&text);
+        /* d owns what it keeps: an earlier list stays valid for the
+         * containers whose patch points at it. */
+        if (!err)
+            err = wh_decision_keep(d, kept);
+        if (!err)
+            err = wh_buf_add(&pl->hostnames, hostnames);
+        if (err)
+            return err;
+        pl->text = kept;
         pl->per_host = per_host;
     }
-    *out = wh_buf_ptr(&pl->text);
+    *out = pl->text;
     *too_many = pl->too_many;
     return WH_OK;
 }

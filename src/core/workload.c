@@ -513,10 +513,10 @@ static enum wh_err identity_env(struct cenv *c)
     if (lk.first_index < 0) {
         const char *addrs;
         bool too_many;
-        err = wh_port_list_get(&w->proc_addrs, wh_buf_ptr(&w->hosts), (long)w->tc.n,
+        err = wh_port_list_get(&w->proc_addrs, w->d, wh_buf_ptr(&w->hosts), (long)w->tc.n,
                                WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && !too_many)
-            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
+            err = wh_env_set_shared(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
     }
     if (!err)
         err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
@@ -584,15 +584,15 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
     if (!err && lk.first_index < 0) {
         const char *addrs;
         bool too_many;
-        err = wh_port_list_get(&w->torch_addrs, wh_buf_ptr(&w->hosts), per_host, WH_PATCH_MAX_BYTES,
-                               &addrs, &too_many);
+        err = wh_port_list_get(&w->torch_addrs, w->d, wh_buf_ptr(&w->hosts), per_host,
+                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && too_many)
             err = deny(w, denied,
                        "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
                        "more than %ld entries; set it in the container to skip it",
                        w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
-            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+            err = wh_env_set_shared(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     }
     if (err || *denied)
         return err;

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "wh/decision.h"
 #include "wh/tpuenv.h"
 
 static void test_collect(void **unused)
@@ -76,26 +77,34 @@ static void test_port_list(void **unused)
 {
     (void)unused;
     struct wh_port_list pl;
-    const char *out, *first;
+    struct wh_decision d;
+    const char *out, *first, *second;
     bool too_many;
     char hosts[] = "a.x,b.x";
+    wh_decision_init(&d);
     wh_port_list_init(&pl);
-    assert_int_equal(wh_port_list_get(&pl, hosts, 2, 1 << 20, &out, &too_many), WH_OK);
+    assert_int_equal(wh_port_list_get(&pl, &d, hosts, 2, 1 << 20, &out, &too_many), WH_OK);
     assert_string_equal(out, "a.x:8471,a.x:8472,b.x:8471,b.x:8472");
     first = out;
-    assert_int_equal(wh_port_list_get(&pl, "a.x,b.x", 2, 1 << 20, &out, &too_many), WH_OK);
+    assert_int_equal(wh_port_list_get(&pl, &d, "a.x,b.x", 2, 1 << 20, &out, &too_many), WH_OK);
     assert_ptr_equal(out, first); /* the same text: not built again */
-    assert_int_equal(wh_port_list_get(&pl, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
+    assert_int_equal(wh_port_list_get(&pl, &d, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
     assert_string_equal(out, "a.x:8471,b.x:8471");
+    second = out;
     hosts[0] = 'c'; /* same pointer, new text */
-    assert_int_equal(wh_port_list_get(&pl, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
+    assert_int_equal(wh_port_list_get(&pl, &d, hosts, 1, 1 << 20, &out, &too_many), WH_OK);
     assert_string_equal(out, "c.x:8471,b.x:8471");
-    assert_int_equal(wh_port_list_get(&pl, hosts, 2, 8, &out, &too_many), WH_ERR_TOOBIG);
-    assert_int_equal(wh_port_list_get(&pl, "a,b", WH_MAX_TORCH_ADDRESSES, 1 << 20, &out, &too_many),
+    /* The decision keeps every list built: patches may still point at them. */
+    assert_string_equal(first, "a.x:8471,a.x:8472,b.x:8471,b.x:8472");
+    assert_string_equal(second, "a.x:8471,b.x:8471");
+    assert_int_equal(wh_port_list_get(&pl, &d, hosts, 2, 8, &out, &too_many), WH_ERR_TOOBIG);
+    assert_int_equal(wh_port_list_get(&pl, &d, "a,b", WH_MAX_TORCH_ADDRESSES, 1 << 20, &out,
+                                      &too_many),
                      WH_OK);
     assert_true(too_many);
     assert_string_equal(out, "");
     wh_port_list_free(&pl);
+    wh_decision_free(&d);
 }
 
 static void test_worker_id(void **unused)

@@ -20,6 +20,8 @@
  * ends with " [message cut]". */
 #define WH_MESSAGE_MAX (16 * 1024)
 
+struct wh_decision_text; /* decision.c */
+
 struct wh_decision {
     bool allowed;
     char *message;       /* denial message (malloc'd), NULL when allowed */
@@ -27,6 +29,8 @@ struct wh_decision {
     size_t patch_bytes;  /* about what patch prints to (wh_patch_op counts) */
     cJSON *warnings;     /* JSON array of strings, NULL when none */
     struct wh_buf notes; /* log notes, one per line */
+    /* Text that strings of patch point into (wh_decision_keep). */
+    struct wh_decision_text *texts;
     /* legacy-path assignment, see struct wh_engine_result */
     bool assigned;
     long replica, host, n_hosts;
@@ -39,6 +43,12 @@ struct wh_decision {
 void wh_decision_init(struct wh_decision *d);
 /* Free everything d owns; d is left initialised. NULL-safe. */
 void wh_decision_free(struct wh_decision *d);
+
+/* Make d the owner of text (a wh_malloc'd string, such as wh_buf_take's)
+ * until wh_decision_free, so that the patch can point into it instead of
+ * holding a copy (wh_env_set_shared). WH_ERR_NOMEM, text freed, when the
+ * record of it cannot be allocated. */
+WH_NODISCARD enum wh_err wh_decision_keep(struct wh_decision *d, char *text);
 
 /* Deny with a printf-style message (cut to WH_MESSAGE_MAX bytes); replaces
  * any patch (a denial never carries a partial patch). WH_ERR_NOMEM only. */

@@ -41,6 +41,12 @@ void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int cont
  * {fieldRef: {fieldPath}}}; owned by the caller (cJSON_Delete). NULL on OOM. */
 cJSON *wh_env_entry(const char *name, const char *value, const char *field_path);
 WH_NODISCARD enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value);
+/* Set name=value without a copy of value, which must live as long as the
+ * decision's patch (text the decision keeps: wh_decision_keep). For the
+ * address lists the TPU containers of a pod share, 100+ KB each at 256
+ * hosts. */
+WH_NODISCARD enum wh_err wh_env_set_shared(struct wh_env_writer *w, const char *name,
+                                           const char *value);
 /* Set name from valueFrom.fieldRef.fieldPath. */
 WH_NODISCARD enum wh_err wh_env_set_field_ref(struct wh_env_writer *w, const char *name,
                                               const char *field_path);

@@ -55,23 +55,25 @@ void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_
 WH_NODISCARD enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b,
                                        bool *too_many);
 
+struct wh_decision;
+
 /* wh_host_ports() remembered across the TPU containers of one pod, which
  * ask for the same lists (on TPU7x at 256 hosts, 100+ KB each). */
 struct wh_port_list {
-    struct wh_buf text;
+    const char *text;        /* kept by a decision; NULL until built */
     struct wh_buf hostnames; /* a copy of what text was built over */
-    bool built;
     long per_host;
     bool too_many;
 };
 void wh_port_list_init(struct wh_port_list *pl);
 void wh_port_list_free(struct wh_port_list *pl); /* NULL-safe */
-/* wh_host_ports(hostnames, per_host) into a buffer of at most max bytes,
- * or the list already built over the same text with the same per_host.
- * *out is borrowed from pl until the next call or wh_port_list_free. */
-WH_NODISCARD enum wh_err wh_port_list_get(struct wh_port_list *pl, const char *hostnames,
-                                          long per_host, size_t max, const char **out,
-                                          bool *too_many);
+/* wh_host_ports(hostnames, per_host) into a buffer of at most max bytes
+ * that d keeps (wh_decision_keep), or the list already built over the same
+ * text with the same per_host. *out lives as long as d, so that every
+ * container's patch can point at it (wh_env_set_shared). */
+WH_NODISCARD enum wh_err wh_port_list_get(struct wh_port_list *pl, struct wh_decision *d,
+                                          const char *hostnames, long per_host, size_t max,
+                                          const char **out, bool *too_many);
 
 /* The first env name that a mutation path reads or writes (TPU_*, MEGASCALE_*,
  * TORCH_TPU_*, PET_*) and that env has more than once, with the indices of
