@@ -11,7 +11,10 @@
  * 16 client threads (a burst, or several KubeRay workers) each send the
  * next pod to a random replica. Admitted pods are created in the fake API
  * server by a separate thread, in batches, so that the watches show them
- * while admissions run, as in a real cluster.
+ * while admissions run, as in a real cluster. The pods carry the
+ * ownerReference KubeRay sets, so a claim that meets 409 reads the Lease
+ * back (GET) to see which RayCluster instance holds it
+ * (docs/legacy-indices.md).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -99,7 +102,14 @@ static long long held_total(struct wh_admit **ads, int n)
 static double run_once(struct wh_admit **ads, int n_ads, const char *cluster, const char *what)
 {
     struct run *r = calloc(1, sizeof(*r));
-    char *body = kh_review(review, cluster, "tpu");
+    char uid[128];
+    snprintf(uid, sizeof(uid), "uid-%s", cluster);
+    char *body = kh_owned_review(review, cluster, "tpu", uid);
+    if (!body) {
+        fprintf(stderr, "bench: cannot build the review\n");
+        free(r);
+        return 0;
+    }
     r->ads = ads;
     r->n_ads = n_ads;
     r->body = body;

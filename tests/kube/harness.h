@@ -289,6 +289,36 @@ static inline char *kh_review(const char *tmpl, const char *cluster, const char 
     return out;
 }
 
+/* kh_review() of a pod that carries the ownerReference KubeRay sets
+ * (docs/kuberay-pods.md): its RayCluster, with uid. malloc'd; NULL on
+ * failure. */
+static inline char *kh_owned_review(const char *tmpl, const char *cluster, const char *group,
+                                    const char *uid)
+{
+    char *body = kh_review(tmpl, cluster, group);
+    cJSON *j = body ? cJSON_Parse(body) : NULL;
+    free(body);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "request"), "object"),
+        "metadata");
+    cJSON *refs = meta ? cJSON_AddArrayToObject(meta, "ownerReferences") : NULL;
+    cJSON *ref = cJSON_CreateObject();
+    cJSON_AddItemToArray(refs, ref); /* takes ref when refs is not NULL */
+    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
+    cJSON_AddStringToObject(ref, "kind", "RayCluster");
+    cJSON_AddStringToObject(ref, "name", cluster);
+    cJSON_AddStringToObject(ref, "uid", uid);
+    cJSON_AddTrueToObject(ref, "controller");
+    cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
+    char *text = refs ? cJSON_PrintUnformatted(j) : NULL;
+    if (!refs)
+        cJSON_Delete(ref);
+    cJSON_Delete(j);
+    body = text ? strdup(text) : NULL;
+    cJSON_free(text);
+    return body;
+}
+
 static inline char *kh_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");

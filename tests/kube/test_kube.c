@@ -1244,34 +1244,6 @@ static void test_claim_after_pod_appeared(void **st)
     wh_admit_free(ad);
 }
 
-/* The review of a pod of cluster/tpu (16 hosts) owned by the RayCluster
- * instance uid, with the ownerReference KubeRay sets (docs/kuberay-pods.md).
- * malloc'd. */
-static char *owned_review(const char *cluster, const char *uid)
-{
-    char *body = kh_review(tmpl16, cluster, "tpu");
-    assert_non_null(body);
-    cJSON *j = cJSON_Parse(body);
-    free(body);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "request"), "object"),
-        "metadata");
-    cJSON *ref = cJSON_CreateObject();
-    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
-    cJSON_AddStringToObject(ref, "kind", "RayCluster");
-    cJSON_AddStringToObject(ref, "name", cluster);
-    cJSON_AddStringToObject(ref, "uid", uid);
-    cJSON_AddTrueToObject(ref, "controller");
-    cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "ownerReferences"), ref);
-    char *text = cJSON_PrintUnformatted(j);
-    assert_non_null(text);
-    body = strdup(text);
-    cJSON_free(text);
-    cJSON_Delete(j);
-    return body;
-}
-
 /* The tpu-webhook/ray-cluster-uid annotation of the claim of (default,
  * cluster, tpu, 0, worker_id) in namespace ns, into out ("" when none). */
 static void claim_cluster_uid(struct wh_kube *k, const char *ns, const char *cluster,
@@ -1328,7 +1300,8 @@ static void test_recreated_cluster_claims(void **st)
     if (!ad)
         fail_msg("wh_admit_new: %s", errbuf);
     assert_true(wait_ready(ad, 30000));
-    char *body = owned_review("recreated", "uid-b");
+    char *body = kh_owned_review(tmpl16, "recreated", "tpu", "uid-b");
+    assert_non_null(body);
     race_body(ad, body, HOSTS, "recreated", false, 1, 0);
     free(body);
     struct wh_mgauges as;

@@ -235,10 +235,20 @@ def pod_of(review, name, label, wid):
     return pod
 
 
+def owned(review, cluster):
+    """The review with the ownerReference KubeRay sets on its pods (docs/kuberay-pods.md):
+    claims record the cluster's uid, and every 409 is read back."""
+    r = json.loads(review)
+    r["request"]["object"]["metadata"]["ownerReferences"] = [{
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "name": cluster,
+        "uid": "uid-" + cluster, "controller": True, "blockOwnerDeletion": True}]
+    return json.dumps(r)
+
+
 def run_round(env, rnd, kill_after=None):
     """64 concurrent admissions; returns {(label, wid): count}."""
     cluster = "r%d" % rnd
-    review = env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu")
+    review = owned(env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu"), cluster)
     got, lock = {}, threading.Lock()
     orphaned = []      # admissions the killed replica never answered
     denials = []
