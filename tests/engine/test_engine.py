@@ -821,6 +821,21 @@ class Hostile(unittest.TestCase):
             size = int(r.message.split("would be about ")[1].split(" ")[0])
             self.assertGreater(size, PATCH_MAX)
 
+    def test_patch_over_the_limit_once_escaped_denied(self):
+        # The size counted while the patch is built leaves escapes out; the
+        # printed patch is measured exactly. The user's own 4 hosts of 50,000
+        # control characters: 16 TorchTPU addresses counted as ~800 KB,
+        # printed as ~4.8 MB (6 bytes each).
+        hosts = ",".join(["\x01" * 50000] * 4)
+        r = mutate(pod(native=(0, 1), env=[{"name": "TPU_WORKER_HOSTNAMES", "value": hosts}]))
+        self.assertFalse(r.allowed)
+        for want in ("the mutation patch is", "over the 1048576-byte limit",
+                     'worker group "tpu-group"'):
+            self.assertIn(want, r.message)
+        self.assertNotIn("patch", r.response)
+        size = int(r.message.split("the mutation patch is ")[1].split(" ")[0])
+        self.assertGreater(size, PATCH_MAX)
+
     def test_largest_slices_fit(self):
         # v5p-12288 (6,144 chips) and a 9,216-chip TPU7x slice stay under the limit.
         for accel, topo in (("tpu-v5p-slice", "16x16x24"), ("tpu7x", "16x16x36")):
