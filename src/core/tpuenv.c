@@ -3,6 +3,9 @@
 
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* memchr, memcpy, strcmp, strlen */
+#ifdef __SSE2__
+#include <emmintrin.h> /* _mm_* */
+#endif
 
 #include "wh/decision.h" /* wh_decision_keep */
 #include "wh/json.h"     /* wh_json_str */
@@ -55,11 +58,27 @@ void wh_torch_topology(const struct wh_topology *t, bool tpu7x, char *out, size_
 
 long wh_host_count(const char *hostnames)
 {
-    /* One pass the compiler vectorises (strchr per comma was a call per
-     * host: 1% of the server's CPU at 256 hosts). */
-    size_t n = strlen(hostnames);
     long hosts = 1;
-    for (size_t i = 0; i < n; i++)
+    size_t n = strlen(hostnames), i = 0;
+#ifdef __SSE2__
+    /* 16 bytes per step (SSE2 is part of x86-64): each byte lane counts its
+     * commas (a match is -1, subtracted) for up to 255 steps, then the lanes
+     * are summed. The list of 256 hosts is counted several times per pod;
+     * strchr per comma took 1.7 us, this 0.5 with its strlen. */
+    const __m128i comma = _mm_set1_epi8(','), zero = _mm_setzero_si128();
+    __m128i total = zero;
+    while (i + 16 <= n) {
+        __m128i lanes = zero;
+        for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(hostnames + i));
+            lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(v, comma));
+        }
+        total = _mm_add_epi64(total, _mm_sad_epu8(lanes, zero));
+    }
+    hosts += (long)_mm_cvtsi128_si64(total) +
+             (long)_mm_cvtsi128_si64(_mm_unpackhi_epi64(total, total));
+#endif
+    for (; i < n; i++)
         hosts += hostnames[i] == ',';
     return hosts;
 }

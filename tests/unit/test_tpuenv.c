@@ -69,6 +69,21 @@ static void test_host_ports(void **unused)
     wh_buf_free(&b);
     assert_int_equal(wh_host_count("localhost"), 1);
     assert_int_equal(wh_host_count("a,b,c"), 3);
+    /* Past the 16-byte steps and the 255 steps a byte lane counts: commas
+     * only (every lane full), and hosts of 2 letters. */
+    static char list[9000];
+    memset(list, ',', sizeof(list) - 1);
+    assert_int_equal(wh_host_count(list), (long)sizeof(list));
+    for (size_t n = 0; n < 40; n++) {
+        memset(list, 'h', sizeof(list) - 1);
+        for (size_t i = 2; i + 1 < sizeof(list) - n; i += 3)
+            list[i] = ',';
+        list[sizeof(list) - 1 - n] = '\0';
+        long want = 1;
+        for (const char *p = list; *p; p++)
+            want += *p == ',';
+        assert_int_equal(wh_host_count(list), want);
+    }
 }
 
 /* The list of one pod's containers: built once, rebuilt when the hosts or
