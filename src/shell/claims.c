@@ -156,8 +156,8 @@ static void describe_answer(long status, const struct wh_buf *resp, char *out, s
 
 /* The Lease of a claim as JSON text; free with cJSON_free (cJSON's heap may
  * be the request's arena, see reqmem.h). */
-static char *lease_body(const struct wh_claims *c, const char *name,
-                        const struct wh_claim_key *k, const char *nonce)
+static char *lease_body(const struct wh_claims *c, const char *name, const struct wh_claim_key *k,
+                        const char *nonce)
 {
     char now[40], num[32];
     micro_time(now);
@@ -239,8 +239,7 @@ static const char *annotation(const cJSON *lease, const char *key)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
     return cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-                                         key));
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), key));
 }
 
 /* GET the Lease name and tell (enum found). MINE fills ticket, STALE fills
@@ -272,8 +271,7 @@ static enum found read_claim(struct wh_claims *c, const char *name, const struct
     if (seen && !strcmp(seen, nonce)) {
         f = FOUND_MINE;
         fill_ticket(j, name, ticket);
-    } else if (uid && uid[0] && k->cluster_uid && k->cluster_uid[0] &&
-               strcmp(uid, k->cluster_uid)) {
+    } else if (uid && uid[0] && k->cluster_uid && k->cluster_uid[0] && strcmp(uid, k->cluster_uid)) {
         f = FOUND_STALE;
         fill_ticket(j, name, &stale->lease);
         snprintf(stale->cluster_uid, sizeof(stale->cluster_uid), "%s", uid);
@@ -316,8 +314,8 @@ static void log_claim_failed(const char *name, const struct wh_claim_key *k, con
 {
     wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, name, "namespace", WH_F_STR, k->ns,
            "cluster", WH_F_STR, k->cluster, "group", WH_F_STR, k->group, "replica", WH_F_INT,
-           (long long)k->replica, "worker_id", WH_F_INT, (long long)k->worker_id, "error",
-           WH_F_STR, why, (char *)NULL);
+           (long long)k->replica, "worker_id", WH_F_INT, (long long)k->worker_id, "error", WH_F_STR,
+           why, (char *)NULL);
 }
 
 static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
@@ -343,11 +341,11 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
     pthread_mutex_lock(&c->mu);
     c->st.superseded_recreated++;
     pthread_mutex_unlock(&c->mu);
-    wh_log(WH_LOG_INFO, "stale_claim_deleted", "lease", WH_F_STR, t->name, "namespace",
-           WH_F_STR, k->ns, "cluster", WH_F_STR, k->cluster, "group", WH_F_STR, k->group,
-           "replica", WH_F_INT, (long long)k->replica, "worker_id", WH_F_INT,
-           (long long)k->worker_id, "claim_cluster_uid", WH_F_STR, stale->cluster_uid, "cluster_uid",
-           WH_F_STR, k->cluster_uid, (char *)NULL);
+    wh_log(WH_LOG_INFO, "stale_claim_deleted", "lease", WH_F_STR, t->name, "namespace", WH_F_STR,
+           k->ns, "cluster", WH_F_STR, k->cluster, "group", WH_F_STR, k->group, "replica", WH_F_INT,
+           (long long)k->replica, "worker_id", WH_F_INT, (long long)k->worker_id,
+           "claim_cluster_uid", WH_F_STR, stale->cluster_uid, "cluster_uid", WH_F_STR,
+           k->cluster_uid, (char *)NULL);
 }
 
 /* The 409 branch of take(): whose Lease is it, and may it be superseded?
@@ -366,13 +364,19 @@ static enum found after_conflict(struct wh_claims *c, const char *name,
     if (f == FOUND_UNKNOWN) {
         ++*api_errors;
         snprintf(why, why_len, "could not read back claim %s after a conflict", name);
-        return f;
+        /* Only a lost attempt needs the answer (the Lease may be ours);
+         * otherwise the read was the best-effort staleness check, and the
+         * claim is held as a 409 always meant, without asking an API
+         * server that is failing again and again. */
+        return lost ? f : FOUND_HELD;
     }
     if (f != FOUND_STALE)
         return f;
     if (*supersedes >= MAX_SUPERSEDE)
         return FOUND_HELD;
     ++*supersedes;
+    if (deadline - wh_clock_ms() <= 0)
+        return FOUND_HELD; /* no time left: a timeout of 0 means curl's default */
     bool api_error;
     /* Deleted or not (another replica may have done it, or made the new
      * claim), the next POST tells. */

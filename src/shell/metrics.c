@@ -272,7 +272,7 @@ static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
         err = head(b, "tpu_webhook_claims_superseded_total", "counter",
                    "Worker-id claims superseded, by reason (cluster_recreated: a claim of a "
                    "deleted instance of the RayCluster, deleted for the new instance's pod; "
-                   "pod_holds_id: a claim this replica took and gave back, a live pod held the "
+                   "pod_holds_id: a claim this replica took and gave up, a live pod held the "
                    "id).");
     if (!err)
         err = wh_buf_addf(b,

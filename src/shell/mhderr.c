@@ -10,6 +10,7 @@
 #include <stdio.h>     /* snprintf */
 #include <string.h>    /* memchr, memcmp, memmem */
 
+#include <curl/curl.h>     /* curl_version_info */
 #include <gnutls/gnutls.h> /* gnutls_session_t, gnutls_transport_get_int */
 
 #include "wh/log.h" /* wh_log */
@@ -22,6 +23,9 @@ static record_send_fn real_send;
 static record_recv_fn real_recv;
 static deinit_fn real_deinit;
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+/* The NUL check on reads; off when libcurl reads through GnuTLS too (its
+ * HTTP/2 frames and gzip bodies to the Kubernetes API hold NUL bytes). */
+static atomic_bool guard_reads;
 
 static void resolve(void)
 {
@@ -30,9 +34,13 @@ static void resolve(void)
     real_deinit = (deinit_fn)dlsym(RTLD_NEXT, "gnutls_deinit");
 }
 
-bool wh_mhderr_install(void)
+bool wh_mhderr_install(bool *reads_guarded)
 {
     pthread_once(&resolve_once, resolve);
+    const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    bool curl_gnutls = !cv || !cv->ssl_version || strstr(cv->ssl_version, "GnuTLS");
+    atomic_store(&guard_reads, !curl_gnutls);
+    *reads_guarded = !curl_gnutls;
     return real_send && real_recv && real_deinit &&
            dlsym(RTLD_DEFAULT, "gnutls_record_send") == (void *)gnutls_record_send &&
            dlsym(RTLD_DEFAULT, "gnutls_record_recv") == (void *)gnutls_record_recv;
@@ -221,11 +229,16 @@ ssize_t gnutls_record_recv(gnutls_session_t session, void *data, size_t data_siz
     pthread_once(&resolve_once, resolve);
     if (!real_recv)
         return GNUTLS_E_INTERNAL_ERROR;
+    if (!atomic_load_explicit(&guard_reads, memory_order_relaxed))
+        return real_recv(session, data, data_size);
     if (is_muted(session))
         return 0;
     ssize_t n = real_recv(session, data, data_size);
-    if (n > 0 && memchr(data, 0, (size_t)n) && mute(session)) {
-        replace(session, &nul_byte);
+    if (n > 0 && memchr(data, 0, (size_t)n)) {
+        /* With the muted table full, no answer (libmicrohttpd's writes
+         * could not be dropped after it), but still the end of stream. */
+        if (mute(session))
+            replace(session, &nul_byte);
         return 0;
     }
     return n;

@@ -145,6 +145,25 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
     return atomic_load(&s->refuse_new) ? MHD_NO : MHD_YES;
 }
 
+/* libmicrohttpd's own error answers as Status objects, raw NUL bytes refused
+ * (wh/mhderr.h); a log line when the platform does not allow it. */
+static void install_http_guards(void)
+{
+    bool reads_guarded = false;
+    if (!wh_mhderr_install(&reads_guarded))
+        wh_log(WH_LOG_WARN, "http_errors_unwrapped", "reason", WH_F_STR,
+               "gnutls_record_send/recv are not bound to the webhook's: libmicrohttpd's own "
+               "answers to malformed requests keep their HTML bodies, and a raw NUL byte cuts "
+               "the request line or header it is in",
+               (char *)NULL);
+    else if (!reads_guarded)
+        wh_log(WH_LOG_WARN, "nul_guard_off", "reason", WH_F_STR,
+               "libcurl uses GnuTLS too, so reads are not checked for a raw NUL byte (it "
+               "would cut the request line or header it is in); build with libcurl's "
+               "OpenSSL flavour (libcurl4-openssl-dev)",
+               (char *)NULL);
+}
+
 struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admit *ad,
                                   struct wh_metrics *m, char *errbuf)
 {
@@ -169,12 +188,7 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
     if (s->o.max_body_memory < s->o.max_body + 64 * 1024)
         s->o.max_body_memory = s->o.max_body + 64 * 1024;
     wh_reqmem_install();
-    if (!wh_mhderr_install())
-        wh_log(WH_LOG_WARN, "http_errors_unwrapped", "reason", WH_F_STR,
-               "gnutls_record_send/recv are not bound to the webhook's: libmicrohttpd's own "
-               "answers to malformed requests keep their HTML bodies, and a raw NUL byte cuts "
-               "the request line or header it is in",
-               (char *)NULL);
+    install_http_guards();
     struct wh_reqmem_opts ro = {.request_budget = s->o.max_request_memory,
                                 .total_budget = s->o.max_body_memory};
     s->rm = wh_reqmem_new(&ro);

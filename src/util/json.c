@@ -137,7 +137,9 @@ enum wh_err wh_json_print(const cJSON *item, char **out)
 
 bool wh_json_whole(const cJSON *v, long lo, long hi, long *out)
 {
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi))
+    /* (double)LONG_MAX rounds up to 2^63, which long cannot hold. */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi) ||
+        !(v->valuedouble >= -0x1p63 && v->valuedouble < 0x1p63))
         return false;
     long n = (long)v->valuedouble;
     if ((double)n != v->valuedouble)

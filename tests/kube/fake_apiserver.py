@@ -17,7 +17,9 @@ metadata.ownerReferences name its uid (the garbage collector, at once).
 
 Faults for plain API requests (not watches, not the control plane), set by
 POST /_control/faults {"latency_ms": 10, "error_rate": 0.05, "errors":
-["500", "429", "timeout", "reset"], "only": "leases"}: each request waits
+["500", "429", "timeout", "reset"], "only": "leases", "method": "GET"}
+("only" and "method" optional: a part of the path, an HTTP method): each
+matching request waits
 latency_ms, then with probability error_rate fails in one of the listed
 ways, picked at random: 500 InternalError, 429 TooManyRequests with
 Retry-After: 1, a timeout (the request is carried out, the answer comes
@@ -237,12 +239,14 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return json.loads(self.rfile.read(n) or b"null")
 
-    def fault(self, path):
+    def fault(self, method, path):
         """Injected latency and errors. True when the request is answered
         (or cut) here; "timeout" returns the delay to add after doing it."""
         with STATE.cv:
             f = dict(STATE.faults)
         if f.get("only") and f["only"] not in path:
+            return None
+        if f.get("method") and f["method"] != method:
             return None
         if f.get("latency_ms"):
             time.sleep(f["latency_ms"] / 1000.0)
@@ -296,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
         body = self.read_body() if m and method in ("POST", "PUT", "DELETE") else None
         self.held_body = body if isinstance(body, dict) else None
         self.wait_at_gate(method, u.path)
-        f = self.fault(u.path)
+        f = self.fault(method, u.path)
         if f is True:
             return True
         if not m:

@@ -1039,8 +1039,11 @@ static void *take_one(void *p)
     struct take_arg *a = p;
     char why[WH_ERRBUF_LEN];
     struct wh_claim_ticket ticket;
-    struct wh_claim_key k = {
-        .ns = "ns-a", .cluster = "life", .group = "tpu", .replica = 0, .worker_id = 11};
+    struct wh_claim_key k = {.ns = "ns-a",
+                             .cluster = "life",
+                             .group = "tpu",
+                             .replica = 0,
+                             .worker_id = 11};
     a->oc = wh_claims_take(a->c, &k, &ticket, why, sizeof(why));
     return NULL;
 }
@@ -1145,8 +1148,7 @@ static long get_lease(struct wh_kube *k, const char *ns, const char *cluster, lo
     if (wh_kube_get(k, path, &body, &status, NULL, errbuf))
         status = -1;
     if (lease)
-        *lease = status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&body), wh_buf_len(&body))
-                               : NULL;
+        *lease = status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&body), wh_buf_len(&body)) : NULL;
     wh_buf_free(&body);
     return status;
 }
@@ -1322,8 +1324,7 @@ static void test_recreated_cluster_claims(void **st)
     /* No ownerReference: the claims hold every id of replica 0, as before. */
     body = kh_review(tmpl16, "ownerless", "tpu");
     struct wh_engine_result res;
-    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
-                     WH_OK);
+    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf), WH_OK);
     assert_true(res.allowed);
     assert_int_equal(res.replica, 1);
     wh_engine_result_free(&res);
@@ -1335,6 +1336,46 @@ static void test_recreated_cluster_claims(void **st)
     assert_string_equal(uid, "uid-a");
     wh_admit_free(ad);
     wh_kube_free(reader);
+}
+
+/* A 409 whose Lease cannot be read back (the GET fails) while no attempt
+ * of ours was lost: the read was only the staleness check, so the claim is
+ * held at once, as before owner uids, not retried until the budget is gone
+ * and the pod denied. */
+static void test_claim_unreadable_after_conflict(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "", why[WH_ERRBUF_LEN];
+    assert_int_equal(kh_kubeconfig(&srv, "kc-unreadable", NULL), 0);
+    path_in(p, sizeof(p), "kc-unreadable");
+    struct wh_claims_opts co = {.ns = "claims-unreadable", .holder = "replica-a"};
+    struct wh_claims *a = wh_claims_new(kube_from(p), &co, errbuf);
+    assert_non_null(a);
+    co.holder = "replica-b";
+    struct wh_claims *b = wh_claims_new(kube_from(p), &co, errbuf);
+    assert_non_null(b);
+    struct wh_claim_key key = {.ns = "default",
+                               .cluster = "unreadable",
+                               .group = "tpu",
+                               .replica = 0,
+                               .worker_id = 3,
+                               .cluster_uid = "uid-a"};
+    struct wh_claim_ticket t;
+    assert_int_equal(wh_claims_take(a, &key, &t, why, sizeof(why)), WH_CLAIM_TAKEN);
+    assert_int_equal(kh_control(&srv, "faults",
+                                "{\"error_rate\":1.0,\"errors\":[\"500\"],\"only\":\"leases\","
+                                "\"method\":\"GET\"}",
+                                NULL),
+                     0);
+    key.cluster_uid = "uid-b"; /* another instance: the 409 is read back */
+    long long t0 = wall_us_now();
+    enum wh_claim_outcome oc = wh_claims_take(b, &key, &t, why, sizeof(why));
+    long long took_ms = (wall_us_now() - t0) / 1000;
+    assert_int_equal(kh_control(&srv, "faults", "{\"error_rate\":0}", NULL), 0);
+    if (oc != WH_CLAIM_HELD)
+        fail_msg("outcome %d after %lld ms (%s), want held", (int)oc, took_ms, why);
+    wh_claims_free(a);
+    wh_claims_free(b);
 }
 
 static void test_no_api_server(void **st)
@@ -1419,6 +1460,7 @@ int main(void)
         cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_recreated_cluster_claims),
+        cmocka_unit_test(test_claim_unreadable_after_conflict),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
     };

@@ -99,6 +99,16 @@ static void test_json_whole(void **unused)
         cJSON_Delete(v);
     }
     assert_false(wh_json_whole(NULL, 0, 1, &(long){0}));
+    /* The full range of long: 2^63 is (double)LONG_MAX yet beyond it. */
+    cJSON *big = cJSON_CreateNumber(0x1p63), *low = cJSON_CreateNumber(-0x1p63);
+    assert_non_null(big);
+    assert_non_null(low);
+    long n = 0;
+    assert_false(wh_json_whole(big, LONG_MIN, LONG_MAX, &n));
+    assert_true(wh_json_whole(low, LONG_MIN, LONG_MAX, &n));
+    assert_true(n == LONG_MIN);
+    cJSON_Delete(big);
+    cJSON_Delete(low);
 }
 
 static void test_parse_ok(void **unused)

@@ -143,8 +143,10 @@ static void test_info_cluster_uid(void **unused)
     char refs[512];
     snprintf(refs, sizeof(refs), "[%s]", ref);
     assert_string_equal(owner_uid(refs), "u-1");
-    snprintf(refs, sizeof(refs), "[{\"kind\":\"Other\",\"name\":\"c\",\"uid\":\"x\","
-                                 "\"controller\":true},%s]", ref);
+    snprintf(refs, sizeof(refs),
+             "[{\"kind\":\"Other\",\"name\":\"c\",\"uid\":\"x\","
+             "\"controller\":true},%s]",
+             ref);
     assert_string_equal(owner_uid(refs), "u-1");
     /* not the controller, another cluster's name, not a list: none */
     assert_string_equal(owner_uid("[{\"kind\":\"RayCluster\",\"name\":\"c\",\"uid\":\"u\"}]"), "");
@@ -251,9 +253,9 @@ static void test_two_step(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_not_a_review), cmocka_unit_test(test_too_big),
-        cmocka_unit_test(test_info_pod),     cmocka_unit_test(test_info_raycluster),
-        cmocka_unit_test(test_routes),       cmocka_unit_test(test_two_step),
+        cmocka_unit_test(test_not_a_review),     cmocka_unit_test(test_too_big),
+        cmocka_unit_test(test_info_pod),         cmocka_unit_test(test_info_raycluster),
+        cmocka_unit_test(test_routes),           cmocka_unit_test(test_two_step),
         cmocka_unit_test(test_info_cluster_uid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

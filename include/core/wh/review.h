@@ -43,8 +43,8 @@ struct wh_review_info {
      * ownerReference of kind RayCluster named after the cluster label, as
      * KubeRay sets it: docs/kuberay-pods.md); "" when it has none. */
     const char *cluster_uid;
-    bool legacy;           /* Pod whose indices come from cluster state */
-    bool dry_run;          /* request.dryRun: nothing may be reserved */
+    bool legacy;  /* Pod whose indices come from cluster state */
+    bool dry_run; /* request.dryRun: nothing may be reserved */
 };
 
 /* Parse an AdmissionReview (JSON). On success *out is owned by the caller

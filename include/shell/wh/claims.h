@@ -84,8 +84,7 @@ struct wh_claim_key {
  * deleted with uid + resourceVersion preconditions and the id claimed
  * again, a few times at most; a Lease without a recorded uid, or when k
  * has none, is HELD as any other. */
-WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c,
-                                                  const struct wh_claim_key *k,
+WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
                                                   struct wh_claim_ticket *ticket, char *why,
                                                   size_t why_len);
 

@@ -68,9 +68,9 @@ extern const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS];
 /* Worker-id claims through the API server, as the claims module counts
  * them (claims.h fills it). */
 struct wh_mclaims {
-    uint64_t taken, held, failed;            /* claim outcomes */
-    uint64_t api_errors;                     /* failed API calls, retried ones included */
-    uint64_t swept, sweeps_failed;           /* expired claims deleted; failed sweeps */
+    uint64_t taken, held, failed;  /* claim outcomes */
+    uint64_t api_errors;           /* failed API calls, retried ones included */
+    uint64_t swept, sweeps_failed; /* expired claims deleted; failed sweeps */
     /* Claims superseded: of a deleted instance of the RayCluster, deleted
      * so that the new instance's pod could claim the id; taken by this
      * replica and given back because a live pod held the id. */

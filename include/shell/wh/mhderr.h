@@ -30,9 +30,13 @@
 #include <stdbool.h> /* bool */
 
 /* Resolve GnuTLS's own functions and check that the dynamic linker binds
- * gnutls_record_send and gnutls_record_recv to this module (false: libmicrohttpd's own answers go
- * out as it writes them; the server logs that). Call once before serving;
- * it also links this module into the program. Thread-safe. */
-bool wh_mhderr_install(void);
+ * gnutls_record_send and gnutls_record_recv to this module (false:
+ * libmicrohttpd's own answers go out as it writes them, and a raw NUL cuts
+ * its strings; the server logs that). *reads_guarded: whether reads are
+ * checked for a NUL; not when libcurl also reads through GnuTLS (a
+ * libcurl-gnutls build), whose API-server traffic holds NUL bytes. Call
+ * once before serving; it also links this module into the program.
+ * Thread-safe. */
+bool wh_mhderr_install(bool *reads_guarded);
 
 #endif /* WH_MHDERR_H */
