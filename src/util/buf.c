@@ -216,7 +216,8 @@ enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
     while (i < n) {
         /* Room for the rest as it is (the answer is never shorter), so the
          * plain bytes go straight in; an escape may grow the buffer. */
-        WH_TRY(wh_buf_reserve(b, n - i));
+        if (b->cap - b->len <= n - i) /* the room (and its NUL) is mostly there */
+            WH_TRY(wh_buf_reserve(b, n - i));
         size_t j = copy_plain(b->ptr + b->len, s, i, n);
         b->len += j - i;
         i = j;
