@@ -10,10 +10,13 @@
 # TPU7x two-container pod at 256 hosts) every round runs wrk against one
 # server then the other, alternating which goes first; the ratios of each
 # round and their medians are printed (webhook / nginx: req/s higher is
-# better, latency lower is better), then the webhook's peak RSS (VmHWM) over
-# the whole run. Needs wrk and nginx (Debian wrk, nginx-light; see
-# scripts/setup.sh). A benchmark: it prints figures and fails only when a
-# server cannot be started or answers anything but 200.
+# better, latency and CPU time per request lower is better), then the
+# webhook's peak RSS (VmHWM) over the whole run. CPU time per request (user
+# + system of the server's processes, from /proc) is the figure that the
+# machine's other load disturbs least; wrk shares the same cores. Needs
+# wrk and nginx (Debian wrk, nginx-light; see scripts/setup.sh). A
+# benchmark: it prints figures and fails only when a server cannot be
+# started or answers anything but 200.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,22 +117,43 @@ wrk.headers["Content-Type"] = "application/json"
 EOF
 done
 
-# wrk output -> "req/s p50_us p99_us non2xx"
+# CPU time (user + system, in clock ticks) of a process and its threads.
+ticks() {
+  local t=0 tid f
+  for tid in /proc/"$1"/task/*; do
+    # utime and stime: fields 14 and 15; the command (field 2) has no space here
+    read -r -a f <"$tid/stat" || continue
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
+server_ticks() { # server -> ticks of all its processes
+  local p t=0
+  if [[ $1 == webhook ]]; then ticks "$wh_pid"; return; fi
+  for p in "$ng_pid" $(pgrep -P "$ng_pid"); do t=$((t + $(ticks "$p"))); done
+  echo "$t"
+}
+
+# wrk output -> "req/s p50_us p99_us cpu_us_per_request non2xx"
 run() { # server case
-  local port=$wh_port path=/mutate
+  local port=$wh_port path=/mutate t0 t1
   if [[ $1 == nginx ]]; then port=$ng_port path=/$2; fi
+  t0=$(server_ticks "$1")
   wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$2.lua" \
     "https://127.0.0.1:$port$path" >"$work/out" 2>&1
-  python3 - "$work/out" <<'EOF'
+  t1=$(server_ticks "$1")
+  python3 - "$work/out" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'EOF'
 import re, sys
 t = open(sys.argv[1]).read()
 def us(v, unit):
     return float(v) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+n = int(re.search(r"(\d+) requests in", t).group(1))
+cpu = int(sys.argv[2]) * 1e6 / int(sys.argv[3]) / max(n, 1)
 lat = {p: us(v, u) for p, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", t, re.M)}
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 errs = re.search(r"Socket errors: (.*)", t)
-print(f"{rps:.0f} {lat['50']:.0f} {lat['99']:.0f} {int(bad.group(1)) if bad else 0} "
+print(f"{rps:.0f} {lat['50']:.0f} {lat['99']:.0f} {cpu:.1f} {int(bad.group(1)) if bad else 0} "
       f"{'errors:' + errs.group(1).replace(' ', '') if errs else ''}")
 EOF
 }
@@ -138,7 +162,7 @@ printf 'tls_vs_nginx: wrk -t%d -c%d -d%ds over TLS on 127.0.0.1, %d rounds, serv
   "$threads" "$conns" "$secs" "$rounds"
 printf 'answers: native %s bytes, tpu7x-256 %s bytes (nginx serves files of the same size)\n' \
   "$(stat -c %s "$work/www/native")" "$(stat -c %s "$work/www/tpu7x-256")"
-printf '%-10s %-5s %-8s %10s %9s %9s   %s\n' case round server req/s p50_us p99_us notes
+printf '%-10s %-5s %-8s %10s %9s %9s %11s   %s\n' case round server req/s p50_us p99_us cpu_us/req notes
 status=0
 : >"$work/ratios"
 for c in native tpu7x-256; do
@@ -147,9 +171,9 @@ for c in native tpu7x-256; do
     ((r % 2)) || order=(nginx webhook)
     declare -A got=()
     for srv in "${order[@]}"; do
-      read -r rps p50 p99 bad notes < <(run "$srv" "$c")
-      got[$srv]="$rps $p50 $p99"
-      printf '%-10s %-5s %-8s %10s %9s %9s   %s\n' "$c" "$r" "$srv" "$rps" "$p50" "$p99" \
+      read -r rps p50 p99 cpu bad notes < <(run "$srv" "$c")
+      got[$srv]="$rps $p50 $p99 $cpu"
+      printf '%-10s %-5s %-8s %10s %9s %9s %11s   %s\n' "$c" "$r" "$srv" "$rps" "$p50" "$p99" "$cpu" \
         "${notes}$([[ $bad != 0 ]] && echo " non-2xx:$bad")"
       [[ $bad == 0 ]] || status=1
     done
@@ -163,14 +187,15 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     c, *v = line.split()
-    w_rps, w50, w99, n_rps, n50, n99 = map(float, v)
-    rows.setdefault(c, []).append((w_rps / n_rps, w50 / n50, w99 / n99))
-print("\nratios webhook/nginx per round, then the median (bar: req/s >= 0.90, p99 <= 1.20)")
+    w_rps, w50, w99, w_cpu, n_rps, n50, n99, n_cpu = map(float, v)
+    rows.setdefault(c, []).append((w_rps / n_rps, w50 / n50, w99 / n99, w_cpu / max(n_cpu, 0.1)))
+print("\nratios webhook/nginx per round, then the median (bar: req/s >= 0.90, p99 <= 1.20;")
+print("cpu: the server's CPU time per request, which the machine's load disturbs least)")
 for c, rs in rows.items():
-    for i, (a, b, d) in enumerate(rs, 1):
-        print(f"  {c:<10} round {i}: req/s {a:.2f}x  p50 {b:.2f}x  p99 {d:.2f}x")
-    med = [statistics.median(x[k] for x in rs) for k in range(3)]
-    print(f"  {c:<10} median : req/s {med[0]:.2f}x  p50 {med[1]:.2f}x  p99 {med[2]:.2f}x")
+    for i, (a, b, d, e) in enumerate(rs, 1):
+        print(f"  {c:<10} round {i}: req/s {a:.2f}x  p50 {b:.2f}x  p99 {d:.2f}x  cpu {e:.2f}x")
+    med = [statistics.median(x[k] for x in rs) for k in range(4)]
+    print(f"  {c:<10} median : req/s {med[0]:.2f}x  p50 {med[1]:.2f}x  p99 {med[2]:.2f}x  cpu {med[3]:.2f}x")
 EOF
 printf 'webhook peak RSS (VmHWM): %s\n' "$(awk '/VmHWM/ {print $2, $3}' /proc/"$wh_pid"/status)"
 exit $status
