@@ -20,6 +20,7 @@ void wh_decision_init(struct wh_decision *d)
 {
     memset(d, 0, sizeof(*d));
     d->allowed = true;
+    wh_buf_init(&d->patch, WH_PATCH_MAX_BYTES);
     wh_buf_init(&d->notes, NOTES_MAX);
 }
 
@@ -28,11 +29,11 @@ void wh_decision_free(struct wh_decision *d)
     if (!d)
         return;
     wh_free(d->message);
+    wh_buf_free(&d->patch);
+    wh_free(d->bad_name);
     /* Built in this decision: in a request's arena they go with it. */
-    wh_json_delete(d->patch);
     wh_json_delete(d->warnings);
     wh_buf_free(&d->notes);
-    /* After the patch: its strings may point into these. */
     while (d->texts) {
         struct wh_decision_text *t = d->texts;
         d->texts = t->next;
@@ -80,9 +81,10 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     wh_free(d->message);
     d->message = msg;
     d->allowed = false;
-    cJSON_Delete(d->patch);
-    d->patch = NULL;
-    d->patch_bytes = 0;
+    wh_buf_free(&d->patch);
+    d->n_ops = 0;
+    wh_free(d->bad_name); /* after the message: it may be one of the arguments */
+    d->bad_name = NULL;
     d->assigned = false;
     return WH_OK;
 }

@@ -18,34 +18,8 @@
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
 
-/* Print the patch of an allowed decision into patch. Operations are counted
- * while they are built (wh_patch_op) without their escapes; this is the exact
- * check of WH_PATCH_MAX_BYTES, turning a longer patch into a denial. */
-static enum wh_err print_patch(const struct wh_review *rv, struct wh_decision *d,
-                               struct wh_buf *patch)
-{
-    if (!d->allowed || !cJSON_GetArraySize(d->patch))
-        return WH_OK;
-    /* Sized once from the count (escapes aside): no copies as it grows. */
-    enum wh_err err = wh_buf_reserve(patch, d->patch_bytes + d->patch_bytes / 16 + 64);
-    if (!err)
-        err = wh_json_write(patch, d->patch);
-    if (err || wh_buf_len(patch) <= WH_PATCH_MAX_BYTES)
-        return err;
-    size_t len = wh_buf_len(patch);
-    wh_buf_free(patch);
-    const struct wh_review_info *in = wh_review_info(rv);
-    return wh_decision_deny(d,
-                            "%s \"%s/%s\" (RayCluster \"%s\", worker group \"%s\"): the mutation "
-                            "patch is %zu bytes, over the %zu-byte limit of what the API server "
-                            "can store (etcd keeps objects under 1.5 MiB); shorten the names and "
-                            "values it repeats",
-                            in->kind_name, in->ns, in->name, in->cluster, in->group, len,
-                            WH_PATCH_MAX_BYTES);
-}
-
 static enum wh_err write_response(const struct wh_review *rv, const struct wh_decision *d,
-                                  const struct wh_buf *patch, struct wh_buf *b, size_t *n_ops)
+                                  struct wh_buf *b, size_t *n_ops)
 {
     const char *api = wh_review_api_version(rv);
     enum wh_err err = wh_buf_add(b, "{\"apiVersion\":");
@@ -66,11 +40,11 @@ static enum wh_err write_response(const struct wh_review *rv, const struct wh_de
         if (!err)
             err = wh_buf_addc(b, '}');
     }
-    *n_ops = d->allowed ? (size_t)cJSON_GetArraySize(d->patch) : 0;
+    *n_ops = d->allowed ? d->n_ops : 0;
     if (!err && *n_ops) {
         err = wh_buf_add(b, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
         if (!err)
-            err = wh_b64_encode(b, wh_buf_ptr(patch), wh_buf_len(patch));
+            err = wh_b64_encode(b, wh_buf_ptr(&d->patch), wh_buf_len(&d->patch));
         if (!err)
             err = wh_buf_addc(b, '"');
     }
@@ -133,16 +107,15 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
         err = wh_validate_workload(wh_review_request(rv), &d);
     else if (in->kind == WH_KIND_RAYCLUSTER)
         err = wh_validate_raycluster(wh_review_request(rv), state, &d, errbuf);
-    struct wh_buf body, patch;
+    struct wh_buf body;
     wh_buf_init(&body, RESPONSE_MAX);
-    wh_buf_init(&patch, RESPONSE_MAX);
+    /* The envelope, the base64 patch (written as text while it was built,
+     * patch.h) and a message or warnings. */
+    size_t patch_len = d.allowed ? wh_buf_len(&d.patch) : 0;
     if (!err)
-        err = print_patch(rv, &d, &patch);
-    if (!err) /* the envelope, the base64 patch and a message or warnings */
-        err = wh_buf_reserve(&body, (wh_buf_len(&patch) + 2) / 3 * 4 + 1024);
+        err = wh_buf_reserve(&body, (patch_len + 2) / 3 * 4 + 1024);
     if (!err)
-        err = write_response(rv, &d, &patch, &body, &res->n_ops);
-    wh_buf_free(&patch);
+        err = write_response(rv, &d, &body, &res->n_ops);
     if (err) {
         if (!errbuf[0])
             wh_fail(errbuf, err, "%s", wh_strerror(err));

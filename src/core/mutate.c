@@ -17,7 +17,7 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/legacy.h"   /* wh_legacy_choose */
 #include "wh/names.h"    /* wh_names_* */
-#include "wh/patch.h"    /* wh_patch_op, wh_env_* */
+#include "wh/patch.h"    /* wh_patch_add_*, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports, wh_port_list */
@@ -272,8 +272,8 @@ static const char *env_value(const cJSON *env, const char *name, bool *exists)
     return lk.value;
 }
 
-/* The lists are kept by the decision (wh_decision_keep) and set with
- * wh_env_set_shared: every TPU container's patch points at one copy. */
+/* The lists are built once and kept by the decision (wh_decision_keep):
+ * every TPU container's operations are written from the same text. */
 struct shared_values {
     const char *hostnames;     /* multi-host DNS list, NULL on one host */
     const char *process_addrs; /* tpu7x TPU_PROCESS_ADDRESSES, or NULL */
@@ -340,7 +340,7 @@ static enum wh_err peer_env(struct env_step *st)
         const char *cur = env_value(st->env, "TPU_WORKER_HOSTNAMES", NULL);
         if (!*cur || !strcmp(cur, "localhost")) {
             st->hostnames = st->sv->hostnames;
-            err = wh_env_set_shared(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
+            err = wh_env_set(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
         } else {
             st->hostnames = cur;
         }
@@ -351,13 +351,13 @@ static enum wh_err peer_env(struct env_step *st)
      * needs the addresses too, or its processes cannot rendezvous. */
     const char *cur = env_value(st->env, "TPU_PROCESS_ADDRESSES", NULL);
     if (!*cur || (multi && strstr(cur, "localhost")))
-        err = wh_env_set_shared(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
+        err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
     if (!err)
         err = set_if_empty(st, "TPU_PROCESS_PORT", "%u", WH_TPU_PROCESS_PORT_BASE + st->ci);
     return err;
 }
 
-/* The text of b, handed to the decision (the patch points into it). */
+/* The text of b, handed to the decision (operations are written from it). */
 static enum wh_err keep_text(struct wh_decision *d, struct wh_buf *b, const char **out)
 {
     char *text = wh_buf_take(b, NULL);
@@ -403,13 +403,13 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     const char *addrs;
     enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
     /* Bounded by what is left of the patch. A list an earlier container
-     * could carry and this one cannot fails in wh_patch_op instead, with
+     * could carry and this one cannot fails in its operation instead, with
      * the same WH_ERR_TOOBIG. */
     if (!err)
         err = wh_port_list_get(&st->sv->torch_addrs, c->d, st->hostnames, per_host,
-                               WH_PATCH_MAX_BYTES - c->d->patch_bytes, &addrs, &too_many);
+                               WH_PATCH_MAX_BYTES - wh_buf_len(&c->d->patch), &addrs, &too_many);
     if (!err)
-        err = wh_env_set_shared(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     return err;
 }
 
@@ -462,7 +462,7 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const 
         return WH_OK;
     char path[64];
     snprintf(path, sizeof(path), "/spec/%s", field);
-    return wh_patch_op(c->d, "add", path, cJSON_CreateString(value));
+    return wh_patch_add_string(c->d, "add", path, value);
 }
 
 static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
@@ -487,8 +487,8 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
         if (!cur || strcmp(cur, c->tpu_name))
-            err = wh_patch_op(c->d, "add", "/metadata/labels/" WH_LABEL_LEGACY_REPLICA,
-                              cJSON_CreateString(c->tpu_name));
+            err = wh_patch_add_string(c->d, "add", "/metadata/labels/" WH_LABEL_LEGACY_REPLICA,
+                                      c->tpu_name);
     }
     if (err || c->n_hosts <= 1)
         return err;
@@ -529,7 +529,8 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     cJSON *aff = NULL;
     err = wh_affinity_merge(wh_json_get(c->spec, "affinity"), &t, &aff);
     if (!err && aff)
-        err = wh_patch_op(c->d, "add", "/spec/affinity", aff);
+        err = wh_patch_add_json(c->d, "add", "/spec/affinity", aff);
+    cJSON_Delete(aff);
     return err;
 }
 
@@ -538,7 +539,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
 static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
 {
     /* Every value is part of the patch: none may pass its limit, and the
-     * operations stop at it (wh_patch_op), so work and memory stay bounded. */
+     * operations stop at it (patch.h), so work and memory stay bounded. */
     struct wh_buf hosts, procs;
     wh_buf_init(&hosts, WH_PATCH_MAX_BYTES);
     wh_buf_init(&procs, WH_PATCH_MAX_BYTES);
@@ -571,8 +572,9 @@ static size_t digits(long v)
     return n;
 }
 
-/* About the patch a pod would need (the env values dominate): shown in the
- * denial only, after building stopped at WH_PATCH_MAX_BYTES. */
+/* About the patch a pod would need (the env values dominate): sizes the
+ * patch's text once, and is shown in the denial after writing stopped at
+ * WH_PATCH_MAX_BYTES. */
 static size_t patch_estimate(const struct pod_ctx *c)
 {
     size_t entry = strlen(c->group) + digits(c->replica) + digits(c->n_hosts) +
@@ -591,6 +593,12 @@ static size_t patch_estimate(const struct pod_ctx *c)
 static enum wh_err deny_patch_too_big(struct pod_ctx *c)
 {
     size_t estimate = patch_estimate(c);
+    if (estimate <= WH_PATCH_MAX_BYTES) /* the pod's own long values, or their escapes */
+        return deny_pod(c, NULL,
+                        ": the mutation patch is %zu bytes or more, over the %zu-byte limit of "
+                        "what the API server can store (etcd keeps objects under 1.5 MiB); "
+                        "shorten the names and values it repeats",
+                        c->d->patch_need, WH_PATCH_MAX_BYTES);
     return deny_pod(c, NULL,
                     ": the mutation patch would be "
                     "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
@@ -598,8 +606,7 @@ static enum wh_err deny_patch_too_big(struct pod_ctx *c)
                     "objects under 1.5 MiB); give each pod one TPU container with all of "
                     "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
                     "TorchTPU injection",
-                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1, c->topology,
-                    c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
+                    estimate, c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
 /* Issue 10: a second entry of a variable the webhook sets hid the injected
@@ -659,13 +666,15 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     struct shared_values sv = {0};
     wh_port_list_init(&sv.torch_addrs);
     err = build_shared(c, &sv);
+    size_t estimate = patch_estimate(c); /* the env values; a quarter more for the rest */
+    if (!err)
+        err = wh_patch_reserve(c->d, estimate + estimate / 4 + 1024);
     if (!err)
         err = pod_ops(c, st, &denied, errbuf);
     for (unsigned i = 0; !err && !denied && i < c->n_tpu; i++)
         err = container_env(c, &sv, i, &denied);
-    char why[1024];
-    if (!err && !denied && !wh_names_patch_ok(c->d->patch, why, sizeof(why)))
-        err = deny_pod(c, &denied, ": %s", why);
+    if (!err && !denied && c->d->bad_name) /* the guard of the patch writers (patch.h) */
+        err = deny_pod(c, &denied, ": %s", c->d->bad_name);
     wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
         err = deny_patch_too_big(c);
@@ -698,8 +707,8 @@ enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struc
     enum wh_err err = mutate(&c, st, errbuf);
     wh_tpu_containers_free(&c.tc);
     if (err) {
-        cJSON_Delete(d->patch);
-        d->patch = NULL;
+        wh_buf_free(&d->patch);
+        d->n_ops = 0;
     }
     return err;
 }

@@ -148,16 +148,31 @@ bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len
                                        wh_names_label_value, msg, msg_len);
 }
 
-/* The env entries an operation writes: one object, or an array of them. */
-static const char *bad_env_name(const cJSON *value)
+static bool refuse(char *msg, size_t msg_len, const char *what, const char *s, const char *path,
+                   const char *rule)
 {
-    const cJSON *one = cJSON_IsArray(value) ? value->child : value;
-    for (; one; one = cJSON_IsArray(value) ? one->next : NULL) {
-        const char *name = wh_json_str0(one, "name");
-        if (wh_names_env_name(name))
-            return name;
+    snprintf(msg, msg_len, "the patch would set %s \"%.*s\" (%s), which is not %s", what, SHOW,
+             s ? s : "(not a string)", path, rule);
+    return false;
+}
+
+bool wh_names_string_op_ok(const char *path, const char *s, char *msg, size_t msg_len)
+{
+    static const char labels[] = "/metadata/labels/";
+    const char *rule = NULL, *what = NULL;
+    if (!strcmp(path, "/spec/hostname") || !strcmp(path, "/spec/subdomain")) {
+        what = path + 6;
+        rule = s ? wh_names_dns_label(s) : RULE_DNS;
+    } else if (!strncmp(path, labels, sizeof(labels) - 1)) {
+        what = "label value";
+        rule = s ? wh_names_label_value(s) : RULE_LABEL;
     }
-    return NULL;
+    return !rule || refuse(msg, msg_len, what, s, path, rule);
+}
+
+bool wh_names_env_op_ok(const char *path, const char *name, char *msg, size_t msg_len)
+{
+    return !wh_names_env_name(name) || refuse(msg, msg_len, "env var name", name, path, RULE_ENV);
 }
 
 /* /spec/containers/<i>/env, .../env/<j> or .../env/- */
@@ -167,30 +182,19 @@ static bool env_path(const char *path)
     return e && (e[4] == '\0' || e[4] == '/');
 }
 
-bool wh_names_patch_ok(const cJSON *ops, char *msg, size_t msg_len)
+bool wh_names_json_op_ok(const char *path, const cJSON *value, char *msg, size_t msg_len)
 {
-    static const char labels[] = "/metadata/labels/";
-    for (const cJSON *op = cJSON_IsArray(ops) ? ops->child : NULL; op; op = op->next) {
-        const char *path = wh_json_str0(op, "path");
-        const cJSON *value = wh_json_get(op, "value");
-        const char *s = cJSON_IsString(value) ? value->valuestring : NULL;
-        const char *rule = NULL, *what = NULL;
-        if (!strcmp(path, "/spec/hostname") || !strcmp(path, "/spec/subdomain")) {
-            what = path + 6;
-            rule = s ? wh_names_dns_label(s) : RULE_DNS;
-        } else if (!strncmp(path, labels, sizeof(labels) - 1)) {
-            what = "label value";
-            rule = s ? wh_names_label_value(s) : RULE_LABEL;
-        } else if (env_path(path) && (cJSON_IsObject(value) || cJSON_IsArray(value)) &&
-                   (s = bad_env_name(value))) {
-            what = "env var name";
-            rule = RULE_ENV;
-        }
-        if (rule) {
-            snprintf(msg, msg_len, "the patch would set %s \"%.*s\" (%s), which is not %s", what,
-                     SHOW, s ? s : "(not a string)", path, rule);
+    if (!cJSON_IsArray(value) && !cJSON_IsObject(value))
+        return wh_names_string_op_ok(path, cJSON_IsString(value) ? value->valuestring : NULL, msg,
+                                     msg_len);
+    if (!wh_names_string_op_ok(path, NULL, msg, msg_len))
+        return false;
+    if (!env_path(path))
+        return true;
+    /* The env entries an operation writes: one object, or an array of them. */
+    const cJSON *one = cJSON_IsArray(value) ? value->child : value;
+    for (; one; one = cJSON_IsArray(value) ? one->next : NULL)
+        if (!wh_names_env_op_ok(path, wh_json_str0(one, "name"), msg, msg_len))
             return false;
-        }
-    }
     return true;
 }

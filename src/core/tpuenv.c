@@ -165,7 +165,7 @@ enum wh_err wh_port_list_get(struct wh_port_list *pl, struct wh_decision *d, con
             err = WH_ERR_NOMEM;
         wh_buf_free(&text);
         /* d owns what it keeps: an earlier list stays valid for the
-         * containers whose patch points at it. */
+         * containers still to be written from it. */
         if (!err)
             err = wh_decision_keep(d, kept);
         if (!err)

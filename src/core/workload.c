@@ -18,7 +18,6 @@
 #include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
-#include "wh/names.h"    /* wh_names_patch_ok */
 #include "wh/patch.h"    /* wh_env_writer */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
@@ -516,7 +515,7 @@ static enum wh_err identity_env(struct cenv *c)
         err = wh_port_list_get(&w->proc_addrs, w->d, wh_buf_ptr(&w->hosts), (long)w->tc.n,
                                WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && !too_many)
-            err = wh_env_set_shared(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
+            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
     }
     if (!err)
         err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
@@ -592,7 +591,7 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
                        "more than %ld entries; set it in the container to skip it",
                        w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
-            err = wh_env_set_shared(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     }
     if (err || *denied)
         return err;
@@ -614,6 +613,19 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
 }
 
 /* ---- entry -------------------------------------------------------------- */
+
+/* About the patch's size, to size its text once: per TPU container the
+ * host list, TPU7x's process addresses and the TorchTPU addresses (one per
+ * chip, two on TPU7x, each about a host list entry and a port), a quarter
+ * more for the rest. */
+static size_t patch_estimate(const struct wl *w)
+{
+    size_t hosts = wh_buf_len(&w->hosts), mult = w->tpu7x ? 2 : 1;
+    size_t entry = hosts / (size_t)(w->n_hosts > 0 ? w->n_hosts : 1) + 6;
+    size_t per = 1024 + hosts * mult +
+                 (size_t)(w->topo.chips > 0 ? w->topo.chips : 0) * mult * entry;
+    return (per + per / 4) * w->tc.n;
+}
 
 static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
 {
@@ -677,6 +689,7 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     w->d->n_hosts = w->n_hosts;
     w->d->replica = w->slice;
     w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
+    err = wh_patch_reserve(w->d, patch_estimate(w));
     for (unsigned i = 0; i < w->tc.n && !err && !denied; i++) {
         struct cenv c = {.w = w, .ci = i, .env = wh_json_get(w->tc.items[i].obj, "env")};
         wh_env_writer_init(&c.wr, w->d, w->tc.items[i].index, c.env);
@@ -686,10 +699,10 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         if (!err)
             err = torch_env(&c, &denied);
     }
-    /* The guard the KubeRay path has too: only names the API server accepts. */
-    char bad[1024];
-    if (!err && !denied && !wh_names_patch_ok(w->d->patch, bad, sizeof(bad)))
-        err = deny(w, &denied, "%s", bad);
+    /* The guard the KubeRay path has too: only names the API server accepts
+     * (checked as the operations are written, patch.h). */
+    if (!err && !denied && w->d->bad_name)
+        err = deny(w, &denied, "%s", w->d->bad_name);
     return err;
 }
 
@@ -714,7 +727,7 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
         w.ns = wh_json_str0(request, "namespace");
     w.pod_name = wh_meta_name(meta);
     describe(&w);
-    /* Every value is part of the patch, which stops at its limit (wh_patch_op). */
+    /* Every value is part of the patch, which stops at its limit (patch.h). */
     wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);
     wh_port_list_init(&w.proc_addrs);
     wh_port_list_init(&w.torch_addrs);
@@ -733,8 +746,8 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     wh_port_list_free(&w.torch_addrs);
     wh_tpu_containers_free(&w.tc);
     if (err) {
-        cJSON_Delete(d->patch);
-        d->patch = NULL;
+        wh_buf_free(&d->patch);
+        d->n_ops = 0;
     }
     return err;
 }

@@ -260,6 +260,18 @@ void wh_render_verdict_free(struct wh_render_verdict *v)
 }
 
 /* Admit every pod in order on route; a denial stops the walk. */
+/* Apply the patch of an allowed decision to *pod: its text parsed back into
+ * a tree, here offline only (the engine writes it as text, patch.h). */
+static enum wh_err apply_patch(cJSON **pod, const struct wh_decision *d, char *errbuf)
+{
+    cJSON *ops = NULL;
+    enum wh_err err = wh_json_parse(wh_buf_ptr(&d->patch), wh_buf_len(&d->patch), &ops, errbuf);
+    if (!err)
+        err = wh_jsonpatch_apply(pod, ops, errbuf);
+    cJSON_Delete(ops);
+    return err;
+}
+
 static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render_result *out,
                               char *errbuf)
 {
@@ -296,8 +308,8 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
             /* Replace p in the list by its patched copy. */
             cJSON *pod = cJSON_Duplicate(p, 1);
             err = pod ? WH_OK : WH_ERR_NOMEM;
-            if (!err && cJSON_GetArraySize(d.patch) > 0)
-                err = wh_jsonpatch_apply(&pod, d.patch, errbuf);
+            if (!err && d.n_ops > 0)
+                err = apply_patch(&pod, &d, errbuf);
             if (!err)
                 err = wh_memstate_add_pods(ms, pod, NULL, errbuf);
             if (!err && !cJSON_ReplaceItemViaPointer(pods, p, pod))

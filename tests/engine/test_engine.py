@@ -822,10 +822,10 @@ class Hostile(unittest.TestCase):
             self.assertGreater(size, PATCH_MAX)
 
     def test_patch_over_the_limit_once_escaped_denied(self):
-        # The size counted while the patch is built leaves escapes out; the
-        # printed patch is measured exactly. The user's own 4 hosts of 50,000
-        # control characters: 16 TorchTPU addresses counted as ~800 KB,
-        # printed as ~4.8 MB (6 bytes each).
+        # The patch's text is measured exactly, escapes included, as it is
+        # written; the denial says how much it needed at least. The user's
+        # own 4 hosts of 50,000 control characters: 16 TorchTPU addresses of
+        # ~800 KB, ~4.8 MB as text (6 bytes each).
         hosts = ",".join(["\x01" * 50000] * 4)
         r = mutate(pod(native=(0, 1), env=[{"name": "TPU_WORKER_HOSTNAMES", "value": hosts}]))
         self.assertFalse(r.allowed)

@@ -1,4 +1,4 @@
-/* test_decision.c: decisions (denial replaces the patch, warnings cut to
+/* test_decision.c: decisions (denial empties the patch, warnings cut to
  * WH_WARNING_MAX characters, notes). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "wh/decision.h"
+#include "wh/patch.h"
 
 static void test_init_free(void **unused)
 {
@@ -19,7 +20,7 @@ static void test_init_free(void **unused)
     wh_decision_init(&d);
     assert_true(d.allowed);
     assert_null(d.message);
-    assert_null(d.patch);
+    assert_int_equal(wh_buf_len(&d.patch), 0);
     assert_null(d.warnings);
     assert_false(d.assigned);
     wh_decision_free(&d);
@@ -33,13 +34,14 @@ static void test_deny(void **unused)
     (void)unused;
     struct wh_decision d;
     wh_decision_init(&d);
-    d.patch = cJSON_CreateArray();
-    cJSON_AddItemToArray(d.patch, cJSON_CreateString("op"));
+    assert_int_equal(wh_patch_add_string(&d, "add", "/spec/hostname", "h"), WH_OK);
+    assert_int_equal(d.n_ops, 1);
     d.assigned = true;
     assert_int_equal(wh_decision_deny(&d, "Pod \"%s\": %s is %d", "ns/p", "x", 3), WH_OK);
     assert_false(d.allowed);
     assert_string_equal(d.message, "Pod \"ns/p\": x is 3");
-    assert_null(d.patch); /* never a partial patch with a denial */
+    assert_int_equal(wh_buf_len(&d.patch), 0); /* never a partial patch with a denial */
+    assert_int_equal(d.n_ops, 0);
     assert_false(d.assigned);
     /* a second denial replaces the message */
     assert_int_equal(wh_decision_deny(&d, "%s", "second"), WH_OK);

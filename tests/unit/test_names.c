@@ -12,6 +12,7 @@
 
 #include "../testutil.h"
 #include "wh/names.h"
+#include "wh/json.h"
 
 static void test_rules(void **unused)
 {
@@ -84,7 +85,7 @@ static void test_group_messages(void **unused)
     assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
 }
 
-static void test_patch_guard(void **unused)
+static void test_op_guard(void **unused)
 {
     (void)unused;
     static const struct {
@@ -112,7 +113,10 @@ static void test_patch_guard(void **unused)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *ops = wh_test_parse(cases[i].ops);
         char msg[1024] = "";
-        bool ok = wh_names_patch_ok(ops, msg, sizeof(msg));
+        bool ok = true;
+        for (const cJSON *op = ops->child; op && ok; op = op->next)
+            ok = wh_names_json_op_ok(wh_json_str0(op, "path"), wh_json_get(op, "value"), msg,
+                                     sizeof(msg));
         if (!cases[i].needle) {
             assert_true(ok);
         } else {
@@ -122,7 +126,17 @@ static void test_patch_guard(void **unused)
         }
         cJSON_Delete(ops);
     }
-    assert_true(wh_names_patch_ok(NULL, NULL, 0));
+    /* the typed forms the patch writers use */
+    char msg[1024];
+    assert_true(wh_names_string_op_ok("/spec/subdomain", "rc-headless", msg, sizeof(msg)));
+    assert_true(wh_names_string_op_ok("/spec/containers/0/env/-", "-", msg, sizeof(msg)));
+    assert_false(wh_names_string_op_ok("/spec/subdomain", "Rc", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "subdomain \"Rc\" (/spec/subdomain), which is not a DNS-1123"));
+    assert_false(wh_names_string_op_ok("/spec/hostname", NULL, msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "hostname \"(not a string)\""));
+    assert_true(wh_names_env_op_ok("/spec/containers/0/env/-", "TPU_NAME", msg, sizeof(msg)));
+    assert_false(wh_names_env_op_ok("/spec/containers/0/env/2", "", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "env var name \"\" (/spec/containers/0/env/2)"));
 }
 
 int main(void)
@@ -130,7 +144,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_group_messages),
-        cmocka_unit_test(test_patch_guard),
+        cmocka_unit_test(test_op_guard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

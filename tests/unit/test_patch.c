@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -15,17 +16,20 @@
 #include "wh/decision.h"
 #include "wh/patch.h"
 
-static void assert_ops(cJSON *ops, const char *want)
+/* The patch text is the answer's bytes: compared whole. */
+static void assert_ops(const struct wh_decision *d, const char *want)
 {
-    char *got = ops ? cJSON_PrintUnformatted(ops) : NULL;
+    const char *got = wh_buf_ptr(&d->patch);
     if (!want) {
-        if (got)
+        if (*got || d->n_ops)
             fail_msg("expected no operation, got %s", got);
         return;
     }
-    if (!got || strcmp(got, want))
-        fail_msg("operations\n got  %s\n want %s", got ? got : "(none)", want);
-    cJSON_free(got);
+    if (strcmp(got, want))
+        fail_msg("operations\n got  %s\n want %s", got, want);
+    cJSON *parsed = wh_test_parse(got); /* a whole document after every operation */
+    assert_int_equal(cJSON_GetArraySize(parsed), d->n_ops);
+    cJSON_Delete(parsed);
 }
 
 static void test_patch_op(void **unused)
@@ -33,20 +37,27 @@ static void test_patch_op(void **unused)
     (void)unused;
     struct wh_decision d;
     wh_decision_init(&d);
-    assert_int_equal(wh_patch_op(&d, "add", "/spec/hostname", cJSON_CreateString("h")), WH_OK);
-    assert_int_equal(wh_patch_op(&d, "replace", "/a", cJSON_CreateNumber(1)), WH_OK);
-    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"h\"},"
-                        "{\"op\":\"replace\",\"path\":\"/a\",\"value\":1}]");
-    assert_int_equal(wh_patch_op(&d, "add", "/b", NULL), WH_ERR_NOMEM);
-    assert_int_equal(cJSON_GetArraySize(d.patch), 2);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/spec/hostname", "h"), WH_OK);
+    assert_ops(&d, "[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"h\"}]");
+    cJSON *one = cJSON_CreateNumber(1);
+    assert_int_equal(wh_patch_add_json(&d, "replace", "/a", one), WH_OK);
+    cJSON_Delete(one); /* borrowed */
+    /* escaped as wh_json_write escapes them */
+    assert_int_equal(wh_patch_add_string(&d, "add", "/b\"", "q\"\n\x01"), WH_OK);
+    assert_ops(&d, "[{\"op\":\"add\",\"path\":\"/spec/hostname\",\"value\":\"h\"},"
+                   "{\"op\":\"replace\",\"path\":\"/a\",\"value\":1},"
+                   "{\"op\":\"add\",\"path\":\"/b\\\"\",\"value\":\"q\\\"\\n\\u0001\"}]");
+    assert_int_equal(wh_patch_add_json(&d, "add", "/b", NULL), WH_ERR_INVALID);
+    assert_int_equal(d.n_ops, 3);
+    assert_null(d.bad_name);
     wh_decision_free(&d);
-    assert_int_equal(wh_patch_op(&d, "add", "/b", NULL), WH_ERR_NOMEM);
-    assert_null(d.patch);
+    assert_ops(&d, NULL);
 }
 
-/* Issue 10: a 1.9 KB review made a 46 MB patch. Operations are counted as
- * they are added and refused past WH_PATCH_MAX_BYTES, leaving the patch as it
- * was. */
+/* Issue 10: a 1.9 KB review made a 46 MB patch. The text is the patch: its
+ * length is checked exactly against WH_PATCH_MAX_BYTES as each operation is
+ * written; the one that does not fit empties it (the caller denies) and
+ * says how much it needed. */
 static void test_patch_op_bounded(void **unused)
 {
     (void)unused;
@@ -54,21 +65,62 @@ static void test_patch_op_bounded(void **unused)
     memset(value, 'v', sizeof(value) - 1);
     struct wh_decision d;
     wh_decision_init(&d);
-    size_t n = 0;
+    size_t n = 0, len = 0;
     enum wh_err err;
-    while (!(err = wh_patch_op(&d, "add", "/x", cJSON_CreateString(value))))
+    while (!(err = wh_patch_add_string(&d, "add", "/x", value))) {
         n++;
+        len = wh_buf_len(&d.patch);
+        assert_true(len <= WH_PATCH_MAX_BYTES);
+    }
     assert_int_equal(err, WH_ERR_TOOBIG);
     assert_int_equal(n, WH_PATCH_MAX_BYTES / sizeof(value) - 1);
-    assert_int_equal(cJSON_GetArraySize(d.patch), n);
-    assert_true(d.patch_bytes <= WH_PATCH_MAX_BYTES);
-    char *text = cJSON_PrintUnformatted(d.patch);
-    assert_non_null(text);
-    assert_true(strlen(text) <= WH_PATCH_MAX_BYTES);
-    assert_true(strlen(text) + sizeof(value) + 32 > d.patch_bytes); /* the count is close */
-    cJSON_free(text);
-    /* a small one still fits */
-    assert_int_equal(wh_patch_op(&d, "add", "/y", cJSON_CreateString("y")), WH_OK);
+    /* "," {"op":"add","path":"/x","value":"<value>"} "]" */
+    size_t op = sizeof(value) - 1 + 35;
+    assert_int_equal(len, 1 + n * op + (n - 1) + 1);
+    assert_int_equal(d.patch_need, len + op + 1);
+    assert_true(d.patch_need > WH_PATCH_MAX_BYTES);
+    assert_ops(&d, NULL);
+    wh_decision_free(&d);
+
+    /* escapes count: 170,000 control characters are 1,020,000 bytes of
+     * text, and one more operation passes the limit */
+    static char ctl[170 * 1000 + 1];
+    memset(ctl, '\x01', sizeof(ctl) - 1);
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/x", ctl), WH_OK);
+    assert_int_equal(wh_buf_len(&d.patch), 6 * (sizeof(ctl) - 1) + 37);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/y", value), WH_ERR_TOOBIG);
+    assert_int_equal(d.patch_need, 6 * (sizeof(ctl) - 1) + 37 + sizeof(value) - 1 + 36);
+    wh_decision_free(&d);
+}
+
+/* The API server's name rules are checked as operations are written: the
+ * first offender is kept as the message the caller denies with, and the
+ * patch goes on (an error or a limit met later wins, as before). */
+static void test_names_checked_as_written(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/spec/hostname", "g-0-0"), WH_OK);
+    assert_null(d.bad_name);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/metadata/labels/replicaIndex", "-g"), WH_OK);
+    assert_non_null(d.bad_name);
+    assert_non_null(strstr(d.bad_name, "label value \"-g\" (/metadata/labels/replicaIndex)"));
+    struct wh_env_writer w;
+    wh_env_writer_init(&w, &d, 0, NULL);
+    assert_int_equal(wh_env_set(&w, "1B", "x"), WH_OK); /* the first offender stays */
+    assert_non_null(strstr(d.bad_name, "label value"));
+    assert_int_equal(d.n_ops, 3);
+    assert_int_equal(wh_decision_deny(&d, "%s", d.bad_name), WH_OK);
+    assert_null(d.bad_name);
+    assert_non_null(strstr(d.message, "label value \"-g\""));
+    wh_decision_free(&d);
+
+    wh_decision_init(&d);
+    wh_env_writer_init(&w, &d, 1, NULL);
+    assert_int_equal(wh_env_set_field_ref(&w, "A=B", "status.hostIP"), WH_OK);
+    assert_non_null(strstr(d.bad_name, "env var name \"A=B\" (/spec/containers/1/env)"));
     wh_decision_free(&d);
 }
 
@@ -110,13 +162,13 @@ static void test_first_op_creates_array(void **unused)
         assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "1"), WH_OK);
         assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"),
                          WH_OK);
-        assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/2/env\",\"value\":"
-                            "[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}]},"
-                            "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
-                            "{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}},"
-                            "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
-                            "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
-                            "{\"fieldPath\":\"status.hostIP\"}}}}]");
+        assert_ops(&d, "[{\"op\":\"add\",\"path\":\"/spec/containers/2/env\",\"value\":"
+                       "[{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}]},"
+                       "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
+                       "{\"name\":\"TPU_WORKER_ID\",\"value\":\"1\"}},"
+                       "{\"op\":\"add\",\"path\":\"/spec/containers/2/env/-\",\"value\":"
+                       "{\"name\":\"TPU_DEVICE_PLUGIN_HOST_IP\",\"valueFrom\":{\"fieldRef\":"
+                       "{\"fieldPath\":\"status.hostIP\"}}}}]");
         wh_decision_free(&d);
         cJSON_Delete(env);
     }
@@ -131,8 +183,8 @@ static void test_appends_to_existing(void **unused)
     struct wh_env_writer w;
     wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
-    assert_ops(d.patch, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":"
-                        "{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}}]");
+    assert_ops(&d, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":"
+                   "{\"name\":\"TPU_NAME\",\"value\":\"g-0\"}}]");
     wh_decision_free(&d);
     cJSON_Delete(env);
 }
@@ -155,7 +207,7 @@ static void test_replaces_in_place(void **unused)
     /* the deciding entry (index 3) is replaced, not the empty one before it */
     assert_int_equal(wh_env_set(&w, "TPU_WORKER_ID", "3"), WH_OK);
     assert_int_equal(wh_env_set_field_ref(&w, "HOST", "status.hostIP"), WH_OK);
-    assert_ops(d.patch,
+    assert_ops(&d,
                "[{\"op\":\"replace\",\"path\":\"/spec/containers/1/env/1\",\"value\":"
                "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"g-0-0.c-headless,g-0-1.c-headless\"}},"
                "{\"op\":\"replace\",\"path\":\"/spec/containers/1/env/3\",\"value\":"
@@ -177,8 +229,8 @@ static void test_empty_entry_replaced(void **unused)
     struct wh_env_writer w;
     wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-1"), WH_OK);
-    assert_ops(d.patch, "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/env/1\",\"value\":"
-                        "{\"name\":\"TPU_NAME\",\"value\":\"g-1\"}}]");
+    assert_ops(&d, "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/env/1\",\"value\":"
+                   "{\"name\":\"TPU_NAME\",\"value\":\"g-1\"}}]");
     wh_decision_free(&d);
     cJSON_Delete(env);
 }
@@ -195,12 +247,60 @@ static void test_identical_is_no_op(void **unused)
     wh_env_writer_init(&w, &d, 0, env);
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-0"), WH_OK);
     assert_int_equal(wh_env_set_field_ref(&w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP"), WH_OK);
-    assert_ops(d.patch, NULL);
+    assert_ops(&d, NULL);
     /* a different value still gives an operation */
     assert_int_equal(wh_env_set(&w, "TPU_NAME", "g-1"), WH_OK);
-    assert_int_equal(cJSON_GetArraySize(d.patch), 1);
+    assert_int_equal(d.n_ops, 1);
     wh_decision_free(&d);
     cJSON_Delete(env);
+}
+
+/* D6 without a tree: an existing entry counts as the wanted one exactly
+ * when cJSON_Compare finds it equal to the entry as a tree (wh_env_entry). */
+static void test_identical_as_cjson_compares(void **unused)
+{
+    (void)unused;
+    static const char *const entries[] = {
+        "{\"name\":\"V\",\"value\":\"x\"}",
+        "{\"value\":\"x\",\"name\":\"V\"}",
+        "{\"name\":\"V\",\"value\":\"x\",\"name\":\"V\"}",
+        "{\"name\":\"V\",\"value\":\"x\",\"value\":\"y\"}",
+        "{\"name\":\"V\",\"value\":\"x\",\"other\":1}",
+        "{\"name\":\"V\",\"value\":\"y\"}",
+        "{\"name\":\"V\",\"value\":1}",
+        "{\"name\":\"V\"}",
+        "{\"name\":\"V\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}}",
+        "{\"name\":\"V\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\","
+        "\"fieldPath\":\"status.hostIP\"}}}",
+        "{\"name\":\"V\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\","
+        "\"apiVersion\":\"v1\"}}}",
+        "{\"name\":\"V\",\"valueFrom\":{\"fieldRef\":{}}}",
+        "{\"name\":\"V\",\"valueFrom\":{}}",
+        "{\"name\":\"V\",\"value\":\"x\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}}",
+    };
+    cJSON *want[2] = {wh_env_entry("V", "x", NULL), wh_env_entry("V", NULL, "status.hostIP")};
+    for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "[%s]", entries[i]);
+        cJSON *env = wh_test_parse(text);
+        for (int k = 0; k < 2; k++) {
+            struct wh_decision d;
+            wh_decision_init(&d);
+            struct wh_env_writer w;
+            wh_env_writer_init(&w, &d, 0, env);
+            assert_int_equal(k ? wh_env_set_field_ref(&w, "V", "status.hostIP")
+                               : wh_env_set(&w, "V", "x"),
+                             WH_OK);
+            bool same = cJSON_Compare(env->child, want[k], 1);
+            if (same != (d.n_ops == 0))
+                fail_msg("%s against %s: %zu operations", entries[i], k ? "valueFrom" : "value",
+                         d.n_ops);
+            wh_decision_free(&d);
+        }
+        cJSON_Delete(env);
+    }
+    cJSON_Delete(want[0]);
+    cJSON_Delete(want[1]);
 }
 
 static void test_writers_per_container(void **unused)
@@ -216,7 +316,7 @@ static void test_writers_per_container(void **unused)
     assert_int_equal(wh_env_set(&w1, "A", "1"), WH_OK);
     assert_int_equal(wh_env_set(&w0, "B", "2"), WH_OK);
     assert_ops(
-        d.patch,
+        &d,
         "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
         "{\"op\":\"add\",\"path\":\"/spec/containers/3/env\",\"value\":[{\"name\":\"A\",\"value\":\"1\"}]},"
         "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"B\",\"value\":\"2\"}}]");
@@ -228,12 +328,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patch_op),
         cmocka_unit_test(test_patch_op_bounded),
+        cmocka_unit_test(test_names_checked_as_written),
         cmocka_unit_test(test_pointer_escape),
         cmocka_unit_test(test_first_op_creates_array),
         cmocka_unit_test(test_appends_to_existing),
         cmocka_unit_test(test_replaces_in_place),
         cmocka_unit_test(test_empty_entry_replaced),
         cmocka_unit_test(test_identical_is_no_op),
+        cmocka_unit_test(test_identical_as_cjson_compares),
         cmocka_unit_test(test_writers_per_container),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

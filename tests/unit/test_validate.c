@@ -55,7 +55,7 @@ static void test_matching_groups_admitted(void **unused)
            &d);
     assert_true(d.allowed);
     assert_null(d.message);
-    assert_null(d.patch);
+    assert_int_equal(wh_buf_len(&d.patch), 0);
     assert_null(d.warnings);
     wh_decision_free(&d);
 }

@@ -13,8 +13,8 @@
 #define WH_WARNING_MAX 119
 /* Largest JSON patch (its text, before base64) a mutation may answer with.
  * The API server keeps the patched object in etcd, which refuses requests
- * over 1.5 MiB; 1 MiB of patch leaves room for the pod as sent. Building
- * stops at the limit (docs/deploy.md, "Answer size"). */
+ * over 1.5 MiB; 1 MiB of patch leaves room for the pod as sent. Writing
+ * stops at the limit, exactly (docs/deploy.md, "Answer size"). */
 #define WH_PATCH_MAX_BYTES ((size_t)1024 * 1024)
 /* Longest denial message; a longer one is cut on a character boundary and
  * ends with " [message cut]". */
@@ -24,12 +24,21 @@ struct wh_decision_text; /* decision.c */
 
 struct wh_decision {
     bool allowed;
-    char *message;       /* denial message (malloc'd), NULL when allowed */
-    cJSON *patch;        /* JSON array of RFC 6902 operations, NULL when none */
-    size_t patch_bytes;  /* about what patch prints to (wh_patch_op counts) */
+    char *message; /* denial message (malloc'd), NULL when allowed */
+    /* The RFC 6902 operations as compact JSON text, "[{...},{...}]" (a
+     * whole document after every operation, patch.h), at most
+     * WH_PATCH_MAX_BYTES; empty when n_ops is 0. */
+    struct wh_buf patch;
+    size_t n_ops;
+    /* After an operation failed with WH_ERR_TOOBIG: at least how many bytes
+     * the patch needed (patch.h). */
+    size_t patch_need;
+    /* The first name the patch would set that the API server refuses, as a
+     * message (wh_malloc'd), or NULL (patch.h, names.h). */
+    char *bad_name;
     cJSON *warnings;     /* JSON array of strings, NULL when none */
     struct wh_buf notes; /* log notes, one per line */
-    /* Text that strings of patch point into (wh_decision_keep). */
+    /* Texts the decision keeps for the values written from them (wh_decision_keep). */
     struct wh_decision_text *texts;
     /* legacy-path assignment, see struct wh_engine_result */
     bool assigned;
@@ -45,13 +54,14 @@ void wh_decision_init(struct wh_decision *d);
 void wh_decision_free(struct wh_decision *d);
 
 /* Make d the owner of text (a wh_malloc'd string, such as wh_buf_take's)
- * until wh_decision_free, so that the patch can point into it instead of
- * holding a copy (wh_env_set_shared). WH_ERR_NOMEM, text freed, when the
- * record of it cannot be allocated. */
+ * until wh_decision_free: values several operations write (the address lists
+ * of a pod's TPU containers) are built once and kept here. WH_ERR_NOMEM,
+ * text freed, when the record of it cannot be allocated. */
 WH_NODISCARD enum wh_err wh_decision_keep(struct wh_decision *d, char *text);
 
-/* Deny with a printf-style message (cut to WH_MESSAGE_MAX bytes); replaces
- * any patch (a denial never carries a partial patch). WH_ERR_NOMEM only. */
+/* Deny with a printf-style message (cut to WH_MESSAGE_MAX bytes); empties
+ * the patch (a denial never carries a partial patch) and forgets bad_name
+ * (which may be one of the arguments). WH_ERR_NOMEM only. */
 WH_NODISCARD enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Add a warning, cut to WH_WARNING_MAX bytes on a character boundary. */

@@ -35,10 +35,18 @@ struct wh_group_names {
  * worker group TPUGroup to a DNS-1123 label such as tpugroup */
 bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len);
 
-/* true when every name an RFC 6902 patch writes (spec.hostname,
- * spec.subdomain, label values, env var names) is one the API server
- * accepts; otherwise the first offender and its rule go into msg. The
- * guard under wh_names_group_ok: it sees whatever a code path emitted. */
-bool wh_names_patch_ok(const cJSON *ops, char *msg, size_t msg_len);
+/* The guard under wh_names_group_ok, for each operation the patch writers
+ * add (patch.h): it sees whatever a code path emits. true when the value an
+ * operation writes at path sets only names the API server accepts
+ * (spec.hostname, spec.subdomain, label values, env var names); otherwise
+ * the offender, the path and the rule go into msg (msg_len bytes, always
+ * terminated), e.g. the patch would set hostname "G-0-0" (/spec/hostname),
+ * which is not a DNS-1123 label (...). */
+/* A string value s (NULL: a value that is not a string). */
+bool wh_names_string_op_ok(const char *path, const char *s, char *msg, size_t msg_len);
+/* An env entry named name (path is an env path). */
+bool wh_names_env_op_ok(const char *path, const char *name, char *msg, size_t msg_len);
+/* Any JSON value: an env entry or a list of them at an env path. */
+bool wh_names_json_op_ok(const char *path, const cJSON *value, char *msg, size_t msg_len);
 
 #endif

@@ -1,14 +1,30 @@
-/* patch.h: building the RFC 6902 JSON Patch of a mutation.
+/* patch.h: writing the RFC 6902 JSON Patch of a mutation.
  *
- * Operations are appended to a cJSON array that the decision owns. The env
- * helpers implement "one entry per env name" (D5): a variable that already
- * has an entry is replaced in place, a new one is appended (the first append
- * to an empty env creates the array, as the reference does), and an entry
- * that already holds the wanted value yields no operation at all (D6). */
+ * The patch is text the decision owns (d->patch): each helper writes one
+ * operation {"op":op,"path":path,"value":value} straight into it as compact
+ * JSON, the bytes the answer carries (base64'd, no tree and no second
+ * printing pass). After every operation the text is a whole document
+ * ("[...]"), and its length is the exact size of the patch: an operation
+ * that would take it past WH_PATCH_MAX_BYTES fails with WH_ERR_TOOBIG and
+ * sets d->patch_need. Any failed operation (WH_ERR_TOOBIG, WH_ERR_NOMEM)
+ * empties the patch: the caller denies or fails, never answers a part.
+ *
+ * Every operation is checked as it is written against the API server's name
+ * rules (names.h: spec.hostname, spec.subdomain, label values, env var
+ * names); the first offender's message goes into d->bad_name, and the
+ * caller denies with it once the patch is complete.
+ *
+ * The env helpers implement "one entry per env name" (D5): a variable that
+ * already has an entry is replaced in place, a new one is appended (the
+ * first append to an empty env creates the array, as the reference does),
+ * and an entry that already holds the wanted value yields no operation at
+ * all (D6). Values are only read while the operation is written: the
+ * caller keeps ownership of every argument. */
 #ifndef WH_PATCH_H
 #define WH_PATCH_H
 
 #include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 #include <cjson/cJSON.h>
 
@@ -16,15 +32,24 @@
 
 struct wh_decision;
 
-/* Append {"op":op,"path":path,"value":value} to d->patch (created on first
- * use) and count its size in d->patch_bytes. WH_ERR_TOOBIG, adding nothing,
- * when the patch would pass WH_PATCH_MAX_BYTES. Takes ownership of value in
- * all cases. */
-WH_NODISCARD enum wh_err wh_patch_op(struct wh_decision *d, const char *op, const char *path,
-                                     cJSON *value);
+/* Append an operation whose value is the string value. */
+WH_NODISCARD enum wh_err wh_patch_add_string(struct wh_decision *d, const char *op,
+                                             const char *path, const char *value);
+/* Append an operation whose value is the JSON value (such as the merged
+ * affinity); value is borrowed. */
+WH_NODISCARD enum wh_err wh_patch_add_json(struct wh_decision *d, const char *op, const char *path,
+                                           const cJSON *value);
+/* Make room for about n bytes of patch at once (an estimate: the patch
+ * still grows past it, and never past WH_PATCH_MAX_BYTES). */
+WH_NODISCARD enum wh_err wh_patch_reserve(struct wh_decision *d, size_t n);
 
 /* Escape a JSON Pointer reference token (~ -> ~0, / -> ~1) into out. */
 void wh_pointer_escape(const char *token, char *out, size_t out_len);
+
+/* A new env entry {name, value}, or with field_path set {name, valueFrom:
+ * {fieldRef: {fieldPath}}}, as a tree for the offline tools; owned by the
+ * caller (cJSON_Delete). NULL on OOM. */
+cJSON *wh_env_entry(const char *name, const char *value, const char *field_path);
 
 /* Env writer for one container of the original pod. */
 struct wh_env_writer {
@@ -36,17 +61,8 @@ struct wh_env_writer {
 
 void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int container,
                         const cJSON *env);
-/* Set name=value (value copied). */
-/* A new env entry {name, value}, or with field_path set {name, valueFrom:
- * {fieldRef: {fieldPath}}}; owned by the caller (cJSON_Delete). NULL on OOM. */
-cJSON *wh_env_entry(const char *name, const char *value, const char *field_path);
+/* Set name=value. */
 WH_NODISCARD enum wh_err wh_env_set(struct wh_env_writer *w, const char *name, const char *value);
-/* Set name=value without a copy of value, which must live as long as the
- * decision's patch (text the decision keeps: wh_decision_keep). For the
- * address lists the TPU containers of a pod share, 100+ KB each at 256
- * hosts. */
-WH_NODISCARD enum wh_err wh_env_set_shared(struct wh_env_writer *w, const char *name,
-                                           const char *value);
 /* Set name from valueFrom.fieldRef.fieldPath. */
 WH_NODISCARD enum wh_err wh_env_set_field_ref(struct wh_env_writer *w, const char *name,
                                               const char *field_path);

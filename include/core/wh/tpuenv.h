@@ -69,8 +69,8 @@ void wh_port_list_init(struct wh_port_list *pl);
 void wh_port_list_free(struct wh_port_list *pl); /* NULL-safe */
 /* wh_host_ports(hostnames, per_host) into a buffer of at most max bytes
  * that d keeps (wh_decision_keep), or the list already built over the same
- * text with the same per_host. *out lives as long as d, so that every
- * container's patch can point at it (wh_env_set_shared). */
+ * text with the same per_host. *out lives as long as d: every container's
+ * operation is written from it. */
 WH_NODISCARD enum wh_err wh_port_list_get(struct wh_port_list *pl, struct wh_decision *d,
                                           const char *hostnames, long per_host, size_t max,
                                           const char **out, bool *too_many);

@@ -39,7 +39,7 @@ WH_NODISCARD enum wh_err wh_json_set_str_lit(cJSON *obj, const char *key, const 
 /* cJSON_Delete(item), unless item lives in memory released as a whole
  * (wh_mem_bulk, mem.h: the server's request arena), where walking the tree
  * to free it node by node would only cost time. Only for a tree built in
- * one piece, under one binding (a decision's patch), never for a tree that
+ * one piece, under one binding (a decision's warnings), never for a tree that
  * outlives the request. NULL-safe. */
 void wh_json_delete(cJSON *item);
 
