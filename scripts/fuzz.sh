@@ -32,6 +32,7 @@ table=(
   "review tests/fuzz/fuzz_review tests/fuzz/corpus      tests/fuzz/review.dict -max_len=16384 -timeout=20"
   "yaml   tests/render/fuzz_yaml tests/render/corpus    -                      -max_len=4096 -timeout=10"
   "http   tests/fuzz/fuzz_http   tests/fuzz/http-corpus tests/fuzz/http.dict   -max_len=4096 -timeout=10"
+  "jparse tests/fuzz/fuzz_jparse tests/fuzz/jparse-corpus tests/fuzz/jparse.dict -max_len=8192 -timeout=10"
 )
 
 seconds=60 runs=-1 merge=0 want=()

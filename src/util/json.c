@@ -7,9 +7,10 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strlen */
 
-#include "wh/buf.h"  /* wh_buf */
-#include "wh/mem.h"  /* wh_mem_bulk */
-#include "wh/utf8.h" /* wh_utf8_char_len, wh_utf8_is_ascii */
+#include "wh/buf.h"    /* wh_buf */
+#include "wh/jparse.h" /* wh_jparse */
+#include "wh/mem.h"    /* wh_mem_bulk */
+#include "wh/utf8.h"   /* wh_utf8_char_len, wh_utf8_is_ascii */
 
 const cJSON *wh_json_get(const cJSON *obj, const char *key)
 {
@@ -108,24 +109,18 @@ void wh_json_delete(cJSON *item)
 
 enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf)
 {
-    const char *end = NULL;
     *out = NULL;
     if (len == 0)
         return wh_fail(errbuf, WH_ERR_INVALID, "empty body");
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) {
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        return wh_fail(errbuf, WH_ERR_INVALID, "not valid JSON (syntax error near byte %zu)", off);
-    }
-    /* Trailing bytes other than white space mean a second value or garbage. */
-    for (const char *p = end; p && p < text + len; p++) {
-        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
-            cJSON_Delete(j);
-            return wh_fail(errbuf, WH_ERR_INVALID, "trailing data after JSON value at byte %zu",
-                           (size_t)(p - text));
-        }
-    }
-    *out = j;
+    size_t at;
+    int trailing;
+    enum wh_err err = wh_jparse(text, len, out, &at, &trailing);
+    if (err == WH_ERR_NOMEM)
+        return wh_fail(errbuf, err, "out of memory parsing JSON");
+    if (err && trailing)
+        return wh_fail(errbuf, err, "trailing data after JSON value at byte %zu", at);
+    if (err)
+        return wh_fail(errbuf, err, "not valid JSON (syntax error near byte %zu)", at);
     return WH_OK;
 }
 

@@ -43,8 +43,11 @@ WH_NODISCARD enum wh_err wh_json_set_str_lit(cJSON *obj, const char *key, const 
  * outlives the request. NULL-safe. */
 void wh_json_delete(cJSON *item);
 
-/* Parse len bytes (not necessarily NUL-terminated). Caller owns the result
- * (cJSON_Delete). errbuf gets the byte offset of a syntax error. */
+/* Parse len bytes (not necessarily NUL-terminated) with wh_jparse (jparse.h:
+ * the tree cJSON would build, faster). Caller owns the result (cJSON_Delete).
+ * WH_ERR_INVALID for an empty text, text that is not JSON (errbuf: "not valid
+ * JSON (syntax error near byte N)") and a value followed by more than white
+ * space or NULs ("trailing data after JSON value at byte N"); WH_ERR_NOMEM. */
 WH_NODISCARD enum wh_err wh_json_parse(const char *text, size_t len, cJSON **out, char *errbuf);
 
 /* Replace, in every string and key under item, each byte that is not part

@@ -21,7 +21,10 @@ struct wh_mem_hooks {
     void (*free_fn)(void *p);
     /* Optional (NULL: never). True when the block p goes back with all the
      * memory it came from at once (a request's arena, reset after the
-     * answer), so freeing what hangs off it piece by piece is wasted work. */
+     * answer), so freeing what hangs off it piece by piece is wasted work.
+     * Such memory must also take free_fn of any address inside a block it
+     * handed out as a no-op: wh_jparse (jparse.h) carves a tree's nodes
+     * out of larger blocks then, and cJSON_Delete frees them one by one. */
     bool (*bulk_fn)(const void *p);
 };
 
