@@ -35,8 +35,9 @@ static void *rm_malloc(size_t n)
 
 static void rm_free(void *p)
 {
-    /* Blocks of the arena go with it; anything else came from malloc
-     * (before the binding, or from a thread with none). */
+    /* Blocks of the arena go with it, and so does any address inside one
+     * (mem.h: wh_jparse carves nodes out of blocks); anything else came
+     * from malloc (before the binding, or from a thread with none). */
     if (bound && wh_arena_owns(bound, p))
         return;
     free(p);
