@@ -12,10 +12,10 @@
  *     children, child->prev (the last child, as cJSON links it), or
  *     cJSON_Compare says they differ (for trees it can judge: comparable()).
  * Texts only cJSON accepts (not JSON: leading zeros, "1.", raw control
- * characters, other white space...) and valid texts only wh_jparse accepts
- * (numbers over 63 characters) are allowed; with WH_JPARSE_VERBOSE set in
- * the environment each is printed, which is how docs/json-parser.md lists
- * them.
+ * characters, other white space) are allowed, and so would be valid texts
+ * only wh_jparse accepts (none known); with WH_JPARSE_VERBOSE set in the
+ * environment each is printed, which is how docs/internals/json-parser.md
+ * lists them.
  *
  * Build and run (clang only): scripts/fuzz.sh -t 600 jparse, or
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DWH_FUZZ=ON
