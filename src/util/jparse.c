@@ -109,18 +109,30 @@ static inline uint64_t word_special(uint64_t w)
 }
 #endif
 
+#ifdef __SSE2__
+/* Bit i set when byte i of v stops a run of plain string bytes: '"', '\\'
+ * or a control character. */
+static inline unsigned special16(__m128i v)
+{
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                            _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                               _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+
+static inline __m128i load16(pos p)
+{
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+#endif
+
 /* The first byte in [p, end) that a run of plain string bytes stops at ('"',
  * '\\' or a control character), or end: 16 bytes per test with SSE2. */
 static inline pos scan(pos p, pos end)
 {
 #ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i ctl = _mm_set1_epi8(0x1F);
     while (end - p >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                   _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v)); /* v <= 0x1F */
-        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        unsigned mask = special16(load16(p));
         if (mask)
             return p + __builtin_ctz(mask);
         p += 16;
@@ -255,6 +267,25 @@ static pos escaped(struct jp *j, pos p, pos q, char **out)
  * byte after its closing quote, or NULL. */
 static inline pos string(struct jp *j, pos p, char **out)
 {
+#ifdef __SSE2__
+    /* Most keys and values end within 16 bytes: with room in the slab, the
+     * bytes just tested are stored as they are (what follows the string's
+     * NUL there is free space) and no memcpy is called. */
+    if (j->left >= 16 && j->end - p >= 16) {
+        __m128i v = load16(p);
+        unsigned mask = special16(v);
+        unsigned n = mask ? (unsigned)__builtin_ctz(mask) : 16;
+        if (n < 16 && p[n] == '"') {
+            char *d = (char *)j->cur;
+            _mm_storeu_si128((__m128i *)(void *)d, v);
+            d[n] = '\0';
+            j->cur += n + 1;
+            j->left -= n + 1;
+            *out = d;
+            return p + n + 1;
+        }
+    }
+#endif
     pos q = scan(p, j->end);
     if (q == j->end || *q != '"')
         return escaped(j, p, q, out);
@@ -346,11 +377,36 @@ static pos number(struct jp *j, pos p, cJSON *item)
 
 /* ---- values ------------------------------------------------------------- */
 
-static inline pos skip_ws(pos p, pos end)
+static pos skip_ws_run(pos p, pos end)
 {
+#ifdef __SSE2__
+    /* Indentation: 16 bytes per test. */
+    while (end - p >= 16) {
+        __m128i v = load16(p);
+        __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+                                  _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+        unsigned other = ~(unsigned)_mm_movemask_epi8(ws) & 0xFFFF;
+        if (other)
+            return p + __builtin_ctz(other);
+        p += 16;
+    }
+#endif
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
         p++;
     return p;
+}
+
+/* White space is rare between tokens of the API server's compact JSON, and
+ * a single space (after ':' or ',') the most common run elsewhere. */
+static inline pos skip_ws(pos p, pos end)
+{
+    if (p<end && * p> ' ')
+        return p;
+    if (end - p >= 2 && *p == ' ' && p[1] > ' ')
+        return p + 1;
+    return skip_ws_run(p, end);
 }
 
 /* A value that is not a container, at p, into item. */
@@ -386,7 +442,7 @@ static inline char closer(const cJSON *c)
 
 /* A new last child of parent (cJSON's links: first->prev is the last), and
  * for an object its key and colon, read from *p on. */
-static cJSON *member(struct jp *j, pos *p, cJSON *parent)
+static inline cJSON *member(struct jp *j, pos *p, cJSON *parent)
 {
     cJSON *n = new_node(j);
     if (!n)

@@ -108,7 +108,7 @@ static long hex(struct rd *r)
     char h[5] = {0};
     memcpy(h, r->p, 4);
     for (int i = 0; i < 4; i++)
-        if (!strchr("0123456789abcdefABCDEF", h[i]))
+        if (!h[i] || !strchr("0123456789abcdefABCDEF", h[i]))
             return -1;
     r->p += 4;
     return strtol(h, NULL, 16);
