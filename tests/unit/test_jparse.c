@@ -182,12 +182,49 @@ static void test_escapes(void **unused)
     refused("\"a\\n\x01\"", 4);
 }
 
+/* ---- in an arena: nodes carved out of larger blocks ---------------------- */
+
+static struct wh_arena *arena;
+
+static void *a_malloc(size_t n)
+{
+    return wh_arena_alloc(arena, n);
+}
+
+static void *a_realloc(void *p, size_t n)
+{
+    return wh_arena_realloc(arena, p, n);
+}
+
+static void a_free(void *p)
+{
+    assert_true(wh_arena_owns(arena, p)); /* a carved node is inside a block */
+}
+
+static bool a_bulk(const void *p)
+{
+    return wh_arena_owns(arena, p);
+}
+
+static void arena_install(void)
+{
+    assert_non_null(arena = wh_arena_new(NULL));
+    struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
+    wh_mem_install(&h);
+}
+
+static void arena_uninstall(void)
+{
+    wh_mem_install(NULL);
+    wh_arena_free(arena);
+    arena = NULL;
+}
+
 /* Strings of every length around the 16-byte block, with an escape, a
  * control character or the closing quote at every offset, each at the very
  * end of the text (the scan's tail) and followed by more. */
-static void test_long_strings(void **unused)
+static void long_strings(void)
 {
-    (void)unused;
     char text[128], want[128];
     for (size_t n = 0; n <= 70; n++) {
         for (size_t k = 0; k <= n; k++) {
@@ -218,6 +255,17 @@ static void test_long_strings(void **unused)
         }
         refused_n(text, n + 1, n + 1, 0); /* unterminated */
     }
+}
+
+/* On the heap, then in an arena (where short strings are stored straight
+ * from the bytes scanned). */
+static void test_long_strings(void **unused)
+{
+    (void)unused;
+    long_strings();
+    arena_install();
+    long_strings();
+    arena_uninstall();
 }
 
 static void test_containers(void **unused)
@@ -376,39 +424,13 @@ static void test_oom_heap(void **unused)
     free(doc);
 }
 
-/* ---- in an arena: nodes carved out of larger blocks --------------------- */
-
-static struct wh_arena *arena;
-
-static void *a_malloc(size_t n)
-{
-    return wh_arena_alloc(arena, n);
-}
-
-static void *a_realloc(void *p, size_t n)
-{
-    return wh_arena_realloc(arena, p, n);
-}
-
-static void a_free(void *p)
-{
-    assert_true(wh_arena_owns(arena, p)); /* a carved node is inside a block */
-}
-
-static bool a_bulk(const void *p)
-{
-    return wh_arena_owns(arena, p);
-}
-
 static void test_arena(void **unused)
 {
     (void)unused;
     size_t len;
     char *doc = big_doc(3000, &len); /* slabs up to their largest size */
     cJSON *heap = parse_n(doc, len);
-    assert_non_null(arena = wh_arena_new(NULL));
-    struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
-    wh_mem_install(&h);
+    arena_install();
     cJSON *carved = parse_n(doc, len);
     assert_true(wh_test_same_tree(heap, carved));
     /* the tree is cJSON's to edit and delete */
@@ -434,8 +456,7 @@ static void test_arena(void **unused)
     int trailing;
     assert_int_equal(wh_jparse(doc, len, &j, &at, &trailing), WH_ERR_NOMEM);
     assert_null(j);
-    wh_mem_install(NULL);
-    wh_arena_free(arena);
+    arena_uninstall();
     cJSON_Delete(heap);
     free(s);
     free(doc);
