@@ -9,7 +9,7 @@
 #include "wh/mutate.h"
 
 #include <stdarg.h> /* va_list */
-#include <stdio.h>  /* snprintf, vsnprintf */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strstr */
 
 #include "wh/affinity.h" /* wh_affinity_* */
@@ -20,10 +20,14 @@
 #include "wh/patch.h"    /* wh_patch_add_*, wh_env_* */
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
+#include "wh/text.h"     /* wh_text */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports, wh_port_list */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define DEVICE_PLUGIN_ADDR "$(TPU_DEVICE_PLUGIN_HOST_IP):" STRINGIFY(WH_DEVICE_PLUGIN_PORT)
 
 struct pod_ctx {
     const cJSON *pod, *spec, *labels, *selector;
@@ -233,6 +237,15 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
 
 /* ---- values ------------------------------------------------------------- */
 
+/* The decimal digits of v in out. */
+static const char *num(char out[static 24], long v)
+{
+    struct wh_text t;
+    wh_text_init(&t, out, 24);
+    wh_text_addl(&t, v);
+    return out;
+}
+
 /* "<group>-<r>-<h>.<headless>" for h in 0..n-1, joined by ','. Written with
  * plain appends: for the largest slices this runs for every pod and printf
  * would dominate the review. */
@@ -243,7 +256,14 @@ static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
      * issue 10: stack bytes in TPU_WORKER_HOSTNAMES). */
     struct wh_buf prefix;
     wh_buf_init(&prefix, WH_PATCH_MAX_BYTES);
-    enum wh_err err = wh_buf_addf(&prefix, "%s-%ld-", c->group, c->replica);
+    char replica[24];
+    enum wh_err err = wh_buf_add(&prefix, c->group);
+    if (!err)
+        err = wh_buf_addc(&prefix, '-');
+    if (!err)
+        err = wh_buf_add(&prefix, num(replica, c->replica));
+    if (!err)
+        err = wh_buf_addc(&prefix, '-');
     size_t pl = wh_buf_len(&prefix), hl = strlen(c->headless);
     if (!err)
         err = wh_buf_reserve(b, (size_t)c->n_hosts * (pl + hl + 20));
@@ -292,20 +312,17 @@ struct env_step {
     const char *hostnames; /* what TorchTPU addresses are built over */
 };
 
-/* Set name=<printf> unless the container already has a non-empty value. */
-static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *fmt, ...)
+/* Set name=value unless the container already has a non-empty value. */
+static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *value)
 {
-    if (*env_value(st->env, name, NULL))
-        return WH_OK;
-    char value[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(value, sizeof(value), fmt, ap);
-    va_end(ap);
-    return wh_env_set(&st->w, name, value);
+    return *env_value(st->env, name, NULL) ? WH_OK : wh_env_set(&st->w, name, value);
+}
+
+/* set_if_empty with the digits of v. */
+static enum wh_err set_num_if_empty(struct env_step *st, const char *name, long v)
+{
+    char value[24];
+    return set_if_empty(st, name, num(value, v));
 }
 
 /* MEGASCALE_* for multi-slice groups, single-host too
@@ -317,12 +334,19 @@ static enum wh_err megascale_env(struct env_step *st)
     env_value(st->env, "MEGASCALE_NUM_SLICES", &multislice);
     if (!multislice)
         return WH_OK;
-    enum wh_err err = set_if_empty(st, "MEGASCALE_SLICE_ID", "%ld", c->replica);
+    char coordinator[512]; /* "<group>-0-0.<headless>", ":8081" on TPU7x */
+    struct wh_text t;
+    wh_text_init(&t, coordinator, sizeof(coordinator));
+    wh_text_add(&t, c->group);
+    wh_text_add(&t, "-0-0.");
+    wh_text_add(&t, c->headless);
+    wh_text_add(&t, c->tpu7x ? ":8081" : "");
+    enum wh_err err = set_num_if_empty(st, "MEGASCALE_SLICE_ID", c->replica);
     if (!err)
-        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", "%s-0-0.%s%s", c->group,
-                           c->headless, c->tpu7x ? ":8081" : "");
+        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
     if (!err)
-        err = set_if_empty(st, "MEGASCALE_PORT", "%u", WH_MEGASCALE_PORT + (c->tpu7x ? st->ci : 0));
+        err = set_num_if_empty(st, "MEGASCALE_PORT",
+                               WH_MEGASCALE_PORT + (c->tpu7x ? (long)st->ci : 0));
     return err;
 }
 
@@ -353,7 +377,7 @@ static enum wh_err peer_env(struct env_step *st)
     if (!*cur || (multi && strstr(cur, "localhost")))
         err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
     if (!err)
-        err = set_if_empty(st, "TPU_PROCESS_PORT", "%u", WH_TPU_PROCESS_PORT_BASE + st->ci);
+        err = set_num_if_empty(st, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)st->ci);
     return err;
 }
 
@@ -419,22 +443,21 @@ static enum wh_err identity_env(struct env_step *st)
 {
     const struct pod_ctx *c = st->c;
     long expected = wh_tpu_worker_id(c->host, c->n_tpu, st->ci, c->tpu7x);
-    char exp_s[32], def_s[32];
-    snprintf(exp_s, sizeof(exp_s), "%ld", expected);
-    snprintf(def_s, sizeof(def_s), "%u", st->ci);
+    char exp_s[24], def_s[24];
+    num(exp_s, expected);
+    num(def_s, st->ci);
     const char *cur = env_value(st->env, "TPU_WORKER_ID", NULL);
     enum wh_err err = WH_OK;
     if (!*cur || (!strcmp(cur, def_s) && strcmp(cur, exp_s)))
         err = wh_env_set(&st->w, "TPU_WORKER_ID", exp_s);
     if (!err)
-        err = set_if_empty(st, "TPU_NAME", "%s", c->tpu_name);
+        err = set_if_empty(st, "TPU_NAME", c->tpu_name);
     bool host_ip;
     env_value(st->env, "TPU_DEVICE_PLUGIN_HOST_IP", &host_ip);
     if (!err && !host_ip)
         err = wh_env_set_field_ref(&st->w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP");
     if (!err)
-        err = set_if_empty(st, "TPU_DEVICE_PLUGIN_ADDR", "$(TPU_DEVICE_PLUGIN_HOST_IP):%d",
-                           WH_DEVICE_PLUGIN_PORT);
+        err = set_if_empty(st, "TPU_DEVICE_PLUGIN_ADDR", DEVICE_PLUGIN_ADDR);
     return err;
 }
 
@@ -455,13 +478,12 @@ static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, un
 
 /* ---- pod-level operations --------------------------------------------- */
 
-static enum wh_err set_if_different(struct pod_ctx *c, const char *field, const char *value)
+/* path: "/spec/<field>" */
+static enum wh_err set_if_different(struct pod_ctx *c, const char *path, const char *value)
 {
-    const char *cur = wh_json_str(c->spec, field);
+    const char *cur = wh_json_str(c->spec, path + sizeof("/spec/") - 1);
     if (cur && !strcmp(cur, value))
         return WH_OK;
-    char path[64];
-    snprintf(path, sizeof(path), "/spec/%s", field);
     return wh_patch_add_string(c->d, "add", path, value);
 }
 
@@ -494,10 +516,16 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
         return err;
 
     char hostname[WH_NAME_MAX + 1]; /* checked by names_ok */
-    snprintf(hostname, sizeof(hostname), "%s-%ld-%ld", c->group, c->replica, c->host);
-    err = set_if_different(c, "hostname", hostname);
+    struct wh_text ht;
+    wh_text_init(&ht, hostname, sizeof(hostname));
+    wh_text_add(&ht, c->group);
+    wh_text_add(&ht, "-");
+    wh_text_addl(&ht, c->replica);
+    wh_text_add(&ht, "-");
+    wh_text_addl(&ht, c->host);
+    err = set_if_different(c, "/spec/hostname", hostname);
     if (!err)
-        err = set_if_different(c, "subdomain", c->headless);
+        err = set_if_different(c, "/spec/subdomain", c->headless);
     if (err)
         return err;
 
@@ -660,8 +688,14 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     c->d->host = c->host;
     c->d->worker_id = wh_tpu_worker_id(c->host, c->n_tpu, 0, c->tpu7x);
     c->d->n_hosts = c->n_hosts;
-    snprintf(c->headless, sizeof(c->headless), "%s-headless", c->cluster); /* D2 */
-    snprintf(c->tpu_name, sizeof(c->tpu_name), "%s-%ld", c->group, c->replica);
+    struct wh_text t;
+    wh_text_init(&t, c->headless, sizeof(c->headless));
+    wh_text_add(&t, c->cluster);
+    wh_text_add(&t, "-headless"); /* D2 */
+    wh_text_init(&t, c->tpu_name, sizeof(c->tpu_name));
+    wh_text_add(&t, c->group);
+    wh_text_add(&t, "-");
+    wh_text_addl(&t, c->replica);
 
     struct shared_values sv = {0};
     wh_port_list_init(&sv.torch_addrs);

@@ -9,6 +9,7 @@
 #include <string.h> /* strlen, strncmp */
 
 #include "wh/json.h" /* wh_json_* */
+#include "wh/text.h" /* wh_text */
 
 #define RULE_DNS                                                                 \
     "a DNS-1123 label (lower-case letters, digits and '-', starting and ending " \
@@ -101,6 +102,15 @@ static void broken(char *msg, size_t msg_len, const char *what, const char *valu
         snprintf(msg, msg_len, "%s \"%s\" is not %s; %s", what, value, rule, fix);
 }
 
+/* The first max bytes of s (printf's "%.*s"). */
+static void add_start(struct wh_text *t, const char *s, size_t max)
+{
+    size_t n = 0;
+    while (n < max && s[n])
+        n++;
+    wh_text_addn(t, s, n);
+}
+
 /* value = "<group><suffix>" (the group cut to its first SHOW * 2 bytes) is
  * checked by rule; when it fails, msg says so with a valid group name that
  * leaves room for the suffix. */
@@ -108,7 +118,10 @@ static bool group_value_ok(const char *group, const char *suffix, const char *wh
                            const char *(*rule)(const char *), char *msg, size_t msg_len)
 {
     char value[WH_NAME_MAX * 8], fix[WH_NAME_MAX * 6], good[WH_NAME_MAX + 1];
-    snprintf(value, sizeof(value), "%.*s%s", SHOW * 2, group, suffix);
+    struct wh_text t;
+    wh_text_init(&t, value, sizeof(value));
+    add_start(&t, group, SHOW * 2);
+    wh_text_add(&t, suffix);
     const char *why = rule(value);
     if (!why)
         return true;
@@ -125,12 +138,19 @@ static bool group_value_ok(const char *group, const char *suffix, const char *wh
 bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len)
 {
     char suffix[48];
+    struct wh_text t;
+    wh_text_init(&t, suffix, sizeof(suffix));
+    wh_text_add(&t, "-");
+    wh_text_addl(&t, n->replica);
     if (n->multi_host) {
-        snprintf(suffix, sizeof(suffix), "-%ld-%ld", n->replica, n->host);
+        wh_text_add(&t, "-");
+        wh_text_addl(&t, n->host);
         if (!group_value_ok(n->group, suffix, "the pod hostname", wh_names_dns_label, msg, msg_len))
             return false;
         char value[WH_NAME_MAX * 8], fix[WH_NAME_MAX * 6], good[WH_NAME_MAX + 1];
-        snprintf(value, sizeof(value), "%.*s-headless", SHOW * 2, n->cluster);
+        wh_text_init(&t, value, sizeof(value));
+        add_start(&t, n->cluster, SHOW * 2);
+        wh_text_add(&t, "-headless");
         const char *why = wh_names_dns_label(value);
         if (why) {
             suggest(n->cluster, 53, true, good, sizeof(good));
@@ -143,7 +163,9 @@ bool wh_names_group_ok(const struct wh_group_names *n, char *msg, size_t msg_len
             return false;
         }
     }
-    snprintf(suffix, sizeof(suffix), "-%ld", n->replica);
+    wh_text_init(&t, suffix, sizeof(suffix));
+    wh_text_add(&t, "-");
+    wh_text_addl(&t, n->replica);
     return !n->label || group_value_ok(n->group, suffix, "the label replicaIndex",
                                        wh_names_label_value, msg, msg_len);
 }

@@ -9,6 +9,7 @@
 #include "wh/mem.h"      /* wh_malloc */
 #include "wh/names.h"    /* wh_names_*_op_ok */
 #include "wh/podspec.h"  /* wh_env_lookup */
+#include "wh/text.h"     /* wh_text */
 
 enum value_kind { V_STRING, V_JSON, V_ENV, V_ENV_ARRAY };
 
@@ -176,19 +177,6 @@ void wh_env_writer_init(struct wh_env_writer *w, struct wh_decision *d, int cont
     w->initialised = cJSON_IsArray(env) && cJSON_GetArraySize(env) > 0;
 }
 
-static char *put_uint(char *p, unsigned v)
-{
-    char d[12];
-    size_t n = 0;
-    do {
-        d[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = d[--n];
-    return p;
-}
-
 enum { ENV_ARRAY = -1, ENV_APPEND = -2 };
 
 /* The path of an env operation, written without printf (a review makes
@@ -196,19 +184,17 @@ enum { ENV_ARRAY = -1, ENV_APPEND = -2 };
  * ENV_ARRAY or /- for ENV_APPEND. container and at are indices (>= 0). */
 static void env_path(char path[static 64], int container, int at)
 {
-    static const char head[] = "/spec/containers/";
-    memcpy(path, head, sizeof(head) - 1);
-    char *p = put_uint(path + sizeof(head) - 1, (unsigned)container);
-    memcpy(p, "/env", 4);
-    p += 4;
+    struct wh_text t;
+    wh_text_init(&t, path, 64);
+    wh_text_add(&t, "/spec/containers/");
+    wh_text_addl(&t, container);
+    wh_text_add(&t, "/env");
     if (at >= 0) {
-        *p++ = '/';
-        p = put_uint(p, (unsigned)at);
+        wh_text_add(&t, "/");
+        wh_text_addl(&t, at);
     } else if (at == ENV_APPEND) {
-        memcpy(p, "/-", 2);
-        p += 2;
+        wh_text_add(&t, "/-");
     }
-    *p = '\0';
 }
 
 static bool is_str(const cJSON *v, const char *s)

@@ -19,6 +19,7 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mutate.h"   /* wh_mutate_pod */
 #include "wh/patch.h"    /* wh_env_writer */
+#include "wh/text.h"     /* wh_text */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_port_list */
@@ -490,8 +491,10 @@ static enum wh_err add(struct cenv *c, const char *name, const char *value)
 
 static enum wh_err addl(struct cenv *c, const char *name, long v)
 {
-    char s[32];
-    snprintf(s, sizeof(s), "%ld", v);
+    char s[24];
+    struct wh_text t;
+    wh_text_init(&t, s, sizeof(s));
+    wh_text_addl(&t, v);
     return add(c, name, s);
 }
 
