@@ -98,8 +98,9 @@ static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *contai
 static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
 {
     char who[400];
-    describe(c, who, sizeof(who));
     *denied = true;
+    if (!*c->cluster || !*c->group)
+        describe(c, who, sizeof(who)); /* only for the denials: printf */
     if (!*c->cluster)
         return wh_decision_deny(c->d,
                                 "%s requests google.com/tpu but has no label \"%s\"; TPU worker pods "
@@ -558,7 +559,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
     err = wh_affinity_merge(wh_json_get(c->spec, "affinity"), &t, &aff);
     if (!err && aff)
         err = wh_patch_add_json(c->d, "add", "/spec/affinity", aff);
-    cJSON_Delete(aff);
+    wh_json_delete(aff); /* built here, in one piece: nothing to walk in an arena */
     return err;
 }
 
