@@ -4,9 +4,12 @@
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strncmp, strcmp */
 
+#include "wh/buf.h"     /* wh_buf_* */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* key names */
 #include "wh/mem.h"     /* wh_free */
+
+#define REQUIRED "requiredDuringSchedulingIgnoredDuringExecution"
 
 static const char gcp_prefix[] = "cloud.google.com/";
 
@@ -17,8 +20,7 @@ static bool is_gcp_key(const char *k)
 
 const char *wh_affinity_topology_key(const cJSON *pod)
 {
-    const cJSON *terms = wh_json_path(pod, "spec", "affinity", "podAffinity",
-                                      "requiredDuringSchedulingIgnoredDuringExecution", NULL);
+    const cJSON *terms = wh_json_path(pod, "spec", "affinity", "podAffinity", REQUIRED, NULL);
     for (const cJSON *t = cJSON_IsArray(terms) ? terms->child : NULL; t; t = t->next) {
         const char *k = wh_json_str(t, "topologyKey");
         if (is_gcp_key(k))
@@ -132,7 +134,7 @@ static enum wh_err append_term(cJSON *aff, const char *kind, cJSON *t, int *adde
     if (!t)
         return WH_ERR_NOMEM;
     cJSON *k = ensure(aff, kind, false);
-    cJSON *req = k ? ensure(k, "requiredDuringSchedulingIgnoredDuringExecution", true) : NULL;
+    cJSON *req = k ? ensure(k, REQUIRED, true) : NULL;
     if (!req) {
         cJSON_Delete(t);
         return WH_ERR_NOMEM;
@@ -177,6 +179,95 @@ enum wh_err wh_affinity_merge(const cJSON *affinity, const struct wh_affinity_te
     }
     *out = aff;
     return WH_OK;
+}
+
+/* ---- the merge written as text ----------------------------------------- */
+
+bool wh_affinity_is_fresh(const cJSON *affinity)
+{
+    return !cJSON_IsObject(affinity) ||
+           (!wh_json_has(affinity, "podAffinity") && !wh_json_has(affinity, "podAntiAffinity"));
+}
+
+/* {"key":key,"operator":op[,"values":[value]]}, as expr() builds it. */
+static enum wh_err write_expr(struct wh_buf *b, const char *key, const char *op, const char *value)
+{
+    enum wh_err err = wh_buf_add(b, "{\"key\":");
+    if (!err)
+        err = wh_json_write_string(b, key);
+    if (!err)
+        err = wh_buf_add(b, ",\"operator\":\"");
+    if (!err)
+        err = wh_buf_add(b, op); /* "In", "NotIn", "Exists" */
+    if (!err && value) {
+        err = wh_buf_add(b, "\",\"values\":[");
+        if (!err)
+            err = wh_json_write_string(b, value);
+        if (!err)
+            err = wh_buf_add(b, "]}");
+    } else if (!err) {
+        err = wh_buf_add(b, "\"}");
+    }
+    return err;
+}
+
+/* A term as wh_affinity_merge builds it: with op1 "In" podAffinity's, with
+ * "NotIn" the first of podAntiAffinity; anti_cluster: the second (pods of
+ * other clusters with the selector label, in any namespace but kube-system). */
+static enum wh_err write_term(struct wh_buf *b, const struct wh_affinity_terms *t, const char *op1,
+                              bool anti_cluster)
+{
+    enum wh_err err = wh_buf_add(b, "{\"labelSelector\":{\"matchExpressions\":[");
+    if (!err && !anti_cluster)
+        err = write_expr(b, t->sel_key, op1, t->sel_value);
+    else if (!err)
+        err = write_expr(b, WH_LABEL_CLUSTER, "NotIn", t->cluster);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    if (!err && !anti_cluster)
+        err = write_expr(b, WH_LABEL_CLUSTER, "In", t->cluster);
+    else if (!err)
+        err = write_expr(b, t->sel_key, "Exists", NULL);
+    if (!err)
+        err = wh_buf_add(b, "]},\"topologyKey\":");
+    if (!err)
+        err = wh_json_write_string(b, t->topology_key);
+    if (!err && anti_cluster)
+        err = wh_buf_add(b, ",\"namespaceSelector\":{\"matchExpressions\":[{\"key\":"
+                            "\"kubernetes.io/metadata.name\",\"operator\":\"NotIn\","
+                            "\"values\":[\"kube-system\"]}]}");
+    return err ? err : wh_buf_addc(b, '}');
+}
+
+enum wh_err wh_affinity_write_fresh(struct wh_buf *b, const void *arg)
+{
+    const struct wh_affinity_fresh *f = arg;
+    const struct wh_affinity_terms *t = f->terms;
+    enum wh_err err = wh_buf_addc(b, '{');
+    /* The user's members first, in their order (a copy of the object). */
+    const cJSON *m = cJSON_IsObject(f->affinity) ? f->affinity->child : NULL;
+    for (; m && !err; m = m->next) {
+        err = wh_json_write_string(b, m->string ? m->string : "");
+        if (!err)
+            err = wh_buf_addc(b, ':');
+        if (!err)
+            err = wh_json_write(b, m);
+        if (!err)
+            err = wh_buf_addc(b, ',');
+    }
+    if (!err)
+        err = wh_buf_add(b, "\"podAffinity\":{\"" REQUIRED "\":[");
+    if (!err)
+        err = write_term(b, t, "In", false);
+    if (!err)
+        err = wh_buf_add(b, "]},\"podAntiAffinity\":{\"" REQUIRED "\":[");
+    if (!err)
+        err = write_term(b, t, "NotIn", false);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    if (!err)
+        err = write_term(b, t, NULL, true);
+    return err ? err : wh_buf_add(b, "]}}");
 }
 
 /* ---- subslice discovery ------------------------------------------------ */

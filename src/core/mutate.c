@@ -555,8 +555,13 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
         if (idx.key)
             t.topology_key = idx.key;
     }
+    const cJSON *user = wh_json_get(c->spec, "affinity");
+    if (wh_affinity_is_fresh(user)) { /* most pods: written without a tree */
+        struct wh_affinity_fresh f = {.affinity = user, .terms = &t};
+        return wh_patch_add_written(c->d, "add", "/spec/affinity", wh_affinity_write_fresh, &f);
+    }
     cJSON *aff = NULL;
-    err = wh_affinity_merge(wh_json_get(c->spec, "affinity"), &t, &aff);
+    err = wh_affinity_merge(user, &t, &aff);
     if (!err && aff)
         err = wh_patch_add_json(c->d, "add", "/spec/affinity", aff);
     wh_json_delete(aff); /* built here, in one piece: nothing to walk in an arena */

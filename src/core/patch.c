@@ -11,7 +11,7 @@
 #include "wh/podspec.h"  /* wh_env_lookup */
 #include "wh/text.h"     /* wh_text */
 
-enum value_kind { V_STRING, V_JSON, V_ENV, V_ENV_ARRAY };
+enum value_kind { V_STRING, V_JSON, V_WRITTEN, V_ENV, V_ENV_ARRAY };
 
 /* One operation as the writers see it. V_ENV writes the env entry {name,
  * value} or {name, valueFrom: {fieldRef: {fieldPath}}}, V_ENV_ARRAY a list of
@@ -20,8 +20,10 @@ struct op {
     const char *op;   /* "add" or "replace": written as it is */
     const char *path; /* escaped as a JSON string */
     enum value_kind kind;
-    const char *str;        /* V_STRING, or the entry's value (no field_path) */
-    const cJSON *json;      /* V_JSON */
+    const char *str;         /* V_STRING, or the entry's value (no field_path) */
+    const cJSON *json;       /* V_JSON */
+    wh_patch_value_fn write; /* V_WRITTEN, with its arg */
+    const void *arg;
     const char *name;       /* V_ENV*: the entry's name */
     const char *field_path; /* V_ENV*: valueFrom.fieldRef.fieldPath, or NULL */
 };
@@ -63,6 +65,7 @@ static enum wh_err write_op(struct wh_buf *b, const struct op *o)
     switch (o->kind) {
     case V_STRING: err = wh_json_write_string(b, o->str); break;
     case V_JSON: err = wh_json_write(b, o->json); break;
+    case V_WRITTEN: err = o->write(b, o->arg); break;
     case V_ENV: err = write_entry(b, o); break;
     case V_ENV_ARRAY:
         err = wh_buf_addc(b, '[');
@@ -83,6 +86,7 @@ static enum wh_err check_names(struct wh_decision *d, const struct op *o)
     switch (o->kind) {
     case V_STRING: ok = wh_names_string_op_ok(o->path, o->str, msg, sizeof(msg)); break;
     case V_JSON: ok = wh_names_json_op_ok(o->path, o->json, msg, sizeof(msg)); break;
+    case V_WRITTEN: ok = wh_names_string_op_ok(o->path, NULL, msg, sizeof(msg)); break;
     default: ok = wh_names_env_op_ok(o->path, o->name, msg, sizeof(msg)); break;
     }
     if (ok)
@@ -144,6 +148,13 @@ enum wh_err wh_patch_add_json(struct wh_decision *d, const char *op, const char 
 {
     struct op o = {.op = op, .path = path, .kind = V_JSON, .json = value};
     return value ? patch_add(d, &o) : WH_ERR_INVALID;
+}
+
+enum wh_err wh_patch_add_written(struct wh_decision *d, const char *op, const char *path,
+                                 wh_patch_value_fn write, const void *arg)
+{
+    struct op o = {.op = op, .path = path, .kind = V_WRITTEN, .write = write, .arg = arg};
+    return patch_add(d, &o);
 }
 
 enum wh_err wh_patch_reserve(struct wh_decision *d, size_t n)

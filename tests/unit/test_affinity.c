@@ -14,6 +14,7 @@
 
 #include "../testutil.h"
 #include "wh/affinity.h"
+#include "wh/buf.h"
 #include "wh/json.h"
 
 #define REQ "requiredDuringSchedulingIgnoredDuringExecution"
@@ -181,6 +182,54 @@ static void test_merge_partial(void **unused)
     cJSON_Delete(out);
 }
 
+/* The text written without a tree is byte for byte the merged tree's, for
+ * every affinity the fast path takes; the others are not fresh. */
+static void test_write_fresh_is_the_merge(void **unused)
+{
+    (void)unused;
+    static const char *const fresh[] = {
+        NULL,
+        "{}",
+        "[1]",
+        "\"x\"",
+        "{\"nodeAffinity\":{\"" REQ "\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+        "\"k\",\"operator\":\"In\",\"values\":[\"v\\\"q\",2.5,true,null]}]}]}},\"z\":{}}",
+    };
+    struct wh_affinity_terms odd = terms;
+    odd.sel_value = "c-\"g\"\\-\n\xc3\xa9"; /* escapes in every value written */
+    odd.cluster = "c\t";
+    const struct wh_affinity_terms *sets[] = {&terms, &odd};
+    for (size_t s = 0; s < 2; s++) {
+        for (size_t i = 0; i < sizeof(fresh) / sizeof(fresh[0]); i++) {
+            cJSON *aff = fresh[i] ? wh_test_parse(fresh[i]) : NULL;
+            assert_true(wh_affinity_is_fresh(aff));
+            cJSON *merged = NULL;
+            assert_int_equal(wh_affinity_merge(aff, sets[s], &merged), WH_OK);
+            struct wh_buf want, got;
+            wh_buf_init(&want, 1 << 20);
+            wh_buf_init(&got, 1 << 20);
+            assert_int_equal(wh_json_write(&want, merged), WH_OK);
+            struct wh_affinity_fresh f = {.affinity = aff, .terms = sets[s]};
+            assert_int_equal(wh_affinity_write_fresh(&got, &f), WH_OK);
+            assert_string_equal(wh_buf_ptr(&got), wh_buf_ptr(&want));
+            wh_buf_free(&want);
+            wh_buf_free(&got);
+            cJSON_Delete(merged);
+            cJSON_Delete(aff);
+        }
+    }
+    static const char *const not_fresh[] = {
+        "{\"podAffinity\":{}}",
+        "{\"podAntiAffinity\":null}",
+        "{\"nodeAffinity\":{},\"podAffinity\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof(not_fresh) / sizeof(not_fresh[0]); i++) {
+        cJSON *aff = wh_test_parse(not_fresh[i]);
+        assert_false(wh_affinity_is_fresh(aff));
+        cJSON_Delete(aff);
+    }
+}
+
 static void test_merge_legacy_selector(void **unused)
 {
     (void)unused;
@@ -345,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_merge_keeps_user_terms_first),
         cmocka_unit_test(test_merge_partial),
         cmocka_unit_test(test_merge_legacy_selector),
+        cmocka_unit_test(test_write_fresh_is_the_merge),
         cmocka_unit_test(test_subslice_levels),
         cmocka_unit_test(test_subslice_pool_only),
         cmocka_unit_test(test_subslice_many_nodes),

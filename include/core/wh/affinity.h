@@ -31,6 +31,22 @@ const char *wh_affinity_topology_key(const cJSON *pod);
 WH_NODISCARD enum wh_err wh_affinity_merge(const cJSON *affinity, const struct wh_affinity_terms *t,
                                            cJSON **out);
 
+/* The common case of wh_affinity_merge without its tree: when the pod's
+ * affinity is absent, not an object, or an object with neither podAffinity
+ * nor podAntiAffinity (e.g. only nodeAffinity), the merge is its members in
+ * their order followed by our two, and wh_affinity_write_fresh writes that
+ * text (the bytes wh_json_write gives the merged tree) straight into the
+ * patch. Both borrow everything. */
+struct wh_affinity_fresh {
+    const cJSON *affinity; /* the pod's spec.affinity, or NULL */
+    const struct wh_affinity_terms *terms;
+};
+bool wh_affinity_is_fresh(const cJSON *affinity);
+/* A wh_patch_value_fn (patch.h): arg is a const struct wh_affinity_fresh *
+ * whose affinity is fresh. */
+struct wh_buf;
+WH_NODISCARD enum wh_err wh_affinity_write_fresh(struct wh_buf *b, const void *arg);
+
 /* Subslice key discovery: among TPU nodes matching every nodeSelector entry,
  * the first level (gce-topology-host, -subblock, -block, gke-nodepool) with
  * a group of exactly n_hosts nodes. *key is a static string or NULL when no

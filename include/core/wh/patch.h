@@ -39,6 +39,16 @@ WH_NODISCARD enum wh_err wh_patch_add_string(struct wh_decision *d, const char *
  * affinity); value is borrowed. */
 WH_NODISCARD enum wh_err wh_patch_add_json(struct wh_decision *d, const char *op, const char *path,
                                            const cJSON *value);
+/* Writes one JSON value, compact, to b; arg is the writer's own. */
+struct wh_buf;
+typedef enum wh_err (*wh_patch_value_fn)(struct wh_buf *b, const void *arg);
+/* Append an operation whose value write(b, arg) writes: a value the engine
+ * builds as text without a tree (the slice's spec.affinity). Its names are
+ * not looked at, so not for env, hostname, subdomain or label paths (those
+ * are refused as not strings). arg is borrowed. */
+WH_NODISCARD enum wh_err wh_patch_add_written(struct wh_decision *d, const char *op,
+                                              const char *path, wh_patch_value_fn write,
+                                              const void *arg);
 /* Make room for about n bytes of patch at once (an estimate: the patch
  * still grows past it, and never past WH_PATCH_MAX_BYTES). */
 WH_NODISCARD enum wh_err wh_patch_reserve(struct wh_decision *d, size_t n);
