@@ -13,7 +13,9 @@
 #include <cjson/cJSON.h>
 
 #include "../testutil.h"
+#include "wh/buf.h"
 #include "wh/decision.h"
+#include "wh/json.h"
 #include "wh/patch.h"
 
 /* The patch text is the answer's bytes: compared whole. */
@@ -121,6 +123,38 @@ static void test_names_checked_as_written(void **unused)
     wh_env_writer_init(&w, &d, 1, NULL);
     assert_int_equal(wh_env_set_field_ref(&w, "A=B", "status.hostIP"), WH_OK);
     assert_non_null(strstr(d.bad_name, "env var name \"A=B\" (/spec/containers/1/env)"));
+    wh_decision_free(&d);
+}
+
+static enum wh_err write_object(struct wh_buf *b, const void *arg)
+{
+    enum wh_err err = wh_buf_add(b, "{\"k\":");
+    if (!err)
+        err = wh_json_write_string(b, arg);
+    return err ? err : wh_buf_addc(b, '}');
+}
+
+/* A value written by the caller's writer: in the text as written, refused
+ * where a name goes, measured when it passes the limit. */
+static void test_patch_op_written(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_add_written(&d, "add", "/spec/affinity", write_object, "v"), WH_OK);
+    assert_ops(&d, "[{\"op\":\"add\",\"path\":\"/spec/affinity\",\"value\":{\"k\":\"v\"}}]");
+    assert_null(d.bad_name);
+    assert_int_equal(wh_patch_add_written(&d, "add", "/spec/hostname", write_object, "v"), WH_OK);
+    assert_non_null(strstr(d.bad_name, "hostname \"(not a string)\""));
+    wh_decision_free(&d);
+
+    static char big[WH_PATCH_MAX_BYTES];
+    memset(big, 'b', sizeof(big) - 1);
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_add_written(&d, "add", "/a", write_object, big), WH_ERR_TOOBIG);
+    /* [ {"op":"add","path":"/a","value":{"k":"<big>"}} ] */
+    assert_int_equal(d.patch_need, 1 + 32 + 5 + sizeof(big) - 1 + 2 + 1 + 1 + 1);
+    assert_ops(&d, NULL);
     wh_decision_free(&d);
 }
 
@@ -329,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_patch_op),
         cmocka_unit_test(test_patch_op_bounded),
         cmocka_unit_test(test_names_checked_as_written),
+        cmocka_unit_test(test_patch_op_written),
         cmocka_unit_test(test_pointer_escape),
         cmocka_unit_test(test_first_op_creates_array),
         cmocka_unit_test(test_appends_to_existing),
