@@ -10,7 +10,9 @@
  *   - both parsers accept a text and their trees differ in any field: type,
  *     valueint, the bits of valuedouble, valuestring, the key, the order of
  *     children, child->prev (the last child, as cJSON links it), or
- *     cJSON_Compare says they differ (for trees it can judge: comparable()).
+ *     cJSON_Compare says they differ (for trees it can judge: comparable());
+ *   - the text parsed again in an arena (nodes carved out of larger blocks,
+ *     as in the server) gives another verdict, offset or tree.
  * Texts only cJSON accepts (not JSON: leading zeros, "1.", raw control
  * characters, other white space) are allowed, and so would be valid texts
  * only wh_jparse accepts (none known); with WH_JPARSE_VERBOSE set in the
@@ -35,8 +37,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "wh/arena.h"  /* wh_arena_* */
 #include "wh/jparse.h" /* wh_jparse */
 #include "wh/json.h"   /* wh_json_delete */
+#include "wh/mem.h"    /* wh_mem_install */
 
 #include "../jsontree.h" /* wh_test_same_tree */
 
@@ -229,6 +233,57 @@ static cJSON *cjson_parse(const uint8_t *d, size_t n)
     return j;
 }
 
+/* ---- the carved tree ---------------------------------------------------- */
+
+static struct wh_arena *arena; /* reset after each input, kept to the end */
+
+static void *a_malloc(size_t n)
+{
+    return wh_arena_alloc(arena, n);
+}
+
+static void *a_realloc(void *p, size_t n)
+{
+    return wh_arena_realloc(arena, p, n);
+}
+
+static void a_free(void *p)
+{
+    (void)p; /* the arena's blocks go back at the reset */
+}
+
+static bool a_bulk(const void *p)
+{
+    return wh_arena_owns(arena, p);
+}
+
+/* When the harness runs on the C heap: the text parsed again with nodes and
+ * strings carved out of an arena's blocks (how the server parses) gives the
+ * same verdict, error offset and tree. */
+static void check_carved(const uint8_t *data, size_t size, const cJSON *mine, size_t at)
+{
+    void *probe = wh_malloc(1);
+    bool heap = probe && !wh_mem_bulk(probe);
+    wh_free(probe);
+    if (!heap)
+        return; /* fuzz_replay --arena: the tree was carved already */
+    if (!arena && !(arena = wh_arena_new(NULL)))
+        abort();
+    struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
+    wh_mem_install(&h);
+    cJSON *carved = NULL;
+    size_t at2 = 0;
+    int trailing;
+    enum wh_err err = wh_jparse((const char *)data, size, &carved, &at2, &trailing);
+    bool same = mine ? !err && wh_test_same_tree(mine, carved) : err == WH_ERR_INVALID && at2 == at;
+    wh_mem_install(NULL);
+    wh_arena_reset(arena);
+    if (!same) {
+        fprintf(stderr, "fuzz_jparse: the carved tree differs from the heap's\n");
+        abort();
+    }
+}
+
 static void report(const char *what, const uint8_t *d, size_t n, size_t at)
 {
     if (!getenv("WH_JPARSE_VERBOSE"))
@@ -266,6 +321,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mine && !theirs)
         report("only wh_jparse accepts", data, size, 0);
     cJSON_Delete(theirs);
+    check_carved(data, size, mine, at);
     wh_json_delete(mine);
     return 0;
 }
