@@ -20,10 +20,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/arena.h"  /* wh_arena_* */
-#include "wh/buf.h"    /* wh_buf */
-#include "wh/jparse.h" /* wh_jparse */
-#include "wh/mem.h"    /* wh_mem_install */
+#include "arenahooks.h" /* wh_test_arena_install (tests/) */
+#include "wh/arena.h"   /* wh_arena_* */
+#include "wh/buf.h"     /* wh_buf */
+#include "wh/jparse.h"  /* wh_jparse */
+#include "wh/mem.h"     /* wh_free */
 
 /* One pod as the API server sends it in a review (the shape of
  * tests/fixtures/reviews/v6e-16-native-host1.json). */
@@ -75,26 +76,6 @@ static int cmp_double(const void *a, const void *b)
 
 static struct wh_arena *arena; /* NULL: the C heap */
 
-static void *a_malloc(size_t n)
-{
-    return wh_arena_alloc(arena, n);
-}
-
-static void *a_realloc(void *p, size_t n)
-{
-    return wh_arena_realloc(arena, p, n);
-}
-
-static void a_free(void *p)
-{
-    (void)p; /* the arena's blocks go back at the reset */
-}
-
-static bool a_bulk(const void *p)
-{
-    return wh_arena_owns(arena, p);
-}
-
 /* One parse and its release; false when the text is refused. */
 static bool parse_once(const struct text *t, bool mine)
 {
@@ -138,10 +119,9 @@ static bool bench(const struct text *t, int runs)
     bool ok = true;
     for (int in_arena = 0; in_arena < 2; in_arena++) {
         if (in_arena) {
-            struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
             if (!(arena = wh_arena_new(NULL)))
                 return false;
-            wh_mem_install(&h);
+            wh_test_arena_install(arena);
         }
         double mine = per_parse(t, true, runs, &ok), theirs = per_parse(t, false, runs, &ok);
         printf("%-34s %-5s %9zu B  wh_jparse %9.2f us %7.0f MB/s  cJSON %9.2f us %7.0f MB/s  "
@@ -149,7 +129,7 @@ static bool bench(const struct text *t, int runs)
                t->name, in_arena ? "arena" : "heap", t->len, mine * 1e6, t->len / mine / 1e6,
                theirs * 1e6, t->len / theirs / 1e6, theirs / mine);
         if (in_arena) {
-            wh_mem_install(NULL);
+            wh_test_arena_install(NULL);
             wh_arena_free(arena);
             arena = NULL;
         }

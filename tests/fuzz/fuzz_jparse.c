@@ -37,12 +37,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/arena.h"  /* wh_arena_* */
 #include "wh/jparse.h" /* wh_jparse */
 #include "wh/json.h"   /* wh_json_delete */
-#include "wh/mem.h"    /* wh_mem_install */
+#include "wh/mem.h"    /* wh_malloc, wh_mem_bulk */
 
-#include "../jsontree.h" /* wh_test_same_tree */
+#include "../arenahooks.h" /* wh_test_arena_install */
+#include "../jsontree.h"   /* wh_test_same_tree */
 
 /* ---- an RFC 8259 recogniser: no tree, recursion bounded by the limit ---- */
 
@@ -237,26 +237,6 @@ static cJSON *cjson_parse(const uint8_t *d, size_t n)
 
 static struct wh_arena *arena; /* reset after each input, kept to the end */
 
-static void *a_malloc(size_t n)
-{
-    return wh_arena_alloc(arena, n);
-}
-
-static void *a_realloc(void *p, size_t n)
-{
-    return wh_arena_realloc(arena, p, n);
-}
-
-static void a_free(void *p)
-{
-    (void)p; /* the arena's blocks go back at the reset */
-}
-
-static bool a_bulk(const void *p)
-{
-    return wh_arena_owns(arena, p);
-}
-
 /* When the harness runs on the C heap: the text parsed again with nodes and
  * strings carved out of an arena's blocks (how the server parses) gives the
  * same verdict, error offset and tree. */
@@ -269,14 +249,13 @@ static void check_carved(const uint8_t *data, size_t size, const cJSON *mine, si
         return; /* fuzz_replay --arena: the tree was carved already */
     if (!arena && !(arena = wh_arena_new(NULL)))
         abort();
-    struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
-    wh_mem_install(&h);
+    wh_test_arena_install(arena);
     cJSON *carved = NULL;
     size_t at2 = 0;
     int trailing;
     enum wh_err err = wh_jparse((const char *)data, size, &carved, &at2, &trailing);
     bool same = mine ? !err && wh_test_same_tree(mine, carved) : err == WH_ERR_INVALID && at2 == at;
-    wh_mem_install(NULL);
+    wh_test_arena_install(NULL);
     wh_arena_reset(arena);
     if (!same) {
         fprintf(stderr, "fuzz_jparse: the carved tree differs from the heap's\n");

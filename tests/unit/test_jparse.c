@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jsontree.h" /* wh_test_same_tree */
+#include "../arenahooks.h" /* wh_test_arena_install */
+#include "../jsontree.h"   /* wh_test_same_tree */
 #include "../testutil.h"
 #include "wh/arena.h"
 #include "wh/jparse.h"
@@ -186,36 +187,15 @@ static void test_escapes(void **unused)
 
 static struct wh_arena *arena;
 
-static void *a_malloc(size_t n)
-{
-    return wh_arena_alloc(arena, n);
-}
-
-static void *a_realloc(void *p, size_t n)
-{
-    return wh_arena_realloc(arena, p, n);
-}
-
-static void a_free(void *p)
-{
-    assert_true(wh_arena_owns(arena, p)); /* a carved node is inside a block */
-}
-
-static bool a_bulk(const void *p)
-{
-    return wh_arena_owns(arena, p);
-}
-
 static void arena_install(void)
 {
     assert_non_null(arena = wh_arena_new(NULL));
-    struct wh_mem_hooks h = {a_malloc, a_realloc, a_free, a_bulk};
-    wh_mem_install(&h);
+    wh_test_arena_install(arena);
 }
 
 static void arena_uninstall(void)
 {
-    wh_mem_install(NULL);
+    wh_test_arena_install(NULL);
     wh_arena_free(arena);
     arena = NULL;
 }
@@ -451,6 +431,7 @@ static void test_arena(void **unused)
     wh_arena_free(arena);
     struct wh_arena_opts small = {.first_chunk = 4096, .budget = 8192};
     assert_non_null(arena = wh_arena_new(&small));
+    wh_test_arena_install(arena);
     j = (cJSON *)1;
     size_t at;
     int trailing;
