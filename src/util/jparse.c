@@ -15,8 +15,8 @@
 #include "wh/mem.h" /* wh_malloc, wh_free, wh_mem_bulk */
 
 /* Blocks nodes and strings are carved from when memory goes in bulk: the
- * first holds about a tree as large as the text (64-byte nodes every ten
- * bytes or so), later ones double. */
+ * first twice the text (a pod review has a 64-byte node every 30-40 bytes,
+ * plus its strings), later ones double up to SLAB_MAX. */
 #define SLAB_MIN ((size_t)1024)
 #define SLAB_MAX ((size_t)64 * 1024)
 
@@ -539,7 +539,7 @@ static pos parse(struct jp *j, pos p, cJSON *root)
 
 static size_t first_slab(size_t len)
 {
-    size_t n = len < SLAB_MAX / 8 ? len * 8 : SLAB_MAX;
+    size_t n = len < SLAB_MAX / 2 ? len * 2 : SLAB_MAX;
     return n < SLAB_MIN ? SLAB_MIN : n;
 }
 
