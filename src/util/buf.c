@@ -287,6 +287,23 @@ enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n)
     return WH_OK;
 }
 
+enum wh_err wh_buf_add_json_string(struct wh_buf *b, const char *s, size_t n)
+{
+    /* A patch and its answer hold ~50 short strings (keys, names, paths)
+     * that need no escape: one room check and one scan each, the quotes
+     * written in place; the first escape hands the rest to the general
+     * loop. */
+    if (b->cap - b->len <= n + 2)
+        WH_TRY(wh_buf_reserve(b, n + 2));
+    char *out = b->ptr + b->len;
+    *out = '"';
+    size_t i = copy_plain(out + 1, s, 0, n);
+    b->len += 1 + i;
+    if (i < n)
+        WH_TRY(wh_buf_add_json_escaped(b, s + i, n - i));
+    return wh_buf_addc(b, '"');
+}
+
 const char *wh_buf_ptr(const struct wh_buf *b)
 {
     return b->ptr ? b->ptr : "";

@@ -168,16 +168,7 @@ bool wh_parse_long(const char *s, long *out)
 
 enum wh_err wh_json_write_string(struct wh_buf *b, const char *s)
 {
-    size_t n = strlen(s);
-    /* Room for the unescaped text and both quotes at once. */
-    enum wh_err err = wh_buf_reserve(b, n + 2);
-    if (!err)
-        err = wh_buf_addc(b, '"');
-    if (!err)
-        err = wh_buf_add_json_escaped(b, s, n);
-    if (!err)
-        err = wh_buf_addc(b, '"');
-    return err;
+    return wh_buf_add_json_string(b, s, strlen(s));
 }
 
 static enum wh_err write_number(struct wh_buf *b, double d)

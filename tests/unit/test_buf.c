@@ -187,12 +187,21 @@ static void test_addf_over_max(void **unused)
     wh_buf_free(&b);
 }
 
+/* in escaped is want, and as a whole JSON string "want", after a prefix
+ * (so that the string does not start the buffer). */
 static void escaped(const char *in, size_t n, const char *want)
 {
     struct wh_buf b;
     wh_buf_init(&b, 4096);
     assert_int_equal(wh_buf_add_json_escaped(&b, in, n), WH_OK);
     assert_string_equal(wh_buf_ptr(&b), want);
+    wh_buf_reset(&b);
+    assert_int_equal(wh_buf_add(&b, "x:"), WH_OK);
+    assert_int_equal(wh_buf_add_json_string(&b, in, n), WH_OK);
+    assert_int_equal(wh_buf_len(&b), 2 + strlen(want) + 2);
+    assert_memory_equal(wh_buf_ptr(&b), "x:\"", 3);
+    assert_memory_equal(wh_buf_ptr(&b) + 3, want, strlen(want));
+    assert_string_equal(wh_buf_ptr(&b) + 3 + strlen(want), "\"");
     wh_buf_free(&b);
 }
 

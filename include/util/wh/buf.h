@@ -76,6 +76,8 @@ WH_NODISCARD enum wh_err wh_buf_vaddf(struct wh_buf *b, const char *fmt, va_list
  * that are not UTF-8 become U+FFFD (one per byte), so the text is always
  * valid JSON in valid UTF-8. */
 WH_NODISCARD enum wh_err wh_buf_add_json_escaped(struct wh_buf *b, const char *s, size_t n);
+/* The same between quotes: a whole JSON string. */
+WH_NODISCARD enum wh_err wh_buf_add_json_string(struct wh_buf *b, const char *s, size_t n);
 /* Drop the bytes after the first len (len <= wh_buf_len(b)); the memory stays. */
 static inline void wh_buf_truncate(struct wh_buf *b, size_t len)
 {
