@@ -14,8 +14,9 @@
  *   - the text parsed again in an arena (nodes carved out of larger blocks,
  *     as in the server) gives another verdict, offset or tree.
  * Texts only cJSON accepts (not JSON: leading zeros, "1.", raw control
- * characters, other white space) are allowed, and so would be valid texts
- * only wh_jparse accepts (none known); with WH_JPARSE_VERBOSE set in the
+ * characters, other white space, \u with non-hex digits) are allowed, and
+ * so are valid texts only wh_jparse accepts (a byte order mark before a
+ * one-byte value); with WH_JPARSE_VERBOSE set in the
  * environment each is printed, which is how docs/internals/json-parser.md
  * lists them.
  *

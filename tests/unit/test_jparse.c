@@ -175,6 +175,7 @@ static void test_escapes(void **unused)
     refused("\"\\ud83d\\ude0\"", 1);
     refused("\"\\u12\"", 1);
     refused("\"\\u12g4\"", 1);
+    refused("\"\\u--99\"", 1); /* cJSON reads it as \u0000 */
     refused("\"\\x\"", 1);
     refused("\"\\'\"", 1);
     refused("\"ab\\", 4);
@@ -315,6 +316,12 @@ static void test_top_level(void **unused)
     cJSON *j = parse_n("\xEF\xBB\xBF{\"a\":1}", 10); /* a byte order mark */
     assert_true(cJSON_IsObject(j));
     cJSON_Delete(j);
+    j = parse_n("\xEF\xBB\xBF"
+                "0",
+                4); /* cJSON refuses this one */
+    assert_true(cJSON_IsNumber(j));
+    cJSON_Delete(j);
+    refused_n("\xEF\xBB\xBF", 3, 3, 0);
     j = parse_n("{\"a\":1}\0\0 \n", 11);
     cJSON_Delete(j);
     j = parse_n("[1]garbage", 3); /* only len bytes are read */
