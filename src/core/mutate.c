@@ -627,7 +627,10 @@ static size_t patch_estimate(const struct pod_ctx *c)
 static enum wh_err deny_patch_too_big(struct pod_ctx *c)
 {
     size_t estimate = patch_estimate(c);
-    if (estimate <= WH_PATCH_MAX_BYTES) /* the pod's own long values, or their escapes */
+    /* The pod's own long values, or their escapes, in an operation that
+     * measured its need (patch.h); a value that could not be built within
+     * the patch's room (wh_port_list_get) measured none. */
+    if (estimate <= WH_PATCH_MAX_BYTES && c->d->patch_need)
         return deny_pod(c, NULL,
                         ": the mutation patch is %zu bytes or more, over the %zu-byte limit of "
                         "what the API server can store (etcd keeps objects under 1.5 MiB); "
@@ -640,7 +643,8 @@ static enum wh_err deny_patch_too_big(struct pod_ctx *c)
                     "objects under 1.5 MiB); give each pod one TPU container with all of "
                     "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
                     "TorchTPU injection",
-                    estimate, c->topology, c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
+                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1, c->topology,
+                    c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
 }
 
 /* Issue 10: a second entry of a variable the webhook sets hid the injected

@@ -836,6 +836,21 @@ class Hostile(unittest.TestCase):
         size = int(r.message.split("the mutation patch is ")[1].split(" ")[0])
         self.assertGreater(size, PATCH_MAX)
 
+    def test_value_over_the_room_left_denied_with_a_size_over_the_limit(self):
+        # The user's 4 hosts of 100,000 letters: 16 TorchTPU addresses of
+        # 1.6 MB do not fit in what is left of the patch before any operation
+        # is written, so no operation measured its need; the denial still
+        # names a size over the limit (as before the patch was written as text).
+        hosts = ",".join(["a" * 100000] * 4)
+        r = mutate(pod(native=(0, 1), env=[{"name": "TPU_WORKER_HOSTNAMES", "value": hosts}]))
+        self.assertFalse(r.allowed)
+        self.assertNotIn("patch", r.response)
+        for want in ("over the 1048576-byte limit", 'worker group "tpu-group"',
+                     "TORCH_TPU_TOPOLOGY"):
+            self.assertIn(want, r.message)
+        size = int(r.message.split("would be about ")[1].split(" ")[0])
+        self.assertGreater(size, PATCH_MAX)
+
     def test_largest_slices_fit(self):
         # v5p-12288 (6,144 chips) and a 9,216-chip TPU7x slice stay under the limit.
         for accel, topo in (("tpu-v5p-slice", "16x16x24"), ("tpu7x", "16x16x36")):
