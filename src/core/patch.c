@@ -112,13 +112,17 @@ static enum wh_err op_size(const struct op *o, size_t *n)
 
 static enum wh_err patch_add(struct wh_decision *d, const struct op *o)
 {
-    if (!d->bad_name)
-        WH_TRY(check_names(d, o));
     struct wh_buf *b = &d->patch;
     size_t at = wh_buf_len(b);
+    enum wh_err err = d->bad_name ? WH_OK : check_names(d, o);
+    if (err) { /* as a failed append: no part of the patch is left (patch.h) */
+        wh_buf_free(b);
+        d->n_ops = 0;
+        return err;
+    }
     /* The closing ']' becomes the separator: a whole document after each. */
     wh_buf_truncate(b, at ? at - 1 : 0);
-    enum wh_err err = wh_buf_addc(b, at ? ',' : '[');
+    err = wh_buf_addc(b, at ? ',' : '[');
     if (!err)
         err = write_op(b, o);
     if (!err)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -16,6 +17,7 @@
 #include "wh/buf.h"
 #include "wh/decision.h"
 #include "wh/json.h"
+#include "wh/mem.h"
 #include "wh/patch.h"
 
 /* The patch text is the answer's bytes: compared whole. */
@@ -94,6 +96,34 @@ static void test_patch_op_bounded(void **unused)
     assert_int_equal(wh_patch_add_string(&d, "add", "/y", value), WH_ERR_TOOBIG);
     assert_int_equal(d.patch_need, 6 * (sizeof(ctl) - 1) + 37 + sizeof(value) - 1 + 36);
     wh_decision_free(&d);
+}
+
+/* Allocations fail while fail_mallocs is set (wh_mem_install). */
+static bool fail_mallocs;
+
+static void *failing_malloc(size_t n)
+{
+    return fail_mallocs ? NULL : malloc(n);
+}
+
+/* patch.h: any failed operation empties the patch, WH_ERR_NOMEM too, also
+ * when it is the copy of a refused name's message that fails. */
+static void test_failed_op_empties_patch(void **unused)
+{
+    (void)unused;
+    struct wh_mem_hooks h = {failing_malloc, realloc, free, NULL};
+    wh_mem_install(&h);
+    struct wh_decision d;
+    wh_decision_init(&d);
+    assert_int_equal(wh_patch_add_string(&d, "add", "/spec/subdomain", "rc-headless"), WH_OK);
+    fail_mallocs = true; /* the patch has its room: only the message needs memory */
+    enum wh_err err = wh_patch_add_string(&d, "add", "/spec/hostname", "Not_A_Label");
+    fail_mallocs = false;
+    assert_int_equal(err, WH_ERR_NOMEM);
+    assert_null(d.bad_name);
+    assert_ops(&d, NULL);
+    wh_decision_free(&d);
+    wh_mem_install(NULL);
 }
 
 /* The API server's name rules are checked as operations are written: the
@@ -363,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_patch_op),
         cmocka_unit_test(test_patch_op_bounded),
         cmocka_unit_test(test_names_checked_as_written),
+        cmocka_unit_test(test_failed_op_empties_patch),
         cmocka_unit_test(test_patch_op_written),
         cmocka_unit_test(test_pointer_escape),
         cmocka_unit_test(test_first_op_creates_array),
