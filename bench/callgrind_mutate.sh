@@ -27,9 +27,9 @@ done
 [[ $c == native || $c == tpu7x-256 ]] || { echo "callgrind_mutate: CASE is native or tpu7x-256" >&2; exit 2; }
 OUT=${OUT:-$(mktemp -d)}
 "$bin" certs --dir "$OUT/tls" >/dev/null
-cp "$root/tests/fixtures/reviews/v6e-16-native-host1.json" "$OUT/native.json"
-sed -e 's/"2x2x2"/"8x8x16"/' -e 's/"ray.io\/replica-host-index": "1"/"ray.io\/replica-host-index": "255"/' \
-  "$root/tests/fixtures/reviews/tpu7x-2x2x2-two-containers.json" >"$OUT/tpu7x-256.json"
+# shellcheck source=bench/reviews.sh
+. "$root/bench/reviews.sh"
+bench_reviews "$root" "$OUT" # native.json, tpu7x-256.json and their .lua
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.out" "$bin" serve --standalone \
   --bind-address "127.0.0.1:$port" --tls-cert-file "$OUT/tls/tls.crt" \
@@ -40,16 +40,9 @@ for _ in $(seq 150); do
   curl -s -o /dev/null --cacert "$OUT/tls/ca.crt" "https://127.0.0.1:$port/mutate" -d @"$OUT/$c.json" && break
   sleep 0.2
 done
-cat >"$OUT/s.lua" <<EOL
-local f = io.open("$OUT/$c.json", "rb")
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
-EOL
-wrk -t1 -c1 -d1s -s "$OUT/s.lua" "https://127.0.0.1:$port/mutate" >/dev/null
+wrk -t1 -c1 -d1s -s "$OUT/$c.lua" "https://127.0.0.1:$port/mutate" >/dev/null
 callgrind_control -i on "$vg" >/dev/null 2>&1
-n=$(wrk -t1 -c1 -d"${secs}s" -s "$OUT/s.lua" "https://127.0.0.1:$port/mutate" | awk '/requests in/ {print $1}')
+n=$(wrk -t1 -c1 -d"${secs}s" -s "$OUT/$c.lua" "https://127.0.0.1:$port/mutate" | awk '/requests in/ {print $1}')
 callgrind_control -i off "$vg" >/dev/null 2>&1
 kill -INT "$vg"
 wait "$vg" 2>/dev/null || true

@@ -47,10 +47,9 @@ free_port() {
 }
 
 "$bin" certs --dir "$work/tls" >/dev/null
-cp "$root/tests/fixtures/reviews/v6e-16-native-host1.json" "$work/native.json"
-# 8x8x16 = 1,024 chips, 4 per host: 256 hosts; the last one.
-sed -e 's/"2x2x2"/"8x8x16"/' -e 's/"ray.io\/replica-host-index": "1"/"ray.io\/replica-host-index": "255"/' \
-  "$root/tests/fixtures/reviews/tpu7x-2x2x2-two-containers.json" >"$work/tpu7x-256.json"
+# shellcheck source=bench/reviews.sh
+. "$root/bench/reviews.sh"
+bench_reviews "$root" "$work" # native.json, tpu7x-256.json and their .lua
 
 wh_port=$(free_port)
 "$bin" serve --standalone --bind-address "127.0.0.1:$wh_port" \
@@ -106,16 +105,6 @@ done
 cmp -s <(curl -sS --cacert "$work/tls/ca.crt" -X POST --data-binary @"$work/native.json" \
   "https://127.0.0.1:$ng_port/native") "$work/www/native" ||
   { echo "tls_vs_nginx: nginx did not serve the answer file" >&2; cat "$work/nginx/start.log" >&2; exit 1; }
-
-for c in native tpu7x-256; do
-  cat >"$work/$c.lua" <<EOF
-local f = io.open("$work/$c.json", "rb")
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
-EOF
-done
 
 # CPU time (user + system, in clock ticks) of a process and its threads.
 ticks() {
