@@ -265,22 +265,45 @@ static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
         err = wh_buf_add(&prefix, num(replica, c->replica));
     if (!err)
         err = wh_buf_addc(&prefix, '-');
-    size_t pl = wh_buf_len(&prefix), hl = strlen(c->headless);
+    /* ".<headless>" after the host's number, as one more copy. */
+    struct wh_buf suffix;
+    wh_buf_init(&suffix, WH_PATCH_MAX_BYTES);
     if (!err)
-        err = wh_buf_reserve(b, (size_t)c->n_hosts * (pl + hl + 20));
-    for (long h = 0; h < c->n_hosts && !err; h++) {
-        if (b->len)
-            err = wh_buf_addc(b, ',');
-        if (!err)
-            err = wh_buf_addn(b, wh_buf_ptr(&prefix), pl);
-        if (!err)
-            err = wh_buf_addu(b, (unsigned long)h);
-        if (!err)
-            err = wh_buf_addc(b, '.');
-        if (!err)
-            err = wh_buf_addn(b, c->headless, hl);
+        err = wh_buf_addc(&suffix, '.');
+    if (!err)
+        err = wh_buf_add(&suffix, c->headless);
+    /* Room for every entry: ',', the prefix, the host's digits and the
+     * suffix, with 19 bytes for the comma and the digits (the host count
+     * is at most b's maximum, 1 MiB, over per: 7 digits), checked first so
+     * that the product cannot wrap. */
+    size_t pl = wh_buf_len(&prefix), sl = wh_buf_len(&suffix), per = pl + sl + 19;
+    if (!err && (size_t)c->n_hosts > (b->max - b->len) / per)
+        err = WH_ERR_TOOBIG;
+    if (!err)
+        err = wh_buf_reserve(b, (size_t)c->n_hosts * per);
+    if (!err) {
+        /* Written straight into that room: 512 checked appends at 256 hosts
+         * cost more than the list's bytes. */
+        char *o = b->ptr + b->len;
+        for (long h = 0; h < c->n_hosts; h++) {
+            if (o != b->ptr)
+                *o++ = ',';
+            memcpy(o, wh_buf_ptr(&prefix), pl);
+            o += pl;
+            char digits[24];
+            size_t dl = 0;
+            for (unsigned long v = (unsigned long)h; dl == 0 || v; v /= 10)
+                digits[dl++] = (char)('0' + v % 10);
+            while (dl)
+                *o++ = digits[--dl];
+            memcpy(o, wh_buf_ptr(&suffix), sl);
+            o += sl;
+        }
+        b->len = (size_t)(o - b->ptr);
+        b->ptr[b->len] = '\0';
     }
     wh_buf_free(&prefix);
+    wh_buf_free(&suffix);
     return err;
 }
 
