@@ -22,7 +22,7 @@
 
 #include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/admit.h"
-#include "wh/certs.h"
+#include "certs.h"
 #include "wh/log.h"
 #include "wh/metrics.h"
 #include "wh/server.h"

@@ -168,21 +168,22 @@ def server_source_text():
         if '"serve"' not in f.read():
             return ""
     text = []
-    for d in ("src/shell", "src/offline", "src/core", "src/util", "src"):
-        full = os.path.join(ROOT, d)
-        for n in sorted(os.listdir(full)):
-            if n.endswith(".c"):
-                with open(os.path.join(full, n), encoding="utf-8") as f:
-                    text.append(f.read())
+    for d in ("src/shell", "src/offline", "src/core", "src/util"):
+        for top, subdirs, files in os.walk(os.path.join(ROOT, d)):
+            subdirs.sort()
+            for n in sorted(files):
+                if n.endswith(".c"):
+                    with open(os.path.join(top, n), encoding="utf-8") as f:
+                        text.append(f.read())
+    with open(main, encoding="utf-8") as f:
+        text.append(f.read())
     return "\n".join(text)
 
 
 def server_flags():
     """Flags of `tpu-webhook serve`: read from its flag table once the server
     is in the tree, else the list above."""
-    path = os.path.join(ROOT, "src", "shell", "cmd_serve.c")
-    if not os.path.exists(path):
-        return SERVER_FLAGS
+    path = os.path.join(ROOT, "src", "shell", "cli", "cmd_serve.c")
     with open(path, encoding="utf-8") as f:
         found = set(re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*WH_FLAG_', f.read()))
     if not SERVER_FLAGS <= found:

@@ -1,5 +1,5 @@
 /* fuzz_http.c: libFuzzer harness for the request checks in front of the
- * engine (src/shell/httpreq.c): the raw request target, the framing headers
+ * engine (src/shell/http/httpreq.c): the raw request target, the framing headers
  * and the routing of the decoded path.
  *
  * The input is a raw HTTP request. It is split the way libmicrohttpd splits
@@ -28,8 +28,8 @@
 #include <string.h>  /* memchr */
 #include <strings.h> /* strncasecmp */
 
-#include "wh/hex.h"     /* wh_hex_digit */
-#include "wh/httpreq.h" /* wh_http_* */
+#include "wh/hex.h"  /* wh_hex_digit */
+#include "httpreq.h" /* wh_http_* */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

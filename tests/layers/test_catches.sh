@@ -12,10 +12,14 @@ bash "$tmp/scripts/check-layers.sh" "$tmp" || { echo "the unchanged copy fails";
 echo '#include "wh/server.h" /* planted */' >> "$tmp/src/core/mutate.c"
 echo '#include "wh/yaml.h" /* planted */' >> "$tmp/include/util/wh/buf.h"
 echo '#include "wh/nosuch.h" /* planted */' >> "$tmp/src/offline/render.c"
-echo '#include "wh/admit.h" /* planted */' >> "$tmp/include/shell/wh/metrics.h"
-mkdir -p "$tmp/include/wh" "$tmp/src/misc"
+echo '#include "wh/admit.h" /* planted */' >> "$tmp/include/shell/sys/wh/metrics.h"
+echo '#include "htab.h" /* planted */' >> "$tmp/src/shell/admit/claims.c"
+echo '#include "../kube/htab.h" /* planted */' >> "$tmp/src/shell/admit/ledger.c"
+mkdir -p "$tmp/include/wh" "$tmp/src/misc" "$tmp/src/shell/misc"
 echo '/* planted */' > "$tmp/include/wh/stray.h"
 echo '/* planted */' > "$tmp/src/misc/stray.c"
+echo '/* planted */' > "$tmp/src/shell/misc/stray.c"
+echo '/* planted */' > "$tmp/src/shell/stray.c"
 
 if out=$(bash "$tmp/scripts/check-layers.sh" "$tmp"); then
   echo "check-layers.sh passed a tree with planted violations"; exit 1
@@ -24,7 +28,11 @@ echo "$out"
 for want in 'src/core/mutate.c:[0-9]*: core includes wh/server.h of shell' \
             'include/util/wh/buf.h:[0-9]*: util includes wh/yaml.h of offline' \
             'src/offline/render.c:[0-9]*: includes wh/nosuch.h, which no layer holds' \
-            'include/shell/wh/metrics.h:[0-9]*: the leaf module metrics includes wh/admit.h' \
+            'include/shell/sys/wh/metrics.h:[0-9]*: shell/sys includes wh/admit.h of shell/admit' \
+            'src/shell/admit/claims.c:[0-9]*: includes "htab.h", which is not beside it' \
+            'src/shell/admit/ledger.c:[0-9]*: includes "../kube/htab.h", a private header of another room' \
+            'src/shell/misc: not a layer' \
+            'src/shell/stray.c: a source outside every room' \
             'include/wh/stray.h: a header outside every layer' \
             'src/misc: not a layer'; do
   grep -q "$want" <<<"$out" || { echo "not reported: $want"; exit 1; }

@@ -5,7 +5,7 @@ Usage: big_answer.py BINARY FIXTURES_DIR
 
 The answer to a 256-host TPU7x review is about 350 KB: many TLS records,
 which the server writes in bursts while the socket takes them
-(src/shell/mhderr.c, send_burst). Clients with a 4 KiB receive buffer
+(src/shell/http/mhd/mhderr.c, send_burst). Clients with a 4 KiB receive buffer
 pipeline sixteen requests (5.6 MB of answers, more than the 4 MiB a Linux
 socket buffers at most by default), wait, then read a few KB at a time: the
 server's socket fills and its bursts stop half-way (GnuTLS keeps the record

@@ -11,7 +11,7 @@ answer /healthz; every answer must be a well-formed HTTP/1.1 response (one
 status line, one Content-Length, exactly that many body bytes), and every
 error a Kubernetes Status JSON body, including the errors libmicrohttpd
 0.9.75 answers itself before the webhook sees the request (MHD_OWN;
-docs/deploy.md, "Hostile HTTP": src/shell/mhderr.c rewrites them, and the
+docs/deploy.md, "Hostile HTTP": src/shell/http/mhd/mhderr.c rewrites them, and the
 header block it doubles goes out once), each followed by a closed
 connection. RSS must stay bounded (not
 checked under AddressSanitizer, whose quarantine keeps freed memory).
@@ -217,7 +217,7 @@ for name, data, want in [
 
 # Answered by libmicrohttpd itself before the webhook sees the request, with
 # an HTML body (and for a bad Content-Length its header block twice) that
-# src/shell/mhderr.c replaces: one Status answer, then the connection closed.
+# src/shell/http/mhd/mhderr.c replaces: one Status answer, then the connection closed.
 MHD_OWN = {
     "malformed Content-Length": (POST + b"Content-Length: abc\r\n\r\n", 400),
     "negative Content-Length": (POST + b"Content-Length: -1\r\n\r\n", 400),
@@ -231,7 +231,7 @@ MHD_OWN = {
     "40 KB header": (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 40000 + b"\r\n\r\n", 431),
 }
 # A raw NUL byte would cut libmicrohttpd's C strings (the request answered as
-# the part before it); src/shell/mhderr.c sees it as it is read and answers
+# the part before it); src/shell/http/mhd/mhderr.c sees it as it is read and answers
 # 400, then the connection is closed (docs/deploy.md).
 MHD_OWN.update({
     "raw NUL in path": (b"GET /healthz\x00x HTTP/1.1\r\nHost: x\r\n\r\n", 400),

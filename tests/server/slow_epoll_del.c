@@ -3,7 +3,7 @@
  * Holds the process's main thread for 100 ms before each EPOLL_CTL_DEL, so
  * that a library removing a descriptor from an epoll set while a worker
  * thread may remove it too (libmicrohttpd 0.9.75's MHD_quiesce_daemon under
- * epoll, see wh_server_start in src/shell/server.c) loses that race every
+ * epoll, see wh_server_start in src/shell/http/server.c) loses that race every
  * time instead of once in a while under load. Other calls pass through. */
 #include <dlfcn.h>       /* dlsym, RTLD_NEXT */
 #include <sys/epoll.h>   /* epoll_ctl */

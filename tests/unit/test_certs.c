@@ -18,7 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "../testutil.h"
-#include "wh/certs.h"
+#include "certs.h"
 #include "wh/tls.h"
 
 static X509 *parse(const struct wh_buf *b)

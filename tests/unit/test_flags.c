@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "wh/flags.h"
+#include "flags.h"
 
 struct vals {
     const char *bind, *cert;

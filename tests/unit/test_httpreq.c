@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "wh/httpreq.h"
+#include "httpreq.h"
 
 /* The framing verdict of header lines given as "Name", "value" pairs. */
 static const char *framing(const char *const *lines, size_t n)

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "../testutil.h"
-#include "wh/ledger.h"
+#include "ledger.h"
 
 static atomic_long fake_now;
 static long fake_clock(void)

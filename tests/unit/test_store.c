@@ -14,8 +14,8 @@
 #include <cjson/cJSON.h>
 
 #include "../testutil.h"
-#include "wh/htab.h"
-#include "wh/store.h"
+#include "htab.h"
+#include "store.h"
 
 /* A KubeRay worker pod of ns/cluster/group with one TPU container. */
 static cJSON *pod(const char *name, const char *cluster, const char *group, const char *replica,

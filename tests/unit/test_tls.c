@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../testutil.h"
-#include "wh/certs.h"
+#include "certs.h"
 #include "wh/tls.h"
 
 struct pem {

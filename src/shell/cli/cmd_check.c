@@ -1,0 +1,260 @@
+/* cmd_check.c: `tpu-webhook check [--output table|json] PATH...`.
+ *
+ * For CI: validates every RayCluster / RayJob / RayService (and TPU Job /
+ * JobSet / LeaderWorkerSet) found in the given files and directories (recursing into *.yaml, *.yml, *.json) with
+ * the webhook's own validation, prints one row per TPU worker group, and
+ * exits non-zero when anything would be rejected. */
+#include <dirent.h>   /* opendir, readdir */
+#include <errno.h>    /* errno */
+#include <stdio.h>    /* fprintf */
+#include <stdlib.h>   /* free, qsort */
+#include <string.h>   /* strcmp, strerror */
+#include <sys/stat.h> /* stat, lstat */
+
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/check.h"    /* wh_check_* */
+#include "wh/commands.h" /* wh_cmd_check */
+#include "wh/fileio.h"   /* wh_read_file */
+#include "flags.h"       /* wh_flags_command_args, wh_flags_check_choice */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/yaml.h"     /* WH_YAML_MAX_BYTES */
+
+#define CHECK_MAX_DEPTH 32 /* directory nesting followed */
+#define CHECK_OUTPUT_MAX ((size_t)64 * 1024 * 1024)
+
+static const char usage_head[] =
+    "usage: tpu-webhook check [--output table|json] PATH...\n"
+    "\n"
+    "Validates every RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
+    "(spec.rayClusterConfig) in the given files and directories (directories\n"
+    "are searched recursively for *.yaml, *.yml and *.json; '-' reads stdin)\n"
+    "exactly as the webhook's RayCluster validation would, and prints one row\n"
+    "per TPU worker group: file, cluster, group, accelerator, topology, chips\n"
+    "per host, hosts the topology needs, numOfHosts, verdict and warnings.\n"
+    "Jobs, JobSets and LeaderWorkerSets whose pods request TPUs get one row\n"
+    "each, judged by the workload validation and mutation (docs/workloads.md).\n"
+    "Other kinds in the files are ignored.\n"
+    "\n"
+    "Exit status: 0 nothing would be rejected; 1 a group would be rejected or a\n"
+    "file could not be read or parsed; 2 a bad option.\n"
+    "\n"
+    "flags:\n";
+
+struct walk {
+    cJSON *rows;
+    struct wh_check_stats st;
+    char errbuf[WH_ERRBUF_LEN];
+    int failed; /* out of memory */
+};
+
+static bool manifest_name(const char *name)
+{
+    size_t n = strlen(name);
+    static const char *const ext[] = {".yaml", ".yml", ".json"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t e = strlen(ext[i]);
+        if (n > e && !strcmp(name + n - e, ext[i]))
+            return true;
+    }
+    return false;
+}
+
+static void check_file(struct walk *w, const char *path)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_buf text;
+    wh_buf_init(&text, WH_YAML_MAX_BYTES);
+    bool is_stdin = !strcmp(path, "-");
+    enum wh_err err = wh_read_file(is_stdin ? NULL : path, &text, errbuf);
+    const char *name = is_stdin ? "stdin" : path;
+    if (err) {
+        w->st.files++;
+        err = wh_check_error_row(w->rows, &w->st, name, 0, errbuf[0] ? errbuf : wh_strerror(err));
+    } else {
+        err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st, w->errbuf);
+    }
+    if (err)
+        w->failed = 1;
+    wh_buf_free(&text);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void walk_path(struct walk *w, const char *path, int depth, bool explicit);
+
+/* Directory entries in name order, so reports are stable. */
+static void walk_dir(struct walk *w, const char *path, int depth)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        char msg[WH_ERRBUF_LEN];
+        snprintf(msg, sizeof(msg), "cannot open directory: %s", strerror(errno));
+        w->st.files++;
+        if (wh_check_error_row(w->rows, &w->st, path, 0, msg))
+            w->failed = 1;
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && !w->failed) {
+        if (e->d_name[0] == '.')
+            continue; /* ., .., and hidden entries (.git) */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **nn = realloc(names, cap * sizeof(*nn));
+            if (!nn) {
+                w->failed = 1;
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            w->failed = 1;
+        else
+            n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof(*names), cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        if (!w->failed) {
+            size_t len = strlen(path) + strlen(names[i]) + 2;
+            char *child = malloc(len);
+            if (child) {
+                snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
+                         names[i]);
+                walk_path(w, child, depth + 1, false);
+                free(child);
+            } else {
+                w->failed = 1;
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void walk_path(struct walk *w, const char *path, int depth, bool explicit)
+{
+    struct stat sb;
+    if (!strcmp(path, "-")) {
+        check_file(w, path);
+        return;
+    }
+    /* Symlinked directories are not followed below the top (no loops). */
+    if ((explicit ? stat(path, &sb) : lstat(path, &sb)) != 0) {
+        if (!explicit && errno == ENOENT)
+            return;
+        char msg[WH_ERRBUF_LEN];
+        snprintf(msg, sizeof(msg), "cannot read: %s", strerror(errno));
+        w->st.files++;
+        if (wh_check_error_row(w->rows, &w->st, path, 0, msg))
+            w->failed = 1;
+        return;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        if (depth < CHECK_MAX_DEPTH) {
+            walk_dir(w, path, depth);
+            return;
+        }
+        char msg[WH_ERRBUF_LEN];
+        snprintf(msg, sizeof(msg),
+                 "directory nested deeper than %d levels: not searched; "
+                 "pass it as an argument of its own",
+                 CHECK_MAX_DEPTH);
+        w->st.files++;
+        if (wh_check_error_row(w->rows, &w->st, path, 0, msg))
+            w->failed = 1;
+        return;
+    }
+    /* Found in a directory: only regular files (a symlink's target too). A
+     * FIFO named x.yaml would block the read forever. */
+    if (S_ISLNK(sb.st_mode) && stat(path, &sb) != 0)
+        return; /* dangling */
+    if (explicit || (manifest_name(path) && S_ISREG(sb.st_mode)))
+        check_file(w, path);
+}
+
+/* The --output json report: the counts, ok, and the rows, which it takes
+ * from w (w->rows is NULL after the call, whatever it returns). */
+static enum wh_err json_report(struct walk *w, struct wh_buf *out)
+{
+    cJSON *report = cJSON_CreateObject();
+    cJSON *rows = w->rows;
+    w->rows = NULL;
+    if (!report || wh_json_set(report, "files", cJSON_CreateNumber((double)w->st.files)) ||
+        wh_json_set(report, "objects", cJSON_CreateNumber((double)w->st.objects)) ||
+        wh_json_set(report, "rejected", cJSON_CreateNumber((double)w->st.rejected)) ||
+        wh_json_set(report, "errors", cJSON_CreateNumber((double)w->st.errors)) ||
+        wh_json_set(report, "ok", cJSON_CreateBool(!w->st.rejected && !w->st.errors))) {
+        cJSON_Delete(report);
+        cJSON_Delete(rows);
+        return WH_ERR_NOMEM;
+    }
+    enum wh_err err = wh_json_set(report, "rows", rows); /* takes rows in every case */
+    char *s = err ? NULL : cJSON_Print(report);
+    if (!err && !s)
+        err = WH_ERR_NOMEM;
+    if (!err)
+        err = wh_buf_add(out, s);
+    if (!err)
+        err = wh_buf_addc(out, '\n');
+    cJSON_free(s);
+    cJSON_Delete(report);
+    return err;
+}
+
+int wh_cmd_check(int argc, char **argv)
+{
+    const char *output = NULL;
+    struct wh_flag flags[] = {
+        {"output", WH_FLAG_STR, &output, 0, 0,
+         "table: aligned table (default); json: a JSON report (-o for short)", false},
+        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+    };
+    struct wh_flags_args paths = {.name = "PATH",
+                                  .min = 1,
+                                  .max = -1,
+                                  .hint = "give the files or directories to check, or '-' "
+                                          "for stdin"};
+    int exit_now = wh_flags_command_args(flags, sizeof(flags) / sizeof(flags[0]), &paths, argc,
+                                         argv, "check", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
+    static const char *const formats[] = {"table", "json"};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
+        fprintf(stderr, "tpu-webhook check: %s\n", errbuf);
+        return 2;
+    }
+    bool json = output && !strcmp(output, "json");
+    struct walk w = {0};
+    struct wh_buf out;
+    wh_buf_init(&out, CHECK_OUTPUT_MAX);
+    int rc = 2;
+    if (!(w.rows = cJSON_CreateArray())) {
+        fprintf(stderr, "tpu-webhook check: out of memory\n");
+        goto out;
+    }
+    for (int i = 0; i < paths.n && !w.failed; i++)
+        walk_path(&w, paths.args[i], 0, true);
+    if (w.failed) {
+        fprintf(stderr, "tpu-webhook check: %s\n", w.errbuf[0] ? w.errbuf : "out of memory");
+        goto out;
+    }
+    enum wh_err err = json ? json_report(&w, &out) : wh_check_table(w.rows, &w.st, &out);
+    if (err) {
+        fprintf(stderr, "tpu-webhook check: %s\n", wh_strerror(err));
+        goto out;
+    }
+    fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
+    rc = fflush(stdout) ? 2 : (w.st.rejected || w.st.errors) ? 1 : 0;
+out:
+    cJSON_Delete(w.rows);
+    wh_buf_free(&out);
+    return rc;
+}

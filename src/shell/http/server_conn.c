@@ -1,0 +1,119 @@
+/* server_conn.c: open connections and their deadlines (see server_conn.h). */
+#include "server_conn.h"
+
+#include <netdb.h>      /* getnameinfo */
+#include <netinet/in.h> /* sockaddr_in6 */
+#include <pthread.h>    /* pthread_mutex_lock */
+#include <stdatomic.h>  /* atomic_* */
+#include <stdlib.h>     /* calloc, free */
+#include <string.h>     /* memcpy */
+#include <sys/socket.h> /* shutdown */
+
+#include <microhttpd.h>
+
+#include "wh/clock.h"   /* wh_clock_ms */
+#include "wh/log.h"     /* wh_log */
+#include "wh/metrics.h" /* wh_metrics_timeout */
+#include "wh/reqmem.h"  /* wh_reqmem_trim_idle */
+
+void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    out[0] = '\0';
+    if (!ci || !ci->client_addr)
+        return;
+    socklen_t sl = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                          : sizeof(struct sockaddr_in);
+    if (getnameinfo(ci->client_addr, sl, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
+        out[0] = '\0';
+}
+
+struct conn *wh_srv_conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (struct conn *)ci->socket_context : NULL;
+}
+
+void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct wh_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn *cn = calloc(1, sizeof(*cn));
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!cn || !ci) {
+            free(cn); /* without a record the connection only has MHD's idle timeout */
+            *socket_context = NULL;
+            return;
+        }
+        cn->fd = ci->connect_fd;
+        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.header_timeout_ms);
+        wh_srv_client_of(c, cn->client, sizeof(cn->client));
+        pthread_mutex_lock(&s->lock);
+        cn->next = s->conns;
+        if (s->conns)
+            s->conns->prev = cn;
+        s->conns = cn;
+        pthread_mutex_unlock(&s->lock);
+        atomic_fetch_add(&s->n_conns, 1);
+        *socket_context = cn;
+        return;
+    }
+    struct conn *cn = *socket_context;
+    if (!cn)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (cn->prev)
+        cn->prev->next = cn->next;
+    else
+        s->conns = cn->next;
+    if (cn->next)
+        cn->next->prev = cn->prev;
+    pthread_mutex_unlock(&s->lock);
+    atomic_fetch_sub(&s->n_conns, 1);
+    *socket_context = NULL;
+    free(cn);
+}
+
+/* Connections cut per tick that get a log line of their own. */
+#define TICK_LOG_MAX 16
+
+/* After this long without an admission, pooled arenas give their kept
+ * chunks back (the memory of a burst returns to the system). */
+#define ARENA_IDLE_MS 1000
+
+void wh_server_tick(struct wh_server *s)
+{
+    wh_reqmem_trim_idle(s->rm, ARENA_IDLE_MS);
+    long long now = wh_clock_ms();
+    char clients[TICK_LOG_MAX][ADDR_LEN];
+    size_t n_cut = 0;
+    pthread_mutex_lock(&s->lock);
+    for (struct conn *cn = s->conns; cn; cn = cn->next) {
+        if (cn->cut || atomic_load(&cn->deadline_ms) > now)
+            continue;
+        /* The MHD thread sees end-of-stream and closes the connection itself;
+         * the fd is not closed here, so it cannot be reused under MHD. */
+        shutdown(cn->fd, SHUT_RDWR);
+        cn->cut = true;
+        if (n_cut < TICK_LOG_MAX)
+            memcpy(clients[n_cut], cn->client, ADDR_LEN);
+        n_cut++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    /* Logged outside the lock: MHD threads take it for every connection
+     * opened or closed, and a write to a slow stderr must not stall them. */
+    for (size_t i = 0; i < n_cut; i++) {
+        wh_metrics_timeout(s->m);
+        if (i < TICK_LOG_MAX)
+            wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
+                   WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
+    }
+    if (n_cut > TICK_LOG_MAX)
+        wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,
+               (long long)(n_cut - TICK_LOG_MAX), "reason", WH_F_STR,
+               "request not received in time (slow or stalled clients)", (char *)NULL);
+}

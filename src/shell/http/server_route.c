@@ -1,0 +1,296 @@
+/* server_route.c: request handling and routes (see server_route.h). */
+#include "server_route.h"
+
+#include <errno.h>      /* errno */
+#include <stdatomic.h>  /* atomic_* */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* calloc, free, strtoull */
+#include <string.h>     /* strcmp, memset */
+#include <sys/socket.h> /* shutdown */
+
+#include <microhttpd.h>
+
+#include "wh/admit.h"      /* wh_admit_ready, wh_admit_stats */
+#include "wh/buf.h"        /* wh_buf */
+#include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
+#include "httpreq.h"       /* wh_http_framing, wh_http_target_problem */
+#include "wh/log.h"        /* wh_log */
+#include "wh/metrics.h"    /* wh_metrics_render, wh_metrics_begin, wh_metrics_end */
+#include "wh/reqmem.h"     /* wh_reqmem_get, wh_reqmem_put, wh_arena */
+#include "server_admit.h"  /* wh_srv_admit */
+#include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error, wh_srv_reply_text */
+#include "server_conn.h"   /* wh_srv_conn_of */
+#include "mhd/tlsrec.h"    /* wh_tlsrec_flush */
+
+#define ROOT_BODY "kuberay-tpu-webhook"
+#define BUSY_MESSAGE "the webhook holds too many request bodies at once; retry"
+
+static bool is_get(const char *method)
+{
+    return !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+}
+
+static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
+{
+    char why[256] = "";
+    struct wh_mlive live;
+    switch (rq->path) {
+    case WH_MPATH_ROOT: return wh_srv_reply_text(s, c, rq, 200, ROOT_BODY);
+    case WH_MPATH_HEALTHZ: return wh_srv_reply_text(s, c, rq, 200, "ok\n");
+    case WH_MPATH_READYZ:
+        if (atomic_load(&s->unready))
+            return wh_srv_reply_text(s, c, rq, 503, "shutting down\n");
+        if (!wh_admit_ready(s->ad, why, sizeof(why))) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "not ready: %s\n", why);
+            return wh_srv_reply_text(s, c, rq, 503, msg);
+        }
+        return wh_srv_reply_text(s, c, rq, 200, "ok\n");
+    default: break;
+    }
+    struct wh_mgauges st;
+    memset(&st, 0, sizeof(st));
+    wh_admit_stats(s->ad, &st);
+    struct wh_buf b;
+    wh_buf_init(&b, 1 << 20);
+    enum MHD_Result ret;
+    live.ready = !atomic_load(&s->unready) && wh_admit_ready(s->ad, NULL, 0);
+    live.connections = atomic_load(&s->n_conns);
+    if (wh_metrics_render(s->m, &st, &live, &b))
+        ret = wh_srv_reply_error(s, c, rq, 500, "metrics do not fit in 1 MiB", NULL);
+    else
+        ret = wh_srv_reply(s, c, rq, 200, "text/plain; version=0.0.4; charset=utf-8",
+                           wh_buf_ptr(&b), wh_buf_len(&b), NULL);
+    wh_buf_free(&b);
+    return ret;
+}
+
+static struct request *request_new(struct wh_server *s, struct MHD_Connection *c, const char *url)
+{
+    struct request *rq = calloc(1, sizeof(*rq));
+    if (!rq)
+        return NULL;
+    rq->path = wh_http_route(url);
+    rq->start_us = wh_clock_us();
+    struct conn *cn = wh_srv_conn_of(c);
+    if (cn)
+        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.request_timeout_ms);
+    atomic_fetch_add(&s->active, 1);
+    atomic_fetch_add(&s->accepted, 1);
+    wh_metrics_begin(s->m);
+    return rq;
+}
+
+/* ---- hostile HTTP: what libmicrohttpd would let through (httpreq.h) ----- */
+
+/* MHD's URI log callback sees the request target before it is unescaped
+ * (the handler only gets the path cut at its first NUL). The verdict waits
+ * on the connection for the handler's first call; NULL keeps MHD's
+ * per-request pointer ours to allocate. */
+void *wh_srv_on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    struct conn *cn = wh_srv_conn_of(c);
+    if (cn)
+        cn->target_problem = wh_http_target_problem(uri, strlen(uri));
+    return NULL;
+}
+
+static enum MHD_Result add_framing_line(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    wh_http_framing_add(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+    return MHD_YES;
+}
+
+/* Why the request cannot be served safely, or NULL. Such a request is
+ * answered 400 and its connection closed: where its body ends (and the
+ * next request starts) is not known. */
+static const char *hostile_request(struct MHD_Connection *c)
+{
+    struct conn *cn = wh_srv_conn_of(c);
+    if (cn && cn->target_problem)
+        return cn->target_problem;
+    struct wh_http_framing f;
+    wh_http_framing_init(&f);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, add_framing_line, &f);
+    return wh_http_framing_problem(&f);
+}
+
+/* First call for a request: answer what needs no body, vet what does. */
+static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                                  const char *method)
+{
+    bool admission = rq->path <= WH_MPATH_VALIDATE_WORKLOAD; /* the admission paths come first */
+    const char *hostile = hostile_request(c);
+    if (hostile) {
+        rq->close = true;
+        return wh_srv_reply_error(s, c, rq, 400, hostile, NULL);
+    }
+    if (rq->path == WH_MPATH_OTHER)
+        return wh_srv_reply_error(s, c, rq, 404,
+                                  "no such path; the webhook serves POST /mutate, /validate, "
+                                  "/mutate-workload and /validate-workload, GET /, /healthz, "
+                                  "/readyz and /metrics",
+                                  NULL);
+    if (admission && strcmp(method, MHD_HTTP_METHOD_POST))
+        return wh_srv_reply_error(s, c, rq, 405, "use POST with an AdmissionReview body", "POST");
+    if (!admission && !is_get(method))
+        return wh_srv_reply_error(s, c, rq, 405, "use GET", "GET, HEAD");
+    if (!admission)
+        return serve_get(s, c, rq); /* probes and metrics take no request memory */
+    rq->arena = wh_reqmem_get(s->rm);
+    if (!rq->arena)
+        return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
+    wh_reqmem_bind(rq->arena); /* wh_srv_on_request restores the binding */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        bool unreadable = errno || end == cl;
+        if (unreadable || n > s->o.max_body) {
+            /* A client waiting for "100 Continue" never sends the body, and a
+             * grossly oversized one is not worth reading: answer now. Any
+             * other client is already sending; closing on it would lose the
+             * answer in a TCP reset, so that body is discarded as it comes
+             * (never stored) and the 413 follows. */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                             MHD_HTTP_HEADER_EXPECT);
+            if ((expect && strcasestr(expect, "100-continue")) || unreadable ||
+                n > 2 * (unsigned long long)s->o.max_body) {
+                char msg[160];
+                snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit",
+                         cl, s->o.max_body);
+                return wh_srv_reply_error(s, c, rq, 413, msg, NULL);
+            }
+            rq->too_big = true;
+        } else if (n) {
+            /* The whole body in one block, allocated once. */
+            rq->body = wh_arena_alloc(rq->arena, (size_t)n + 1);
+            rq->body_cap = rq->body ? (size_t)n + 1 : 0;
+            rq->busy = !rq->body;
+        }
+    }
+    return MHD_YES;
+}
+
+/* Append n body bytes: into the block sized from Content-Length, or (no
+ * Content-Length) a block that doubles, in place while it is the arena's
+ * newest. false when the body is over max_body or the memory refuses. */
+static bool add_body(struct wh_server *s, struct request *rq, const char *p, size_t n)
+{
+    if (n > s->o.max_body - rq->body_len) {
+        rq->too_big = true;
+        return false;
+    }
+    if (rq->body_len + n + 1 > rq->body_cap) {
+        size_t cap = rq->body_cap ? rq->body_cap : 4096;
+        while (cap < rq->body_len + n + 1)
+            cap *= 2;
+        if (cap > s->o.max_body + 1)
+            cap = s->o.max_body + 1;
+        char *b = wh_arena_realloc(rq->arena, rq->body, cap);
+        if (!b) {
+            rq->busy = true;
+            return false;
+        }
+        rq->body = b;
+        rq->body_cap = cap;
+    }
+    memcpy(rq->body + rq->body_len, p, n);
+    rq->body_len += n;
+    rq->body[rq->body_len] = '\0';
+    return true;
+}
+
+static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                              const char *method, const char *upload, size_t *upload_size,
+                              bool first)
+{
+    if (first)
+        return first_call(s, c, rq, method);
+    if (rq->status) { /* answered already; drop whatever still arrives */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        /* A body that outgrows the limit: MHD cannot answer mid-upload, so
+         * the rest is discarded (never stored) up to twice the limit, then
+         * the connection is closed without an answer. */
+        if (rq->too_big || rq->busy || !add_body(s, rq, upload, *upload_size))
+            rq->discarded += *upload_size;
+        *upload_size = 0;
+        return rq->discarded > 2 * s->o.max_body ? MHD_NO : MHD_YES;
+    }
+    if (rq->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
+        return wh_srv_reply_error(s, c, rq, 413, msg, NULL);
+    }
+    if (rq->busy)
+        return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
+    return wh_srv_admit(s, c, rq);
+}
+
+enum MHD_Result wh_srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct wh_server *s = cls;
+    struct request *rq = *con_cls;
+    bool first = !rq;
+    if (first) {
+        rq = request_new(s, c, url);
+        if (!rq)
+            return MHD_NO;
+        *con_cls = rq;
+    }
+    /* The thread serves other connections between calls: bind per call. */
+    struct wh_arena *before = wh_reqmem_bind(rq->arena);
+    enum MHD_Result ret = handle(s, c, rq, method, upload, upload_size, first);
+    wh_reqmem_bind(before);
+    return ret;
+}
+
+/* How long wh_srv_on_completed waits for a client to take a corked answer:
+ * the queue was empty when it was corked, so only a client that stopped reading
+ * (or a dead peer) waits at all. */
+#define FLUSH_TIMEOUT_MS 1000
+
+void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct wh_server *s = cls;
+    struct request *rq = *con_cls;
+    if (!rq)
+        return;
+    *con_cls = NULL;
+    bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->status;
+    /* Counted before a corked answer leaves: a client that reads the answer
+     * and then asks /metrics finds it counted. */
+    wh_metrics_end(s->m, rq->path, ok ? (int)rq->status : 0, wh_clock_us() - rq->start_us);
+    atomic_fetch_add(ok ? &s->answered : &s->aborted, 1);
+    /* Flushed whatever the outcome: an answer queued before the request
+     * ended early (a refused body, then the connection closes) must still
+     * leave. */
+    if (rq->corked && !wh_tlsrec_flush(rq->corked, rq->corked_fd, FLUSH_TIMEOUT_MS)) {
+        /* The client took nothing for that long: the answer is lost, and
+         * the connection with it (MHD sees the shutdown on its next read). */
+        shutdown(rq->corked_fd, SHUT_RDWR);
+        wh_log(WH_LOG_WARN, "answer_unsent", "path", WH_F_STR, wh_metrics_path_label(rq->path),
+               "reason", WH_F_STR, "the client did not take the answer in time", (char *)NULL);
+    }
+    struct conn *cn = wh_srv_conn_of(c);
+    if (cn)
+        atomic_store(&cn->deadline_ms,
+                     wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+    /* The review and the result are blocks of the arena (the hooks that
+     * wh_server_start installed put everything allocated while it is bound
+     * there): the reset releases them without walking the tree. */
+    wh_reqmem_put(s->rm, rq->arena);
+    free(rq);
+    atomic_fetch_sub(&s->active, 1);
+}
