@@ -22,6 +22,7 @@
 
 #include "wh/memtune.h" /* wh_memtune_server */
 #include "wh/admit.h"
+#include "wh/commands.h" /* wh_serve_admit, the pipeline serve wires */
 #include "certs.h"
 #include "wh/log.h"
 #include "wh/metrics.h"
@@ -183,7 +184,8 @@ int main(int argc, char **argv)
                              .key_len = wh_buf_len(&key)};
     struct wh_tls *tls = wh_tls_new(&to, errbuf);
     struct wh_admit_opts ao = {.standalone = true};
-    struct wh_admit *ad = tls ? wh_admit_new(&ao, errbuf) : NULL;
+    struct wh_pipeline pl;
+    bool ad = tls && wh_serve_admit.start(&ao, &pl, errbuf);
     struct wh_metrics *m = wh_metrics_new();
     struct wh_server_opts so = {.bind = "127.0.0.1:0",
                                 .threads = threads,
@@ -192,7 +194,7 @@ int main(int argc, char **argv)
                                 .header_timeout_ms = 10000,
                                 .request_timeout_ms = 30000,
                                 .max_body = WH_SERVER_MAX_BODY_DEFAULT};
-    struct wh_server *srv = ad && m ? wh_server_start(&so, ad, m, errbuf) : NULL;
+    struct wh_server *srv = ad && m ? wh_server_start(&so, &pl, m, errbuf) : NULL;
     if (!srv) {
         fprintf(stderr, "server: %s\n", errbuf);
         return 1;
@@ -206,7 +208,7 @@ int main(int argc, char **argv)
     bench_route("/mutate", url_m, pod_review, ca_path, seconds, n_clients);
     wh_server_drain(srv, 0, 5000);
     wh_server_free(srv);
-    wh_admit_free(ad);
+    wh_serve_admit.stop(&pl);
     wh_tls_free(tls);
     wh_metrics_free(m);
     curl_global_cleanup();

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # check-layers.sh [ROOT]: the layer rule of README.md ("Architecture") over
 # the sources and headers. The layers, lowest first: util, core, offline, then
-# the shell's rooms sys, kube, admit, http, cli. A file of layer L (src/L/**.c
-# and .h, include/L/wh/*.h, L being e.g. util or shell/kube; src/main.c is the
-# top) may include "wh/x.h" only when x.h lives in L or a layer below it, and
+# the shell's rooms: sys, kube on sys, admit on kube, http on sys alone (it
+# knows the pipeline only through wh/server.h's struct wh_pipeline), cli on
+# all. A file of layer L (src/L/**.c and .h, include/L/wh/*.h, L being e.g.
+# util or shell/kube; src/main.c is the top) may include "wh/x.h" only when
+# x.h lives in L or a layer L uses (the table below), and
 # a private header ("x.h", "mhd/x.h": no wh/) only when it sits in L's own
 # source folder. Also refused: a header outside a layer (include/wh/,
 # include/shell/wh/), a source folder that is no layer or room, a source file
@@ -15,7 +17,22 @@ set -euo pipefail
 root=${1:-$(dirname "$0")/..}
 cd "$root"
 layers=(util core offline shell/sys shell/kube shell/admit shell/http shell/cli)
-rank() { local i; for i in "${!layers[@]}"; do [[ ${layers[$i]} == "$1" ]] && { echo "$i"; return; }; done; echo -1; }
+# What each layer uses, besides itself (the same as the libraries it links in
+# CMakeLists.txt). No layer uses one listed after it, so there is no circle.
+declare -A uses=(
+  [util]=''
+  [core]='util'
+  [offline]='util core'
+  [shell/sys]='util core offline'
+  [shell/kube]='util core offline shell/sys'
+  [shell/admit]='util core offline shell/sys shell/kube'
+  [shell/http]='util core offline shell/sys'
+  [shell/cli]='util core offline shell/sys shell/kube shell/admit shell/http'
+)
+declare -A rank_of # a lookup, not a subshell per include: the check runs on a loaded machine
+for i in "${!layers[@]}"; do rank_of[${layers[$i]}]=$i; done
+rank() { echo "${rank_of[$1]:--1}"; }
+may_use() { [[ $1 == "$2" || " ${uses[$1]} " == *" $2 "* ]]; } # layer, layer of a header
 
 bad=0
 fail() { echo "check-layers: $*"; bad=1; }
@@ -44,13 +61,15 @@ done
 
 check_file() { # file layer
   local f=$1 l=$2 mine n lno inc dir
-  mine=$(rank "$l")
+  mine=${rank_of[$l]}
   while IFS=: read -r lno inc; do
     n=${inc#*wh/}; n=${n%%\"*}
     if [[ -z ${home[$n]:-} ]]; then
       fail "$f:$lno: includes wh/$n, which no layer holds"
-    elif [[ $(rank "${home[$n]}") -gt $mine ]]; then
+    elif [[ ${rank_of[${home[$n]}]} -gt $mine ]]; then
       fail "$f:$lno: $l includes wh/$n of ${home[$n]}, a layer above it"
+    elif ! may_use "$l" "${home[$n]}"; then
+      fail "$f:$lno: $l includes wh/$n of ${home[$n]}, a layer it does not use (it uses: ${uses[$l]})"
     fi
   done < <(grep -no '^[[:space:]]*#[[:space:]]*include[[:space:]]*"wh/[^"]*"' "$f" || true)
   dir=$(dirname "$f")

@@ -13,6 +13,8 @@ echo '#include "wh/server.h" /* planted */' >> "$tmp/src/core/mutate.c"
 echo '#include "wh/yaml.h" /* planted */' >> "$tmp/include/util/wh/buf.h"
 echo '#include "wh/nosuch.h" /* planted */' >> "$tmp/src/offline/render.c"
 echo '#include "wh/admit.h" /* planted */' >> "$tmp/include/shell/sys/wh/metrics.h"
+echo '#include "wh/admit.h" /* planted */' >> "$tmp/src/shell/http/server.c"
+echo '#include "wh/cache.h" /* planted */' >> "$tmp/include/shell/http/wh/server.h"
 echo '#include "htab.h" /* planted */' >> "$tmp/src/shell/admit/claims.c"
 echo '#include "../kube/htab.h" /* planted */' >> "$tmp/src/shell/admit/ledger.c"
 mkdir -p "$tmp/include/wh" "$tmp/src/misc" "$tmp/src/shell/misc"
@@ -29,6 +31,8 @@ for want in 'src/core/mutate.c:[0-9]*: core includes wh/server.h of shell' \
             'include/util/wh/buf.h:[0-9]*: util includes wh/yaml.h of offline' \
             'src/offline/render.c:[0-9]*: includes wh/nosuch.h, which no layer holds' \
             'include/shell/sys/wh/metrics.h:[0-9]*: shell/sys includes wh/admit.h of shell/admit' \
+            'src/shell/http/server.c:[0-9]*: shell/http includes wh/admit.h of shell/admit, a layer it does not use' \
+            'include/shell/http/wh/server.h:[0-9]*: shell/http includes wh/cache.h of shell/kube, a layer it does not use' \
             'src/shell/admit/claims.c:[0-9]*: includes "htab.h", which is not beside it' \
             'src/shell/admit/ledger.c:[0-9]*: includes "../kube/htab.h", a private header of another room' \
             'src/shell/misc: not a layer' \

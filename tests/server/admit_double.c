@@ -1,6 +1,8 @@
-/* admit_double.c: a test double of the admission pipeline (admit.h), linked
- * only into wh-serve-double, never into the product. It answers like the
- * real pipeline's contract says (the engine's own parser reads the review):
+/* admit_double.c: a test double of the admission pipeline, linked only into
+ * wh-serve-double, never into the product, and handed to the server through
+ * its interface (struct wh_pipeline, wh/server.h; wh_cmd_serve_with in
+ * wh/commands.h): the real pipeline (wh/admit.h) is linked too, unused. It
+ * answers like the real pipeline's contract says (the engine's own parser reads the review):
  * WH_ERR_KIND for the wrong kind on a
  * route, otherwise an AdmissionReview response (allowed, except a
  * RayCluster named "deny-me"). WH_TEST_ADMIT_DELAY_MS makes every review
@@ -11,34 +13,46 @@
 #include <string.h>    /* strcmp */
 #include <time.h>      /* nanosleep */
 
-#include "wh/admit.h"
+#include "admit_double.h"
 #include "wh/buf.h"
 #include "wh/json.h"
 #include "wh/mem.h"
 
-struct wh_admit {
+struct double_admit {
     long delay_ms;
     atomic_llong reviews;
 };
 
-struct wh_admit *wh_admit_new(const struct wh_admit_opts *opts, char *errbuf)
+static enum wh_err double_decide(void *ctx, const struct wh_review *rv, enum wh_route route,
+                                 struct wh_engine_result *res, char *errbuf);
+static bool double_ready(void *ctx, char *why, size_t why_len);
+static void double_stats(void *ctx, struct wh_mgauges *st);
+
+static bool double_start(const struct wh_admit_opts *opts, struct wh_pipeline *pl, char *errbuf)
 {
     (void)opts;
-    struct wh_admit *ad = calloc(1, sizeof(*ad));
+    struct double_admit *ad = calloc(1, sizeof(*ad));
+    *pl = (struct wh_pipeline){.ctx = ad,
+                               .decide = double_decide,
+                               .ready = double_ready,
+                               .stats = double_stats};
     if (!ad) {
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        return NULL;
+        return false;
     }
     const char *d = getenv("WH_TEST_ADMIT_DELAY_MS");
     if (d && !wh_parse_long(d, &ad->delay_ms))
         ad->delay_ms = 0;
-    return ad;
+    return true;
 }
 
-void wh_admit_free(struct wh_admit *ad)
+static void double_stop(struct wh_pipeline *pl)
 {
-    free(ad);
+    free(pl->ctx);
+    pl->ctx = NULL;
 }
+
+const struct wh_serve_pipeline wh_test_admit_double = {.start = double_start, .stop = double_stop};
 
 static enum wh_err answer(const struct wh_review_info *in, bool allowed,
                           struct wh_engine_result *res, char *errbuf)
@@ -61,9 +75,10 @@ static enum wh_err answer(const struct wh_review_info *in, bool allowed,
     return WH_OK;
 }
 
-enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route,
-                            struct wh_engine_result *res, char *errbuf)
+static enum wh_err double_decide(void *ctx, const struct wh_review *rv, enum wh_route route,
+                                 struct wh_engine_result *res, char *errbuf)
 {
+    struct double_admit *ad = ctx;
     memset(res, 0, sizeof(*res));
     if (ad->delay_ms > 0) {
         struct timespec ts = {ad->delay_ms / 1000, (ad->delay_ms % 1000) * 1000000L};
@@ -88,15 +103,17 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enu
     return answer(in, strcmp(in->name, "deny-me") != 0, res, errbuf);
 }
 
-bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
+static bool double_ready(void *ctx, char *why, size_t why_len)
 {
-    (void)ad;
-    snprintf(why, why_len, "ready");
+    (void)ctx;
+    if (why)
+        snprintf(why, why_len, "ready");
     return true;
 }
 
-void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st)
+static void double_stats(void *ctx, struct wh_mgauges *st)
 {
+    struct double_admit *ad = ctx;
     memset(st, 0, sizeof(*st));
     st->synced = st->pods_synced = st->nodes_synced = st->pods_trusted = true;
     st->reservations = (size_t)atomic_load(&ad->reviews);

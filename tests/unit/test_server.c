@@ -57,6 +57,52 @@ static void test_bind(void **st)
     assert_int_equal(wh_server_parse_bind(NULL, &ss, &len, errbuf), WH_ERR_INVALID);
 }
 
+/* A pipeline the server must never call: these tests end before a request. */
+static enum wh_err stub_decide(void *ctx, const struct wh_review *rv, enum wh_route route,
+                               struct wh_engine_result *res, char *errbuf)
+{
+    (void)ctx, (void)rv, (void)route, (void)res, (void)errbuf;
+    fail_msg("decide called");
+    return WH_ERR_INTERNAL;
+}
+static bool stub_ready(void *ctx, char *why, size_t why_len)
+{
+    (void)ctx, (void)why, (void)why_len;
+    fail_msg("ready called");
+    return false;
+}
+static void stub_stats(void *ctx, struct wh_mgauges *gs)
+{
+    (void)ctx, (void)gs;
+    fail_msg("stats called");
+}
+static const struct wh_pipeline pl = {.decide = stub_decide,
+                                      .ready = stub_ready,
+                                      .stats = stub_stats};
+
+/* A server without a whole pipeline is refused before it binds anything. */
+static void test_start_needs_a_pipeline(void **st)
+{
+    (void)st;
+    struct wh_server_opts o = {.bind = "127.0.0.1:0",
+                               .threads = 1,
+                               .max_connections = 8,
+                               .idle_timeout_ms = 1000,
+                               .header_timeout_ms = 1000,
+                               .request_timeout_ms = 1000,
+                               .max_body = 1024};
+    struct wh_metrics *m = wh_metrics_new();
+    struct wh_pipeline half = pl;
+    half.stats = NULL;
+    const struct wh_pipeline *bad[] = {NULL, &half};
+    for (size_t i = 0; i < 2; i++) {
+        char errbuf[WH_ERRBUF_LEN] = "";
+        assert_null(wh_server_start(&o, bad[i], m, errbuf));
+        assert_non_null(strstr(errbuf, "admission pipeline"));
+    }
+    wh_metrics_free(m);
+}
+
 /* Every close(2) in the process, libmicrohttpd's included, goes through
  * here while a test watches one descriptor: a second close of it would, in
  * a threaded server, close whatever another thread opened in between. */
@@ -94,7 +140,7 @@ static void test_start_failure_closes_listener_once(void **st)
                                .max_body = 1024};
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_metrics *m = wh_metrics_new();
-    struct wh_server *s = wh_server_start(&o, NULL, m, errbuf);
+    struct wh_server *s = wh_server_start(&o, &pl, m, errbuf);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
     watched_fd = -1;
     wh_server_free(s);
@@ -109,6 +155,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bind),
+        cmocka_unit_test(test_start_needs_a_pipeline),
         cmocka_unit_test(test_start_failure_closes_listener_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,12 +22,12 @@
 #include <time.h>    /* clock_gettime */
 #include <unistd.h>  /* sysconf */
 
-#include "wh/admit.h"    /* wh_admit_new */
+#include "wh/admit.h"    /* wh_admit_new, wh_admit_decide, wh_admit_ready, wh_admit_stats */
 #include "wh/memtune.h"  /* wh_memtune_server */
 #include "wh/reqmem.h"   /* wh_reqmem_install */
 #include "wh/b64.h"      /* wh_b64_decode */
 #include "wh/claims.h"   /* WH_CLAIMS_MIN_LIFETIME_S */
-#include "wh/commands.h" /* wh_cmd_serve */
+#include "wh/commands.h" /* wh_cmd_serve, struct wh_serve_pipeline */
 #include "flags.h"       /* wh_flags_command */
 #include "wh/log.h"      /* wh_log */
 #include "wh/metrics.h"  /* wh_metrics_new */
@@ -270,12 +270,50 @@ static void shut_down(struct wh_server *srv, const struct wh_metrics *m, const s
            WH_F_INT, counts.aborted, (char *)NULL);
 }
 
-static int serve(const struct config *c, const struct wh_tls_opts *topts)
+/* The server's view of the legacy-id pipeline (wh/admit.h): the wiring
+ * between the http and admit rooms, which do not know each other. */
+static enum wh_err admit_decide(void *ctx, const struct wh_review *rv, enum wh_route route,
+                                struct wh_engine_result *res, char *errbuf)
+{
+    return wh_admit_decide(ctx, rv, route, res, errbuf);
+}
+
+static bool admit_ready(void *ctx, char *why, size_t why_len)
+{
+    return wh_admit_ready(ctx, why, why_len);
+}
+
+static void admit_stats(void *ctx, struct wh_mgauges *st)
+{
+    wh_admit_stats(ctx, st);
+}
+
+static bool admit_start(const struct wh_admit_opts *o, struct wh_pipeline *pl, char *errbuf)
+{
+    struct wh_admit *ad = wh_admit_new(o, errbuf);
+    *pl = (struct wh_pipeline){.ctx = ad,
+                               .decide = admit_decide,
+                               .ready = admit_ready,
+                               .stats = admit_stats};
+    return ad != NULL;
+}
+
+static void admit_stop(struct wh_pipeline *pl)
+{
+    wh_admit_free(pl->ctx);
+    pl->ctx = NULL;
+}
+
+const struct wh_serve_pipeline wh_serve_admit = {.start = admit_start, .stop = admit_stop};
+
+static int serve(const struct config *c, const struct wh_tls_opts *topts,
+                 const struct wh_serve_pipeline *sp)
 {
     int rc = 1;
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_tls *tls = NULL;
-    struct wh_admit *ad = NULL;
+    struct wh_pipeline pl;
+    bool pl_started = false;
     struct wh_server *srv = NULL;
     struct cert_watch *watch = NULL;
     struct wh_metrics *m = wh_metrics_new();
@@ -307,8 +345,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
                                                 !strcmp(getenv(CLAIMS_OFF_ENV), "1")};
     wh_memtune_server();
     wh_reqmem_install(); /* before the caches start their threads */
-    ad = wh_admit_new(&aopts, errbuf);
-    if (!ad) {
+    pl_started = sp->start(&aopts, &pl, errbuf);
+    if (!pl_started) {
         fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
         goto out;
     }
@@ -322,7 +360,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
                                    .max_body = (size_t)c->max_body,
                                    .max_request_memory = (size_t)c->max_request_memory,
                                    .max_body_memory = (size_t)c->max_body_memory};
-    srv = wh_server_start(&sopts, ad, m, errbuf);
+    srv = wh_server_start(&sopts, &pl, m, errbuf);
     if (!srv) {
         fprintf(stderr, "Failed to start server: %s\n", errbuf);
         goto out;
@@ -340,7 +378,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts)
     rc = 0;
 out:
     wh_server_free(srv);
-    wh_admit_free(ad);
+    if (pl_started)
+        sp->stop(&pl);
     if (cert_watch_stop(watch, WATCH_STOP_MS)) {
         wh_tls_free(tls);
         wh_metrics_free(m);
@@ -365,6 +404,11 @@ static bool claim_lifetime_ok(const struct config *c)
 }
 
 int wh_cmd_serve(int argc, char **argv)
+{
+    return wh_cmd_serve_with(argc, argv, &wh_serve_admit);
+}
+
+int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
 {
     struct config c = {.bind = ":443",
                        .max_body = (long)WH_SERVER_MAX_BODY_DEFAULT,
@@ -437,7 +481,7 @@ int wh_cmd_serve(int argc, char **argv)
     struct wh_tls_opts topts;
     int rc = 1;
     if (!tls_options(&c, flags, n, &topts, &cert, &key))
-        rc = serve(&c, &topts);
+        rc = serve(&c, &topts, sp);
     wh_buf_free(&cert);
     wh_buf_free(&key);
     return rc;

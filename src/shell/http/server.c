@@ -171,9 +171,14 @@ static void install_http_guards(void)
                (char *)NULL);
 }
 
-struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admit *ad,
+struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct wh_pipeline *pl,
                                   struct wh_metrics *m, char *errbuf)
 {
+    if (!pl || !pl->decide || !pl->ready || !pl->stats) {
+        wh_fail(errbuf, WH_ERR_INVALID,
+                "the server needs an admission pipeline (decide, ready, stats)");
+        return NULL;
+    }
     struct sockaddr_storage ss;
     socklen_t sl;
     if (wh_server_parse_bind(o->bind, &ss, &sl, errbuf))
@@ -204,7 +209,7 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, struct wh_admi
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    s->ad = ad;
+    s->pl = *pl;
     s->m = m;
     s->listen_fd = -1;
     pthread_mutex_init(&s->lock, NULL);

@@ -6,7 +6,6 @@
 
 #include <microhttpd.h>
 
-#include "wh/admit.h"      /* wh_admit_decide */
 #include "wh/clock.h"      /* wh_clock_us */
 #include "wh/log.h"        /* wh_log */
 #include "wh/metrics.h"    /* wh_metrics_admission, wh_metrics_path_label */
@@ -115,7 +114,7 @@ enum MHD_Result wh_srv_admit(struct wh_server *s, struct MHD_Connection *c, stru
                                                                    : WH_ROUTE_VALIDATE;
     enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
     if (!err)
-        err = wh_admit_decide(s->ad, rq->rv, route, &rq->res, errbuf);
+        err = s->pl.decide(s->pl.ctx, rq->rv, route, &rq->res, errbuf);
     enum wh_err oom = out_of_memory(s, rq, errbuf);
     if (oom) {
         /* An allocation failed on the way: nothing of it may be used, and

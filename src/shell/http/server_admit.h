@@ -1,6 +1,6 @@
 /* server_admit.h: one admission over HTTP (shell-internal, see
  * server_impl.h): the request's body through the admission pipeline
- * (wh/admit.h), the answer, its metrics and its log lines.
+ * (struct wh_pipeline, wh/server.h), the answer, its metrics and its log lines.
  */
 #ifndef WH_SERVER_ADMIT_H
 #define WH_SERVER_ADMIT_H

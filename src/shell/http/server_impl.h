@@ -71,7 +71,7 @@ struct wh_server {
     atomic_bool refuse_new;
     unsigned port;
     struct wh_server_opts o;
-    struct wh_admit *ad;
+    struct wh_pipeline pl; /* the admission pipeline, wired by the caller */
     struct wh_metrics *m;
     atomic_bool unready; /* /readyz answers 503, answers close their connection */
     atomic_llong active; /* requests between first call and completion */

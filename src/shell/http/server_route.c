@@ -10,7 +10,6 @@
 
 #include <microhttpd.h>
 
-#include "wh/admit.h"      /* wh_admit_ready, wh_admit_stats */
 #include "wh/buf.h"        /* wh_buf */
 #include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
 #include "httpreq.h"       /* wh_http_framing, wh_http_target_problem */
@@ -40,7 +39,7 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     case WH_MPATH_READYZ:
         if (atomic_load(&s->unready))
             return wh_srv_reply_text(s, c, rq, 503, "shutting down\n");
-        if (!wh_admit_ready(s->ad, why, sizeof(why))) {
+        if (!s->pl.ready(s->pl.ctx, why, sizeof(why))) {
             char msg[300];
             snprintf(msg, sizeof(msg), "not ready: %s\n", why);
             return wh_srv_reply_text(s, c, rq, 503, msg);
@@ -50,11 +49,11 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     }
     struct wh_mgauges st;
     memset(&st, 0, sizeof(st));
-    wh_admit_stats(s->ad, &st);
+    s->pl.stats(s->pl.ctx, &st);
     struct wh_buf b;
     wh_buf_init(&b, 1 << 20);
     enum MHD_Result ret;
-    live.ready = !atomic_load(&s->unready) && wh_admit_ready(s->ad, NULL, 0);
+    live.ready = !atomic_load(&s->unready) && s->pl.ready(s->pl.ctx, NULL, 0);
     live.connections = atomic_load(&s->n_conns);
     if (wh_metrics_render(s->m, &st, &live, &b))
         ret = wh_srv_reply_error(s, c, rq, 500, "metrics do not fit in 1 MiB", NULL);

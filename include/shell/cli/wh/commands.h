@@ -6,10 +6,31 @@
 #ifndef WH_COMMANDS_H
 #define WH_COMMANDS_H
 
+#include <stdbool.h> /* bool */
+
+#include "wh/admit.h"  /* struct wh_admit_opts */
+#include "wh/server.h" /* struct wh_pipeline */
+
 /* review: one AdmissionReview in, the response out (src/shell/cmd_review.c). */
 int wh_cmd_review(int argc, char **argv);
-/* serve: the HTTPS admission webhook (src/shell/cmd_serve.c). */
+/* serve: the HTTPS admission webhook (src/shell/cmd_serve.c), over the
+ * legacy-id pipeline (wh_serve_admit). */
 int wh_cmd_serve(int argc, char **argv);
+
+/* How serve makes the admission pipeline the server calls (struct
+ * wh_pipeline, wh/server.h). The product's is wh_serve_admit, the pipeline of
+ * wh/admit.h; wh-serve-double (tests/server) passes a stub.
+ * start: fill *pl from the options serve's flags give; false with the reason
+ *   in errbuf. What it makes is the pipeline's, freed by stop.
+ * stop: free what start made (after the server is freed); only called on a
+ *   pipeline start filled. */
+struct wh_serve_pipeline {
+    bool (*start)(const struct wh_admit_opts *o, struct wh_pipeline *pl, char *errbuf);
+    void (*stop)(struct wh_pipeline *pl);
+};
+extern const struct wh_serve_pipeline wh_serve_admit;
+/* serve over the pipeline sp makes. */
+int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp);
 /* certs: development CA and server certificate (src/shell/cmd_certs.c). */
 int wh_cmd_certs(int argc, char **argv);
 /* render: the worker pods of Ray manifests as the webhook would mutate them

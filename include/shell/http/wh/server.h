@@ -18,8 +18,11 @@
  * request_timeout_ms) is cut off by wh_server_tick(), so byte-by-byte slow
  * clients cannot hold connections.
  *
- * The server borrows the pipeline, the metrics and the TLS material (served
- * through wh_tls_retrieve); they must outlive it.
+ * The server knows the admission pipeline only through struct wh_pipeline
+ * (below): the command that starts it wires the real pipeline in
+ * (src/shell/cli/cmd_serve.c), the server tests a stub. The server borrows
+ * the pipeline, the metrics and the TLS material (served through
+ * wh_tls_retrieve); they must outlive it.
  */
 #ifndef WH_SERVER_H
 #define WH_SERVER_H
@@ -28,9 +31,9 @@
 #include <stddef.h>     /* size_t */
 #include <sys/socket.h> /* struct sockaddr_storage, socklen_t */
 
-#include "wh/admit.h"   /* struct wh_admit */
+#include "wh/engine.h"  /* struct wh_review, struct wh_engine_result, enum wh_route */
 #include "wh/err.h"     /* enum wh_err */
-#include "wh/metrics.h" /* struct wh_metrics */
+#include "wh/metrics.h" /* struct wh_metrics, struct wh_mgauges */
 
 #define WH_SERVER_MAX_BODY_DEFAULT ((size_t)3 * 1024 * 1024)
 
@@ -49,6 +52,24 @@ struct wh_server_opts {
     size_t max_body_memory;    /* all requests at once (raised to max_body + 64 KiB) */
 };
 
+/* The admission pipeline as the server sees it. Every call gets ctx back;
+ * all three are called from many request threads at once (thread-safe) and
+ * none may wait on the network. The server copies the struct; ctx is
+ * borrowed and must outlive the server.
+ * decide: decide a review the server parsed (wh_review_parse) and keeps
+ *   until the answer is sent; the contract of wh_engine_decide(). It runs
+ *   with the request's arena bound (reqmem.h).
+ * ready: ready to serve admissions (/readyz); when false, why says why
+ *   (why may be NULL).
+ * stats: the pipeline's gauges right now (/metrics). */
+struct wh_pipeline {
+    void *ctx;
+    enum wh_err (*decide)(void *ctx, const struct wh_review *rv, enum wh_route route,
+                          struct wh_engine_result *res, char *errbuf);
+    bool (*ready)(void *ctx, char *why, size_t why_len);
+    void (*stats)(void *ctx, struct wh_mgauges *st);
+};
+
 struct wh_server;
 
 /* Parse a Go listen address into a socket address. ":port" is every
@@ -57,8 +78,9 @@ struct wh_server;
 WH_NODISCARD enum wh_err wh_server_parse_bind(const char *bind, struct sockaddr_storage *ss,
                                               socklen_t *len, char *errbuf);
 
-/* Bind, listen and start the threads. NULL with the reason in errbuf. */
-struct wh_server *wh_server_start(const struct wh_server_opts *opts, struct wh_admit *ad,
+/* Bind, listen and start the threads, serving admissions through pl
+ * (every call set). NULL with the reason in errbuf. */
+struct wh_server *wh_server_start(const struct wh_server_opts *opts, const struct wh_pipeline *pl,
                                   struct wh_metrics *m, char *errbuf);
 
 /* The bound port (useful with port 0). */
