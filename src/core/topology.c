@@ -1,9 +1,11 @@
 /* topology.c: topology strings and TPU generations. */
 #include "wh/topology.h"
 
-#include <string.h> /* strncmp, strchr */
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* snprintf, vsnprintf */
+#include <string.h> /* strcmp, strncmp, strchr */
 
-#include "wh/utf8.h" /* wh_utf8_cut */
+#include "wh/utf8.h" /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Parse one decimal part [p, end); false on anything but digits. */
 static bool parse_part(const char *p, const char *end, long *out)
@@ -85,46 +87,140 @@ bool wh_topology_is_subset(const char *child, const char *parent)
     return true;
 }
 
-static const struct {
-    const char *prefix;
-    enum wh_tpu_gen gen;
-} gens[] = {
-    {"tpu-v4-", WH_GEN_V4},   {"tpu-v5-lite-", WH_GEN_V5E}, {"tpu-v5p-", WH_GEN_V5P},
-    {"tpu-v6e-", WH_GEN_V6E}, {"tpu7x", WH_GEN_TPU7X},
+/* docs/workloads.md, "TPU generations", has each value's source. */
+static const char *const labels_v4[] = {"tpu-v4-podslice", NULL};
+static const char *const labels_v5e[] = {"tpu-v5-lite-podslice", "tpu-v5-lite-device", NULL};
+static const char *const labels_v5p[] = {"tpu-v5p-slice", NULL};
+static const char *const labels_v6e[] = {"tpu-v6e-slice", NULL};
+static const char *const labels_tpu7x[] = {"tpu7x", NULL};
+static const long vm_4[] = {4, 0};
+static const long vm_1_4_8[] = {1, 4, 8, 0};
+static const long vm_tpu7x[] = {1, 4, 0}; /* tpu7x-standard-4t; -1t for 1x1x1 */
+
+#define TOPOS_2D "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
+
+static const struct wh_tpu_gen_info gens[] = {
+    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_4,
+     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8 and larger AxBxC"},
+    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_1_4_8, TOPOS_2D},
+    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_4,
+     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4 and larger AxBxC up to 16x16x24"},
+    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_1_4_8, TOPOS_2D},
+    {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x,
+     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, 8x8x16, 8x16x16"},
 };
+#define N_GENS (sizeof(gens) / sizeof(gens[0]))
+
+const struct wh_tpu_gen_info *wh_tpu_gen_find(const char *accel)
+{
+    for (size_t i = 0; accel && *accel && i < N_GENS; i++)
+        for (const char *const *l = gens[i].labels; *l; l++)
+            if (!strcmp(accel, *l))
+                return &gens[i];
+    return NULL;
+}
+
+const struct wh_tpu_gen_info *wh_tpu_gen_info(enum wh_tpu_gen gen)
+{
+    for (size_t i = 0; i < N_GENS; i++)
+        if (gens[i].gen == gen)
+            return &gens[i];
+    return NULL;
+}
+
+const char *wh_tpu_accelerators(void)
+{
+    return "tpu-v4-podslice, tpu-v5-lite-podslice, tpu-v5-lite-device, tpu-v5p-slice, "
+           "tpu-v6e-slice, tpu7x";
+}
+
+bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips)
+{
+    for (const long *c = g ? g->chips_per_vm : NULL; c && *c; c++)
+        if (*c == chips)
+            return true;
+    return false;
+}
 
 enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel)
 {
-    if (!accel)
-        return WH_GEN_UNKNOWN;
-    for (size_t i = 0; i < sizeof(gens) / sizeof(gens[0]); i++)
-        if (!strncmp(accel, gens[i].prefix, strlen(gens[i].prefix)))
-            return gens[i].gen;
-    return WH_GEN_UNKNOWN;
+    const struct wh_tpu_gen_info *g = wh_tpu_gen_find(accel);
+    return g ? g->gen : WH_GEN_UNKNOWN;
 }
 
 int wh_tpu_gen_dims(enum wh_tpu_gen gen)
 {
-    switch (gen) {
-    case WH_GEN_V5E:
-    case WH_GEN_V6E: return 2;
-    case WH_GEN_V4:
-    case WH_GEN_V5P:
-    case WH_GEN_TPU7X: return 3;
-    default: return 0;
-    }
+    const struct wh_tpu_gen_info *g = wh_tpu_gen_info(gen);
+    return g ? g->dims : 0;
 }
 
 const char *wh_tpu_gen_name(enum wh_tpu_gen gen)
 {
-    switch (gen) {
-    case WH_GEN_V4: return "v4";
-    case WH_GEN_V5E: return "v5e";
-    case WH_GEN_V5P: return "v5p";
-    case WH_GEN_V6E: return "v6e";
-    case WH_GEN_TPU7X: return "tpu7x";
-    default: return "unknown";
+    const struct wh_tpu_gen_info *g = wh_tpu_gen_info(gen);
+    return g ? g->name : "unknown";
+}
+
+static void vm_list(const struct wh_tpu_gen_info *g, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (const long *c = g->chips_per_vm; *c && len < n; c++)
+        len += (size_t)snprintf(out + len, n - len, "%s%ld", len ? ", " : "", *c);
+}
+
+static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->text, sizeof(p->text), fmt, ap);
+    va_end(ap);
+    wh_utf8_trim_cut(p->text, sizeof(p->text));
+    p->rule = rule;
+    return false;
+}
+
+bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
+                        const struct wh_tpu_gen_info **gen, struct wh_shape_problem *p)
+{
+    p->rule = NULL;
+    p->text[0] = '\0';
+    topo->ndims = 0;
+    *gen = NULL;
+    if (s->accel && *s->accel && !(*gen = wh_tpu_gen_find(s->accel)))
+        return shape_fail(p, WH_RULE_ACCELERATOR,
+                          "%s is \"%.*s\", not a GKE TPU accelerator; valid values: %s",
+                          s->accel_field, (int)wh_utf8_cut(s->accel, 64), s->accel,
+                          wh_tpu_accelerators());
+    char why[WH_ERRBUF_LEN];
+    if (s->topology && *s->topology && wh_topology_parse(s->topology, topo, why)) {
+        topo->ndims = 0;
+        return shape_fail(p, WH_RULE_TOPOLOGY_FORM, "%s is \"%.*s\": %s; valid values: %s",
+                          s->topo_field, (int)wh_utf8_cut(s->topology, 64), s->topology, why,
+                          *gen ? (*gen)->topologies : "AxB (v5e, v6e) or AxBxC (v4, v5p, tpu7x)");
     }
+    const struct wh_tpu_gen_info *g = *gen;
+    if (g && topo->ndims && topo->ndims != g->dims)
+        return shape_fail(p, WH_RULE_TOPOLOGY_DIMS,
+                          "%s is \"%s\", a %d-D topology, but %s (%s \"%s\") slices are %d-D; "
+                          "valid values: %s",
+                          s->topo_field, s->topology, topo->ndims, g->name, s->accel_field,
+                          s->accel, g->dims, g->topologies);
+    char vms[48];
+    /* Chips that do not divide the topology's are the callers' divisor rule,
+     * which names the topology too. */
+    bool divides = !topo->ndims || (s->chips <= topo->chips && topo->chips % s->chips == 0);
+    if (g && s->chips > 0 && divides && !wh_tpu_gen_has_vm(g, s->chips)) {
+        vm_list(g, vms, sizeof(vms));
+        return shape_fail(p, WH_RULE_CHIPS_PER_VM,
+                          "%s is %ld per pod, but no %s VM has %ld chips (%s \"%s\"); valid "
+                          "values: %s (one VM's chips per pod)",
+                          s->chips_field, s->chips, g->name, s->chips, s->accel_field, s->accel,
+                          vms);
+    }
+    return true;
 }
 
 bool wh_is_tpu7x(const char *accel)

@@ -167,6 +167,39 @@ static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
     return WH_OK;
 }
 
+/* The generation table's rules (topology.h): an unknown accelerator, a
+ * topology of the wrong dimensionality, a chip count no VM has. */
+static enum wh_err check_shape(struct group_ctx *g, const char *topo_field, bool *ok)
+{
+    const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
+    struct wh_tpu_shape s = {
+        .accel = accel,
+        .accel_field = "template.spec.nodeSelector[" WH_SEL_ACCELERATOR "]",
+        .topology = g->topology,
+        .topo_field = topo_field,
+        .chips = g->chips_per_host,
+        .chips_field = "template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
+    };
+    struct wh_topology t;
+    const struct wh_tpu_gen_info *gen;
+    struct wh_shape_problem p;
+    *ok = wh_tpu_shape_check(&s, &t, &gen, &p);
+    if (*ok)
+        return WH_OK;
+    bool on_accel = !strcmp(p.rule, WH_RULE_ACCELERATOR);
+    bool on_chips = !strcmp(p.rule, WH_RULE_CHIPS_PER_VM);
+    char n1[24];
+    return problem_at(g,
+                      (struct about){on_accel   ? s.accel_field
+                                     : on_chips ? s.chips_field
+                                                : topo_field,
+                                     on_accel   ? accel
+                                     : on_chips ? lstr(g->chips_per_host, n1, sizeof(n1))
+                                                : g->topology,
+                                     ""},
+                      "%s", p.text);
+}
+
 static enum wh_err check_match(struct group_ctx *g, bool *ok)
 {
     char errbuf[WH_ERRBUF_LEN];
@@ -211,6 +244,10 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "%s %s: %s; use the form AxB or AxBxC",
                           g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
                           g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+    WH_TRY(check_shape(g, topo_field, ok));
+    if (!*ok)
+        return WH_OK;
+    *ok = false;
     char divisor[48];
     snprintf(divisor, sizeof(divisor), "a divisor of %ld", g->topo.chips);
     if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host)
@@ -336,15 +373,6 @@ static enum wh_err warnings(struct group_ctx *g)
                       g->group);
     const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
     enum wh_tpu_gen gen = wh_tpu_gen_from_accelerator(accel);
-    int dims = wh_tpu_gen_dims(gen);
-    if (!err && dims && g->topology && g->topo.ndims && g->topo.ndims != dims)
-        err = warn_at(g,
-                      (struct about){g->from_annotation
-                                         ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
-                                         : "template.spec.nodeSelector[" WH_SEL_TOPOLOGY "]",
-                                     g->topology, dims == 3 ? "AxBxC" : "AxB"},
-                      "group \"%s\": topology %s is %d-D but %s uses %d-D topologies", g->group,
-                      g->topology, g->topo.ndims, wh_tpu_gen_name(gen), dims);
     if (!err && gen == WH_GEN_TPU7X && g->chips_per_host > 0 &&
         declared_tpu(g->spec) == 2 * g->chips_per_host) {
         const cJSON *worker = g->containers ? g->containers->child : NULL;

@@ -255,7 +255,20 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
         return deny(w, denied, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
                     w->topo_from, why);
     if (*w->accel) {
-        w->tpu7x = wh_is_tpu7x(w->accel);
+        /* The generation table's rules (topology.h); a pod of a workload the
+         * validating entry did not see is refused here, before it hangs. */
+        struct wh_tpu_shape shape = {.accel = w->accel,
+                                     .accel_field = "spec.nodeSelector[\"" WH_SEL_ACCELERATOR "\"]",
+                                     .topology = w->topology,
+                                     .topo_field = w->topo_from,
+                                     .chips = w->tc.chips,
+                                     .chips_field = "the TPU containers' google.com/tpu"};
+        struct wh_topology parsed;
+        const struct wh_tpu_gen_info *gen;
+        struct wh_shape_problem p;
+        if (!wh_tpu_shape_check(&shape, &parsed, &gen, &p))
+            return deny(w, denied, "%s", p.text);
+        w->tpu7x = gen->devices_per_chip == 2;
         return WH_OK;
     }
     /* No accelerator: a preset TorchTPU topology still tells TPU7x (4

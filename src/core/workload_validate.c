@@ -81,11 +81,31 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
     if (out->chips == 0)
         return WH_OK;
     const char *t = wh_meta_annotation(tmpl, WH_ANN_SLICE_TOPOLOGY);
-    if (!t || !*t)
+    bool from_annotation = t && *t;
+    if (!from_annotation)
         t = wh_node_selector(spec, WH_SEL_TOPOLOGY);
     out->topology = t;
+    /* The generation table's rules (topology.h), at the object the user
+     * applies: its pods would be refused or hang. */
+    char af[320], tf[320], cf[320];
+    snprintf(af, sizeof(af), "%s.spec.nodeSelector[\"" WH_SEL_ACCELERATOR "\"]", field);
+    snprintf(tf, sizeof(tf),
+             from_annotation ? "%s.metadata.annotations[\"" WH_ANN_SLICE_TOPOLOGY "\"]"
+                             : "%s.spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]",
+             field);
+    snprintf(cf, sizeof(cf), "%s.spec.containers[].resources[\"google.com/tpu\"]", field);
+    struct wh_tpu_shape shape = {.accel = wh_node_selector(spec, WH_SEL_ACCELERATOR),
+                                 .accel_field = af,
+                                 .topology = t,
+                                 .topo_field = tf,
+                                 .chips = out->chips,
+                                 .chips_field = cf};
     struct wh_topology topo;
-    if (!t || !*t || wh_topology_parse(t, &topo, why))
+    const struct wh_tpu_gen_info *gen;
+    struct wh_shape_problem sp;
+    if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
+        return problem(v, "%s", sp.text);
+    if (!topo.ndims)
         return WH_OK; /* the pod path says what to add (it may come from the node pool) */
     if (out->chips > topo.chips || topo.chips % out->chips)
         return problem(v,

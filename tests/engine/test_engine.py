@@ -721,12 +721,16 @@ class Validation(unittest.TestCase):
         self.assertEqual(len(r.warnings), 1)
         self.assertIn("MEGASCALE_NUM_SLICES", r.warnings[0])
 
-    def test_warning_topology_shape_D8(self):
+    def test_topology_shape_denied(self):
+        # D8 warned; issue 24 denies it at the RayCluster: no VM of the
+        # generation takes the topology, so the pods would never schedule.
         r = validate(raycluster([group(hosts=4, topo="2x2x4", accel="tpu-v6e-slice")]))
-        self.assertTrue(r.allowed)
-        self.assertTrue(any("3-D" in w and "v6e" in w for w in r.warnings), r.warnings)
+        self.assertFalse(r.allowed)
+        for part in ("gke-tpu-topology", '"2x2x4", a 3-D topology', "v6e", "valid values: 1x1"):
+            self.assertIn(part, r.message)
         r = validate(raycluster([group(hosts=4, topo="4x4", accel="tpu-v4-podslice")]))
-        self.assertTrue(any("2-D" in w for w in r.warnings), r.warnings)
+        self.assertFalse(r.allowed)
+        self.assertIn("2-D topology", r.message)
 
     def test_warning_tpu7x_resource_per_chip_D8(self):
         g = group(hosts=2, accel="tpu7x", topo="2x2x2", chips="4", resources='"{\\"TPU\\": 8}"')

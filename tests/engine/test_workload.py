@@ -455,12 +455,13 @@ class Denials(WorkloadCase):
             self.assertIn(part, r.message)
 
     def test_patch_over_limit_denied(self):
-        # Issue 10: answers are bounded; a TPU7x 16x32x64 Indexed Job with
-        # long names asks for several MB of addresses per pod.
-        p = indexed_job_pod(job="j" * 40, subdomain="j" * 40, accel="tpu7x", topo="16x32x64",
-                            containers=[tpu_container(chips=8)], index=5)
+        # Issue 10: answers are bounded; a TPU7x 16x32x32 Indexed Job with
+        # long names asks for several MB of addresses per pod. (Issue 24: 4
+        # chips per pod, a TPU7x VM's; it was 16x32x64 with 8, which no VM has.)
+        p = indexed_job_pod(job="j" * 40, subdomain="j" * 40, accel="tpu7x", topo="16x32x32",
+                            containers=[tpu_container(chips=4)], index=5)
         r = self.mutate(p, allowed=False)
-        for part in ('Indexed Job "default/' + "j" * 40, "16x32x64", "4096 hosts",
+        for part in ('Indexed Job "default/' + "j" * 40, "16x32x32", "4096 hosts",
                      "1048576-byte limit"):
             self.assertIn(part, r.message)
 
@@ -693,6 +694,81 @@ class Validation(unittest.TestCase):
         o["metadata"]["labels"] = {"tpu-webhook/inject": "disabled"}
         self.assertTrue(self.judge(o).allowed)
         self.assertTrue(self.judge(job(parallelism=2), op="DELETE").allowed)
+
+
+# Issue 24, item 1: shapes no TPU VM has. (accelerator, topology, chips per
+# pod, the field named, the value named, a part of the valid values.)
+BAD_SHAPES = (
+    ("tpu-v6e-podslice", "4x4", 4, "gke-tpu-accelerator", '"tpu-v6e-podslice"', "tpu-v6e-slice"),
+    ("tpu-v5p-slice", "2x2x4", 8, 'resources["google.com/tpu"]', "8 per pod", "valid values: 4"),
+    ("tpu-v6e-slice", "2x2x1", 4, "gke-tpu-topology", '"2x2x1", a 3-D topology', "1x1, 2x2, 2x4"),
+    ("tpu-v6e-slice", "4x4x", 4, "gke-tpu-topology", '"4x4x"', "1x1, 2x2, 2x4"),
+    ("tpu-v6e-slice", "0x4", 4, "gke-tpu-topology", '"0x4"', "1x1, 2x2, 2x4"),
+)
+
+
+def shaped_template(accel, topo, chips):
+    return tpu_template(topo, accel, chips, subdomain="s")
+
+
+class Shapes(unittest.TestCase):
+    """Issue 24, item 1: the generation table's rules, at the object the user
+    applies (Job, JobSet, LWS) and at the pod for plain pods."""
+
+    judge = Validation.judge
+
+    def objects(self, accel, topo, chips):
+        t = shaped_template(accel, topo, chips)
+        j = job()
+        j["spec"]["template"] = t
+        js = jobset()
+        js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"] = copy.deepcopy(t)
+        lw = lws()
+        lw["spec"]["leaderWorkerTemplate"]["workerTemplate"] = copy.deepcopy(t)
+        return (j, "spec.template."), (js, "spec.replicatedJobs[1]"), \
+            (lw, "spec.leaderWorkerTemplate.workerTemplate.")
+
+    def test_denied_at_the_workload(self):
+        for accel, topo, chips, field, value, valid in BAD_SHAPES:
+            for obj, where in self.objects(accel, topo, chips):
+                with self.subTest(kind=obj["kind"], shape=(accel, topo, chips)):
+                    r = self.judge(obj)
+                    self.assertFalse(r.allowed, obj["kind"])
+                    for part in (where, field, value, "valid values", valid):
+                        self.assertIn(part, r.message)
+                    r = self.judge(obj, op="UPDATE")
+                    self.assertFalse(r.allowed)
+
+    def test_denied_at_a_plain_pod(self):
+        for accel, topo, chips, field, value, valid in BAD_SHAPES:
+            with self.subTest(shape=(accel, topo, chips)):
+                p = batch_job_pod()
+                p["spec"]["nodeSelector"] = selector(accel, topo)
+                p["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": str(chips)}}
+                r = W.run(review_of(p), workload=True)
+                self.assertFalse(r.allowed)
+                self.assertIn('Job "default/torchtpu-smoke"', r.message)
+                self.assertIn(value.split(",")[0].split(" ")[0], r.message)
+
+    def test_possible_shapes_pass(self):
+        for accel, topo, chips in (("tpu-v5-lite-device", "2x2", 4), ("tpu-v5p-slice", "2x2x4", 4),
+                                   ("tpu7x", "2x2x2", 4), ("tpu-v6e-slice", "2x4", 8),
+                                   ("tpu-v4-podslice", "2x2x1", 4)):
+            for obj, _ in self.objects(accel, topo, chips):
+                hosts = 1
+                for d in topo.split("x"):
+                    hosts *= int(d)
+                hosts //= chips
+                if obj["kind"] == "Job":
+                    obj["spec"]["parallelism"] = obj["spec"]["completions"] = hosts
+                elif obj["kind"] == "JobSet":
+                    rj = obj["spec"]["replicatedJobs"][1]["template"]["spec"]
+                    rj["parallelism"] = rj["completions"] = hosts
+                else:
+                    obj["spec"]["leaderWorkerTemplate"]["size"] = hosts
+                with self.subTest(kind=obj["kind"], shape=(accel, topo)):
+                    r = self.judge(obj)
+                    self.assertTrue(r.allowed, r.message)
 
 
 class Routing(unittest.TestCase):

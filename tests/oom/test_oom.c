@@ -68,7 +68,8 @@ static const char subslice_pod[] =
     "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"}}}}"
 
 /* Admitted with warnings: subslice found through nodes, megascale on a single
- * host, 3-D topology on v6e, tpu7x TPU=2x chips without the per-chip env. */
+ * host, tpu7x TPU=2x chips without the per-chip env (a 3-D topology on v6e,
+ * a warning before issue 24, is denied: cluster_bad's "cube"). */
 static const char cluster_ok[] =
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
     "\"uid\":\"u-rc\",\"kind\":{\"kind\":\"RayCluster\"},\"operation\":\"CREATE\","
@@ -77,7 +78,7 @@ static const char cluster_ok[] =
     "\"workerGroupSpecs\":[" GROUP("sub", "2", "tpu7x", "4x4x4", "4", "", "\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x2\"") "," GROUP(
         "mega", "1", "tpu-v6e-slice", "2x4", "8",
         "{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}",
-        "") "," GROUP("cube", "2", "tpu-v6e-slice", "2x2x2", "4", "",
+        "") "," GROUP("cube", "2", "tpu-v4-podslice", "2x2x2", "4", "",
                       "") "," GROUP("x7", "1", "tpu7x", "2x2x1", "4", "",
                                     "") ","
                                         "{\"groupName\":\"cpu\",\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}"
@@ -89,11 +90,12 @@ static const char cluster_bad[] =
     "\"uid\":\"u-rc2\",\"kind\":{\"kind\":\"RayCluster\"},\"operation\":\"UPDATE\","
     "\"object\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\"},\"spec\":{"
     "\"workerGroupSpecs\":[" GROUP("wrong", "3", "tpu-v6e-slice", "4x4", "4", "", "") "," GROUP(
-        "nodiv", "2", "tpu-v6e-slice", "4x4", "3", "",
-        "") "," GROUP("big", "2", "tpu7x", "2x2x2", "4", "",
-                      "\"cloud.google.com/gke-tpu-slice-topology\":\"4x4x4\"") ","
-                                                                               "{\"groupName\":\"empty\",\"numOfHosts\":1,\"template\":{\"spec\":{\"containers\":[]}}}"
-                                                                               "]}}}}";
+        "cube", "2", "tpu-v6e-slice", "2x2x2", "4", "",
+        "") "," GROUP("nodiv", "2", "tpu-v6e-slice", "4x4", "3", "",
+                      "") "," GROUP("big", "2", "tpu7x", "2x2x2", "4", "",
+                                    "\"cloud.google.com/gke-tpu-slice-topology\":\"4x4x4\"") ","
+                                                                                             "{\"groupName\":\"empty\",\"numOfHosts\":1,\"template\":{\"spec\":{\"containers\":[]}}}"
+                                                                                             "]}}}}";
 
 /* A pod that is denied (missing group label). */
 static const char pod_denied[] =

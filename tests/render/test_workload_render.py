@@ -145,6 +145,42 @@ class Check(unittest.TestCase):
         self.assertEqual((bad["topology"], bad["chipsPerHost"], bad["hostsExpected"]), ("4x4", 4, 4))
         self.assertEqual(rows[("JobSet", "llm")]["verdict"], "ok")
 
+    def test_impossible_shapes_rejected(self):
+        """Issue 24: check agrees with /validate-workload on the generation
+        table's rules (an unknown accelerator, 8 chips on v5p, 3-D on v6e,
+        a malformed topology)."""
+        base = """apiVersion: batch/v1
+kind: Job
+metadata: {name: shape}
+spec:
+  completionMode: Indexed
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      subdomain: shape
+      restartPolicy: Never
+      nodeSelector:
+        cloud.google.com/gke-tpu-accelerator: %s
+        cloud.google.com/gke-tpu-topology: "%s"
+      containers:
+      - name: trainer
+        image: IMAGE
+        resources: {limits: {google.com/tpu: %d}}
+"""
+        for accel, topo, chips, part in (("tpu-v6e-podslice", "4x4", 4, "not a GKE TPU accelerator"),
+                                         ("tpu-v5p-slice", "2x4x4", 8, "no v5p VM has 8 chips"),
+                                         ("tpu-v6e-slice", "2x2x1", 4, "a 3-D topology"),
+                                         ("tpu-v6e-slice", "4x4x", 4, '"4x4x"')):
+            p = run("check", "--output", "json", "-", stdin=(base % (accel, topo, chips)).encode())
+            self.assertEqual(p.returncode, 1, p.stdout.decode() + p.stderr.decode())
+            row = json.loads(p.stdout)["rows"][0]
+            self.assertEqual(row["verdict"], "rejected")
+            self.assertIn(part, row["message"])
+            self.assertIn("valid values", row["message"])
+        p = run("check", "-", stdin=(base % ("tpu-v5p-slice", "2x2x4", 4)).encode())
+        self.assertEqual(p.returncode, 0, p.stdout.decode())
+
     def test_pod_denial_of_a_long_non_ascii_name_is_utf8(self):
         """A pod denial names the Job and the pod cut to 253 bytes; the cut
         must fall between characters or the JSON report is not UTF-8."""

@@ -137,7 +137,9 @@ static void test_generations(void **unused)
     assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v5p-slice"), WH_GEN_V5P);
     assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v6e-slice"), WH_GEN_V6E);
     assert_int_equal(wh_tpu_gen_from_accelerator("tpu7x"), WH_GEN_TPU7X);
-    assert_int_equal(wh_tpu_gen_from_accelerator("tpu7x-standard-4t"), WH_GEN_TPU7X);
+    /* a machine type, not a label value: the table matches labels exactly */
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu7x-standard-4t"), WH_GEN_UNKNOWN);
+    assert_int_equal(wh_tpu_gen_from_accelerator("tpu-v6e-podslice"), WH_GEN_UNKNOWN);
     assert_int_equal(wh_tpu_gen_from_accelerator("nvidia-tesla-a100"), WH_GEN_UNKNOWN);
     assert_int_equal(wh_tpu_gen_from_accelerator(""), WH_GEN_UNKNOWN);
     assert_int_equal(wh_tpu_gen_from_accelerator(NULL), WH_GEN_UNKNOWN);

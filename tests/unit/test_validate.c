@@ -89,11 +89,12 @@ static void test_warnings_are_short(void **unused)
 {
     (void)unused;
     struct wh_decision d;
-    decide(CLUSTER(GROUP("a-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-x", "1", "2x2x1",
+    /* 2x2 (issue 24: a 3-D topology on v6e, once the second warning, is denied) */
+    decide(CLUSTER(GROUP("a-long-group-name-that-goes-on-and-on-and-on-and-on-and-on-x", "1", "2x2",
                          "4", ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]")),
            "CREATE", &d);
     assert_true(d.allowed);
-    assert_int_equal(cJSON_GetArraySize(d.warnings), 2); /* megascale single host; 3-D on v6e */
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 1); /* megascale single host */
     for (const cJSON *w = d.warnings->child; w; w = w->next)
         assert_true(strlen(w->valuestring) < 120);
     wh_decision_free(&d);
@@ -127,15 +128,21 @@ static void test_report_per_group(void **unused)
     assert_string_equal(f->field, "template.spec.containers[].resources[google.com/tpu]");
     assert_string_equal(f->value, "3");
     assert_string_equal(f->expected, "a divisor of 16");
-    for (size_t i = 2; i < 4; i++) { /* group w: two warnings, as sent */
-        assert_true(v.items[i].warning);
-        assert_int_equal(v.items[i].index, 3);
-        assert_string_equal(v.items[i].message,
-                            cJSON_GetArrayItem(d.warnings, (int)i - 2)->valuestring);
-    }
+    /* group w: 2x2x1 on v6e, a warning before issue 24, is a problem of the
+     * generation table; its MEGASCALE warning is still sent */
+    f = &v.items[2];
+    assert_false(f->warning);
+    assert_int_equal(f->index, 3);
+    assert_string_equal(f->field, "template.spec.nodeSelector[cloud.google.com/gke-tpu-topology]");
+    assert_string_equal(f->value, "2x2x1");
+    assert_non_null(strstr(f->message, "valid values: 1x1, 2x2"));
+    assert_non_null(strstr(d.message, f->message));
+    assert_true(v.items[3].warning);
+    assert_int_equal(v.items[3].index, 3);
+    assert_string_equal(v.items[3].message, cJSON_GetArrayItem(d.warnings, 0)->valuestring);
     assert_int_equal(wh_validation_problems(&v, 0), 1);
     assert_int_equal(wh_validation_problems(&v, 1), 0);
-    assert_int_equal(wh_validation_problems(&v, 3), 0);
+    assert_int_equal(wh_validation_problems(&v, 3), 1);
     wh_validation_free(&v);
     assert_int_equal(v.n, 0);
     wh_decision_free(&d);

@@ -29,11 +29,64 @@ bool wh_topology_is_subset(const char *child, const char *parent);
 
 enum wh_tpu_gen { WH_GEN_UNKNOWN, WH_GEN_V4, WH_GEN_V5E, WH_GEN_V5P, WH_GEN_V6E, WH_GEN_TPU7X };
 
-/* From the cloud.google.com/gke-tpu-accelerator label value. */
+/* The one table of TPU generations (docs/workloads.md, "TPU generations"):
+ * every path that needs a generation fact reads it from here. Static data,
+ * nothing to free. */
+struct wh_tpu_gen_info {
+    enum wh_tpu_gen gen;
+    const char *name;          /* "v6e" */
+    const char *const *labels; /* cloud.google.com/gke-tpu-accelerator values, NULL-ended */
+    int dims;                  /* topology dimensions: 2 or 3 */
+    int tensorcores_per_chip;  /* 2 on v4, v5p and TPU7x */
+    int devices_per_chip;      /* PJRT devices: 2 on TPU7x (its cores are separate devices) */
+    const long *chips_per_vm;  /* the machine types' chips per VM, 0-ended */
+    const char *topologies;    /* the documented slice topologies, for messages */
+};
+
+/* The generation whose label is exactly accel; NULL when accel is NULL, ""
+ * or no GKE accelerator label (e.g. the typo "tpu-v6e-podslice"). */
+const struct wh_tpu_gen_info *wh_tpu_gen_find(const char *accel);
+/* The generation's row; NULL for WH_GEN_UNKNOWN. */
+const struct wh_tpu_gen_info *wh_tpu_gen_info(enum wh_tpu_gen gen);
+/* Every accelerator label value of the table, ", "-joined (for messages). */
+const char *wh_tpu_accelerators(void);
+/* True when a VM of the generation has exactly chips chips. */
+bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips);
+
+/* From the cloud.google.com/gke-tpu-accelerator label value (exact). */
 enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel);
 /* 2 for the 2-D generations (v5e, v6e), 3 for the others, 0 when unknown. */
 int wh_tpu_gen_dims(enum wh_tpu_gen gen);
 const char *wh_tpu_gen_name(enum wh_tpu_gen gen);
+
+/* A slice shape as a pod or template states it, each part with the field
+ * that states it (how messages name it). NULL or "" parts are not stated. */
+struct wh_tpu_shape {
+    const char *accel, *accel_field;
+    const char *topology, *topo_field;
+    long chips; /* google.com/tpu per pod (one VM); 0 when none */
+    const char *chips_field;
+};
+
+/* Stable keys of the shape rules (a ratchet on UPDATE keys on them). */
+#define WH_RULE_ACCELERATOR "tpu-accelerator-unknown"
+#define WH_RULE_TOPOLOGY_FORM "tpu-topology-malformed"
+#define WH_RULE_TOPOLOGY_DIMS "tpu-topology-dimensions"
+#define WH_RULE_CHIPS_PER_VM "tpu-chips-per-vm"
+
+struct wh_shape_problem {
+    const char *rule; /* one of WH_RULE_*; NULL when the shape is possible */
+    char text[768];   /* "<field> is \"<value>\", ...; valid values: ..." */
+};
+
+/* Judge a stated shape against the table, in this order: an unknown
+ * accelerator, a malformed topology, a topology of the wrong dimensionality,
+ * a chip count per pod no VM of the generation has (judged only when it
+ * divides the topology's chips: the callers' divisor rule speaks first). False with the first
+ * problem in *p; on true *topo holds the parsed topology (ndims 0 when none
+ * was stated) and *gen the generation (NULL when none was stated). */
+bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
+                        const struct wh_tpu_gen_info **gen, struct wh_shape_problem *p);
 
 /* True when the accelerator label starts with "tpu7x"
  * (docs/internals/reference-behaviour.md §2.3). */
