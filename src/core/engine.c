@@ -3,17 +3,16 @@
 
 #include <string.h> /* memset */
 
-#include "wh/b64.h"               /* wh_b64_encode */
-#include "wh/buf.h"               /* wh_buf */
-#include "wh/decision.h"          /* struct wh_decision */
-#include "wh/json.h"              /* wh_json_* */
-#include "wh/mutate.h"            /* wh_mutate_pod */
-#include "wh/review.h"            /* wh_review_* */
-#include "wh/utf8.h"              /* wh_utf8_cut */
-#include "wh/validate.h"          /* wh_validate_raycluster */
-#include "wh/workload.h"          /* wh_mutate_workload */
-#include "wh/mem.h"               /* wh_free */
-#include "wh/workload_validate.h" /* wh_validate_workload */
+#include "wh/b64.h"      /* wh_b64_encode */
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/decision.h" /* struct wh_decision */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/mutate.h"   /* wh_mutate_pod */
+#include "wh/ratchet.h"  /* wh_ratchet_raycluster, wh_ratchet_workload */
+#include "wh/review.h"   /* wh_review_* */
+#include "wh/utf8.h"     /* wh_utf8_cut */
+#include "wh/workload.h" /* wh_mutate_workload */
+#include "wh/mem.h"      /* wh_free */
 
 /* Responses carry base64 patches of up to a few MiB for the largest slices. */
 #define RESPONSE_MAX ((size_t)64 * 1024 * 1024)
@@ -104,9 +103,9 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     else if (in->kind == WH_KIND_POD)
         err = wh_mutate_pod(wh_review_request(rv), state, &d, errbuf);
     else if (in->kind == WH_KIND_WORKLOAD)
-        err = wh_validate_workload(wh_review_request(rv), &d);
+        err = wh_ratchet_workload(wh_review_request(rv), &d, errbuf);
     else if (in->kind == WH_KIND_RAYCLUSTER)
-        err = wh_validate_raycluster(wh_review_request(rv), state, &d, errbuf);
+        err = wh_ratchet_raycluster(wh_review_request(rv), state, &d, errbuf);
     struct wh_buf body;
     wh_buf_init(&body, RESPONSE_MAX);
     /* The envelope, the base64 patch (written as text while it was built,

@@ -59,7 +59,8 @@ static const char *lstr(long v, char *buf, size_t len)
 }
 
 /* Add a finding to the report, if there is one. */
-static enum wh_err report(struct group_ctx *g, bool warning, struct about a, const char *text)
+static enum wh_err report(struct group_ctx *g, bool warning, struct about a, const char *rule,
+                          const char *text)
 {
     struct wh_validation *v = g->report;
     if (!v)
@@ -77,6 +78,7 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, con
     f->warning = warning;
     f->index = g->index;
     f->field = a.field;
+    f->rule = rule;
     snprintf(f->value, sizeof(f->value), "%s", a.value ? a.value : "");
     snprintf(f->expected, sizeof(f->expected), "%s", a.expected ? a.expected : "");
     wh_utf8_trim_cut(f->value, sizeof(f->value)); /* snprintf may cut a character */
@@ -109,7 +111,7 @@ static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *f
              g->problems->len ? "; " : "", g->cluster, g->group, g->index, text);
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
-    enum wh_err err = report(g, false, a, text);
+    enum wh_err err = report(g, false, a, fmt, text);
     if (err)
         return err;
     if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
@@ -137,7 +139,7 @@ static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt,
     if (err)
         return err;
     const cJSON *last = cJSON_GetArrayItem(g->d->warnings, cJSON_GetArraySize(g->d->warnings) - 1);
-    return report(g, true, a, cJSON_IsString(last) ? last->valuestring : text); /* as cut */
+    return report(g, true, a, fmt, cJSON_IsString(last) ? last->valuestring : text); /* as cut */
 }
 
 /* The template's TPU request; false when the group is not a TPU group. */

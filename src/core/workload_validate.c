@@ -13,6 +13,7 @@
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/podspec.h"  /* WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
+#include "wh/ratchet.h"  /* wh_violations_add */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/tpuenv.h"   /* wh_tpu_containers */
 #include "wh/workload.h" /* WH_LABEL_INJECT */
@@ -26,6 +27,8 @@ struct vctx {
     size_t n_problems;
     bool full; /* the problems so far fill the message; the rest are counted */
     struct wh_decision *d;
+    struct wh_violations *out; /* NULL when not asked for */
+    const char *part;          /* the replicated job judged, "" for the object */
 };
 
 static enum wh_err problem(struct vctx *v, const char *fmt, ...)
@@ -34,6 +37,14 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 /* "<Kind> \"ns/name\": <problem>", joined by "; ". */
 static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 {
+    if (v->out) {
+        char text[WH_WARNING_MAX + 1];
+        va_list aq;
+        va_start(aq, fmt);
+        vsnprintf(text, sizeof(text), fmt, aq);
+        va_end(aq);
+        WH_TRY(wh_violations_add(v->out, fmt, v->part, text));
+    }
     v->n_problems++;
     if (v->full)
         return WH_OK;
@@ -198,6 +209,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         snprintf(field, sizeof(field), "spec.replicatedJobs[%d] (\"%.63s\").template.spec", i,
                  wh_json_str0(rj, "name"));
         const cJSON *jspec = wh_json_path(rj, "template", "spec", NULL);
+        v->part = wh_json_str0(rj, "name");
         struct tmpl_hosts th;
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
@@ -269,6 +281,12 @@ bool wh_workload_kind_validated(const char *kind)
 
 enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d)
 {
+    return wh_validate_workload_report(request, d, NULL);
+}
+
+enum wh_err wh_validate_workload_report(const cJSON *request, struct wh_decision *d,
+                                        struct wh_violations *out)
+{
     const char *op = wh_json_str0(request, "operation");
     if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
         return WH_OK;
@@ -281,7 +299,7 @@ enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d)
     if (optout && !strcmp(optout, "disabled"))
         return WH_OK;
     const cJSON *meta = wh_json_get(obj, "metadata");
-    struct vctx v = {.kind = kind, .d = d};
+    struct vctx v = {.kind = kind, .d = d, .out = out, .part = ""};
     v.ns = wh_json_str0(meta, "namespace");
     if (!*v.ns)
         v.ns = wh_json_str0(request, "namespace");

@@ -28,6 +28,7 @@ struct wh_group_finding {
     int index;          /* spec.workerGroupSpecs[index] */
     char *group;        /* groupName, owned (wh_malloc); "" when absent */
     const char *field;  /* the field at fault, from the group (static text) */
+    const char *rule;   /* the rule: its message format (static text, ratchet.h) */
     char value[128];    /* the value found; "" when not set */
     char expected[128]; /* what would be accepted; "" when no single answer */
     char *message;      /* owned (wh_malloc) */

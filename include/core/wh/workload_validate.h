@@ -24,4 +24,10 @@ bool wh_workload_kind_validated(const char *kind);
  * value and the value expected. Errors only for OOM. */
 WH_NODISCARD enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d);
 
+struct wh_violations; /* ratchet.h */
+/* wh_validate_workload that also lists each problem in out (may be NULL),
+ * keyed by its rule and the replicated job it is about (ratchet.h). */
+WH_NODISCARD enum wh_err wh_validate_workload_report(const cJSON *request, struct wh_decision *d,
+                                                     struct wh_violations *out);
+
 #endif

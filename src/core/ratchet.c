@@ -1,0 +1,186 @@
+/* ratchet.c: UPDATEs judged by what they change (ratchet.h). */
+#include "wh/ratchet.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp, memset */
+
+#include "wh/json.h"              /* wh_json_get, wh_json_path, wh_json_str0 */
+#include "wh/mem.h"               /* wh_realloc, wh_strdup, wh_free */
+#include "wh/validate.h"          /* wh_validate_raycluster_report */
+#include "wh/workload_validate.h" /* wh_validate_workload_report */
+
+/* Problems admitted as already there are each named in a warning, up to
+ * this many; the rest are counted in one more. */
+#define KEPT_WARNINGS 3
+
+enum wh_err wh_violations_add(struct wh_violations *v, const char *rule, const char *part,
+                              const char *message)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        struct wh_violation *items = wh_realloc(v->items, cap * sizeof(*items));
+        if (!items)
+            return WH_ERR_NOMEM;
+        v->items = items;
+        v->cap = cap;
+    }
+    struct wh_violation *x = &v->items[v->n];
+    x->rule = rule ? rule : "";
+    x->part = wh_strdup(part ? part : "");
+    x->message = wh_strdup(message ? message : "");
+    if (!x->part || !x->message) {
+        wh_free(x->part);
+        wh_free(x->message);
+        return WH_ERR_NOMEM;
+    }
+    v->n++;
+    return WH_OK;
+}
+
+void wh_violations_free(struct wh_violations *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->n; i++) {
+        wh_free(v->items[i].part);
+        wh_free(v->items[i].message);
+    }
+    wh_free(v->items);
+    memset(v, 0, sizeof(*v));
+}
+
+static bool has_key(const struct wh_violations *v, const struct wh_violation *x)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (!strcmp(v->items[i].rule, x->rule) && !strcmp(v->items[i].part, x->part))
+            return true;
+    return false;
+}
+
+/* One policy, judging request's object into d and listing its problems in
+ * out (NULL: not asked for). */
+typedef enum wh_err (*judge_fn)(const cJSON *request, const void *ctx, struct wh_decision *d,
+                                struct wh_violations *out, char *errbuf);
+
+/* The request as it would have been for oldObject: the same fields, with
+ * "object" referring to oldObject (no copy; cJSON_Delete leaves referents). */
+static enum wh_err old_request(const cJSON *request, const cJSON *old, cJSON **out)
+{
+    cJSON *r = cJSON_CreateObject();
+    bool ok = r != NULL;
+    for (const cJSON *c = request->child; c && ok; c = c->next) {
+        if (!c->string || !strcmp(c->string, "object") || !strcmp(c->string, "oldObject"))
+            continue;
+        ok = cJSON_AddItemReferenceToObject(r, c->string, (cJSON *)c);
+    }
+    if (ok)
+        ok = cJSON_AddItemReferenceToObject(r, "object", (cJSON *)old);
+    if (!ok) {
+        cJSON_Delete(r);
+        return WH_ERR_NOMEM;
+    }
+    *out = r;
+    return WH_OK;
+}
+
+static bool deleting(const cJSON *obj)
+{
+    const cJSON *ts = wh_json_path(obj, "metadata", "deletionTimestamp", NULL);
+    return ts && !cJSON_IsNull(ts) && !(cJSON_IsString(ts) && !*ts->valuestring);
+}
+
+/* d denied the object: judge oldObject too and admit when every problem
+ * was there before. */
+static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judge, const void *ctx,
+                           struct wh_decision *d, struct wh_violations *now, char *errbuf)
+{
+    struct wh_violations before = {0};
+    struct wh_decision od;
+    wh_decision_init(&od);
+    cJSON *oreq = NULL;
+    enum wh_err err = old_request(request, old, &oreq);
+    if (!err)
+        err = judge(oreq, ctx, &od, &before, errbuf);
+    size_t fresh = 0;
+    for (size_t i = 0; !err && i < now->n; i++)
+        fresh += !has_key(&before, &now->items[i]);
+    if (!err && fresh == 0 && now->n > 0) {
+        wh_free(d->message);
+        d->message = NULL;
+        d->allowed = true;
+        for (size_t i = 0; !err && i < now->n && i < KEPT_WARNINGS; i++)
+            err = wh_decision_warn(d, "kept, already broken before this update: %s",
+                                   now->items[i].message);
+        if (!err && now->n > KEPT_WARNINGS)
+            err = wh_decision_warn(d, "and %zu more problems already there before this update",
+                                   now->n - KEPT_WARNINGS);
+        if (!err)
+            err = wh_decision_note(d, "update admitted: its %zu problems were all in oldObject",
+                                   now->n);
+    } else if (!err) {
+        err = wh_decision_note(d, "update denied: %zu of its %zu problems are not in oldObject",
+                               fresh, now->n);
+    }
+    cJSON_Delete(oreq);
+    wh_decision_free(&od);
+    wh_violations_free(&before);
+    return err;
+}
+
+static enum wh_err decide(const cJSON *request, judge_fn judge, const void *ctx,
+                          struct wh_decision *d, char *errbuf)
+{
+    const cJSON *old = wh_json_get(request, "oldObject");
+    if (strcmp(wh_json_str0(request, "operation"), "UPDATE") || !cJSON_IsObject(old))
+        return judge(request, ctx, d, NULL, errbuf);
+    if (deleting(wh_json_get(request, "object")))
+        return wh_decision_note(d, "update admitted: the object is being deleted");
+    struct wh_violations now = {0};
+    enum wh_err err = judge(request, ctx, d, &now, errbuf);
+    if (!err && !d->allowed && now.n > 0)
+        err = ratchet(request, old, judge, ctx, d, &now, errbuf);
+    wh_violations_free(&now);
+    return err;
+}
+
+static enum wh_err judge_raycluster(const cJSON *request, const void *ctx, struct wh_decision *d,
+                                    struct wh_violations *out, char *errbuf)
+{
+    const struct wh_state *st = ctx;
+    if (!out)
+        return wh_validate_raycluster(request, st, d, errbuf);
+    struct wh_validation rep = {0};
+    enum wh_err err = wh_validate_raycluster_report(request, st, d, &rep, errbuf);
+    for (size_t i = 0; !err && i < rep.n; i++) {
+        const struct wh_group_finding *f = &rep.items[i];
+        if (f->warning)
+            continue;
+        char part[600], message[WH_WARNING_MAX + 1];
+        /* Keyed by name: a group moved in the list is the same group. */
+        snprintf(part, sizeof(part), "%s\x1f%s", *f->group ? f->group : "", f->field);
+        snprintf(message, sizeof(message), "worker group \"%s\"%s%s: %s", f->group,
+                 *f->field ? " " : "", f->field, f->message);
+        err = wh_violations_add(out, f->rule, part, message);
+    }
+    wh_validation_free(&rep);
+    return err;
+}
+
+enum wh_err wh_ratchet_raycluster(const cJSON *request, const struct wh_state *st,
+                                  struct wh_decision *d, char *errbuf)
+{
+    return decide(request, judge_raycluster, st, d, errbuf);
+}
+
+static enum wh_err judge_workload(const cJSON *request, const void *ctx, struct wh_decision *d,
+                                  struct wh_violations *out, char *errbuf)
+{
+    (void)ctx;
+    (void)errbuf;
+    return wh_validate_workload_report(request, d, out);
+}
+
+enum wh_err wh_ratchet_workload(const cJSON *request, struct wh_decision *d, char *errbuf)
+{
+    return decide(request, judge_workload, NULL, d, errbuf);
+}

@@ -1,0 +1,124 @@
+"""UPDATEs judged by what they change (issue 23, src/core/ratchet.c):
+every review in tests/fixtures/reviews/updates goes through the real
+`tpu-webhook review` and must get the verdict EXPECT.json gives it; a review
+admitted because its problems were already in oldObject carries a warning
+naming them, and the same review without oldObject (or as CREATE) is
+denied, so the admission comes from the ratchet and not from a rule that
+went away. Covers RayCluster, Job, JobSet and LeaderWorkerSet."""
+import argparse
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+BINARY = FIXTURES = None
+
+
+def review(rv):
+    p = subprocess.run([BINARY, "review", "-"], input=json.dumps(rv).encode(),
+                       capture_output=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("review exited %d: %s" % (p.returncode, p.stderr.decode()))
+    return json.loads(p.stdout)["response"]
+
+
+class Updates(unittest.TestCase):
+    def setUp(self):
+        self.dir = os.path.join(FIXTURES, "reviews", "updates")
+        with open(os.path.join(self.dir, "EXPECT.json")) as f:
+            self.expect = json.load(f)["reviews"]
+
+    def load(self, name):
+        with open(os.path.join(self.dir, name)) as f:
+            return json.load(f)
+
+    def test_every_fixture_has_a_verdict(self):
+        files = {os.path.basename(p) for p in glob.glob(os.path.join(self.dir, "*.json"))}
+        files.discard("EXPECT.json")
+        self.assertEqual(files, set(self.expect))
+        kinds = {self.load(n)["request"]["kind"]["kind"] for n in files}
+        self.assertEqual(kinds, {"RayCluster", "Job", "JobSet", "LeaderWorkerSet"})
+        # Each kind has the three cases the issue names.
+        for prefix in ("raycluster", "job", "jobset", "lws"):
+            for case in ("-deleting-invalid-finalizer-removed", "-valid-broken"):
+                self.assertIn(prefix + case + ".json", files)
+            self.assertTrue(any(n.startswith(prefix + "-invalid-") and self.expect[n]["warning"]
+                                for n in files), prefix)
+
+    def test_verdicts(self):
+        for name, want in sorted(self.expect.items()):
+            with self.subTest(review=name, why=want["why"]):
+                r = review(self.load(name))
+                self.assertEqual(r["allowed"], want["allowed"], r.get("status"))
+                warnings = r.get("warnings") or []
+                if want["warning"]:
+                    self.assertTrue(any(want["warning"] in w for w in warnings), warnings)
+                else:
+                    self.assertFalse(any("already broken" in w for w in warnings), warnings)
+                if not want["allowed"]:
+                    self.assertEqual(r["status"]["code"], 400)
+                    self.assertTrue(r["status"]["message"])
+
+    def test_admitted_updates_are_invalid_on_their_own(self):
+        """Each admitted UPDATE's object is denied as a CREATE and as an
+        UPDATE without oldObject: the admission is the ratchet's."""
+        for name, want in sorted(self.expect.items()):
+            rv = self.load(name)
+            if not want["allowed"] or rv["request"]["operation"] != "UPDATE":
+                continue
+            obj = rv["request"]["object"]
+            obj_live = copy.deepcopy(obj)
+            obj_live["metadata"].pop("deletionTimestamp", None)
+            for op, old in (("CREATE", None), ("UPDATE", None)):
+                with self.subTest(review=name, op=op):
+                    alone = copy.deepcopy(rv)
+                    alone["request"].update(operation=op, oldObject=old, object=obj_live)
+                    self.assertFalse(review(alone)["allowed"])
+
+    def test_warning_names_the_rule(self):
+        r = review(self.load("raycluster-invalid-replicas-changed.json"))
+        self.assertTrue(any('worker group "tpu-group" numOfHosts' in w for w in r["warnings"]),
+                        r["warnings"])
+        self.assertTrue(all(len(w) <= 119 for w in r["warnings"]))
+
+    def test_new_violation_denied_and_named(self):
+        r = review(self.load("raycluster-invalid-new-violation.json"))
+        self.assertFalse(r["allowed"])
+        self.assertIn('"tpu-group-2"', r["status"]["message"])
+
+    def test_renaming_a_broken_group_is_a_new_violation(self):
+        rv = self.load("raycluster-invalid-replicas-changed.json")
+        rv["request"]["object"]["spec"]["workerGroupSpecs"][0]["groupName"] = "renamed"
+        self.assertFalse(review(rv)["allowed"])
+
+    def test_deleting_but_not_update_is_judged(self):
+        """deletionTimestamp admits an UPDATE only; a CREATE carrying one is
+        judged (the API server never sends one, but the webhook must not
+        take the object's word for it on CREATE)."""
+        rv = self.load("raycluster-deleting-invalid-finalizer-removed.json")
+        rv["request"].update(operation="CREATE", oldObject=None)
+        self.assertFalse(review(rv)["allowed"])
+
+    def test_unreadable_old_object_is_judged_as_new(self):
+        rv = self.load("raycluster-invalid-replicas-changed.json")
+        for old in ("text", [], 3):
+            with self.subTest(old=old):
+                rv["request"]["oldObject"] = old
+                self.assertFalse(review(rv)["allowed"])
+
+
+def main():
+    global BINARY, FIXTURES
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--fixtures", required=True)
+    args, rest = ap.parse_known_args()
+    BINARY, FIXTURES = args.binary, args.fixtures
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
+
+
+if __name__ == "__main__":
+    main()
