@@ -106,6 +106,13 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
         err = wh_ratchet_workload(wh_review_request(rv), &d, errbuf);
     else if (in->kind == WH_KIND_RAYCLUSTER)
         err = wh_ratchet_raycluster(wh_review_request(rv), state, &d, errbuf);
+    /* A dry run reserves nothing (sideEffects: NoneOnDryRun): the id shown
+     * may go to another pod, and the real request may get another one. */
+    if (!err && in->dry_run && d.allowed && d.assigned)
+        err = wh_decision_warn(&d,
+                               "dry run: TPU_WORKER_ID %ld (replica %ld) is not reserved; the "
+                               "real request may get another",
+                               d.worker_id, d.replica);
     struct wh_buf body;
     wh_buf_init(&body, RESPONSE_MAX);
     /* The envelope, the base64 patch (written as text while it was built,

@@ -191,6 +191,28 @@ def server_flags():
     return found
 
 
+# Paths whose answers can claim a TPU_WORKER_ID through the API server (a
+# Lease, src/shell/admit/claims.c), except on a dry run; the others have none.
+CLAIMING_PATHS = ("/mutate", "/mutate-workload")
+
+
+def side_effect_errors(objs):
+    """Every webhook of every configuration in objs declares what it does:
+    NoneOnDryRun where it can claim, None elsewhere (issue 23)."""
+    errs = []
+    for cfg in objs:
+        if cfg.get("kind") not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            continue
+        for w in cfg.get("webhooks") or []:
+            path = ((w.get("clientConfig") or {}).get("service") or {}).get("path")
+            want = "NoneOnDryRun" if path in CLAIMING_PATHS else "None"
+            if w.get("sideEffects") != want:
+                errs.append("%s %s webhook %s (%s) sideEffects is %r, expected %r"
+                            % (cfg["kind"], cfg["metadata"]["name"], w.get("name"), path,
+                               w.get("sideEffects"), want))
+    return errs
+
+
 def check_install(objs, ns="ray-system", cert_manager=True):
     """Problems with a complete install of the webhook (see module doc)."""
     errs = []
@@ -392,6 +414,7 @@ def check_install(objs, ns="ray-system", cert_manager=True):
                         % (ps["minAvailable"], replicas))
 
     # Webhook configurations.
+    errs += side_effect_errors(objs)
     svc_port = sports[0].get("port") if sports else None
     for cfg, hook, path in ((mwc, svc_dns, "/mutate"), (vwc, "raycluster-" + svc_dns, "/validate")):
         what = "%s %s" % (cfg["kind"], cfg["metadata"]["name"])
@@ -411,7 +434,7 @@ def check_install(objs, ns="ray-system", cert_manager=True):
             errs.append("%s path %r, expected the server route %s" % (what, cs.get("path"), path))
         if "url" in (w.get("clientConfig") or {}):
             errs.append("%s uses a url instead of the service" % what)
-        for k, v in (("failurePolicy", "Fail"), ("sideEffects", "None"), ("timeoutSeconds", 5),
+        for k, v in (("failurePolicy", "Fail"), ("timeoutSeconds", 5),
                      ("admissionReviewVersions", ["v1"]), ("matchPolicy", "Equivalent")):
             if w.get(k) != v:
                 errs.append("%s %s is %r, expected %r" % (what, k, w.get(k), v))
@@ -532,7 +555,36 @@ def broken_copies(objs):
 
 # Fields newer than the Kubernetes API models Debian 12 packages
 # (python3-kubernetes 22.6, API 1.22): (model, field) -> minimum version.
-NEWER_FIELDS = {("V1PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): "1.26"}
+NEWER_FIELDS = {("V1PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): "1.26",
+                ("V1MutatingWebhook", "matchConditions"): "1.28",
+                ("V1ValidatingWebhook", "matchConditions"): "1.28"}
+
+
+def match_conditions_errors(v, path):
+    """admissionregistration.k8s.io/v1 MatchCondition (Kubernetes 1.28+),
+    which the models above predate: a list of at most 64 {name, expression},
+    names unique qualified names, expressions non-empty strings (their CEL:
+    tests/deploy/cel.py)."""
+    if not isinstance(v, list):
+        return ["%s: expected a list, got %r" % (path, v)]
+    errs, names = [], set()
+    if len(v) > 64:
+        errs.append("%s: %d conditions, at most 64" % (path, len(v)))
+    for i, c in enumerate(v):
+        where = "%s[%d]" % (path, i)
+        if not isinstance(c, dict) or set(c) != {"name", "expression"}:
+            errs.append("%s: expected exactly name and expression, got %r" % (where, c))
+            continue
+        n, e = c["name"], c["expression"]
+        if not (isinstance(n, str) and len(n) <= 63
+                and re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", n)):
+            errs.append("%s.name: %r is not a qualified name" % (where, n))
+        if n in names:
+            errs.append("%s.name: %r repeated" % (where, n))
+        names.add(n)
+        if not isinstance(e, str) or not e.strip():
+            errs.append("%s.expression: %r is not a CEL expression" % (where, e))
+    return errs
 
 MODELS = {
     ("v1", "Namespace"): "V1Namespace",
@@ -590,6 +642,8 @@ def schema_errors(objs):
         fields = {j: p for p, j in model.attribute_map.items()}
         for k, item in v.items():
             if (t, k) in NEWER_FIELDS:
+                if k == "matchConditions":
+                    errs.extend(match_conditions_errors(item, "%s.%s" % (path, k)))
                 continue
             if k not in fields:
                 errs.append("%s: unknown field %r in %s" % (path, k, t))

@@ -38,9 +38,10 @@ def default_values():
         return yaml.safe_load(f)
 
 
-def helm_template(chart, overrides=None, release="tpu-webhook", namespace="default"):
+def helm_template(chart, overrides=None, release="tpu-webhook", namespace="default", kube=None):
     """{template path: rendered text} as `helm template` gives them; the
-    overrides are a values file merged over the chart's values.yaml."""
+    overrides are a values file merged over the chart's values.yaml; kube:
+    the cluster's version (--kube-version; helmrender's default v1.30.0)."""
     binary = os.environ.get("WH_HELMRENDER", "")
     if not binary or not os.access(binary, os.X_OK):
         raise AssertionError("helmrender not built (WH_HELMRENDER=%r): go not found? run "
@@ -51,15 +52,16 @@ def helm_template(chart, overrides=None, release="tpu-webhook", namespace="defau
             args.append(os.path.join(d, "values.json"))
             with open(args[-1], "w") as f:
                 json.dump(overrides, f)
-        p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        env = dict(os.environ, HELMRENDER_KUBE_VERSION=kube or "")
+        p = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     if p.returncode != 0:
         raise TemplateError(p.stderr.strip())
     return json.loads(p.stdout)
 
 
-def render(overrides=None, release="tpu-webhook"):
+def render(overrides=None, release="tpu-webhook", kube=None):
     """Rendered manifests (list of objects) and NOTES text."""
-    out = helm_template(CHART, overrides, release)
+    out = helm_template(CHART, overrides, release, kube=kube)
     objs, prefix = [], chart_meta()["name"] + "/templates/"
     for name in sorted(out):
         base = name[len(prefix):]
@@ -140,7 +142,9 @@ class Chart(unittest.TestCase):
     def test_defaults_equal_kustomize_install(self):
         self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
         kobjs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", "default"))
-        hobjs, _ = render()
+        # kustomize has no cluster version to go by: its install is the
+        # chart's without matchConditions (MatchConditions below).
+        hobjs, _ = render(tv(webhook={"matchConditions": False}))
 
         k, h = norm_objs(kobjs), norm_objs(hobjs)
         self.assertEqual(sorted(k), sorted(h))
@@ -152,7 +156,7 @@ class Chart(unittest.TestCase):
         import test_manifests as tm
         objs, _ = render()
         self.assertEqual([o for o in objs if "workload" in o["metadata"]["name"]], [])
-        objs, _ = render(tv(workloads={"enabled": True}))
+        objs, _ = render(tv(workloads={"enabled": True}, webhook={"matchConditions": False}))
         self.assertEqual(dl.check_install(objs, cert_manager=True), [])
         self.assertEqual(tm.schema_errors_but_match_conditions(objs), [])
         tm.check_workload_entries(self, objs)
@@ -308,6 +312,177 @@ class Renderer(unittest.TestCase):
                     f.write(body)
             got = json.loads(helm_template(d, {"a": {"c": None, "d": 3}, "l": [9]})["c/templates/t.yaml"])
         self.assertEqual(got, {"a": {"b": 1, "d": 3}, "l": [9]})
+
+
+def review(obj, op="CREATE"):
+    """The answer of the real binary (WH_BINARY) to an AdmissionReview of obj."""
+    kind = obj["kind"]
+    group, res = ("", "pods") if kind == "Pod" else ("ray.io", "rayclusters")
+    rv = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+          "request": {"uid": "1", "kind": {"group": group, "version": "v1", "kind": kind},
+                      "resource": {"group": group, "version": "v1", "resource": res},
+                      "namespace": "default", "operation": op, "object": obj, "oldObject": None,
+                      "dryRun": False}}
+    p = subprocess.run([os.environ["WH_BINARY"], "review", "-"], input=json.dumps(rv), text=True,
+                       capture_output=True, timeout=60)
+    if p.returncode:
+        raise AssertionError(p.stderr)
+    return json.loads(p.stdout)["response"]
+
+
+def tpu_container(name="ray-worker", where="limits", chips="4"):
+    return {"name": name, "image": "rayproject/ray:2.52.0",
+            "resources": {where: {"cpu": "1", "google.com/tpu": chips}}}
+
+
+def cpu_container(name="ray-worker"):
+    return {"name": name, "image": "rayproject/ray:2.52.0", "resources": {"limits": {"cpu": "1"}}}
+
+
+def kuberay_pod(node_type, containers, cluster="rc", group="g"):
+    labels = {"app.kubernetes.io/name": "kuberay", "app.kubernetes.io/created-by": "kuberay-operator",
+              "ray.io/node-type": node_type, "ray.io/cluster": cluster}
+    if node_type == "worker":
+        labels["ray.io/group"] = group
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "%s-%s-" % (cluster, node_type), "namespace": "default",
+                         "labels": labels},
+            "spec": {"containers": containers,
+                     "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                      "cloud.google.com/gke-tpu-topology": "2x2"}}}
+
+
+def raycluster(groups):
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "default"},
+            "spec": {"headGroupSpec": {"template": {"spec": {"containers": [cpu_container("head")]}}},
+                     "workerGroupSpecs": groups}}
+
+
+def group(containers, name="g", hosts=1, topo="2x2"):
+    return {"groupName": name, "replicas": 1, "numOfHosts": hosts,
+            "template": {"spec": {"containers": containers,
+                                  "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                                   "cloud.google.com/gke-tpu-topology": topo}}}}
+
+
+class MatchConditions(unittest.TestCase):
+    """/mutate and /validate carry matchConditions when the cluster has them
+    (Kubernetes 1.28+, .Capabilities, or tpuWebhook.webhook.matchConditions),
+    so that only TPU pods and KubeRay worker pods, and only RayClusters with
+    a TPU worker group, are sent to the webhook. The CEL is run by
+    tests/deploy/cel.py (a subset evaluator; Debian has no CEL package) on
+    objects, and every object a condition keeps away is one the webhook
+    itself admits unchanged."""
+
+    def hooks(self, **kw):
+        objs, _ = render(**kw)
+        mwc = dl.find(objs, "MutatingWebhookConfiguration", "kuberay-tpu-mutating-webhook-cfg")[0]
+        vwc = dl.find(objs, "ValidatingWebhookConfiguration", "kuberay-tpu-validating-webhook-cfg")[0]
+        return mwc["webhooks"][0], vwc["webhooks"][0], objs
+
+    def condition(self, hook):
+        mc = hook["matchConditions"]
+        self.assertEqual(len(mc), 1)
+        return mc[0]["expression"]
+
+    def test_rendered_for_1_28_and_later_only(self):
+        for kube, want in (("v1.30.0", True), ("v1.28.0", True), ("1.29.3-gke.1", True),
+                           ("v1.27.9", False), ("v1.26.0", False)):
+            with self.subTest(kube=kube):
+                m, v, objs = self.hooks(kube=kube)
+                self.assertEqual("matchConditions" in m, want)
+                self.assertEqual("matchConditions" in v, want)
+                self.assertEqual(dl.schema_errors(objs), [])
+                self.assertEqual(dl.check_install(objs), [])
+
+    def test_value_overrides_the_version(self):
+        m, v, _ = self.hooks(overrides=tv(webhook={"matchConditions": True}), kube="v1.27.0")
+        self.assertIn("matchConditions", m)
+        m, v, _ = self.hooks(overrides=tv(webhook={"matchConditions": False}))
+        self.assertNotIn("matchConditions", m)
+        self.assertNotIn("matchConditions", v)
+        with self.assertRaisesRegex(TemplateError, "matchConditions is maybe; set it to auto"):
+            render(tv(webhook={"matchConditions": "maybe"}))
+
+    def test_every_expression_parses(self):
+        import cel
+        objs, _ = render(tv(workloads={"enabled": True}))
+        n = 0
+        for o in objs:
+            for w in o.get("webhooks") or []:
+                for c in w.get("matchConditions") or []:
+                    cel.parse(c["expression"])
+                    n += 1
+        self.assertEqual(n, 4)  # /mutate, /validate and the two /mutate-workload entries
+        with self.assertRaises(cel.CelSyntaxError):
+            cel.parse("object.spec.containers.exists(c, c.size() > 1)")
+
+    def test_validate_condition(self):
+        import cel
+        _, v, _ = self.hooks()
+        expr = self.condition(v)
+        tpu, cpu = tpu_container(), cpu_container()
+        cases = [
+            ("TPU group", raycluster([group([tpu])]), True),
+            ("TPU by requests", raycluster([group([tpu_container(where="requests")])]), True),
+            ("CPU group then TPU group", raycluster([group([cpu], "cpu"), group([tpu])]), True),
+            ("CPU only", raycluster([group([cpu])]), False),
+            ("no worker groups", raycluster([]), False),
+            ("workerGroupSpecs absent", {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                         "metadata": {"name": "rc"}, "spec": {}}, False),
+            ("no spec", {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}},
+             False),
+            ("container without resources", raycluster([group([{"name": "w", "image": "x"}])]), False),
+        ]
+        # Refused by the RayCluster CRD's schema (a pod template needs its
+        # containers) before validating webhooks run; the condition must
+        # still not fail on them.
+        schema_refused = [("group without template", raycluster([{"groupName": "g"}]), False),
+                          ("empty containers", raycluster([group([])]), False)]
+        for f in sorted(os.listdir(os.path.join(dl.ROOT, "tests", "fixtures", "kuberay-samples"))):
+            if f.endswith(".yaml"):
+                with open(os.path.join(dl.ROOT, "tests", "fixtures", "kuberay-samples", f)) as fh:
+                    for doc in yaml.safe_load_all(fh):
+                        if doc and doc.get("kind") == "RayCluster":
+                            cases.append((f, doc, True))
+        for what, obj, want in schema_refused:
+            with self.subTest(what=what):
+                self.assertIs(cel.evaluate(expr, object=obj, oldObject=None), want)
+        for what, obj, want in cases:
+            with self.subTest(what=what):
+                got = cel.evaluate(expr, object=obj, oldObject=None)
+                self.assertIs(got, want)
+                if not got:
+                    for op in ("CREATE", "UPDATE"):
+                        r = review(obj, op)
+                        self.assertTrue(r["allowed"], r)
+                        self.assertNotIn("patch", r)
+
+    def test_mutate_condition(self):
+        import cel
+        m, _, _ = self.hooks()
+        expr = self.condition(m)
+        cases = [
+            ("TPU worker", kuberay_pod("worker", [tpu_container()]), True),
+            ("TPU worker by requests", kuberay_pod("worker", [tpu_container(where="requests")]), True),
+            ("TPU in a second container", kuberay_pod("worker", [cpu_container(), tpu_container("t")]),
+             True),
+            ("CPU worker", kuberay_pod("worker", [cpu_container()]), True),
+            ("head", kuberay_pod("head", [cpu_container("head")]), False),
+            ("TPU head", kuberay_pod("head", [tpu_container("head")]), True),
+            ("no labels, no TPU", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                   "spec": {"containers": [cpu_container()]}}, False),
+            ("container without resources", kuberay_pod("head", [{"name": "h", "image": "x"}]), False),
+        ]
+        for what, obj, want in cases:
+            with self.subTest(what=what):
+                got = cel.evaluate(expr, object=obj, oldObject=None)
+                self.assertIs(got, want)
+                if not got:
+                    r = review(obj)
+                    self.assertTrue(r["allowed"], r)
+                    self.assertNotIn("patch", r)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ def check_workload_entries(test, objs, ns="ray-system"):
         served = f.read()  # the route table (wh_http_route)
     cfgs = [o for o in objs if "workload" in o["metadata"]["name"]]
     test.assertEqual(len(cfgs), 2)
+    test.assertEqual(dl.side_effect_errors(cfgs), [])
     for cfg in cfgs:
         hooks = cfg["webhooks"]
         test.assertEqual(len(hooks), 2)

@@ -110,6 +110,38 @@ class Updates(unittest.TestCase):
                 self.assertFalse(review(rv)["allowed"])
 
 
+class DryRun(unittest.TestCase):
+    """sideEffects: NoneOnDryRun (deploy/): a dry run reserves nothing, and
+    its answer says so about the id it shows."""
+
+    def legacy(self, dry):
+        with open(os.path.join(FIXTURES, "reviews", "v6e-16-legacy.json")) as f:
+            rv = json.load(f)
+        rv["request"]["dryRun"] = dry
+        return review(rv)
+
+    def test_dry_run_answer_warns_the_id_is_not_reserved(self):
+        r = self.legacy(True)
+        self.assertTrue(r["allowed"])
+        self.assertTrue(r.get("patch"))
+        w = [x for x in r.get("warnings") or [] if x.startswith("dry run:")]
+        self.assertEqual(len(w), 1, r.get("warnings"))
+        self.assertIn("TPU_WORKER_ID 0 (replica 0) is not reserved", w[0])
+
+    def test_real_request_has_no_such_warning(self):
+        r = self.legacy(False)
+        self.assertTrue(r["allowed"])
+        self.assertFalse([x for x in r.get("warnings") or [] if x.startswith("dry run:")])
+
+    def test_native_pod_dry_run_has_nothing_to_reserve(self):
+        with open(os.path.join(FIXTURES, "reviews", "v6e-16-native-host1.json")) as f:
+            rv = json.load(f)
+        rv["request"]["dryRun"] = True
+        r = review(rv)
+        self.assertTrue(r["allowed"])
+        self.assertFalse([x for x in r.get("warnings") or [] if x.startswith("dry run:")])
+
+
 def main():
     global BINARY, FIXTURES
     ap = argparse.ArgumentParser()

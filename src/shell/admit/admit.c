@@ -315,7 +315,7 @@ static void log_reserved(const struct wh_review_info *info, const struct wh_engi
 }
 
 /* Decide a legacy pod with its group locked and reserve what the engine
- * chose (not for a dry run: sideEffects None must leave nothing behind).
+ * chose (not for a dry run: sideEffects NoneOnDryRun: a dry run leaves nothing behind).
  * *reserved tells whether a reservation was made. */
 static enum wh_err decide_locked(struct wh_admit *ad, const struct wh_review *rv,
                                  enum wh_route route, struct view *v, struct wh_engine_result *res,

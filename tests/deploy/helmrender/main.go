@@ -6,6 +6,8 @@
 // is not packaged for Debian 12.
 //
 // usage: helmrender CHART_DIR RELEASE NAMESPACE [VALUES_FILE...]
+// ($HELMRENDER_KUBE_VERSION: the cluster's version, helm template
+// --kube-version; default v1.30.0; checked against Chart.yaml's kubeVersion)
 //
 // Values: the chart's values.yaml, then each VALUES_FILE (YAML or JSON) merged
 // over it as Helm coalesces them (maps merge key by key, a null deletes the
@@ -31,6 +33,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/Masterminds/semver"
 	"github.com/Masterminds/sprig"
 	"gopkg.in/yaml.v2"
 )
@@ -290,6 +293,10 @@ func render(dir, release, namespace string, valueFiles []string) (map[string]str
 			names = append(names, name)
 		}
 	}
+	kube, err := kubeVersion(meta)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
 	for _, name := range names {
 		data := map[string]interface{}{
@@ -300,7 +307,7 @@ func render(dir, release, namespace string, valueFiles []string) (map[string]str
 				"IsInstall": true, "IsUpgrade": false, "Revision": 1,
 			},
 			"Capabilities": map[string]interface{}{
-				"KubeVersion": map[string]interface{}{"Version": "v1.30.0", "Major": "1", "Minor": "30"},
+				"KubeVersion": kube,
 				"APIVersions": []string{},
 			},
 			"Template": map[string]interface{}{"Name": name, "BasePath": chart + "/templates"},
@@ -313,6 +320,33 @@ func render(dir, release, namespace string, valueFiles []string) (map[string]str
 		out[name] = strings.ReplaceAll(buf.String(), "<no value>", "")
 	}
 	return out, nil
+}
+
+// kubeVersion is .Capabilities.KubeVersion for $HELMRENDER_KUBE_VERSION
+// (helm template --kube-version; default v1.30.0), refused as Helm refuses it
+// when the chart's kubeVersion constraint excludes it.
+func kubeVersion(meta map[string]interface{}) (map[string]interface{}, error) {
+	text := os.Getenv("HELMRENDER_KUBE_VERSION")
+	if text == "" {
+		text = "v1.30.0"
+	}
+	v, err := semver.NewVersion(text)
+	if err != nil {
+		return nil, fmt.Errorf("HELMRENDER_KUBE_VERSION %q: %v", text, err)
+	}
+	if c, ok := meta["KubeVersion"].(string); ok && c != "" {
+		cs, err := semver.NewConstraint(c)
+		if err != nil {
+			return nil, fmt.Errorf("Chart.yaml kubeVersion %q: %v", c, err)
+		}
+		if !cs.Check(v) {
+			return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes v%s", c, v)
+		}
+	}
+	return map[string]interface{}{
+		"Version": "v" + v.String(), "Major": fmt.Sprint(v.Major()), "Minor": fmt.Sprint(v.Minor()),
+		"GitVersion": "v" + v.String(),
+	}, nil
 }
 
 func main() {

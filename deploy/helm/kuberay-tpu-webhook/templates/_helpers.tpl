@@ -38,3 +38,24 @@ namespaceSelector:
       operator: NotIn
       values: ["kube-system", "kube-node-lease"]
 {{- end -}}
+
+{{/* "true" when the webhook configurations carry matchConditions (Kubernetes
+1.28+): tpuWebhook.webhook.matchConditions true or false, or "auto" (the
+default) for the cluster's version as Helm sees it (.Capabilities; pass
+--kube-version to helm template). */}}
+{{- define "tpu-webhook.matchConditions" -}}
+{{- $m := .Values.tpuWebhook.webhook.matchConditions -}}
+{{- if eq (toString $m) "auto" -}}
+{{- semverCompare ">=1.28.0-0" .Capabilities.KubeVersion.Version -}}
+{{- else if or (eq (toString $m) "true") (eq (toString $m) "false") -}}
+{{- toString $m -}}
+{{- else -}}
+{{- fail (printf "tpuWebhook.webhook.matchConditions is %v; set it to auto, true (Kubernetes 1.28+) or false" $m) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A container requesting TPU chips, in CEL (the webhook's own test:
+src/core/podspec.c, limits or requests). */}}
+{{- define "tpu-webhook.celTPU" -}}
+has(c.resources) && ((has(c.resources.limits) && 'google.com/tpu' in c.resources.limits) || (has(c.resources.requests) && 'google.com/tpu' in c.resources.requests))
+{{- end -}}
