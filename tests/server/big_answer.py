@@ -12,6 +12,14 @@ server's socket fills and its bursts stop half-way (GnuTLS keeps the record
 that would block and sends it on the next call; strace shows the EAGAINs).
 Each client must get exactly the bytes a fast client gets, and the server
 must keep answering /healthz meanwhile.
+
+Then the same with answers of 200 whose body holds "HTTP/1.1 400 " at every
+16 KiB record boundary (a review uid the answer echoes, as a RayCluster's
+group name is echoed in a /validate warning): a write resumed after a
+partial one starts with that text, and the send interposer, which replaces
+libmicrohttpd's own error answers, must know from state that these bytes are
+the webhook's (wh_mhderr_mark). Every answer arrives whole, unchanged and in
+order (each pipelined request has its own uid).
 Exit 0 = pass.
 """
 import json
@@ -60,6 +68,27 @@ def connect(rcvbuf=None):
     return CTX.wrap_socket(raw)
 
 
+def raw_answer(body):
+    """One answer on a fresh connection, read whole: (header block length
+    with its blank line, body)."""
+    s = connect()
+    s.sendall(request(body))
+    buf = b""
+    while True:
+        head_end = buf.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = buf[:head_end].decode("latin-1")
+            length = [int(line.split(":", 1)[1]) for line in head.split("\r\n")[1:]
+                      if line.lower().startswith("content-length:")][0]
+            if len(buf) >= head_end + 4 + length:
+                s.close()
+                return head_end + 4, buf[head_end + 4:head_end + 4 + length]
+        data = s.recv(1 << 20)
+        if not data:
+            raise ConnectionError("closed before a whole answer")
+        buf += data
+
+
 def read_answers(s, n, chunk, pause):
     """n HTTP answers from s, read chunk bytes at a time with a pause between
     reads; [(status, body)]."""
@@ -102,6 +131,90 @@ def slow_client(i, body, want, errors):
         errors.append("slow client %d: %r" % (i, e))
 
 
+RECORD = 16384
+TRAP = b"HTTP/1.1 400 "
+UID_LEN = 22 * RECORD
+
+
+def echo_review(uid):
+    path = os.path.join(FIXTURES, "reviews", "v6e-16-native-host1.json")
+    review = json.load(open(path))
+    review["request"]["uid"] = uid
+    return json.dumps(review).encode()
+
+
+def trap_uid(tag, body_at, head_len):
+    """A uid of UID_LEN bytes that puts TRAP at every record boundary of the
+    answer, counted from the body's start and from the header's (whether the
+    header goes in a write of its own or not); tag (fixed length) at its end
+    tells the answers apart."""
+    uid = bytearray(b"u" * UID_LEN)
+    for k in range(1, (body_at + UID_LEN) // RECORD + 1):
+        for off in (k * RECORD, k * RECORD - head_len):
+            i = off - body_at
+            if 0 <= i and i + len(TRAP) <= UID_LEN - len(tag):
+                uid[i:i + len(TRAP)] = TRAP
+    uid[UID_LEN - len(tag):] = tag
+    return uid.decode()
+
+
+def echo_client(i, reviews, wants, errors):
+    try:
+        s = connect(rcvbuf=4096)
+        s.sendall(b"".join(request(r) for r in reviews))
+        time.sleep(0.5)
+        got = read_answers(s, len(reviews), 4096, 0.0005)
+        s.close()
+        for k, (status, answer) in enumerate(got):
+            if status != 200 or answer != wants[k]:
+                errors.append("echo client %d, answer %d: status %d, %d bytes, %s (want 200, "
+                              "%d bytes, identical)" % (i, k, status, len(answer),
+                                                       "its own" if answer == wants[k] else
+                                                       "not the answer to request %d" % k,
+                                                       len(wants[k])))
+    except Exception as e:
+        errors.append("echo client %d: %r" % (i, e))
+
+
+def echo_phase():
+    try:
+        echo_answers()
+    except (OSError, ValueError, KeyError) as e:
+        fail("echo: %r" % e)
+
+
+def echo_answers():
+    head_len, probe = raw_answer(echo_review("u" * UID_LEN))
+    body_at = probe.find(b'"uid":"') + len(b'"uid":"')
+    reviews, wants = [], []
+    for k in range(PIPELINED):
+        review = echo_review(trap_uid(b"-%04d" % k, body_at, head_len))
+        h, want = raw_answer(review)
+        if h != head_len or json.loads(want)["response"]["uid"] != json.loads(review)[
+                "request"]["uid"]:
+            fail("echo: answer %d does not echo its uid where the probe did" % k)
+            return
+        reviews.append(review)
+        wants.append(want)
+    boundaries = [off for off in range(RECORD, len(wants[0]) - len(TRAP), RECORD)]
+    missing = [off for off in boundaries if wants[0][off:off + len(TRAP)] != TRAP]
+    if missing or len(boundaries) < 20:
+        fail("echo: %d record boundaries of %d without the text (test out of date)" %
+             (len(missing), len(boundaries)))
+        return
+    errors = []
+    clients = [threading.Thread(target=echo_client, args=(i, reviews, wants, errors))
+               for i in range(4)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join()
+    for e in errors:
+        fail(e)
+    print("big_answer: %d-byte answers with %r at each of %d record boundaries; 4 slow clients x "
+          "%d pipelined requests" % (len(wants[0]), TRAP.decode(), len(boundaries), PIPELINED))
+
+
 CTX = servelib.make_certs(BIN, WORK)
 server, PORT, LOG = servelib.start_server(BIN, WORK, [])
 try:
@@ -135,6 +248,7 @@ try:
         fail("no /healthz answered while the slow clients read")
     print("big_answer: %d-byte answer; 6 slow clients x %d pipelined requests; %d /healthz "
           "answered meanwhile" % (len(want), PIPELINED, healthy))
+    echo_phase()
 finally:
     server.terminate()
     server.wait(timeout=30)

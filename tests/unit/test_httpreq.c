@@ -48,6 +48,14 @@ static void test_framing_refused(void **unused)
     assert_non_null(FRAMING("Transfer-Encoding", "gzip, chunked"));
     assert_non_null(FRAMING("Transfer-Encoding", "chunked", "Transfer-Encoding", "chunked"));
     assert_non_null(FRAMING("Transfer-Encoding", ""));
+    /* White space before the colon: libmicrohttpd's name keeps it. */
+    const char *spaced[] = {"Content-Length ", "Transfer-Encoding ", "content-length\t",
+                            "TRANSFER-ENCODING \t", "Host "};
+    for (size_t i = 0; i < sizeof(spaced) / sizeof(spaced[0]); i++)
+        assert_string_equal(FRAMING(spaced[i], i % 2 ? "chunked" : "34"),
+                            "white space between a header name and its colon (RFC 9112, section 5.1)");
+    /* ... and still counts as the framing header it names. */
+    assert_non_null(FRAMING("Content-Length ", "2", "Transfer-Encoding", "chunked"));
     const char *bad[] = {"", "abc", "-1", "+1", "1 2", "0x10", "1,1", "9999999999999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_string_equal(FRAMING("Content-Length", bad[i]),

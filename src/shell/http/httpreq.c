@@ -57,6 +57,17 @@ void wh_http_framing_add(struct wh_http_framing *f, const char *name, size_t nam
                          const char *value, size_t value_len)
 {
     trim(&value, &value_len);
+    /* libmicrohttpd 0.9.75 keeps white space before the colon in the name
+     * ("Content-Length " for "Content-Length : 34") and then ignores the
+     * header for framing, where a proxy may use it: RFC 9112 section 5.1
+     * requires a 400. Named like libmicrohttpd (case-insensitive) once
+     * trimmed, so the framing counts stay right. */
+    size_t bare = name_len;
+    while (bare && is_ows(name[bare - 1]))
+        bare--;
+    if (bare != name_len)
+        fail(f, "white space between a header name and its colon (RFC 9112, section 5.1)");
+    name_len = bare;
     if (name_is(name, name_len, "Content-Length")) {
         unsigned long long n = 0;
         if (!read_length(value, value_len, &n))

@@ -4,7 +4,8 @@
  * libmicrohttpd 0.9.75 accepts framing that proxies and servers disagree on
  * (two different Content-Length headers, Content-Length beside
  * Transfer-Encoding), waits for the peer to close on an unknown transfer
- * coding, and routes "/healthz%00x" as "/healthz" because it cuts the
+ * coding, takes a header with white space before its colon
+ * ("Content-Length : 34") as another header, which it ignores, and routes "/healthz%00x" as "/healthz" because it cuts the
  * unescaped path at the NUL. The server feeds every request's raw URI and
  * header lines through these checks and answers a problem with 400 and
  * "Connection: close" (docs/deploy.md, "Hostile HTTP").

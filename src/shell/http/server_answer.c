@@ -8,6 +8,7 @@
 
 #include "wh/buf.h"     /* wh_buf */
 #include "wh/reqmem.h"  /* wh_reqmem_bind, wh_arena */
+#include "mhd/mhderr.h" /* wh_mhderr_mark */
 #include "mhd/tlsrec.h" /* wh_tlsrec_hold */
 
 /* The response reads body until the request completes: a body in the
@@ -32,17 +33,34 @@ static struct MHD_Response *response_for(struct request *rq, const char *body, s
     return r;
 }
 
+static gnutls_session_t session_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c,
+                                                                  MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return tls ? (gnutls_session_t)tls->tls_session : NULL;
+}
+
+/* Every byte libmicrohttpd writes on the session until the request
+ * completes is this answer's: the send interposer passes it through
+ * (wh/mhderr.h). Unmarked by wh_srv_on_completed. */
+static void mark_session(struct MHD_Connection *c, struct request *rq)
+{
+    gnutls_session_t session = session_of(c);
+    if (session && !rq->mark) {
+        rq->marked = session;
+        rq->mark = wh_mhderr_mark(session);
+    }
+}
+
 /* Header and body in one TLS record (wh/tlsrec.h): corked now, flushed by
  * wh_srv_on_completed. */
 static void hold_records(struct MHD_Connection *c, struct request *rq, size_t len)
 {
-    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c,
-                                                                  MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = session_of(c);
     const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c,
                                                                  MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!tls || !fd || rq->corked)
+    if (!session || !fd || rq->corked)
         return;
-    gnutls_session_t session = (gnutls_session_t)tls->tls_session;
     if (wh_tlsrec_hold(session, fd->connect_fd, len)) {
         rq->corked = session;
         rq->corked_fd = fd->connect_fd;
@@ -67,8 +85,10 @@ enum MHD_Result wh_srv_reply(struct wh_server *s, struct MHD_Connection *c, stru
      * its next request), or a body we refused to read. */
     if (ok && (atomic_load(&s->unready) || rq->close || status == MHD_HTTP_CONTENT_TOO_LARGE))
         ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (ok)
+    if (ok) {
+        mark_session(c, rq); /* before libmicrohttpd can write any of it */
         ok = MHD_queue_response(c, status, r);
+    }
     MHD_destroy_response(r);
     if (ok) {
         rq->status = status;

@@ -56,6 +56,11 @@ struct request {
      * it; NULL otherwise. MHD's session, not ours. */
     gnutls_session_t corked;
     int corked_fd;
+    /* The session marked as carrying the webhook's answer (wh/mhderr.h)
+     * from just before it is queued until wh_srv_on_completed; mark 0:
+     * none. */
+    gnutls_session_t marked;
+    int mark;
 };
 
 struct wh_server {

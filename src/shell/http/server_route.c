@@ -19,6 +19,7 @@
 #include "server_admit.h"  /* wh_srv_admit */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error, wh_srv_reply_text */
 #include "server_conn.h"   /* wh_srv_conn_of */
+#include "mhd/mhderr.h"    /* wh_mhderr_unmark */
 #include "mhd/tlsrec.h"    /* wh_tlsrec_flush */
 
 #define ROOT_BODY "kuberay-tpu-webhook"
@@ -282,6 +283,10 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         wh_log(WH_LOG_WARN, "answer_unsent", "path", WH_F_STR, wh_metrics_path_label(rq->path),
                "reason", WH_F_STR, "the client did not take the answer in time", (char *)NULL);
     }
+    /* Sent (flushed included) or given up: what libmicrohttpd writes on the
+     * session from now on is its own again. */
+    if (rq->mark)
+        wh_mhderr_unmark(rq->marked, rq->mark);
     struct conn *cn = wh_srv_conn_of(c);
     if (cn)
         atomic_store(&cn->deadline_ms,

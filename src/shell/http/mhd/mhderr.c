@@ -7,8 +7,9 @@
 #include <pthread.h>   /* pthread_once, pthread_mutex_t */
 #include <stdatomic.h> /* atomic_int */
 #include <stdbool.h>   /* bool */
+#include <stdint.h>    /* uintptr_t */
 #include <stdio.h>     /* snprintf */
-#include <string.h>    /* memchr, memcmp, memmem */
+#include <string.h>    /* memchr, memcmp */
 
 #include <curl/curl.h>     /* curl_version_info */
 #include <gnutls/gnutls.h> /* gnutls_session_t, gnutls_transport_get_int */
@@ -95,10 +96,69 @@ static void forget(gnutls_session_t s)
     pthread_mutex_unlock(&muted_lock);
 }
 
-/* The status of an error answer libmicrohttpd made itself, or 0: a header
- * block ("HTTP/1.x NNN ") with a status of 400 or more, without the header
- * every answer of the webhook carries. */
-static unsigned foreign_error(const char *p, size_t len)
+/* Sessions on which the webhook has queued an answer that is not yet sent
+ * (wh_mhderr_mark): every byte written on them is the webhook's. A slot
+ * holds a session or NULL; marking takes a free slot with a compare and
+ * swap, unmarking gives it back, and a lookup (rare: only for a write that
+ * reads like an error header block) scans them all. More answers in flight
+ * than slots: `unmarked` counts them, and while it is not zero nothing is
+ * rewritten (libmicrohttpd's own answers then keep their HTML bodies). */
+#define MARKS_MAX 4096
+static _Atomic(gnutls_session_t) marks[MARKS_MAX];
+static atomic_int unmarked;
+
+int wh_mhderr_mark(gnutls_session_t session)
+{
+    size_t h = ((size_t)(uintptr_t)session >> 4) % MARKS_MAX;
+    for (size_t i = 0; i < MARKS_MAX; i++) {
+        size_t k = (h + i) % MARKS_MAX;
+        gnutls_session_t none = NULL;
+        if (!atomic_load_explicit(&marks[k], memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&marks[k], &none, session))
+            return (int)k + 1;
+    }
+    atomic_fetch_add(&unmarked, 1);
+    return -1;
+}
+
+void wh_mhderr_unmark(gnutls_session_t session, int mark)
+{
+    if (mark < 0) {
+        atomic_fetch_sub(&unmarked, 1);
+    } else if (mark > 0 && mark <= MARKS_MAX) {
+        /* Only if still ours: gnutls_deinit may have cleared it already. */
+        gnutls_session_t mine = session;
+        atomic_compare_exchange_strong(&marks[mark - 1], &mine, NULL);
+    }
+}
+
+/* The webhook's answer is being written on s, or cannot be told apart. */
+static bool webhook_writes(gnutls_session_t s)
+{
+    if (atomic_load(&unmarked) > 0)
+        return true;
+    for (size_t i = 0; i < MARKS_MAX; i++)
+        if (atomic_load_explicit(&marks[i], memory_order_acquire) == s)
+            return true;
+    return false;
+}
+
+/* A session freed with its mark still set (a request libmicrohttpd never
+ * completed): the address may be a new session's next. */
+static void unmark_all(gnutls_session_t s)
+{
+    for (size_t i = 0; i < MARKS_MAX; i++) {
+        gnutls_session_t mine = s;
+        if (atomic_load_explicit(&marks[i], memory_order_relaxed) == s)
+            atomic_compare_exchange_strong(&marks[i], &mine, NULL);
+    }
+}
+
+/* The status of what reads like an error header block ("HTTP/1.x NNN ",
+ * 400 or more), or 0. Only the state says whose it is (webhook_writes):
+ * a body the webhook writes may hold the same text (a name echoed in a
+ * warning), at the start of a write that resumes after a partial one. */
+static unsigned error_status(const char *p, size_t len)
 {
     if (len < 13 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[12] != ' ')
         return 0;
@@ -108,12 +168,7 @@ static unsigned foreign_error(const char *p, size_t len)
             return 0;
         code = code * 10 + (unsigned)(p[i] - '0');
     }
-    if (code < 400)
-        return 0;
-    const char *end = memmem(p, len, "\r\n\r\n", 4);
-    size_t head = end ? (size_t)(end - p) : len;
-    static const char ours[] = "\r\nX-Content-Type-Options:";
-    return memmem(p, head, ours, sizeof(ours) - 1) ? 0 : code;
+    return code >= 400 ? code : 0;
 }
 
 struct answer {
@@ -232,8 +287,8 @@ ssize_t gnutls_record_send(gnutls_session_t session, const void *data, size_t da
         return GNUTLS_E_INTERNAL_ERROR;
     if (is_muted(session))
         return (ssize_t)data_size; /* what follows a replaced answer */
-    unsigned code = foreign_error(data, data_size);
-    if (code && mute(session)) {
+    unsigned code = error_status(data, data_size);
+    if (code && !webhook_writes(session) && mute(session)) {
         replace(session, answer_for(code));
         return (ssize_t)data_size;
     }
@@ -271,6 +326,8 @@ void gnutls_deinit(gnutls_session_t session)
 {
     pthread_once(&resolve_once, resolve);
     forget(session);
+    if (session)
+        unmark_all(session);
     if (real_deinit)
         real_deinit(session);
 }

@@ -10,8 +10,14 @@
  * goes through gnutls_record_send, so this module defines that function
  * (the dynamic linker binds libmicrohttpd's calls to the executable's
  * definition first) and passes everything through to GnuTLS's, except an
- * error header block that the webhook did not make (the webhook's own
- * answers all carry X-Content-Type-Options): that one is replaced by a
+ * error header block ("HTTP/1.1 400 ...") written on a session where the
+ * webhook has no answer queued. Whose bytes they are is known from state,
+ * never from their content: the server marks a session when it queues an
+ * answer (wh_mhderr_mark) and unmarks it once the answer is sent, and every
+ * byte of a marked session passes through untouched, whatever it reads
+ * like (a body resumed after a partial write may start with "HTTP/1.1 400 "
+ * when a name in it says so). An unmarked session's error header block is
+ * libmicrohttpd's own; it is replaced by a
  * complete answer with the same status code and a Kubernetes Status body,
  * and what libmicrohttpd writes after it on that session (its HTML, the
  * repeated header block) is dropped. libmicrohttpd closes such a connection
@@ -33,6 +39,8 @@
 
 #include <stdbool.h> /* bool */
 
+#include <gnutls/gnutls.h> /* gnutls_session_t */
+
 /* Resolve GnuTLS's own functions and check that the dynamic linker binds
  * gnutls_record_send and gnutls_record_recv to this module (false:
  * libmicrohttpd's own answers go out as it writes them, and a raw NUL cuts
@@ -42,5 +50,16 @@
  * once before serving; it also links this module into the program.
  * Thread-safe. */
 bool wh_mhderr_install(bool *reads_guarded);
+
+/* The webhook has queued an answer on session (before libmicrohttpd writes
+ * any of it): until wh_mhderr_unmark, every byte written on the session is
+ * passed through as it is. Returns the mark to give back (never 0). With
+ * more marks than the module holds (4096) it still returns one, and while
+ * such a mark is out nothing is rewritten on any session. Lock-free,
+ * allocates nothing. */
+int wh_mhderr_mark(gnutls_session_t session);
+/* The answer has been sent (or its request ended): give the mark back.
+ * Once per mark; mark 0 (none) is ignored. */
+void wh_mhderr_unmark(gnutls_session_t session, int mark);
 
 #endif /* WH_MHDERR_H */
