@@ -16,6 +16,7 @@ static const struct command commands[] = {
     {"review", wh_cmd_review, "answer one AdmissionReview (JSON or YAML) from a file or stdin"},
     {"render", wh_cmd_render, "show the worker pods of a RayCluster/RayJob/RayService as mutated"},
     {"check", wh_cmd_check, "validate Ray manifests in files or directories (for CI)"},
+    {"doctor", wh_cmd_doctor, "say why a TPU slice that exists does not start"},
 };
 
 static void usage(FILE *out)

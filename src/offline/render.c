@@ -327,6 +327,31 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
     return err;
 }
 
+enum wh_err wh_render_admit_pod(const cJSON *pod, enum wh_route route, const struct wh_state *st,
+                                cJSON **out, char **denial, char *errbuf)
+{
+    *out = NULL;
+    *denial = NULL;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    enum wh_err err = decide(pod, route, 1, st, &d, NULL, errbuf);
+    if (!err && !d.allowed) {
+        *denial = strdup(d.message ? d.message : "no reason given");
+        err = *denial ? WH_OK : WH_ERR_NOMEM;
+    } else if (!err) {
+        *out = cJSON_Duplicate(pod, 1);
+        err = *out ? WH_OK : WH_ERR_NOMEM;
+        if (!err && d.n_ops > 0)
+            err = apply_patch(out, &d, errbuf);
+        if (err) {
+            cJSON_Delete(*out);
+            *out = NULL;
+        }
+    }
+    wh_decision_free(&d);
+    return err;
+}
+
 enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
                              struct wh_render_result *out, char *errbuf)
 {

@@ -18,8 +18,10 @@
 #include <cjson/cJSON.h>
 
 #include "wh/buf.h"      /* struct wh_buf */
+#include "wh/engine.h"   /* enum wh_route */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/kuberay.h"  /* struct wh_kuberay_opts */
+#include "wh/state.h"    /* struct wh_state */
 #include "wh/validate.h" /* struct wh_validation */
 
 /* The engine's answer to a RayCluster CREATE. */
@@ -64,6 +66,15 @@ WH_NODISCARD enum wh_err wh_render_object(const cJSON *obj, const struct wh_kube
 WH_NODISCARD enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out,
                                             char *errbuf);
 void wh_render_result_free(struct wh_render_result *r); /* NULL-safe */
+
+/* One pod through the engine's mutation on route (WH_ROUTE_MUTATE or
+ * WH_ROUTE_MUTATE_WORKLOAD) against st, in the CREATE review the API server
+ * would send: on success *out is a patched copy of pod (the caller's,
+ * cJSON_Delete) or NULL with *denial the engine's message (malloc'd, the
+ * caller frees). `doctor` uses it to see what the webhook would write now. */
+WH_NODISCARD enum wh_err wh_render_admit_pod(const cJSON *pod, enum wh_route route,
+                                             const struct wh_state *st, cJSON **out, char **denial,
+                                             char *errbuf);
 
 /* Append a table of the rendered pods to out: per worker group and replica,
  * each pod's hostname, TPU_WORKER_ID (every TPU container), TPU_NAME and the

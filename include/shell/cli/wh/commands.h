@@ -39,5 +39,8 @@ int wh_cmd_render(int argc, char **argv);
 /* check: validate every Ray manifest under the given paths, one table row
  * per TPU worker group (src/shell/cmd_check.c). */
 int wh_cmd_check(int argc, char **argv);
+/* doctor: judge the TPU slices that exist, from files or the cluster
+ * (src/shell/cli/cmd_doctor.c). */
+int wh_cmd_doctor(int argc, char **argv);
 
 #endif /* WH_COMMANDS_H */

@@ -1,0 +1,67 @@
+/* doctor.h: why a TPU slice that exists does not start (docs/troubleshooting.md).
+ *
+ * Input: the pods, nodes and services of a cluster as `kubectl get -o json`
+ * writes them (a List with items, or a JSON array). The TPU pods (a
+ * container requests google.com/tpu; not terminating, not Succeeded or
+ * Failed) are grouped into slices by their controllers' labels, in the
+ * classification order of workload.h: a KubeRay worker-group replica (native
+ * index labels, else the legacy replicaIndex label), a LeaderWorkerSet
+ * group, a JobSet child Job, an Indexed Job, or a single pod. Each slice is
+ * judged as a whole and gets one problem record per finding; grouping is by
+ * hash, so the work is linear in the pods (10,000 pods in 1,000 slices).
+ *
+ * Which rules (problem ids, docs/troubleshooting.md has an example of each):
+ *   missing-hosts, extra-host, worker-id-missing, duplicate-worker-id,
+ *   worker-id-out-of-range, worker-id-not-host, tpu7x-container-ids,
+ *   hostname-missing, hostnames-differ, hostnames-entry, slicebuilder-differ,
+ *   slicebuilder-entry, torchrun-differ, service-missing,
+ *   service-not-headless, service-not-selecting, service-not-publishing,
+ *   hostnetwork-dns, mixed-node-pools, mixed-placement-groups,
+ *   node-labels-disagree, unschedulable, megascale-num-slices,
+ *   megascale-slice-id, megascale-coordinator: severity "error", the slice
+ *   cannot start; drift (a value differs from what the webhook would write
+ *   now): severity "warning".
+ * Expected values come from the core: hosts from topology.h and the TPU
+ * containers (tpuenv.h), TPU_WORKER_ID from wh_tpu_worker_id, and for drift
+ * the engine itself (wh_render_admit_pod on the pod with the injected
+ * variables removed, see doctor.c).
+ *
+ * The report (a cJSON object, the caller's):
+ *   {"pods": N TPU pods, "slices": [{"namespace", "kind", "name",
+ *     "hostsExpected" (-1 unknown), "hostsPresent", "status" ("ok" |
+ *     "warning" | "broken"), "problems": [{"problem", "severity", "pod",
+ *     "field", "holds", "expected", "fix"}]}], "ok", "warning", "broken"
+ *     (counts), "notes": [strings: rules not judged for lack of input]}
+ * Slices are sorted by namespace, kind, name.
+ */
+#ifndef WH_DOCTOR_H
+#define WH_DOCTOR_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h" /* struct wh_buf */
+#include "wh/err.h" /* enum wh_err */
+
+struct wh_doctor_input {
+    const cJSON *pods;     /* PodList or array; required */
+    const cJSON *nodes;    /* NodeList or array; NULL: node rules not judged */
+    const cJSON *services; /* ServiceList or array; NULL: Service rules not judged */
+};
+
+/* Judge every slice. *report is the caller's (cJSON_Delete). WH_ERR_INVALID
+ * names the list, the item and what is wrong when an input is not a list of
+ * objects of its kind; WH_ERR_NOMEM. The inputs are only read. */
+WH_NODISCARD enum wh_err wh_doctor_run(const struct wh_doctor_input *in, cJSON **report,
+                                       char *errbuf);
+
+/* True when every slice of the report can start (no "broken" slice). */
+bool wh_doctor_ok(const cJSON *report);
+
+/* Append the report as text: one row per slice (namespace, kind, name,
+ * hosts present/expected, status, problem count), then one line per
+ * problem, then the notes. */
+WH_NODISCARD enum wh_err wh_doctor_table(const cJSON *report, struct wh_buf *out);
+
+#endif /* WH_DOCTOR_H */

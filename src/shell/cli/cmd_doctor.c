@@ -1,0 +1,251 @@
+/* cmd_doctor.c: `tpu-webhook doctor`, why a TPU slice that exists does not
+ * start (docs/troubleshooting.md).
+ *
+ * Reads the pods, nodes and services from files (--pods, --nodes,
+ * --services: `kubectl get -o json` Lists, JSON or YAML) or from the cluster
+ * (one LIST each of pods, TPU nodes and services, read-only: the RBAC of
+ * deploy/kustomize/components/doctor-rbac), judges every slice with
+ * wh_doctor_run and prints a table or JSON. Exit: 0 every slice can start,
+ * 1 one cannot, 2 bad input or a failed read. */
+#include <stdio.h>  /* fprintf, fwrite */
+#include <stdlib.h> /* getenv, free */
+#include <string.h> /* strcmp, strspn */
+
+#include "wh/buf.h"        /* wh_buf_* */
+#include "wh/commands.h"   /* wh_cmd_doctor */
+#include "wh/doctor.h"     /* wh_doctor_* */
+#include "wh/fileio.h"     /* wh_read_file */
+#include "flags.h"         /* wh_flags_command, wh_flags_check_choice */
+#include "wh/json.h"       /* wh_json_parse, wh_json_print */
+#include "wh/kube.h"       /* wh_kube_* */
+#include "wh/kubeconfig.h" /* wh_kubeconfig_*, struct wh_kube_config */
+#include "wh/yaml.h"       /* wh_yaml_load_one */
+
+#define DOCTOR_FILE_MAX ((size_t)512 * 1024 * 1024)
+#define DOCTOR_OUTPUT_MAX ((size_t)256 * 1024 * 1024)
+
+static const char usage_head[] =
+    "usage: tpu-webhook doctor [--pods FILE [--nodes FILE] [--services FILE]]\n"
+    "                          [-n NAMESPACE | --all-namespaces] [-l SELECTOR]\n"
+    "                          [--kubeconfig FILE] [-o table|json]\n"
+    "\n"
+    "Says, per TPU slice that exists (a KubeRay worker-group replica, an Indexed\n"
+    "Job, a JobSet child Job, a LeaderWorkerSet group, a single pod), whether it\n"
+    "can start, and if not which pod, which field, what it holds, what it should\n"
+    "hold and the fix (docs/troubleshooting.md lists every problem).\n"
+    "\n"
+    "From files: --pods (and optionally --nodes, --services) as `kubectl get pods\n"
+    "-o json` writes them (JSON or YAML); a rule whose list is not given is not\n"
+    "judged. From the cluster (without --pods): the kubeconfig (--kubeconfig,\n"
+    "$KUBECONFIG, else the in-cluster configuration, else ~/.kube/config); one\n"
+    "LIST each of pods, TPU nodes and services, nothing written.\n"
+    "\n"
+    "Exit status: 0 every slice can start; 1 a slice cannot; 2 bad input.\n"
+    "\n"
+    "flags:\n";
+
+/* A List from a file: JSON (one parse, large lists) or YAML. */
+static enum wh_err load_file(const char *path, cJSON **out, char *errbuf)
+{
+    struct wh_buf text;
+    wh_buf_init(&text, DOCTOR_FILE_MAX);
+    char eb[WH_ERRBUF_LEN] = "";
+    enum wh_err err = wh_read_file(strcmp(path, "-") ? path : NULL, &text, eb);
+    if (err) {
+        wh_fail(errbuf, err, "%s: %s", path, eb[0] ? eb : wh_strerror(err));
+    } else {
+        const char *t = wh_buf_ptr(&text);
+        size_t i = strspn(t, " \t\r\n");
+        if (t[i] == '{' || t[i] == '[')
+            err = wh_json_parse(t, wh_buf_len(&text), out, eb);
+        else if (wh_buf_len(&text) > WH_YAML_MAX_BYTES)
+            err = wh_fail(eb, WH_ERR_TOOBIG, "YAML over %zu bytes: give JSON (-o json)",
+                          (size_t)WH_YAML_MAX_BYTES);
+        else
+            err = wh_yaml_load_one(t, wh_buf_len(&text), out, eb);
+        if (err)
+            wh_fail(errbuf, err, "%s: %s", path, eb[0] ? eb : wh_strerror(err));
+    }
+    wh_buf_free(&text);
+    return err;
+}
+
+struct source {
+    const char *ns, *selector, *kubeconfig;
+    bool all;
+};
+
+static enum wh_err kube_connect(const struct source *src, struct wh_kube **k, char *errbuf)
+{
+    struct wh_kube_config cfg = {0};
+    const char *path = src->kubeconfig ? src->kubeconfig : getenv("KUBECONFIG");
+    enum wh_err err;
+    char home[4096];
+    if (path && *path) {
+        err = wh_kubeconfig_load(path, &cfg, errbuf);
+    } else if ((err = wh_kubeconfig_in_cluster(&cfg, errbuf)) == WH_ERR_NOTFOUND && getenv("HOME")) {
+        snprintf(home, sizeof(home), "%s/.kube/config", getenv("HOME"));
+        err = wh_kubeconfig_load(home, &cfg, errbuf);
+    }
+    if (err)
+        return err;
+    *k = wh_kube_new(&cfg, errbuf);
+    if (!*k) {
+        wh_kube_config_clear(&cfg);
+        return WH_ERR_INVALID;
+    }
+    return WH_OK;
+}
+
+/* s percent-encoded for a query or path segment (RFC 3986 unreserved kept). */
+static void escape(const char *s, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *s && o + 4 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-._~", c)) {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* One LIST: GET the collection (no paging: one request per resource). */
+static enum wh_err list(struct wh_kube *k, const char *resource, const struct source *src,
+                        const char *selector, cJSON **out, char *errbuf)
+{
+    char path[2400], ns[800] = "", sel[1200] = "";
+    if (src->ns)
+        escape(src->ns, ns, sizeof(ns));
+    if (selector)
+        escape(selector, sel, sizeof(sel));
+    bool cluster_scoped = !strcmp(resource, "nodes") || src->all || !src->ns;
+    snprintf(path, sizeof(path), "/api/v1/%s%s%s%s%s%s", cluster_scoped ? "" : "namespaces/",
+             cluster_scoped ? "" : ns, cluster_scoped ? "" : "/", resource,
+             selector ? "?labelSelector=" : "", sel);
+    struct wh_buf body;
+    wh_buf_init(&body, WH_KUBE_BODY_MAX);
+    long status = 0;
+    enum wh_err err = wh_kube_get(k, path, &body, &status, NULL, errbuf);
+    if (!err && status != 200)
+        err = wh_fail(errbuf, WH_ERR_HTTP, "LIST %s: HTTP %ld: %.300s", path, status,
+                      wh_buf_ptr(&body));
+    char eb[WH_ERRBUF_LEN];
+    if (!err && (err = wh_json_parse(wh_buf_ptr(&body), wh_buf_len(&body), out, eb)))
+        wh_fail(errbuf, err, "LIST %s: the answer is not JSON: %s", path, eb);
+    wh_buf_free(&body);
+    return err;
+}
+
+static enum wh_err from_cluster(const struct source *src, cJSON *lists[3], char *errbuf)
+{
+    struct wh_kube *k = NULL;
+    enum wh_err err = kube_connect(src, &k, errbuf);
+    if (!err)
+        err = list(k, "pods", src, src->selector, &lists[0], errbuf);
+    if (!err)
+        err = list(k, "nodes", src, "cloud.google.com/gke-tpu-accelerator", &lists[1], errbuf);
+    if (!err)
+        err = list(k, "services", src, NULL, &lists[2], errbuf);
+    wh_kube_free(k);
+    return err;
+}
+
+static int report(const struct wh_doctor_input *in, bool json)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *rep = NULL;
+    struct wh_buf out;
+    wh_buf_init(&out, DOCTOR_OUTPUT_MAX);
+    int rc = 2;
+    enum wh_err err = wh_doctor_run(in, &rep, errbuf);
+    if (err) {
+        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
+        goto out;
+    }
+    char *s = NULL;
+    if (json && !(err = wh_json_print(rep, &s)))
+        err = wh_buf_add(&out, s);
+    if (json && !err)
+        err = wh_buf_addc(&out, '\n');
+    free(s);
+    if (!json)
+        err = wh_doctor_table(rep, &out);
+    if (err) {
+        fprintf(stderr, "tpu-webhook doctor: %s\n", wh_strerror(err));
+        goto out;
+    }
+    fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
+    rc = fflush(stdout) ? 2 : wh_doctor_ok(rep) ? 0 : 1;
+out:
+    cJSON_Delete(rep);
+    wh_buf_free(&out);
+    return rc;
+}
+
+int wh_cmd_doctor(int argc, char **argv)
+{
+    const char *output = NULL, *pods = NULL, *nodes = NULL, *services = NULL;
+    struct source src = {0};
+    /* clang-format off */
+    struct wh_flag flags[] = {
+        {"output", WH_FLAG_STR, &output, 0, 0, "table: slices as rows, problems below (default); json: a JSON report (-o for short)", false},
+        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        {"pods", WH_FLAG_STR, &pods, 0, 0, "a PodList file (JSON or YAML, '-' for stdin) instead of the cluster", false},
+        {"nodes", WH_FLAG_STR, &nodes, 0, 0, "a NodeList file (with --pods)", false},
+        {"services", WH_FLAG_STR, &services, 0, 0, "a ServiceList file (with --pods)", false},
+        {"namespace", WH_FLAG_STR, &src.ns, 0, 0, "the namespace to read (-n for short; default: every namespace)", false},
+        {"n", WH_FLAG_STR, &src.ns, 0, 0, "", false},
+        {"all-namespaces", WH_FLAG_BOOL, &src.all, 0, 0, "every namespace (-A for short; the default without -n)", false},
+        {"A", WH_FLAG_BOOL, &src.all, 0, 0, "", false},
+        {"selector", WH_FLAG_STR, &src.selector, 0, 0, "a label selector for the pods of one workload, e.g. ray.io/cluster=demo (-l for short)", false},
+        {"l", WH_FLAG_STR, &src.selector, 0, 0, "", false},
+        {"kubeconfig", WH_FLAG_STR, &src.kubeconfig, 0, 0, "kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)", false},
+    };
+    /* clang-format on */
+    size_t nf = sizeof(flags) / sizeof(flags[0]);
+    int exit_now = wh_flags_command(flags, nf, argc, argv, "doctor", usage_head);
+    if (exit_now >= 0)
+        return exit_now;
+    static const char *const formats[] = {"table", "json"};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
+        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf);
+        return 2;
+    }
+    if (!pods && (nodes || services)) {
+        fprintf(stderr, "tpu-webhook doctor: --nodes and --services go with --pods; give the "
+                        "pod list too (kubectl get pods -A -o json)\n");
+        return 2;
+    }
+    if (src.ns && src.all) {
+        fprintf(stderr, "tpu-webhook doctor: -n and --all-namespaces exclude each other\n");
+        return 2;
+    }
+    cJSON *lists[3] = {NULL, NULL, NULL};
+    enum wh_err err = WH_OK;
+    if (pods) {
+        const char *files[3] = {pods, nodes, services};
+        for (int i = 0; i < 3 && !err; i++)
+            if (files[i])
+                err = load_file(files[i], &lists[i], errbuf);
+    } else {
+        err = from_cluster(&src, lists, errbuf);
+    }
+    int rc = 2;
+    if (err) {
+        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
+    } else {
+        struct wh_doctor_input in = {lists[0], lists[1], lists[2]};
+        rc = report(&in, output && !strcmp(output, "json"));
+    }
+    for (int i = 0; i < 3; i++)
+        cJSON_Delete(lists[i]);
+    return rc;
+}
