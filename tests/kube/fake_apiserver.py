@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A fake Kubernetes API server for the cache and client tests (stdlib only).
 
-Serves LIST and WATCH of /api/v1/pods and /api/v1/nodes with label
+Serves LIST and WATCH of /api/v1/pods and /api/v1/nodes (and LIST of
+/api/v1/services, and of namespaced pods and services) with label
 selectors (k=v, k!=v, k, !k), paging (limit/continue), resourceVersion,
 watch bookmarks, 410 Gone for compacted versions, bearer-token checking
 (or a client certificate signed by --client-ca) and TLS. Listens on
@@ -62,7 +63,7 @@ class State:
         self.cv = threading.Condition()
         self.rv = 1
         self.min_rv = 1          # watches from below this get 410
-        self.objs = {"pods": {}, "nodes": {}, "leases": {}}
+        self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}}
         self.uid = 0
         self.faults = {}
         self.hold = {}           # see /_control/hold
@@ -77,12 +78,13 @@ class State:
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
-                      "faults": 0, "held": 0}
+                      "faults": 0, "held": 0, "list_paths": {}}
 
     @staticmethod
     def key(kind, obj):
         m = obj.get("metadata", {})
-        return (m.get("namespace", ""), m["name"]) if kind in ("pods", "leases") else m["name"]
+        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services")
+                else m["name"])
 
     def put(self, kind, obj, typ=None, silent=False):
         """Caller holds cv. silent: no watch event (as if history was lost)."""
@@ -398,7 +400,7 @@ class Handler(BaseHTTPRequestHandler):
         silent = "silent=1" in u.query
         parts = path.split("/")[2:]  # /_control/<what>[/delete]
         with STATE.cv:
-            if parts[0] in ("pods", "nodes"):
+            if parts[0] in ("pods", "nodes", "services"):
                 kind = parts[0]
                 for o in body:
                     if len(parts) > 1 and parts[1] == "delete":
@@ -443,7 +445,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.status(404, "NotFound", "no control " + path)
                 return
             STATE.cv.notify_all()
-            out = dict(STATE.stats, held_names=STATE.held_names[-100:], rv=STATE.rv, pods=len(STATE.objs["pods"]),
+            out = dict(STATE.stats, list_paths=dict(STATE.stats["list_paths"]), held_names=STATE.held_names[-100:], rv=STATE.rv, pods=len(STATE.objs["pods"]),
                        nodes=len(STATE.objs["nodes"]), leases=len(STATE.objs["leases"]))
         self.send_json(200, out)
 
@@ -452,7 +454,12 @@ class Handler(BaseHTTPRequestHandler):
             return
         u = urllib.parse.urlparse(self.path)
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
-        kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes"}.get(u.path)
+        kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes",
+                "/api/v1/services": "services"}.get(u.path)
+        ns = None
+        m = re.match(r"^/api/v1/namespaces/([^/]+)/(pods|services)$", u.path)
+        if m:
+            ns, kind = urllib.parse.unquote(m.group(1)), m.group(2)
         if kind is None:
             self.status(404, "NotFound", "the server could not find the requested resource")
             return
@@ -465,12 +472,15 @@ class Handler(BaseHTTPRequestHandler):
                         % (kind, kind))
             return
         terms = parse_selector(q.get("labelSelector"))
-        if q.get("watch") in ("1", "true"):
+        if q.get("watch") in ("1", "true") and kind != "services" and ns is None:
             self.watch(kind, terms, q)
         else:
-            self.list(kind, terms, q)
+            with STATE.cv:  # every LIST counted by path ("list_paths" in the stats)
+                lp = STATE.stats["list_paths"]
+                lp[u.path] = lp.get(u.path, 0) + 1
+            self.list(kind, terms, q, ns)
 
-    def list(self, kind, terms, q):
+    def list(self, kind, terms, q, ns=None):
         limit = int(q.get("limit") or 0)
         start = 0
         with STATE.cv:
@@ -484,12 +494,13 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 list_rv = STATE.rv
             # One snapshot per paged LIST, so pages are consistent and cheap.
-            snap_key = (kind, list_rv, q.get("labelSelector"))
+            snap_key = (kind, list_rv, q.get("labelSelector"), ns)
             items = SNAPSHOTS.get(snap_key)
             if items is None:
                 keys = sorted(STATE.objs[kind])
                 items = [STATE.objs[kind][k] for k in keys]
-                items = [o for o in items if matches(terms, o)]
+                items = [o for o in items if matches(terms, o) and
+                         (ns is None or o["metadata"].get("namespace") == ns)]
                 if limit and len(items) > limit:
                     SNAPSHOTS.clear()
                     SNAPSHOTS[snap_key] = items
@@ -497,7 +508,8 @@ class Handler(BaseHTTPRequestHandler):
         meta = {"resourceVersion": str(list_rv)}
         if limit and start + limit < len(items):
             meta["continue"] = "%d:%d" % (list_rv, start + limit)
-        self.send_json(200, {"kind": "PodList" if kind == "pods" else "NodeList",
+        self.send_json(200, {"kind": {"pods": "PodList", "nodes": "NodeList",
+                                      "services": "ServiceList"}[kind],
                              "apiVersion": "v1", "metadata": meta, "items": page})
 
     def watch(self, kind, terms, q):
