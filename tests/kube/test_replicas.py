@@ -22,6 +22,12 @@ Scenarios:
              2 more rounds on the 2 live replicas
   no_claims  claims turned off (TPU_WEBHOOK_TEST_DISABLE_CLAIMS=1): the
              same rounds must show a duplicate id, so the check can fail
+  lease_429  every Lease request answered 429 + Retry-After for 15 s (API
+             Priority and Fairness throttling the webhook): /readyz of every
+             replica stays 200 throughout, native pods are admitted, legacy
+             pods are denied naming the API server's answer and saying
+             KubeRay retries, the failures are counted; afterwards legacy
+             pods are admitted again
 """
 import base64
 import ctypes
@@ -328,6 +334,98 @@ def check_round(got, rnd):
     return None
 
 
+def metric(text, name):
+    m = re.search(r"^%s (\d+)" % re.escape(name), text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def lease_429(env):
+    """Counts answers and states while every Lease request is refused; the
+    15 s is the length of the fault, not a bound on any answer."""
+    with open(os.path.join(HERE, "native-v6e-16.json")) as f:
+        native = f.read().replace("@CLUSTER@", "n429").replace("@GROUP@", "tpu")
+    legacy = owned(env.tmpl.replace("@CLUSTER@", "l429").replace("@GROUP@", "tpu"), "l429")
+    env.control("faults", {"error_rate": 1.0, "errors": ["429"], "only": "leases"})
+    c = {"ready": 0, "unready": [], "native_ok": 0, "native_bad": [], "legacy_denied": 0,
+         "legacy_bad": []}
+    lock = threading.Lock()
+    end = time.monotonic() + 15
+
+    def probes():
+        while time.monotonic() < end:
+            for i in env.live:
+                st, out = env.request(env.replicas[i]["port"], "GET", "/readyz", timeout=10)
+                with lock:
+                    if st == 200:
+                        c["ready"] += 1
+                    else:
+                        c["unready"].append("replica %d: %d %s" % (i, st, out[:200]))
+            time.sleep(0.2)
+
+    def natives(k):
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+            i = env.live[n % len(env.live)]
+            st, out = env.request(env.replicas[i]["port"], "POST", "/mutate",
+                                  native.replace("705ab4f5", "%08x" % (k * 100000 + n)))
+            ids, why = admitted_ids(out) if st == 200 else (None, "HTTP %d" % st)
+            with lock:
+                if ids is not None and ids[1] is not None:
+                    c["native_ok"] += 1
+                else:
+                    c["native_bad"].append(why)
+
+    def legacies(k):
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+            i = env.live[n % len(env.live)]
+            st, out = env.request(env.replicas[i]["port"], "POST", "/mutate",
+                                  legacy.replace("705ab4f5", "%08x" % (k * 100000 + n)))
+            ids, why = admitted_ids(out) if st == 200 else (None, "HTTP %d" % st)
+            with lock:
+                if ids is None and "HTTP 429" in why and "KubeRay will retry" in why:
+                    c["legacy_denied"] += 1
+                else:
+                    c["legacy_bad"].append(why or "admitted %s" % (ids,))
+
+    ts = [threading.Thread(target=probes)]
+    ts += [threading.Thread(target=natives, args=(k,)) for k in range(2)]
+    ts += [threading.Thread(target=legacies, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    env.control("faults", {})
+    failed = 0
+    for i in env.live:
+        st, out = env.request(env.replicas[i]["port"], "GET", "/metrics")
+        failed += metric(out.decode(), 'tpu_webhook_claims_total{result="failed"}') or 0
+    stats = env.control("stats", {})
+    print("lease_429: /readyz 200 x%d, other x%d; native admitted %d, other %d; legacy denied "
+          "as throttled %d, other %d; claims failed (metrics) %d; API faults %d" % (
+              c["ready"], len(c["unready"]), c["native_ok"], len(c["native_bad"]),
+              c["legacy_denied"], len(c["legacy_bad"]), failed, stats["faults"]))
+    if c["unready"]:
+        fail("/readyz not 200 during Lease 429s: %s" % c["unready"][:3])
+    if c["native_bad"] or not c["native_ok"]:
+        fail("native pods not admitted during Lease 429s: %s" % c["native_bad"][:3])
+    if c["legacy_bad"] or not c["legacy_denied"]:
+        fail("legacy answers other than the throttled denial: %s" % c["legacy_bad"][:3])
+    if failed < c["legacy_denied"]:
+        fail("%d legacy denials but tpu_webhook_claims_total{result=\"failed\"} sums to %d" %
+             (c["legacy_denied"], failed))
+    if not c["ready"]:
+        fail("no /readyz answered")
+    # After the fault: the next legacy pod is admitted.
+    st, out = env.request(env.replicas[env.live[0]]["port"], "POST", "/mutate",
+                          legacy.replace("705ab4f5", "fffffff0"))
+    ids, why = admitted_ids(out)
+    if st != 200 or ids is None:
+        fail("legacy pod not admitted once Leases answer again: %s %s" % (st, why))
+
+
 def main():
     if len(sys.argv) != 3:
         fail(__doc__)
@@ -336,6 +434,11 @@ def main():
     env = Env(binary, claims=scenario != "no_claims")
     try:
         env.wait_ready()
+        if scenario == "lease_429":
+            lease_429(env)
+            env.stop_replicas()
+            print("PASS %s" % scenario)
+            return
         rounds = {"exact": 8, "latency": 4, "errors": 4, "kill": 3, "no_claims": 6}[scenario]
         if scenario == "latency":
             env.control("faults", {"latency_ms": 10})

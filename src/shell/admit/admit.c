@@ -504,10 +504,11 @@ bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len)
     bool ready = !ad->cache || wh_cache_ready(ad->cache, &reason);
     if (why && why_len)
         snprintf(why, why_len, "%s", reason ? reason : "");
-    /* Readiness says the API server answers too: a replica that cannot
-     * claim would deny every legacy pod. */
-    if (ready && ad->claims)
-        ready = wh_claims_ready(ad->claims, why, why_len);
+    /* Only what this replica alone can lack: the claims' API server is the
+     * same for every replica, and a readiness tied to it took them all out
+     * of the Service at once (native pods included) when Lease requests
+     * were throttled. Failed claims deny just their pods and are alerted
+     * on (docs/deploy.md, "Probes"). */
     return ready;
 }
 

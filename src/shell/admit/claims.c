@@ -35,9 +35,6 @@
 /* One attempt never takes more than this, so that a request the API server
  * sits on leaves time to ask again within the budget. */
 #define ATTEMPT_MAX_MS 1000L
-/* Readiness turns false after this many sweeps in a row failed, so that one
- * lost request does not take the replica out of the Service. */
-#define SWEEP_FAILS_UNREADY 2
 /* The sweeper's LIST may carry thousands of claims after a burst. */
 #define LIST_TIMEOUT_MS 10000L
 
@@ -51,9 +48,6 @@ struct wh_claims {
     bool started;
     pthread_mutex_t mu; /* guards everything below */
     struct wh_mclaims st;
-    int sweep_fails; /* in a row */
-    bool swept;      /* a sweep has succeeded */
-    char last_error[WH_ERRBUF_LEN];
 };
 
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
@@ -571,14 +565,6 @@ static void sweep(struct wh_claims *c)
 {
     char reason[WH_ERRBUF_LEN] = "";
     cJSON *list = list_claims(c, reason);
-    if (!reason[0]) {
-        /* Reachable: readiness need not wait for the deletes below (after
-         * an outage there may be thousands of them). */
-        pthread_mutex_lock(&c->mu);
-        c->sweep_fails = 0;
-        c->swept = true;
-        pthread_mutex_unlock(&c->mu);
-    }
     size_t objects = 0;
     uint64_t swept = 0, api_errors = reason[0] ? 1 : 0;
     long long now = wall_us();
@@ -607,13 +593,10 @@ static void sweep(struct wh_claims *c)
     pthread_mutex_lock(&c->mu);
     c->st.api_errors += api_errors;
     c->st.swept += swept;
-    if (reason[0]) {
+    if (reason[0])
         c->st.sweeps_failed++;
-        c->sweep_fails++;
-        snprintf(c->last_error, sizeof(c->last_error), "%s", reason);
-    } else {
+    else
         c->st.objects = objects;
-    }
     pthread_mutex_unlock(&c->mu);
     if (reason[0])
         wh_log(WH_LOG_WARN, "claim_sweep_failed", "namespace", WH_F_STR, c->ns, "error", WH_F_STR,
@@ -679,7 +662,6 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     c->budget_ms = budget_ms;
     wh_nap_init(&c->nap);
     pthread_mutex_init(&c->mu, NULL);
-    snprintf(c->last_error, sizeof(c->last_error), "the first LIST of claims has not answered yet");
     if (pthread_create(&c->thread, NULL, sweeper, c)) {
         wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the claim sweeper thread");
         wh_claims_free(c);
@@ -702,19 +684,6 @@ void wh_claims_free(struct wh_claims *c)
     free(c->ns);
     free(c->holder);
     free(c);
-}
-
-bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len)
-{
-    pthread_mutex_lock(&c->mu);
-    bool ready = c->swept && c->sweep_fails < SWEEP_FAILS_UNREADY;
-    if (!ready && why && why_len)
-        snprintf(why, why_len,
-                 "the Kubernetes API server does not answer the worker-id claim "
-                 "LIST in namespace %s: %s",
-                 c->ns, c->last_error);
-    pthread_mutex_unlock(&c->mu);
-    return ready;
 }
 
 void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st)

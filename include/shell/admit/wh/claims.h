@@ -97,9 +97,9 @@ WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const str
 bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *ticket, char *why,
                        size_t why_len);
 
-/* The API server answered the last sweeps (for /readyz). why: the last
- * failure when not. */
-bool wh_claims_ready(struct wh_claims *c, char *why, size_t why_len);
+/* Not part of readiness (wh_admit_ready): a failed sweep or claim is
+ * counted (struct wh_mclaims) and alerted on, and denies only the legacy
+ * pods whose claim it is. */
 void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st);
 
 /* The Lease name of a claim ("tpu-worker-id-" + 40 hex digits of SHA-256
