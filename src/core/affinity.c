@@ -1,13 +1,15 @@
 /* affinity.c: slice affinity and subslice key discovery. */
 #include "wh/affinity.h"
 
+#include <stdint.h> /* uint32_t */
 #include <stdlib.h> /* qsort */
-#include <string.h> /* strncmp, strcmp */
+#include <string.h> /* strncmp, strcmp, memcmp, memcpy, memset */
 
 #include "wh/buf.h"     /* wh_buf_* */
+#include "wh/hash.h"    /* WH_HASH_INIT */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* key names */
-#include "wh/mem.h"     /* wh_free */
+#include "wh/mem.h"     /* wh_malloc, wh_calloc, wh_realloc, wh_free */
 
 #define REQUIRED "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -278,47 +280,68 @@ static const char *const levels[] = {
     "cloud.google.com/gce-topology-block",
     WH_KEY_NODEPOOL,
 };
-#define N_LEVELS (sizeof(levels) / sizeof(levels[0]))
+_Static_assert(sizeof(levels) / sizeof(levels[0]) == WH_SUBSLICE_LEVELS, "one level each");
 
+/* One walk over the nodes for one (selector, n_hosts): the matching
+ * nodes' label values at each level, copied into the memo's pool while the
+ * node is visited (the state lends a node's strings only for its visit). */
 struct node_scan {
-    const cJSON *selector;
-    const char **values[N_LEVELS]; /* borrowed label values of matching nodes */
-    size_t n, cap;
+    const char *const *pairs; /* selector key, value, key, value, ... */
+    size_t n_pairs;
+    bool never; /* a selector value that is not a string matches no node */
+    struct wh_subslice_memo *m;
+    size_t n;
     bool oom;
 };
 
-static bool node_matches(const struct wh_node_rec *node, const cJSON *selector)
+static bool node_matches(const struct wh_node_rec *node, const struct node_scan *sc)
 {
-    for (const cJSON *s = cJSON_IsObject(selector) ? selector->child : NULL; s; s = s->next) {
-        if (!cJSON_IsString(s))
-            return false;
-        const char *v = wh_node_label(node, s->string);
-        if (!v || strcmp(v, s->valuestring))
+    if (sc->never)
+        return false;
+    for (size_t i = 0; i < sc->n_pairs; i++) {
+        const char *v = wh_node_label(node, sc->pairs[2 * i]);
+        if (!v || strcmp(v, sc->pairs[2 * i + 1]))
             return false;
     }
+    return true;
+}
+
+/* Offsets into the pool; NO_VALUE for a missing or empty label. */
+#define NO_VALUE ((size_t)-1)
+
+static bool grow_scratch(struct wh_subslice_memo *m)
+{
+    size_t nc = m->cap ? m->cap * 2 : 64;
+    for (size_t l = 0; l < WH_SUBSLICE_LEVELS; l++) {
+        size_t *p = wh_realloc(m->at[l], nc * sizeof(size_t));
+        if (!p)
+            return false;
+        m->at[l] = p;
+    }
+    m->cap = nc;
     return true;
 }
 
 static int scan_node(void *arg, const struct wh_node_rec *node)
 {
     struct node_scan *sc = arg;
-    if (!node_matches(node, sc->selector))
+    struct wh_subslice_memo *m = sc->m;
+    if (!node_matches(node, sc))
         return 0;
-    if (sc->n == sc->cap) {
-        size_t nc = sc->cap ? sc->cap * 2 : 64;
-        for (size_t l = 0; l < N_LEVELS; l++) {
-            const char **p = wh_realloc(sc->values[l], nc * sizeof(char *));
-            if (!p) {
+    if (sc->n == m->cap && !grow_scratch(m)) {
+        sc->oom = true;
+        return 1;
+    }
+    for (size_t l = 0; l < WH_SUBSLICE_LEVELS; l++) {
+        const char *v = wh_node_label(node, levels[l]);
+        m->at[l][sc->n] = NO_VALUE;
+        if (v && *v) {
+            m->at[l][sc->n] = wh_buf_len(&m->pool);
+            if (wh_buf_addn(&m->pool, v, strlen(v) + 1)) {
                 sc->oom = true;
                 return 1;
             }
-            sc->values[l] = p;
         }
-        sc->cap = nc;
-    }
-    for (size_t l = 0; l < N_LEVELS; l++) {
-        const char *v = wh_node_label(node, levels[l]);
-        sc->values[l][sc->n] = v && *v ? v : NULL;
     }
     sc->n++;
     return 0;
@@ -332,7 +355,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(x, y);
 }
 
-/* Does some non-empty value occur exactly n times? *any: any value at all. */
+/* Does some non-empty value occur exactly n times? *any: any value at all.
+ * vals (count pointers into the pool, NULL for none) is sorted here. */
 static bool level_has_group_of(const char **vals, size_t count, long n, bool *any)
 {
     if (count)
@@ -352,26 +376,185 @@ static bool level_has_group_of(const char **vals, size_t count, long n, bool *an
     return false;
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The selector's pairs sorted by key (a JSON object may list them in any
+ * order) into m->pairs, and the memo key "n_hosts\0k\0v\0..." into m->key. */
+static enum wh_err selector_key(struct wh_subslice_memo *m, const cJSON *selector, long n_hosts,
+                                struct node_scan *sc)
+{
+    size_t n = 0;
+    for (const cJSON *s = cJSON_IsObject(selector) ? selector->child : NULL; s; s = s->next)
+        n++;
+    if (n > m->pairs_cap) {
+        const char **p = wh_realloc(m->pairs, 2 * n * sizeof(char *));
+        if (!p)
+            return WH_ERR_NOMEM;
+        m->pairs = p;
+        m->pairs_cap = n;
+    }
+    sc->n_pairs = 0;
+    for (const cJSON *s = cJSON_IsObject(selector) ? selector->child : NULL; s; s = s->next) {
+        if (!cJSON_IsString(s) || !s->string) {
+            sc->never = true;
+            continue;
+        }
+        m->pairs[2 * sc->n_pairs] = s->string;
+        m->pairs[2 * sc->n_pairs + 1] = s->valuestring;
+        sc->n_pairs++;
+    }
+    if (sc->n_pairs)
+        qsort(m->pairs, sc->n_pairs, 2 * sizeof(char *), cmp_pair);
+    sc->pairs = m->pairs;
+    wh_buf_reset(&m->key);
+    enum wh_err err = wh_buf_addf(&m->key, "%ld%c%c", n_hosts, '\0', sc->never ? '!' : '=');
+    for (size_t i = 0; !err && i < 2 * sc->n_pairs; i++)
+        err = wh_buf_addn(&m->key, m->pairs[i], strlen(m->pairs[i]) + 1);
+    return err;
+}
+
+static uint32_t key_hash(const struct wh_buf *k)
+{
+    uint32_t h = WH_HASH_INIT;
+    const unsigned char *p = (const unsigned char *)wh_buf_ptr(k);
+    for (size_t i = 0; i < wh_buf_len(k); i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* The slot of key (hash h) in the memo's table: its entry, or the empty
+ * slot where it goes. */
+static struct wh_subslice_memo_entry *slot(struct wh_subslice_memo *m, const struct wh_buf *k,
+                                           uint32_t h)
+{
+    size_t mask = m->slots - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct wh_subslice_memo_entry *e = &m->table[i];
+        if (!e->key || (e->hash == h && e->key_len == wh_buf_len(k) &&
+                        !memcmp(e->key, wh_buf_ptr(k), e->key_len)))
+            return e;
+    }
+}
+
+/* Room for one more entry (at most half the slots full). */
+static enum wh_err table_room(struct wh_subslice_memo *m)
+{
+    if (2 * (m->used + 1) <= m->slots)
+        return WH_OK;
+    size_t ns = m->slots ? m->slots * 2 : 16;
+    struct wh_subslice_memo_entry *old = m->table;
+    size_t old_slots = m->slots;
+    m->table = wh_calloc(ns, sizeof(*m->table));
+    if (!m->table) {
+        m->table = old;
+        return WH_ERR_NOMEM;
+    }
+    m->slots = ns;
+    for (size_t i = 0; i < old_slots; i++) {
+        if (!old[i].key)
+            continue;
+        size_t mask = ns - 1, j = old[i].hash & mask;
+        while (m->table[j].key)
+            j = (j + 1) & mask;
+        m->table[j] = old[i];
+    }
+    wh_free(old);
+    return WH_OK;
+}
+
+/* The answer for the scan's nodes, from the values copied into the pool. */
+static enum wh_err answer(struct wh_subslice_memo *m, const struct node_scan *sc, long n_hosts,
+                          struct wh_subslice_index *out)
+{
+    out->n_nodes = sc->n;
+    out->key = NULL;
+    out->pool_only = false;
+    if (!sc->n)
+        return WH_OK;
+    const char **vals = wh_malloc(sc->n * sizeof(char *));
+    if (!vals)
+        return WH_ERR_NOMEM;
+    bool any[WH_SUBSLICE_LEVELS] = {false};
+    const char *pool = wh_buf_ptr(&m->pool);
+    for (size_t l = 0; l < WH_SUBSLICE_LEVELS; l++) {
+        for (size_t i = 0; i < sc->n; i++)
+            vals[i] = m->at[l][i] == NO_VALUE ? NULL : pool + m->at[l][i];
+        if (level_has_group_of(vals, sc->n, n_hosts, &any[l]) && !out->key)
+            out->key = levels[l];
+    }
+    wh_free(vals);
+    out->pool_only = any[3] && !any[0] && !any[1] && !any[2];
+    return WH_OK;
+}
+
+enum wh_err wh_subslice_find_memo(struct wh_subslice_memo *m, const struct wh_state *st,
+                                  const cJSON *node_selector, long n_hosts,
+                                  struct wh_subslice_index *out, char *errbuf)
+{
+    memset(out, 0, sizeof(*out));
+    struct node_scan sc = {.m = m};
+    enum wh_err err = selector_key(m, node_selector, n_hosts, &sc);
+    if (!err)
+        err = table_room(m);
+    if (err)
+        return wh_fail(errbuf, err, "out of memory");
+    uint32_t h = key_hash(&m->key);
+    struct wh_subslice_memo_entry *e = slot(m, &m->key, h);
+    if (e->key) {
+        *out = e->index;
+        return WH_OK;
+    }
+    /* The scratch of the last scan is reused: its memory goes back here,
+     * not at the end of the request. */
+    wh_buf_reset(&m->pool);
+    err = st->ops->each_node(st->impl, scan_node, &sc, errbuf);
+    if (!err && sc.oom)
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    if (!err && answer(m, &sc, n_hosts, out))
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    if (err)
+        return err;
+    char *key = wh_malloc(wh_buf_len(&m->key));
+    if (!key)
+        return WH_OK; /* not remembered: asked again, the answer is the same */
+    memcpy(key, wh_buf_ptr(&m->key), wh_buf_len(&m->key));
+    *e = (struct wh_subslice_memo_entry){.key = key,
+                                         .key_len = wh_buf_len(&m->key),
+                                         .hash = h,
+                                         .index = *out};
+    m->used++;
+    return WH_OK;
+}
+
+void wh_subslice_memo_init(struct wh_subslice_memo *m)
+{
+    memset(m, 0, sizeof(*m));
+    wh_buf_init(&m->pool, (size_t)64 * 1024 * 1024);
+    wh_buf_init(&m->key, (size_t)1024 * 1024);
+}
+
+void wh_subslice_memo_free(struct wh_subslice_memo *m)
+{
+    for (size_t i = 0; i < m->slots; i++)
+        wh_free(m->table[i].key);
+    wh_free(m->table);
+    for (size_t l = 0; l < WH_SUBSLICE_LEVELS; l++)
+        wh_free(m->at[l]);
+    wh_free(m->pairs);
+    wh_buf_free(&m->pool);
+    wh_buf_free(&m->key);
+    memset(m, 0, sizeof(*m));
+}
+
 enum wh_err wh_subslice_find(const struct wh_state *st, const cJSON *node_selector, long n_hosts,
                              struct wh_subslice_index *out, char *errbuf)
 {
-    struct node_scan sc = {.selector = node_selector};
-    out->n_nodes = 0;
-    out->pool_only = false;
-    out->key = NULL;
-    enum wh_err err = st->ops->each_node(st->impl, scan_node, &sc, errbuf);
-    if (!err && sc.oom)
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-    if (!err) {
-        out->n_nodes = sc.n;
-        bool any[N_LEVELS] = {false};
-        for (size_t l = 0; l < N_LEVELS && sc.n; l++) {
-            if (level_has_group_of(sc.values[l], sc.n, n_hosts, &any[l]) && !out->key)
-                out->key = levels[l];
-        }
-        out->pool_only = any[3] && !any[0] && !any[1] && !any[2];
-    }
-    for (size_t l = 0; l < N_LEVELS; l++)
-        wh_free(sc.values[l]);
+    struct wh_subslice_memo m;
+    wh_subslice_memo_init(&m);
+    enum wh_err err = wh_subslice_find_memo(&m, st, node_selector, n_hosts, out, errbuf);
+    wh_subslice_memo_free(&m);
     return err;
 }

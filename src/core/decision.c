@@ -2,8 +2,8 @@
 #include "wh/decision.h"
 
 #include <stdarg.h> /* va_list */
-#include <stdio.h>  /* vsnprintf */
-#include <string.h> /* memset */
+#include <stdio.h>  /* vsnprintf, snprintf */
+#include <string.h> /* memset, memcpy, strlen */
 
 #include "wh/json.h" /* wh_json_add, wh_json_delete */
 #include "wh/mem.h"  /* wh_malloc, wh_free */
@@ -89,6 +89,47 @@ enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     return WH_OK;
 }
 
+/* The last line past WH_WARNINGS_MAX: its text is rewritten in place for
+ * each warning it counts, in room made once for the longest count. */
+#define MORE_FMT "and %zu more warnings not listed (fix the ones above to see them)"
+
+static enum wh_err count_unlisted(struct wh_decision *d)
+{
+    size_t unlisted = d->n_warnings - WH_WARNINGS_MAX;
+    if (!d->more) {
+        char room[sizeof(MORE_FMT) + 24];
+        snprintf(room, sizeof(room), MORE_FMT, (size_t)-1);
+        d->more = cJSON_CreateString(room);
+        enum wh_err err = wh_json_add(d->warnings, d->more);
+        if (err) {
+            d->more = NULL;
+            return err;
+        }
+    }
+    snprintf(d->more->valuestring, sizeof(MORE_FMT) + 24, MORE_FMT, unlisted);
+    return WH_OK;
+}
+
+/* A warning cut to WH_WARNING_MAX bytes ends with "...". */
+static void mark_cut(char *text)
+{
+    text[WH_WARNING_MAX - 3] = '\0';
+    wh_utf8_trim_cut(text, WH_WARNING_MAX - 2);
+    memcpy(text + strlen(text), "...", sizeof("..."));
+}
+
+enum wh_err wh_decision_warn_text(struct wh_decision *d, char *text)
+{
+    if (strlen(text) > WH_WARNING_MAX)
+        mark_cut(text);
+    if (!d->warnings && !(d->warnings = cJSON_CreateArray()))
+        return WH_ERR_NOMEM;
+    d->n_warnings++;
+    if (d->n_warnings > WH_WARNINGS_MAX)
+        return count_unlisted(d);
+    return wh_json_add(d->warnings, cJSON_CreateString(text));
+}
+
 enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
 {
     char text[WH_WARNING_MAX + 1];
@@ -98,14 +139,9 @@ enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return WH_ERR_INVALID;
-    if ((size_t)n > WH_WARNING_MAX) {
-        text[WH_WARNING_MAX - 3] = '\0';
-        wh_utf8_trim_cut(text, WH_WARNING_MAX - 2);
-        memcpy(text + strlen(text), "...", sizeof("..."));
-    }
-    if (!d->warnings && !(d->warnings = cJSON_CreateArray()))
-        return WH_ERR_NOMEM;
-    return wh_json_add(d->warnings, cJSON_CreateString(text));
+    if ((size_t)n > WH_WARNING_MAX) /* vsnprintf cut it */
+        mark_cut(text);
+    return wh_decision_warn_text(d, text);
 }
 
 enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)

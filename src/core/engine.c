@@ -136,7 +136,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->state_unavailable = !d.allowed && d.state_unavailable;
     res->message = d.message;
     d.message = NULL;
-    res->n_warnings = (size_t)cJSON_GetArraySize(d.warnings);
+    res->n_warnings = d.n_warnings;
     res->assigned = d.allowed && d.assigned && !in->dry_run;
     res->replica = d.replica;
     res->host = d.host;

@@ -11,7 +11,7 @@
 #include <stdint.h> /* INT32_MIN, INT32_MAX */
 #include <string.h> /* strcmp, memset */
 
-#include "wh/affinity.h" /* wh_subslice_find */
+#include "wh/affinity.h" /* wh_subslice_find_memo, wh_subslice_memo */
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/decision.h" /* WH_MESSAGE_MAX */
 #include "wh/json.h"     /* wh_json_* */
@@ -38,8 +38,9 @@ struct group_ctx {
     struct wh_decision *d;
     struct wh_buf *problems;
     size_t n_problems;
-    size_t *n_unlisted;           /* problems of all groups left out of the message */
-    struct wh_validation *report; /* NULL when not asked for */
+    size_t *n_unlisted;                 /* problems of all groups left out of the message */
+    struct wh_validation *report;       /* NULL when not asked for */
+    struct wh_subslice_memo *subslices; /* the request's node walks, one per distinct selector */
 };
 
 /* What a finding is about: the field (from the group), the value found and
@@ -135,11 +136,8 @@ static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    enum wh_err err = wh_decision_warn(g->d, "%s", text);
-    if (err)
-        return err;
-    const cJSON *last = cJSON_GetArrayItem(g->d->warnings, cJSON_GetArraySize(g->d->warnings) - 1);
-    return report(g, true, a, fmt, cJSON_IsString(last) ? last->valuestring : text); /* as cut */
+    enum wh_err err = wh_decision_warn_text(g->d, text); /* cuts text as the warning says it */
+    return err ? err : report(g, true, a, fmt, text);
 }
 
 /* The template's TPU request; false when the group is not a TPU group. */
@@ -299,8 +297,9 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
                           "must fit inside the node pool topology dimension by dimension",
                           g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
     struct wh_subslice_index idx;
-    enum wh_err err = wh_subslice_find(st, wh_json_get(g->tmpl_spec, "nodeSelector"), g->num_hosts,
-                                       &idx, errbuf);
+    enum wh_err err = wh_subslice_find_memo(g->subslices, st,
+                                            wh_json_get(g->tmpl_spec, "nodeSelector"), g->num_hosts,
+                                            &idx, errbuf);
     if (err)
         return err;
     char n1[24];
@@ -529,6 +528,8 @@ enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_
     wh_buf_init(&problems, PROBLEMS_MAX);
     enum wh_err err = WH_OK;
     size_t n_problems = 0, n_unlisted = 0;
+    struct wh_subslice_memo subslices;
+    wh_subslice_memo_init(&subslices);
     int i = 0;
     for (const cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g && !err; g = g->next, i++) {
         struct group_ctx gc = {
@@ -540,10 +541,12 @@ enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_
             .problems = &problems,
             .n_unlisted = &n_unlisted,
             .report = report,
+            .subslices = &subslices,
         };
         err = check_group(&gc, st, errbuf);
         n_problems += gc.n_problems;
     }
+    wh_subslice_memo_free(&subslices);
     if (!err && n_unlisted)
         err = wh_decision_deny(d,
                                "%s; and %zu more problems of %zu in all (fix the ones above and "

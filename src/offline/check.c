@@ -5,6 +5,7 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
 
+#include "wh/decision.h"      /* WH_WARNINGS_MAX */
 #include "wh/json.h"          /* wh_json_* */
 #include "wh/kuberay.h"       /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
 #include "wh/podspec.h"       /* wh_container_tpu, wh_slice_topology, WH_SEL_* */
@@ -95,7 +96,10 @@ static cJSON *group_warnings(const struct wh_render_verdict *v, int index)
         if (x->warning && x->index == index)
             err = wh_json_add(out, cJSON_CreateString(x->message));
     }
-    for (const cJSON *w = cJSON_GetArrayItem(v->warnings, own); !err && w; w = w->next)
+    /* The validation's own in the verdict: WH_WARNINGS_MAX at most, then
+     * the "and N more" line. */
+    int listed = own > WH_WARNINGS_MAX ? WH_WARNINGS_MAX + 1 : own;
+    for (const cJSON *w = cJSON_GetArrayItem(v->warnings, listed); !err && w; w = w->next)
         if (cJSON_IsString(w))
             err = wh_json_add(out, cJSON_CreateString(w->valuestring));
     if (err) {

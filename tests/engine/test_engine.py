@@ -807,6 +807,27 @@ MESSAGE_MAX = 16 * 1024  # WH_MESSAGE_MAX
 class Hostile(unittest.TestCase):
     """Issue 10: reviews built to make the answer huge or not UTF-8."""
 
+    def test_3mb_raycluster_answers_capped_warnings(self):
+        # Issue 22: 8,000 single-host groups with two warnings each
+        # (MEGASCALE_NUM_SLICES on one host; TPU=2x chips on tpu7x without
+        # RAY_TPU_RESOURCE_PER_CHIP), 16,000 in all: the answer lists 50 and
+        # says how many more there were.
+        env = [{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]
+        groups = [group(name="g%d" % i, hosts=1, accel="tpu7x", topo="2x2x1", env=env,
+                        resources='{"TPU": 8}') for i in range(8000)]
+        rc = raycluster(groups)
+        raw = json.dumps(review_of(rc, kind="RayCluster"))
+        self.assertGreater(len(raw), 3000000)
+        r = validate(rc)
+        self.assertTrue(r.allowed, r.message[:300])
+        self.assertEqual(len(r.warnings), 51, r.warnings[-3:])
+        self.assertTrue(all("MEGASCALE" in w or "RAY_TPU_RESOURCE_PER_CHIP" in w
+                            for w in r.warnings[:50]),
+                        r.warnings[:50])
+        self.assertIn('group "g0"', r.warnings[0])
+        self.assertIn("and 15950 more warnings", r.warnings[50])
+        self.assertLess(sum(len(w) for w in r.warnings), 7000)
+
     def test_amplifying_pod_denied_with_group_size_and_limit(self):
         # 1.9 KB in, 46 MB of patch out before the limit; and the same with
         # long names and one container.

@@ -386,6 +386,65 @@ static void test_subslice_many_nodes(void **unused)
     wh_memstate_free(ms);
 }
 
+/* A state that counts its node walks. */
+struct counting {
+    struct wh_state inner;
+    int walks;
+};
+
+static enum wh_err counting_each_node(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf)
+{
+    struct counting *c = (struct counting *)impl;
+    c->walks++;
+    return c->inner.ops->each_node(c->inner.impl, fn, arg, errbuf);
+}
+
+static void test_subslice_memo_one_walk_per_selector(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = nodes_state(cluster_nodes);
+    struct counting c = {.inner = wh_memstate_view(ms)};
+    struct wh_state_ops ops = *c.inner.ops;
+    ops.each_node = counting_each_node;
+    struct wh_state st = {.ops = &ops, .impl = &c};
+    cJSON *a = wh_test_parse(SEL7X);
+    cJSON *b = wh_test_parse("{\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","
+                             "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\"}");
+    cJSON *v6e = wh_test_parse("{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\"}");
+    struct wh_subslice_memo m;
+    wh_subslice_memo_init(&m);
+    struct wh_subslice_index idx;
+    char errbuf[WH_ERRBUF_LEN];
+    for (int round = 0; round < 100; round++) {
+        /* the same pairs in another order are the same question */
+        assert_int_equal(wh_subslice_find_memo(&m, &st, round % 2 ? a : b, 2, &idx, errbuf), WH_OK);
+        assert_int_equal(idx.n_nodes, 8);
+        assert_string_equal(idx.key, SUBBLOCK);
+        assert_int_equal(wh_subslice_find_memo(&m, &st, a, 4, &idx, errbuf), WH_OK);
+        assert_string_equal(idx.key, BLOCK);
+        assert_int_equal(wh_subslice_find_memo(&m, &st, v6e, 2, &idx, errbuf), WH_OK);
+        assert_int_equal(idx.n_nodes, 2);
+        assert_string_equal(idx.key, SUBBLOCK);
+        assert_int_equal(wh_subslice_find_memo(&m, &st, NULL, 8, &idx, errbuf), WH_OK);
+        assert_int_equal(idx.n_nodes, 10);
+        assert_string_equal(idx.key, POOL);
+    }
+    /* (a, 2), (a, 4), (v6e, 2), (none, 8): four walks for 400 questions */
+    assert_int_equal(c.walks, 4);
+    /* the answers are those of a walk per question */
+    struct wh_subslice_index one;
+    assert_int_equal(wh_subslice_find(&c.inner, a, 4, &one, errbuf), WH_OK);
+    assert_int_equal(wh_subslice_find_memo(&m, &st, a, 4, &idx, errbuf), WH_OK);
+    assert_int_equal(one.n_nodes, idx.n_nodes);
+    assert_ptr_equal(one.key, idx.key);
+    assert_int_equal(one.pool_only, idx.pool_only);
+    wh_subslice_memo_free(&m);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(v6e);
+    wh_memstate_free(ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_subslice_levels),
         cmocka_unit_test(test_subslice_pool_only),
         cmocka_unit_test(test_subslice_many_nodes),
+        cmocka_unit_test(test_subslice_memo_one_walk_per_selector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,6 +145,39 @@ static void test_notes(void **unused)
     wh_decision_free(&d);
 }
 
+/* Issue 22: at most WH_WARNINGS_MAX listed, then one line counting the
+ * rest, each warning O(1). */
+static void test_warnings_capped(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    for (int i = 0; i < 16000; i++)
+        assert_int_equal(wh_decision_warn(&d, "warning %d", i), WH_OK);
+    assert_int_equal(d.n_warnings, 16000);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), WH_WARNINGS_MAX + 1);
+    assert_string_equal(warning(&d, 0), "warning 0");
+    assert_string_equal(warning(&d, WH_WARNINGS_MAX - 1), "warning 49");
+    assert_string_equal(warning(&d, WH_WARNINGS_MAX),
+                        "and 15950 more warnings not listed (fix the ones above to see them)");
+    assert_true(strlen(warning(&d, WH_WARNINGS_MAX)) <= WH_WARNING_MAX);
+    wh_decision_free(&d);
+    /* exactly the cap: no extra line; one more: "and 1 more" */
+    for (int i = 0; i < WH_WARNINGS_MAX; i++)
+        assert_int_equal(wh_decision_warn(&d, "w%d", i), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), WH_WARNINGS_MAX);
+    char text[300];
+    memset(text, 'x', sizeof(text) - 1);
+    text[sizeof(text) - 1] = '\0';
+    assert_int_equal(wh_decision_warn_text(&d, text), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), WH_WARNINGS_MAX + 1);
+    assert_string_equal(warning(&d, WH_WARNINGS_MAX),
+                        "and 1 more warnings not listed (fix the ones above to see them)");
+    assert_int_equal(strlen(text), WH_WARNING_MAX); /* cut in place as listed ones are */
+    assert_string_equal(text + WH_WARNING_MAX - 3, "...");
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_deny),
         cmocka_unit_test(test_deny_long_message_cut),
         cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_warnings_capped),
         cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

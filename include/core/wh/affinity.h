@@ -6,9 +6,11 @@
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint32_t */
 
 #include <cjson/cJSON.h>
 
+#include "wh/buf.h"   /* struct wh_buf */
 #include "wh/err.h"   /* enum wh_err */
 #include "wh/state.h" /* struct wh_state */
 
@@ -44,7 +46,6 @@ struct wh_affinity_fresh {
 bool wh_affinity_is_fresh(const cJSON *affinity);
 /* A wh_patch_value_fn (patch.h): arg is a const struct wh_affinity_fresh *
  * whose affinity is fresh. */
-struct wh_buf;
 WH_NODISCARD enum wh_err wh_affinity_write_fresh(struct wh_buf *b, const void *arg);
 
 /* Subslice key discovery: among TPU nodes matching every nodeSelector entry,
@@ -59,5 +60,34 @@ struct wh_subslice_index {
 };
 WH_NODISCARD enum wh_err wh_subslice_find(const struct wh_state *st, const cJSON *node_selector,
                                           long n_hosts, struct wh_subslice_index *out, char *errbuf);
+
+/* The answers of wh_subslice_find for one request that asks several times
+ * (a RayCluster's groups): one walk over the nodes per distinct (selector
+ * pairs, n_hosts), whatever the selector's key order, and the scratch of a
+ * walk reused by the next. The caller owns it: wh_subslice_memo_init, then
+ * wh_subslice_memo_free; every block comes from wh_malloc (mem.h). Fields
+ * are the module's. */
+#define WH_SUBSLICE_LEVELS 4
+struct wh_subslice_memo_entry {
+    char *key; /* "n_hosts\0=k\0v\0..." (memo-owned), NULL in an empty slot */
+    size_t key_len;
+    uint32_t hash;
+    struct wh_subslice_index index;
+};
+struct wh_subslice_memo {
+    struct wh_subslice_memo_entry *table; /* open addressing, slots a power of 2 */
+    size_t slots, used;
+    size_t *at[WH_SUBSLICE_LEVELS]; /* per matching node: its value's offset in pool */
+    size_t cap;
+    const char **pairs; /* the asked selector's pairs, sorted by key (borrowed) */
+    size_t pairs_cap;
+    struct wh_buf pool; /* the walked nodes' level values */
+    struct wh_buf key;  /* the asked key */
+};
+void wh_subslice_memo_init(struct wh_subslice_memo *m);
+void wh_subslice_memo_free(struct wh_subslice_memo *m); /* leaves m empty */
+WH_NODISCARD enum wh_err wh_subslice_find_memo(struct wh_subslice_memo *m, const struct wh_state *st,
+                                               const cJSON *node_selector, long n_hosts,
+                                               struct wh_subslice_index *out, char *errbuf);
 
 #endif

@@ -11,6 +11,10 @@
 
 /* Kubernetes shows at most ~120 characters of a warning comfortably. */
 #define WH_WARNING_MAX 119
+/* Warnings listed in one answer; the rest are counted in one last line
+ * ("and N more warnings"): the API server keeps about 4 KB of them, and
+ * 16,000 warnings of a 3 MB RayCluster made a 1.3 MB answer. */
+#define WH_WARNINGS_MAX 50
 /* Largest JSON patch (its text, before base64) a mutation may answer with.
  * The API server keeps the patched object in etcd, which refuses requests
  * over 1.5 MiB; 1 MiB of patch leaves room for the pod as sent. Writing
@@ -36,7 +40,11 @@ struct wh_decision {
     /* The first name the patch would set that the API server refuses, as a
      * message (wh_malloc'd), or NULL (patch.h, names.h). */
     char *bad_name;
-    cJSON *warnings;     /* JSON array of strings, NULL when none */
+    /* JSON array of strings, NULL when none: the first WH_WARNINGS_MAX
+     * warnings, then one "and N more" line when there were more. */
+    cJSON *warnings;
+    size_t n_warnings;   /* warnings asked for, listed or not */
+    cJSON *more;         /* the "and N more" line (in warnings), NULL until needed */
     struct wh_buf notes; /* log notes, one per line */
     /* Texts the decision keeps for the values written from them (wh_decision_keep). */
     struct wh_decision_text *texts;
@@ -64,9 +72,13 @@ WH_NODISCARD enum wh_err wh_decision_keep(struct wh_decision *d, char *text);
  * (which may be one of the arguments). WH_ERR_NOMEM only. */
 WH_NODISCARD enum wh_err wh_decision_deny(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Add a warning, cut to WH_WARNING_MAX bytes on a character boundary. */
+/* Add a warning, cut to WH_WARNING_MAX bytes on a character boundary; past
+ * WH_WARNINGS_MAX it only counts in the last line. O(1). */
 WH_NODISCARD enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The same for a text already written: text (WH_WARNING_MAX + 1 bytes or
+ * more) is cut in place to what the warning says. */
+WH_NODISCARD enum wh_err wh_decision_warn_text(struct wh_decision *d, char *text);
 /* Add a log note line. */
 WH_NODISCARD enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

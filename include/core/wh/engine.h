@@ -50,8 +50,8 @@ struct wh_engine_result {
     /* Denied only because the cluster state (a legacy pod's worker group)
      * could not be trusted: the object may be fine and a retry may pass. */
     bool state_unavailable;
-    size_t n_ops; /* JSON patch operations in the response */
-    size_t n_warnings;
+    size_t n_ops;      /* JSON patch operations in the response */
+    size_t n_warnings; /* warnings found; the answer lists WH_WARNINGS_MAX of them at most */
     /* Legacy-path assignment (for the ledger); set when the engine chose the
      * pod's replica and host from cluster state, and the request is not a
      * dry run (sideEffects: None). */
