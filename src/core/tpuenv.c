@@ -8,9 +8,10 @@
 #endif
 
 #include "wh/decision.h" /* wh_decision_keep */
-#include "wh/json.h"     /* wh_json_str */
+#include "wh/json.h"     /* wh_json_str, wh_parse_long */
 #include "wh/mem.h"      /* wh_calloc, wh_malloc, wh_free */
-#include "wh/podspec.h"  /* wh_container_tpu */
+#include "wh/podspec.h"  /* wh_container_tpu, wh_env_lookup */
+#include "wh/utf8.h"     /* wh_utf8_cut */
 
 enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
                                       char *errbuf)
@@ -225,4 +226,42 @@ const char *wh_env_duplicate(const cJSON *env, int *first, int *second)
         }
     }
     return NULL;
+}
+
+int wh_identity_conflicts(const cJSON *env, const struct wh_identity_check *c,
+                          struct wh_identity_problem out[2])
+{
+    if (c->hosts <= 1)
+        return 0;
+    int n = 0;
+    struct wh_env_lookup lk;
+    wh_env_lookup(env, "TPU_WORKER_ID", &lk);
+    long id;
+    bool number = lk.index >= 0 && *lk.value && wh_parse_long(lk.value, &id);
+    bool own = number && c->host >= 0 && (id == c->host || id == c->worker_id);
+    if (c->check_id && lk.index >= 0 && *lk.value && !own) {
+        out[n].rule = WH_RULE_IDENTITY_WORKER_ID;
+        if (c->host < 0)
+            snprintf(out[n].text, sizeof(out[n].text),
+                     "sets TPU_WORKER_ID \"%.*s\" (env[%d]), one value for all %ld hosts of "
+                     "the slice; remove it: each pod gets its own from its index",
+                     (int)wh_utf8_cut(lk.value, 32), lk.value, lk.index, c->hosts);
+        else
+            snprintf(out[n].text, sizeof(out[n].text),
+                     "sets TPU_WORKER_ID \"%.*s\" (env[%d]), but the pod is host %ld of the %ld "
+                     "hosts of its slice; remove it: the webhook (or GKE) gives each pod its own",
+                     (int)wh_utf8_cut(lk.value, 32), lk.value, lk.index, c->host, c->hosts);
+        n++;
+    }
+    wh_env_lookup(env, "TPU_WORKER_HOSTNAMES", &lk);
+    if (lk.index >= 0 && !strcmp(lk.value, "localhost")) {
+        out[n].rule = WH_RULE_IDENTITY_LOCALHOST;
+        snprintf(out[n].text, sizeof(out[n].text),
+                 "sets TPU_WORKER_HOSTNAMES \"localhost\" (env[%d]), a single-host value, but "
+                 "its slice has %ld hosts; remove it: the webhook (or GKE) lists the slice's "
+                 "peers",
+                 lk.index, c->hosts);
+        n++;
+    }
+    return n;
 }

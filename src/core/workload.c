@@ -643,6 +643,25 @@ static size_t patch_estimate(const struct wl *w)
     return (per + per / 4) * w->tc.n;
 }
 
+/* One identity per slice (docs/workloads.md): a single-host identity in a
+ * container of a multi-host pod contradicts the peers built here. */
+static enum wh_err one_identity(struct wl *w, bool *denied)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        struct wh_identity_check ic = {.hosts = w->n_hosts,
+                                       .host = w->host,
+                                       .worker_id = wh_tpu_worker_id(w->host, w->tc.n, i, w->tpu7x),
+                                       .check_id = true};
+        struct wh_identity_problem ip[2];
+        int n = wh_identity_conflicts(wh_json_get(w->tc.items[i].obj, "env"), &ic, ip);
+        if (n)
+            return deny(w, denied, "container \"%s\" (spec.containers[%d]) %s%s%s",
+                        wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index, ip[0].text,
+                        n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
+    }
+    return WH_OK;
+}
+
 static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
 {
     bool denied = false, skipped = false;
@@ -700,6 +719,8 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         break;
     }
     if (err || denied || skipped)
+        return err;
+    if ((err = one_identity(w, &denied)) || denied)
         return err;
     w->d->host = w->host;
     w->d->n_hosts = w->n_hosts;

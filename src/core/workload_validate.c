@@ -72,6 +72,9 @@ struct tmpl_hosts {
     const char *topology;
 };
 
+static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
+                                  const struct wh_tpu_containers *tc, struct tmpl_hosts *out);
+
 static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char *field,
                                   struct tmpl_hosts *out)
 {
@@ -88,9 +91,17 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
     if (err)
         return err;
     out->chips = tc.chips;
+    err = out->chips ? template_shape(v, tmpl, field, &tc, out) : WH_OK;
     wh_tpu_containers_free(&tc);
-    if (out->chips == 0)
-        return WH_OK;
+    return err;
+}
+
+/* The shape of a TPU template: the generation table's rules, the chips'
+ * divisor rule, one identity per slice. */
+static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
+                                  const struct wh_tpu_containers *tc, struct tmpl_hosts *out)
+{
+    const cJSON *spec = wh_json_get(tmpl, "spec");
     const char *t = wh_meta_annotation(tmpl, WH_ANN_SLICE_TOPOLOGY);
     bool from_annotation = t && *t;
     if (!from_annotation)
@@ -124,6 +135,18 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
                        "divide the %ld chips of topology %s; expected a divisor of %ld",
                        field, out->chips, topo.chips, t, topo.chips);
     out->hosts = topo.chips / out->chips;
+    /* A literal TPU_WORKER_ID is one value for every pod of the template;
+     * LWS sets its own per pod, so there only "localhost" is judged here. */
+    bool lws = !strcmp(v->kind, "LeaderWorkerSet");
+    for (unsigned i = 0; i < tc->n; i++) {
+        struct wh_identity_check ic = {.hosts = out->hosts, .host = -1, .check_id = !lws};
+        struct wh_identity_problem ip[2];
+        int n = wh_identity_conflicts(wh_json_get(tc->items[i].obj, "env"), &ic, ip);
+        for (int k = 0; k < n; k++)
+            WH_TRY(problem(v, "container \"%.63s\" (%s.spec.containers[%d]) %s",
+                           wh_json_str0(tc->items[i].obj, "name"), field, tc->items[i].index,
+                           ip[k].text));
+    }
     return WH_OK;
 }
 

@@ -771,6 +771,85 @@ class Shapes(unittest.TestCase):
                     self.assertTrue(r.allowed, r.message)
 
 
+SINGLE_HOST_ID = [{"name": "TPU_WORKER_ID", "value": "0"},
+                  {"name": "TPU_WORKER_HOSTNAMES", "value": "localhost"}]
+
+
+class Identity(WorkloadCase):
+    """Issue 24, item 2: a slice has one identity. A single-host identity
+    copied into a multi-host template is refused at the pod and at the
+    template; GKE's per-pod values stay."""
+
+    judge = Validation.judge
+
+    def pods(self, env, n=4):
+        return [indexed_job_pod(index=i, accel="tpu-v5p-slice", topo="2x2x4",
+                                containers=[tpu_container(env=env)]) for i in range(n)]
+
+    def test_copied_single_host_identity_denied_at_every_pod(self):
+        for p in self.pods(SINGLE_HOST_ID):
+            r = self.mutate(p, allowed=False)
+            for part in ('container "trainer" (spec.containers[0])', "TPU_WORKER_HOSTNAMES",
+                         '"localhost"', "4 hosts", "remove it"):
+                self.assertIn(part, r.message)
+
+    def test_literal_worker_id_other_than_the_index_denied(self):
+        env = [{"name": "TPU_WORKER_ID", "value": "0"}]
+        pods = self.pods(env)
+        self.mutate(pods[0])  # equal to the index: GKE's own value
+        for i, p in enumerate(pods[1:], 1):
+            r = self.mutate(p, allowed=False)
+            for part in ('container "trainer"', 'TPU_WORKER_ID "0"', "host %d of the 4" % i,
+                         "remove it"):
+                self.assertIn(part, r.message)
+
+    def test_gke_values_respected(self):
+        ref = [{"name": "TPU_WORKER_ID", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}]
+        envs = []
+        for i in range(4):
+            own = [{"name": "TPU_WORKER_ID", "value": str(i)}]
+            for env in (ref, own):
+                p = indexed_job_pod(index=i, accel="tpu-v5p-slice", topo="2x2x4",
+                                    containers=[tpu_container(env=env)])
+                envs.append(self.mutate(p).env())
+        hosts = {e["TPU_WORKER_HOSTNAMES"] for e in envs}
+        self.assertEqual(hosts, {",".join("train-v6e-%d.train-v6e" % k for k in range(4))})
+
+    def test_single_host_values_on_one_host_kept(self):
+        p = indexed_job_pod(index=0, topo="2x2", containers=[tpu_container(env=SINGLE_HOST_ID)])
+        self.assertEqual(self.mutate(p).env()["TPU_WORKER_HOSTNAMES"], "localhost")
+
+    def test_denied_at_the_template(self):
+        for env, part in ((SINGLE_HOST_ID[:1], 'TPU_WORKER_ID "0"'),
+                          (SINGLE_HOST_ID[1:], 'TPU_WORKER_HOSTNAMES "localhost"')):
+            j = job()
+            j["spec"]["template"]["spec"]["containers"][0]["env"] = copy.deepcopy(env)
+            js = jobset()
+            js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["containers"][0][
+                "env"] = copy.deepcopy(env)
+            for obj, where in ((j, "spec.template.spec.containers[0]"),
+                               (js, "spec.replicatedJobs[1]")):
+                r = self.judge(obj)
+                self.assertFalse(r.allowed, obj["kind"])
+                for x in ('container "trainer"', where, part, "remove it"):
+                    self.assertIn(x, r.message)
+        lw = lws()
+        lw["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = \
+            copy.deepcopy(SINGLE_HOST_ID[1:])
+        r = self.judge(lw)
+        self.assertFalse(r.allowed)
+        self.assertIn('TPU_WORKER_HOSTNAMES "localhost"', r.message)
+        # LWS sets TPU_WORKER_ID per pod itself: its template is not judged on it
+        lw["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = \
+            copy.deepcopy(SINGLE_HOST_ID[:1])
+        self.assertTrue(self.judge(lw).allowed)
+        # single-host template: the values are right
+        j = job(topo="2x2", parallelism=1, completions=1)
+        j["spec"]["template"]["spec"]["containers"][0]["env"] = copy.deepcopy(SINGLE_HOST_ID)
+        self.assertTrue(self.judge(j).allowed)
+
+
 class Routing(unittest.TestCase):
     def test_workload_route_refuses_non_pods(self):
         rc, err = W.run(review_of({"apiVersion": "batch/v1", "kind": "Job",

@@ -181,6 +181,38 @@ spec:
         p = run("check", "-", stdin=(base % ("tpu-v5p-slice", "2x2x4", 4)).encode())
         self.assertEqual(p.returncode, 0, p.stdout.decode())
 
+    def test_single_host_identity_in_a_slice_rejected(self):
+        """Issue 24, item 2: the Indexed Job of the issue (v5p 2x2x4, a
+        single-host identity copied into its template): check rejects it
+        with the webhook's reason."""
+        job = """apiVersion: batch/v1
+kind: Job
+metadata: {name: copied}
+spec:
+  completionMode: Indexed
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      subdomain: copied
+      restartPolicy: Never
+      nodeSelector:
+        cloud.google.com/gke-tpu-accelerator: tpu-v5p-slice
+        cloud.google.com/gke-tpu-topology: 2x2x4
+      containers:
+      - name: trainer
+        image: IMAGE
+        env: [{name: TPU_WORKER_ID, value: "0"}, {name: TPU_WORKER_HOSTNAMES, value: localhost}]
+        resources: {limits: {google.com/tpu: 4}}
+"""
+        p = run("check", "--output", "json", "-", stdin=job.encode())
+        self.assertEqual(p.returncode, 1, p.stdout.decode() + p.stderr.decode())
+        row = json.loads(p.stdout)["rows"][0]
+        self.assertEqual(row["verdict"], "rejected")
+        for part in ('container "trainer"', 'TPU_WORKER_ID "0"', 'TPU_WORKER_HOSTNAMES "localhost"',
+                     "remove it"):
+            self.assertIn(part, row["message"])
+
     def test_pod_denial_of_a_long_non_ascii_name_is_utf8(self):
         """A pod denial names the Job and the pod cut to 253 bytes; the cut
         must fall between characters or the JSON report is not UTF-8."""

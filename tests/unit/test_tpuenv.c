@@ -129,12 +129,55 @@ static void test_worker_id(void **unused)
     assert_int_equal(wh_tpu_worker_id(3, 2, 1, false), 3);
 }
 
+/* Issue 24: one identity per slice. */
+static int conflicts(const char *env_json, long hosts, long host, long worker_id, bool check_id,
+                     struct wh_identity_problem ip[2])
+{
+    cJSON *env = cJSON_Parse(env_json);
+    assert_non_null(env);
+    struct wh_identity_check c = {hosts, host, worker_id, check_id};
+    int n = wh_identity_conflicts(env, &c, ip);
+    cJSON_Delete(env);
+    return n;
+}
+
+static void test_identity_conflicts(void **unused)
+{
+    (void)unused;
+    struct wh_identity_problem ip[2];
+    const char *copied = "[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},"
+                         "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"localhost\"}]";
+    assert_int_equal(conflicts(copied, 1, 0, 0, true, ip), 0); /* one host: right */
+    assert_int_equal(conflicts(copied, 4, 2, 2, true, ip), 2);
+    assert_string_equal(ip[0].rule, WH_RULE_IDENTITY_WORKER_ID);
+    assert_non_null(strstr(ip[0].text, "host 2 of the 4"));
+    assert_string_equal(ip[1].rule, WH_RULE_IDENTITY_LOCALHOST);
+    assert_non_null(strstr(ip[1].text, "remove it"));
+    assert_int_equal(conflicts(copied, 4, 0, 0, true, ip), 1); /* id 0 is pod 0's own */
+    assert_string_equal(ip[0].rule, WH_RULE_IDENTITY_LOCALHOST);
+    assert_int_equal(conflicts(copied, 4, 2, 2, false, ip), 1); /* LWS: id not judged */
+    assert_int_equal(conflicts(copied, 4, -1, 0, true, ip), 2); /* a template */
+    assert_non_null(strstr(ip[0].text, "one value for all 4 hosts"));
+    /* TPU7x, 2 containers: container 1 of host 1 is worker 3 */
+    assert_int_equal(conflicts("[{\"name\":\"TPU_WORKER_ID\",\"value\":\"3\"}]", 4, 1, 3, true, ip),
+                     0);
+    /* GKE's fieldRef, an empty value, real peers: respected */
+    assert_int_equal(conflicts("[{\"name\":\"TPU_WORKER_ID\",\"valueFrom\":{\"fieldRef\":{}}},"
+                               "{\"name\":\"TPU_WORKER_HOSTNAMES\",\"value\":\"a.s,b.s\"}]",
+                               2, 1, 1, true, ip),
+                     0);
+    assert_int_equal(conflicts("[{\"name\":\"TPU_WORKER_ID\",\"value\":\"\"}]", 4, -1, 0, true, ip),
+                     0);
+    assert_int_equal(conflicts("[{\"name\":\"TPU_WORKER_ID\",\"value\":\"x\"}]", 4, 1, 1, true, ip),
+                     1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collect),    cmocka_unit_test(test_torch_topology),
         cmocka_unit_test(test_host_ports), cmocka_unit_test(test_port_list),
-        cmocka_unit_test(test_worker_id),
+        cmocka_unit_test(test_worker_id),  cmocka_unit_test(test_identity_conflicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

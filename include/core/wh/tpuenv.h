@@ -91,4 +91,31 @@ long wh_host_count(const char *hostnames);
  * worker (host x containers + ci). */
 long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x);
 
+/* One identity per slice (docs/workloads.md, "One identity per slice"):
+ * a single-host identity copied into a container of a multi-host slice
+ * contradicts the peers the webhook builds. Stable rule keys: */
+#define WH_RULE_IDENTITY_WORKER_ID "tpu-identity-worker-id"
+#define WH_RULE_IDENTITY_LOCALHOST "tpu-identity-localhost"
+
+struct wh_identity_check {
+    long hosts;     /* hosts of the slice; only > 1 is judged */
+    long host;      /* the pod's index in its slice; -1 for a template (all its pods) */
+    long worker_id; /* the container's own TPU_WORKER_ID (TPU7x: host x containers + index) */
+    bool check_id;  /* TPU_WORKER_ID is the pod's index (Indexed Job, JobSet, LWS pods) */
+};
+
+struct wh_identity_problem {
+    const char *rule; /* WH_RULE_IDENTITY_* */
+    char text[320];   /* "sets NAME \"v\" (env[i]), ...; remove it ...", for the caller
+                       * to prefix with the container */
+};
+
+/* The rules a container's env breaks (0, 1 or 2, written to out[]): a
+ * literal TPU_WORKER_ID other than the pod's index or the container's worker
+ * id (at a template: any literal, its pods have different indices), and
+ * TPU_WORKER_HOSTNAMES "localhost". A valueFrom (GKE's fieldRef to the
+ * index) or an empty value is respected. */
+int wh_identity_conflicts(const cJSON *env, const struct wh_identity_check *c,
+                          struct wh_identity_problem out[2]);
+
 #endif
