@@ -5,7 +5,21 @@
 # libraries the binary links. tests/deploy/test_image.py checks both against
 # the real build on every test run, since no Docker engine runs in CI.
 
+# Build arguments, all optional: VERSION must be CMakeLists.txt's
+# project(VERSION) (the build stage refuses another; tests/ops/test_version.py
+# checks the default), REVISION the git commit (the build context has no
+# .git, see .dockerignore), CREATED the build date (RFC 3339), and
+# SOURCE_DATE_EPOCH for the binary's build date, e.g.
+#   docker build --build-arg REVISION=$(git rev-parse --short=12 HEAD) \
+#     --build-arg CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t REGISTRY/tpu-webhook:0.1.0 .
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+
 FROM debian:12 AS build
+ARG VERSION
+ARG REVISION
+ARG SOURCE_DATE_EPOCH
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
@@ -14,11 +28,23 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# cmake/buildinfo.cmake takes the commit from WH_GIT_COMMIT without .git.
+ENV WH_GIT_COMMIT=$REVISION
 RUN cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DBUILD_TESTING=OFF \
  && cmake --build build -j "$(nproc)" --target tpu-webhook \
+ && test "$(build/tpu-webhook --version | head -n 1)" = "tpu-webhook $VERSION" \
  && strip --strip-debug -o /tpu-webhook build/tpu-webhook
 
 FROM debian:12-slim
+ARG VERSION
+ARG REVISION
+ARG CREATED
+LABEL org.opencontainers.image.title="tpu-webhook" \
+      org.opencontainers.image.description="Admission webhook for TPU workloads on GKE (KubeRay, Jobs, JobSets)" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$REVISION" \
+      org.opencontainers.image.created="$CREATED" \
+      org.opencontainers.image.licenses="Apache-2.0"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libmicrohttpd12 libgnutls30 libssl3 libcjson1 libyaml-0-2 libcurl4 \

@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"render", wh_cmd_render, "show the worker pods of a RayCluster/RayJob/RayService as mutated"},
     {"check", wh_cmd_check, "validate Ray manifests in files or directories (for CI)"},
     {"doctor", wh_cmd_doctor, "say why a TPU slice that exists does not start"},
+    {"version", wh_cmd_version, "print the version, commit, build date and library versions"},
 };
 
 static void usage(FILE *out)
@@ -40,6 +41,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-version")) {
+        char *args[] = {argv[1], NULL};
+        return wh_cmd_version(1, args);
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (!strcmp(argv[1], commands[i].name))

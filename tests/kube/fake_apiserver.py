@@ -293,6 +293,13 @@ class Handler(BaseHTTPRequestHandler):
         u = urllib.parse.urlparse(self.path)
         if u.path.startswith("/_control/"):
             return False
+        # Every API request's User-Agent, counted (stats "user_agents"), so
+        # tests can check that each call says which client and build it is.
+        with STATE.cv:
+            ua = self.headers.get("User-Agent", "(none)")
+            agents = STATE.stats.setdefault("user_agents", {})
+            if ua in agents or len(agents) < 100:
+                agents[ua] = agents.get(ua, 0) + 1
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         if q.get("watch") in ("1", "true"):
             return False

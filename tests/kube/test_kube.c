@@ -14,6 +14,7 @@
 #include "../testutil.h"
 #include "harness.h"
 #include "wh/admit.h"
+#include "wh/buildinfo.h"
 #include "wh/cache.h"
 #include "wh/claims.h"
 #include "wh/kube.h"
@@ -1439,6 +1440,39 @@ static void test_api_server_lost_after_sync(void **st)
     wh_admit_free(ad);
 }
 
+/* Every request to the API server (lists, watches, Lease claims) says who
+ * sends it: User-Agent tpu-webhook/<version> (commit <commit>), the fake
+ * API server counting each User-Agent it saw. Runs after the other tests,
+ * so their requests are counted too. */
+static void test_user_agent_on_every_call(void **st)
+{
+    (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-ua", NULL), 0);
+    struct wh_admit *ad = start_admit("kc-ua", false);
+    assert_true(wait_ready(ad, 30000));
+    expect_review(ad, tmpl16, true, NULL); /* a legacy pod: a claim, a Lease create */
+    wh_admit_free(ad);
+    char want[256];
+    snprintf(want, sizeof(want), "tpu-webhook/%s (commit %s)", wh_build_version(),
+             wh_build_commit());
+    cJSON *stats = NULL;
+    assert_int_equal(kh_control(&srv, "stats", NULL, &stats), 0);
+    const cJSON *agents = cJSON_GetObjectItemCaseSensitive(stats, "user_agents");
+    assert_true(cJSON_IsObject(agents));
+    const cJSON *a;
+    int n = 0;
+    cJSON_ArrayForEach(a, agents)
+    {
+        if (strcmp(a->string, want))
+            fail_msg("an API request with User-Agent \"%s\", not \"%s\"", a->string, want);
+        n++;
+    }
+    assert_int_equal(n, 1);
+    assert_true(cJSON_GetObjectItemCaseSensitive(agents, want)->valuedouble >= 3);
+    assert_true(kh_stat(&srv, "lease_creates") >= 1);
+    cJSON_Delete(stats);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1463,6 +1497,7 @@ int main(void)
         cmocka_unit_test(test_claim_unreadable_after_conflict),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
+        cmocka_unit_test(test_user_agent_on_every_call),
     };
     /* While working on one test: KUBE_TEST_FILTER=test_name (a glob). */
     const char *only = getenv("KUBE_TEST_FILTER");

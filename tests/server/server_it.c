@@ -1316,8 +1316,23 @@ static void expect_exit(char **args, int status, const char *text)
     char *t = read_all(out, NULL);
     CHECK(rc == status, "serve %s...: exit %d, want %d; output: %s", args[0] ? args[0] : "", rc,
           status, t ? t : "");
-    CHECK(!text || (t && strstr(t, text)), "serve %s...: output lacks \"%s\": %s", args[0], text,
-          t ? t : "");
+    /* Errors are JSON log lines: compare text with their \" unescaped. */
+    char *plain = t ? strdup(t) : NULL;
+    if (plain) {
+        char *w = plain;
+        for (const char *r = plain; *r; r++)
+            if (!(r[0] == '\\' && r[1] == '"'))
+                *w++ = *r;
+        *w = '\0';
+    }
+    CHECK(!text || (plain && strstr(plain, text)), "serve %s...: output lacks \"%s\": %s", args[0],
+          text, t ? t : "");
+    /* A bad flag: one JSON line with severity ERROR, nothing else. */
+    if (status == 2)
+        CHECK(t && t[0] == '{' && strchr(t, '\n') == t + strlen(t) - 1 &&
+                  strstr(t, "\"severity\":\"ERROR\"") && strstr(t, "\"event\":\"bad_flag\""),
+              "serve %s...: not one JSON bad_flag line: %s", args[0], t ? t : "");
+    free(plain);
     free(t);
 }
 

@@ -64,6 +64,55 @@ static void test_fields(void **st)
     free(text);
 }
 
+static cJSON *item(const cJSON *j, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(j, key);
+}
+
+/* What Cloud Logging reads: time (RFC 3339), severity by its names,
+ * message; then event and the fields. */
+static void test_cloud_logging_fields(void **st)
+{
+    (void)st;
+    wh_log_set_verbosity(0);
+    struct capture c;
+    capture_begin(&c);
+    wh_log(WH_LOG_NOTICE, "tls_loaded", "serial", WH_F_STR, "01", (char *)NULL);
+    wh_log(WH_LOG_INFO, "admission", (char *)NULL); /* --v=1 only */
+    wh_log(WH_LOG_WARN, "claim_failed", "lease", WH_F_STR, "x", "error", WH_F_STR, "HTTP 500",
+           (char *)NULL);
+    wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, "no such flag", (char *)NULL);
+    wh_log_msg(WH_LOG_CRITICAL, "startup_failed", "cannot listen", "flags", WH_F_JSON,
+               "{\"v\":\"1\"}", (char *)NULL);
+    wh_log(WH_LOG_DEBUG, "hidden", (char *)NULL);
+    char *text = capture_end(&c);
+    static const char *const want[][3] = {
+        {"INFO", "tls loaded", "tls_loaded"},
+        {"WARNING", "claim failed: HTTP 500", "claim_failed"},
+        {"ERROR", "bad flag: no such flag", "bad_flag"},
+        {"CRITICAL", "cannot listen", "startup_failed"},
+    };
+    char *line = text;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        cJSON *j = wh_test_parse(line);
+        const char *t = item(j, "time")->valuestring;
+        assert_int_equal(strlen(t), strlen("2026-12-01T22:47:11.123456Z"));
+        assert_true(t[4] == '-' && t[10] == 'T' && t[19] == '.' && t[26] == 'Z');
+        assert_string_equal(item(j, "severity")->valuestring, want[i][0]);
+        assert_string_equal(item(j, "message")->valuestring, want[i][1]);
+        assert_string_equal(item(j, "event")->valuestring, want[i][2]);
+        if (i == 3)
+            assert_string_equal(item(item(j, "flags"), "v")->valuestring, "1");
+        cJSON_Delete(j);
+        line = nl + 1;
+    }
+    assert_string_equal(line, ""); /* nothing else: not INFO or DEBUG at --v=0 */
+    free(text);
+}
+
 /* A field as large as a request body is cut, not the line dropped. */
 static void test_huge_field_is_truncated(void **st)
 {
@@ -100,6 +149,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_huge_field_is_truncated),
+        cmocka_unit_test(test_cloud_logging_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,7 +221,7 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     struct wh_kube *kube = new_kube(opts, errbuf);
     if (!kube)
         return WH_ERR_INVALID;
-    wh_log(WH_LOG_INFO, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
+    wh_log(WH_LOG_NOTICE, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
     struct wh_cache_hooks hooks = {.arg = ad->ledger,
                                    .pod_changed = on_pod_changed,
                                    .pods_health = on_pods_health,
@@ -247,7 +247,7 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     ad->claims = wh_claims_new(kube, &co, errbuf);
     if (!ad->claims)
         return WH_ERR_INVALID;
-    wh_log(WH_LOG_INFO, "claims", "namespace", WH_F_STR, ns, "holder", WH_F_STR, holder,
+    wh_log(WH_LOG_NOTICE, "claims", "namespace", WH_F_STR, ns, "holder", WH_F_STR, holder,
            "lifetime_s", WH_F_INT,
            (long long)(co.lifetime_s > 0 ? co.lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S),
            (char *)NULL);

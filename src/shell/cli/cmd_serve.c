@@ -16,23 +16,25 @@
  */
 #include <pthread.h> /* pthread_create */
 #include <signal.h>  /* sigtimedwait */
-#include <stdio.h>   /* fprintf */
+#include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* free */
 #include <string.h>  /* strcmp, memset */
 #include <time.h>    /* clock_gettime */
 #include <unistd.h>  /* sysconf */
 
-#include "wh/admit.h"    /* wh_admit_new, wh_admit_decide, wh_admit_ready, wh_admit_stats */
-#include "wh/memtune.h"  /* wh_memtune_server */
-#include "wh/reqmem.h"   /* wh_reqmem_install */
-#include "wh/b64.h"      /* wh_b64_decode */
-#include "wh/claims.h"   /* WH_CLAIMS_MIN_LIFETIME_S */
-#include "wh/commands.h" /* wh_cmd_serve, struct wh_serve_pipeline */
-#include "flags.h"       /* wh_flags_command */
-#include "wh/log.h"      /* wh_log */
-#include "wh/metrics.h"  /* wh_metrics_new */
-#include "wh/server.h"   /* wh_server_start */
-#include "wh/tls.h"      /* wh_tls_new */
+#include "wh/admit.h"     /* wh_admit_new, wh_admit_decide, wh_admit_ready, wh_admit_stats */
+#include "wh/memtune.h"   /* wh_memtune_server */
+#include "wh/reqmem.h"    /* wh_reqmem_install */
+#include "wh/b64.h"       /* wh_b64_decode */
+#include "wh/claims.h"    /* WH_CLAIMS_MIN_LIFETIME_S */
+#include "wh/commands.h"  /* wh_cmd_serve, struct wh_serve_pipeline */
+#include "flags.h"        /* wh_flags_command_logged */
+#include "wh/log.h"       /* wh_log */
+#include "wh/metrics.h"   /* wh_metrics_new */
+#include "wh/server.h"    /* wh_server_start */
+#include "wh/tls.h"       /* wh_tls_new */
+#include "version.h"      /* wh_version_print */
+#include "wh/buildinfo.h" /* wh_build_* */
 
 #define DEFAULT_CERT_FILE "/etc/kuberay-tpu-webhook/tls/tls.crt"
 #define DEFAULT_KEY_FILE "/etc/kuberay-tpu-webhook/tls/tls.key"
@@ -60,10 +62,11 @@ static const char usage_head[] =
 struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig, *claims_ns;
     const char *klog_str; /* klog flags we accept and ignore */
-    bool standalone, klog_bool;
+    bool standalone, klog_bool, version;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
     long claim_lifetime_ms;
+    const char *changed; /* the flags set to other than their default, a JSON object */
 };
 
 /* Tests only (tests/kube/test_replicas.py): run without worker-id claims to
@@ -101,9 +104,12 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
     bool b64_any = wh_flags_find(flags, n, "server-cert")->set ||
                    wh_flags_find(flags, n, "server-key")->set;
     if (file_any && b64_any) {
-        fprintf(stderr, "Configuration error: both TLS base64 and path flags defined at the same "
-                        "time.\nUse either --tls-cert-file/--tls-private-key-file or "
-                        "--server-cert/--server-key.\n");
+        /* The reference's words (exit 1 too). */
+        wh_log_msg(WH_LOG_ERROR, "bad_flag",
+                   "Configuration error: both TLS base64 and path flags defined at the same time.",
+                   "fix", WH_F_STR,
+                   "use either --tls-cert-file/--tls-private-key-file or --server-cert/--server-key",
+                   (char *)NULL);
         return -1;
     }
     memset(t, 0, sizeof(*t));
@@ -113,10 +119,11 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
     } else if (c->cert_b64 && *c->cert_b64 && c->key_b64 && *c->key_b64) {
         const char *which = "cert";
         if (decode_b64(c->cert_b64, cert) || (which = "key", decode_b64(c->key_b64, key))) {
-            fprintf(stderr,
-                    "failed to decode server %s: --server-%s is not valid base64 "
-                    "(encode the PEM file with base64 -w0)\n",
-                    which, which);
+            char why[128];
+            snprintf(why, sizeof(why),
+                     "failed to decode server %s: --server-%s is not valid base64", which, which);
+            wh_log_msg(WH_LOG_ERROR, "bad_flag", why, "fix", WH_F_STR,
+                       "encode the PEM file with base64 -w0", (char *)NULL);
             return -1;
         }
         t->cert_pem = wh_buf_ptr(cert);
@@ -239,11 +246,28 @@ static bool cert_watch_stop(struct cert_watch *w, long wait_ms)
     return true;
 }
 
+/* Logs readiness (/readyz) when it changes; *last: -1 before the first
+ * call, then 0 or 1. */
+static void log_readiness(const struct wh_pipeline *pl, int *last)
+{
+    char why[WH_ERRBUF_LEN] = "";
+    int ready = pl->ready(pl->ctx, why, sizeof(why)) ? 1 : 0;
+    if (ready == *last)
+        return;
+    char msg[WH_ERRBUF_LEN + 16];
+    snprintf(msg, sizeof(msg), "%s%s", ready ? "ready" : "not ready: ", ready ? "" : why);
+    wh_log_msg(WH_LOG_NOTICE, "readiness_changed", msg, "ready", WH_F_BOOL, ready, "reason",
+               WH_F_STR, ready ? "" : why, (char *)NULL);
+    *last = ready;
+}
+
 /* Wait for SIGTERM/SIGINT, doing housekeeping every tick. */
-static int run_until_signal(const sigset_t *set, struct wh_server *srv)
+static int run_until_signal(const sigset_t *set, struct wh_server *srv, const struct wh_pipeline *pl)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
+    int ready = -1;
     for (;;) {
+        log_readiness(pl, &ready);
         int sig = sigtimedwait(set, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT)
             return sig;
@@ -256,7 +280,7 @@ static int run_until_signal(const sigset_t *set, struct wh_server *srv)
 static void shut_down(struct wh_server *srv, const struct wh_metrics *m, const struct config *c,
                       int sig)
 {
-    wh_log(WH_LOG_INFO, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
+    wh_log(WH_LOG_NOTICE, "shutting_down", "signal", WH_F_STR, sig == SIGTERM ? "SIGTERM" : "SIGINT",
            "in_flight", WH_F_INT, wh_metrics_in_flight(m), "delay_ms", WH_F_INT,
            (long long)c->delay_ms, "timeout_ms", WH_F_INT, (long long)c->shutdown_ms, (char *)NULL);
     bool clean = wh_server_drain(srv, c->delay_ms, c->shutdown_ms);
@@ -265,7 +289,7 @@ static void shut_down(struct wh_server *srv, const struct wh_metrics *m, const s
     struct wh_server_counts counts;
     wh_server_counts(srv, &counts);
     wh_server_free(srv);
-    wh_log(clean ? WH_LOG_INFO : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
+    wh_log(clean ? WH_LOG_NOTICE : WH_LOG_WARN, "shutdown", "clean", WH_F_BOOL, (int)clean,
            "accepted", WH_F_INT, counts.accepted, "answered", WH_F_INT, counts.answered, "aborted",
            WH_F_INT, counts.aborted, (char *)NULL);
 }
@@ -306,6 +330,31 @@ static void admit_stop(struct wh_pipeline *pl)
 
 const struct wh_serve_pipeline wh_serve_admit = {.start = admit_start, .stop = admit_stop};
 
+static void startup_failed(const char *what, const char *detail)
+{
+    char msg[2 * WH_ERRBUF_LEN];
+    snprintf(msg, sizeof(msg), "failed to start server: %s%s%s", what, *detail ? ": " : "", detail);
+    wh_log_msg(WH_LOG_CRITICAL, "startup_failed", msg, "reason", WH_F_STR, what, "detail", WH_F_STR,
+               detail, (char *)NULL);
+}
+
+/* The first line: what runs, and how it was configured. */
+static void log_start(const struct config *c)
+{
+    const char *ns = c->claims_ns && *c->claims_ns ? c->claims_ns : getenv("POD_NAMESPACE");
+    char msg[128];
+    snprintf(msg, sizeof(msg), "tpu-webhook %s (%s) starting", wh_build_version(),
+             wh_build_commit());
+    wh_log_msg(WH_LOG_NOTICE, "starting", msg, "version", WH_F_STR, wh_build_version(), "commit",
+               WH_F_STR, wh_build_commit(), "build_date", WH_F_STR, wh_build_date(), "mode",
+               WH_F_STR, c->standalone ? "standalone" : "kubernetes", "bind_address", WH_F_STR,
+               c->bind, "claims_namespace", WH_F_STR,
+               c->standalone ? ""
+               : ns && *ns   ? ns
+                             : "(the service account's)",
+               "verbosity", WH_F_INT, (long long)c->v, "flags", WH_F_JSON, c->changed, (char *)NULL);
+}
+
 static int serve(const struct config *c, const struct wh_tls_opts *topts,
                  const struct wh_serve_pipeline *sp)
 {
@@ -324,15 +373,14 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
     /* Before any thread exists, so that only sigtimedwait sees them. */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    log_start(c);
     if (!m) {
-        fprintf(stderr, "tpu-webhook serve: out of memory\n");
+        startup_failed("out of memory", "");
         goto out;
     }
     tls = wh_tls_new(topts, errbuf);
     if (!tls) {
-        wh_log(WH_LOG_ERROR, "startup_failed", "reason", WH_F_STR, "failed to build TLS config",
-               "detail", WH_F_STR, errbuf, (char *)NULL);
-        fprintf(stderr, "Failed to start server: failed to build TLS config: %s\n", errbuf);
+        startup_failed("failed to build TLS config", errbuf);
         goto out;
     }
     update_cert_metric(tls, m);
@@ -347,7 +395,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
     wh_reqmem_install(); /* before the caches start their threads */
     pl_started = sp->start(&aopts, &pl, errbuf);
     if (!pl_started) {
-        fprintf(stderr, "Failed to start server: admission pipeline: %s\n", errbuf);
+        startup_failed("admission pipeline", errbuf);
         goto out;
     }
     struct wh_server_opts sopts = {.bind = c->bind,
@@ -362,18 +410,18 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
                                    .max_body_memory = (size_t)c->max_body_memory};
     srv = wh_server_start(&sopts, &pl, m, errbuf);
     if (!srv) {
-        fprintf(stderr, "Failed to start server: %s\n", errbuf);
+        startup_failed("server", errbuf);
         goto out;
     }
-    wh_log(WH_LOG_INFO, "listening", "bind_address", WH_F_STR, c->bind, "port", WH_F_INT,
+    wh_log(WH_LOG_NOTICE, "listening", "bind_address", WH_F_STR, c->bind, "port", WH_F_INT,
            (long long)wh_server_port(srv), "standalone", WH_F_BOOL, (int)c->standalone, "threads",
            WH_F_INT, (long long)c->threads, (char *)NULL);
     watch = cert_watch_start(tls, m, c->poll_ms);
     if (!watch) {
-        fprintf(stderr, "Failed to start server: no thread to watch the certificate files\n");
+        startup_failed("no thread to watch the certificate files", "");
         goto out;
     }
-    shut_down(srv, m, c, run_until_signal(&set, srv));
+    shut_down(srv, m, c, run_until_signal(&set, srv, &pl));
     srv = NULL;
     rc = 0;
 out:
@@ -393,14 +441,95 @@ static bool claim_lifetime_ok(const struct config *c)
 {
     if (!c->claim_lifetime_ms || (c->claim_lifetime_ms + 999) / 1000 >= WH_CLAIMS_MIN_LIFETIME_S)
         return true;
-    fprintf(stderr,
-            "tpu-webhook serve: invalid value %ldms for flag -claim-lifetime: the minimum "
-            "is %lds, twice the %lds a replica may spend making one worker-id claim (a "
-            "claim must outlive every claim of the same id still being made, see "
-            "docs/legacy-indices.md)\n",
-            c->claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
-            (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
+    char why[512];
+    snprintf(why, sizeof(why),
+             "invalid value %ldms for flag -claim-lifetime: the minimum "
+             "is %lds, twice the %lds a replica may spend making one worker-id claim (a "
+             "claim must outlive every claim of the same id still being made, see "
+             "docs/legacy-indices.md)",
+             c->claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
+             (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
+    wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, why, (char *)NULL);
     return false;
+}
+
+/* serve, once the flags are read. */
+static int run(struct config *c, const struct wh_flag *flags, size_t n,
+               const struct wh_serve_pipeline *sp)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    if (!claim_lifetime_ok(c))
+        return 2;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (wh_server_parse_bind(c->bind, &ss, &sl, errbuf)) {
+        wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, errbuf, (char *)NULL);
+        return 2;
+    }
+    /* The API server opens a connection per concurrent webhook call: up to
+     * its --max-requests-inflight + --max-mutating-requests-inflight (600 by
+     * default), often from one address. Three quarters of the 1024 default
+     * stays above that and leaves a quarter to everyone else. */
+    if (!wh_flags_find(flags, n, "max-connections-per-client")->set)
+        c->max_conns_per_client = c->max_conns * 3 / 4 > 0 ? c->max_conns * 3 / 4 : 1;
+    struct wh_buf cert, key;
+    wh_buf_init(&cert, 1 << 20);
+    wh_buf_init(&key, 1 << 20);
+    struct wh_tls_opts topts;
+    int rc = 1;
+    if (!tls_options(c, flags, n, &topts, &cert, &key))
+        rc = serve(c, &topts, sp);
+    wh_buf_free(&cert);
+    wh_buf_free(&key);
+    return rc;
+}
+
+/* Whether flag f's value in c differs from the same field in d (a copy of
+ * c with the defaults). */
+static bool differs(const struct wh_flag *f, const struct config *c, const struct config *d)
+{
+    const void *dv = (const char *)d + ((const char *)f->dst - (const char *)c);
+    switch (f->type) {
+    case WH_FLAG_STR: {
+        const char *a = *(const char *const *)f->dst, *b = *(const char *const *)dv;
+        return strcmp(a ? a : "", b ? b : "") != 0;
+    }
+    case WH_FLAG_BOOL: return *(const bool *)f->dst != *(const bool *)dv;
+    default: return *(const long *)f->dst != *(const long *)dv;
+    }
+}
+
+/* out: {"flag":"value",...} for every flag whose value is not its default
+ * (the base64 certificate and key as their length only: the key is a
+ * secret). */
+static enum wh_err changed_flags(const struct wh_flag *flags, size_t n, const struct config *c,
+                                 const struct config *d, struct wh_buf *out)
+{
+    enum wh_err err = wh_buf_addc(out, '{');
+    bool first = true;
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct wh_flag *f = &flags[i];
+        if (!f->set || !differs(f, c, d))
+            continue;
+        char val[64];
+        const char *v = val;
+        if (f->type == WH_FLAG_STR)
+            v = *(const char *const *)f->dst;
+        if (f->type == WH_FLAG_STR && !strncmp(f->name, "server-", 7))
+            snprintf(val, sizeof(val), "(%zu bytes)", strlen(v)), v = val;
+        else if (f->type == WH_FLAG_BOOL)
+            v = *(const bool *)f->dst ? "true" : "false";
+        else if (f->type != WH_FLAG_STR)
+            snprintf(val, sizeof(val), "%ld%s", *(const long *)f->dst,
+                     f->type == WH_FLAG_DURATION ? "ms" : "");
+        err = wh_buf_addf(out, "%s\"%s\":", first ? "" : ",", f->name);
+        if (!err)
+            err = wh_buf_add_json_string(out, v ? v : "", strlen(v ? v : ""));
+        first = false;
+    }
+    if (!err)
+        err = wh_buf_addc(out, '}');
+    return err;
 }
 
 int wh_cmd_serve(int argc, char **argv)
@@ -430,7 +559,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"server-cert", WH_FLAG_STR, &c.cert_b64, 0, 0, "base64 of a PEM certificate (static)", false},
         {"server-key", WH_FLAG_STR, &c.key_b64, 0, 0, "base64 of a PEM private key (static)", false},
         {"kube-config-path", WH_FLAG_STR, &c.kubeconfig, 0, 0, "kubeconfig file; empty: in-cluster config", false},
-        {"v", WH_FLAG_INT, &c.v, 0, 10, "log verbosity: 0 errors and warnings, 1 one line per admission, 2 debug", false},
+        {"v", WH_FLAG_INT, &c.v, 0, 10, "log verbosity: 0 start-up, TLS loads, readiness, shutdown, warnings and errors; 1 also one line per admission; 2 debug", false},
         {"standalone", WH_FLAG_BOOL, &c.standalone, 0, 0, "no Kubernetes API: legacy indices come from this process's own admissions", false},
         {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
         {"max-body-memory", WH_FLAG_INT, &c.max_body_memory, 1024, 1L << 40, "memory of the requests in flight, all connections (bodies, parsed reviews, answers); more get 503 (default 134217728)", false},
@@ -447,6 +576,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
         {"claims-namespace", WH_FLAG_STR, &c.claims_ns, 0, 0, "namespace of the worker-id claim Leases (default: $POD_NAMESPACE, else the service account's)", false},
         {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds, at least 6s (default 60s)", false},
+        {"version", WH_FLAG_BOOL, &c.version, 0, 0, "print the version, commit and library versions, and exit", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */
         {"logtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
         {"alsologtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},
@@ -456,33 +586,19 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
     };
     /* clang-format on */
     size_t n = sizeof(flags) / sizeof(flags[0]);
-    int exit_now = wh_flags_command(flags, n, argc, argv, "serve", usage_head);
+    const struct config defaults = c;
+    int exit_now = wh_flags_command_logged(flags, n, argc, argv, "serve", usage_head);
     if (exit_now >= 0)
         return exit_now;
-    char errbuf[WH_ERRBUF_LEN] = "";
-    wh_log_set_verbosity((int)c.v);
-    if (!claim_lifetime_ok(&c))
-        return 2;
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    if (wh_server_parse_bind(c.bind, &ss, &sl, errbuf)) {
-        fprintf(stderr, "tpu-webhook serve: %s\n", errbuf);
-        return 2;
+    if (c.version) {
+        wh_version_print(stdout, false);
+        return 0;
     }
-    /* The API server opens a connection per concurrent webhook call: up to
-     * its --max-requests-inflight + --max-mutating-requests-inflight (600 by
-     * default), often from one address. Three quarters of the 1024 default
-     * stays above that and leaves a quarter to everyone else. */
-    if (!wh_flags_find(flags, n, "max-connections-per-client")->set)
-        c.max_conns_per_client = c.max_conns * 3 / 4 > 0 ? c.max_conns * 3 / 4 : 1;
-    struct wh_buf cert, key;
-    wh_buf_init(&cert, 1 << 20);
-    wh_buf_init(&key, 1 << 20);
-    struct wh_tls_opts topts;
-    int rc = 1;
-    if (!tls_options(&c, flags, n, &topts, &cert, &key))
-        rc = serve(&c, &topts, sp);
-    wh_buf_free(&cert);
-    wh_buf_free(&key);
+    wh_log_set_verbosity((int)c.v);
+    struct wh_buf changed;
+    wh_buf_init(&changed, 1 << 16);
+    c.changed = changed_flags(flags, n, &c, &defaults, &changed) ? "{}" : wh_buf_ptr(&changed);
+    int rc = run(&c, flags, n, sp);
+    wh_buf_free(&changed);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h> /* strcmp, strchr, strncmp */
 
 #include "wh/json.h" /* wh_parse_long */
+#include "wh/log.h"  /* wh_log */
 
 const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name)
 {
@@ -222,14 +223,20 @@ enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *ch
                    f->name, list);
 }
 
-int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
-                          char **argv, const char *command, const char *usage_head)
+static int run_command(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
+                       char **argv, const char *command, const char *usage_head, bool logged)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_flags_result fr;
     if (wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf)) {
-        fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n", command,
-                errbuf, command);
+        char fix[128];
+        snprintf(fix, sizeof(fix), "run 'tpu-webhook %s --help' for the flags", command);
+        if (logged)
+            wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, errbuf, "fix", WH_F_STR, fix,
+                   (char *)NULL);
+        else
+            fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n",
+                    command, errbuf, command);
         return 2;
     }
     if (fr == WH_FLAGS_HELP) {
@@ -240,10 +247,22 @@ int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args 
     return -1;
 }
 
-int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, const char *command,
+int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
+                          char **argv, const char *cmd, const char *usage_head)
+{
+    return run_command(flags, n, args, argc, argv, cmd, usage_head, false);
+}
+
+int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, const char *cmd,
                      const char *usage_head)
 {
-    return wh_flags_command_args(flags, n, NULL, argc, argv, command, usage_head);
+    return run_command(flags, n, NULL, argc, argv, cmd, usage_head, false);
+}
+
+int wh_flags_command_logged(struct wh_flag *flags, size_t n, int argc, char **argv, const char *cmd,
+                            const char *usage_head)
+{
+    return run_command(flags, n, NULL, argc, argv, cmd, usage_head, true);
 }
 
 void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out)

@@ -90,6 +90,11 @@ int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, con
 int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
                           char **argv, const char *command, const char *usage_head);
 
+/* wh_flags_command for a server: a bad flag is logged as one JSON line
+ * (event bad_flag, wh/log.h) instead of printed. */
+int wh_flags_command_logged(struct wh_flag *flags, size_t n, int argc, char **argv,
+                            const char *command, const char *usage_head);
+
 /* The flag by name, or NULL. */
 const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name);
 

@@ -188,7 +188,7 @@ static void warn_if_expiring(const struct wh_cert_info *info)
 
 static void log_pair(const char *event, const struct wh_cert_info *info, const char *source)
 {
-    wh_log(WH_LOG_INFO, event, "source", WH_F_STR, source, "serial", WH_F_STR, info->serial,
+    wh_log(WH_LOG_NOTICE, event, "source", WH_F_STR, source, "serial", WH_F_STR, info->serial,
            "subject", WH_F_STR, info->subject, "not_after", WH_F_INT, (long long)info->not_after,
            (char *)NULL);
 }

@@ -11,7 +11,8 @@
 
 #include <curl/curl.h>
 
-#include "wh/fileio.h" /* wh_read_file */
+#include "wh/buildinfo.h" /* wh_build_* */
+#include "wh/fileio.h"    /* wh_read_file */
 
 #define CONNECT_TIMEOUT_MS 5000L
 #define GET_TIMEOUT_MS 120000L
@@ -34,9 +35,15 @@ struct wh_kube {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 
+/* Sent on every request, so that the API server's audit log and API
+ * Priority and Fairness can tell this client (and its build) from others. */
+static char user_agent[160];
+
 static void init_curl(void)
 {
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    snprintf(user_agent, sizeof(user_agent), "tpu-webhook/%s (commit %s)", wh_build_version(),
+             wh_build_commit());
 }
 
 struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf)
@@ -325,6 +332,7 @@ static void set_request(CURL *h, bool stream, struct xfer *x, const char *url,
 {
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);

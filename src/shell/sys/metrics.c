@@ -10,6 +10,8 @@
 #include <sys/resource.h> /* getrusage, getrlimit */
 #include <unistd.h>       /* sysconf */
 
+#include "wh/buildinfo.h" /* wh_build_* */
+
 /* Status codes with their own label; the rest count as "other". Index 0 is
  * "no answer" (client went away). */
 static const int codes[] = {0, 200, 400, 404, 405, 413, 500, 503};
@@ -455,10 +457,24 @@ static enum wh_err render_process(const struct wh_metrics *m, struct wh_buf *b)
     return err;
 }
 
+/* The build, as Prometheus exporters' *_build_info: the value is 1, the
+ * labels say which build answers (wh/buildinfo.h). */
+static enum wh_err render_build_info(struct wh_buf *b)
+{
+    enum wh_err err = head(b, "tpu_webhook_build_info", "gauge",
+                           "1, labelled with the version and git commit of this build.");
+    if (!err)
+        err = wh_buf_addf(b, "tpu_webhook_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+                          wh_build_version(), wh_build_commit());
+    return err;
+}
+
 enum wh_err wh_metrics_render(const struct wh_metrics *m, const struct wh_mgauges *g,
                               const struct wh_mlive *live, struct wh_buf *out)
 {
-    enum wh_err err = render_requests(m, out);
+    enum wh_err err = render_build_info(out);
+    if (!err)
+        err = render_requests(m, out);
     if (!err)
         err = render_latency(m, out);
     if (!err)

@@ -43,4 +43,7 @@ int wh_cmd_check(int argc, char **argv);
  * (src/shell/cli/cmd_doctor.c). */
 int wh_cmd_doctor(int argc, char **argv);
 
+/* version: the build and library versions (src/shell/cli/version.c). */
+int wh_cmd_version(int argc, char **argv);
+
 #endif /* WH_COMMANDS_H */
