@@ -36,8 +36,8 @@ def check_workload_entries(test, objs, ns="ray-system"):
     """The opt-in entries of docs/workloads.md: two per path (namespace
     opted in / object opted in), never system namespaces, the webhook's own
     or KubeRay pods; pods only when they request TPUs."""
-    with open(os.path.join(dl.ROOT, "src", "shell", "http", "httpreq.c")) as f:
-        served = f.read()  # the route table (wh_http_route)
+    with open(os.path.join(dl.ROOT, "src", "shell", "sys", "routes.c")) as f:
+        served = f.read()  # the route table (wh_routes)
     cfgs = [o for o in objs if "workload" in o["metadata"]["name"]]
     test.assertEqual(len(cfgs), 2)
     test.assertEqual(dl.side_effect_errors(cfgs), [])

@@ -28,8 +28,9 @@
 #include <string.h>  /* memchr */
 #include <strings.h> /* strncasecmp */
 
-#include "wh/hex.h"  /* wh_hex_digit */
-#include "httpreq.h" /* wh_http_* */
+#include "wh/hex.h"    /* wh_hex_digit */
+#include "httpreq.h"   /* wh_http_* */
+#include "wh/routes.h" /* wh_route_find */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -95,6 +96,7 @@ static bool is_digits(const char *v, size_t len)
 struct count {
     unsigned lengths, codings;
     bool bad_length, distinct_lengths, bad_coding;
+    bool spaced_name; /* white space before a colon (RFC 9112 section 5.1) */
     char first[19];
 };
 
@@ -109,6 +111,10 @@ static void trim(const char **v, size_t *len)
 static void count_header(struct count *k, const char *name, size_t nlen, const char *v, size_t vlen)
 {
     trim(&v, &vlen);
+    if (nlen && (name[nlen - 1] == ' ' || name[nlen - 1] == '\t'))
+        k->spaced_name = true;
+    while (nlen && (name[nlen - 1] == ' ' || name[nlen - 1] == '\t'))
+        nlen--; /* the name libmicrohttpd's lookups would not match */
     if (nlen == 14 && !strncasecmp(name, "content-length", 14)) {
         if (!is_digits(v, vlen)) {
             k->bad_length = true;
@@ -151,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(target_problem || !had_control, "target \"%.*s\" accepted with a control byte", (int)tlen,
           target);
 
-    enum wh_mpath route = wh_http_route(path);
+    enum wh_mpath route = wh_route_find(path);
     static const char *const names[WH_MPATH__COUNT] =
         {[WH_MPATH_MUTATE] = "/mutate",
          [WH_MPATH_VALIDATE] = "/validate",
@@ -177,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         count_header(&k, line, nlen, colon + 1, len - nlen - 1);
     }
     const char *problem = wh_http_framing_problem(&f);
-    bool ambiguous = k.distinct_lengths || (k.lengths && k.codings) || k.bad_coding;
+    bool ambiguous = k.distinct_lengths || (k.lengths && k.codings) || k.bad_coding || k.spaced_name;
     CHECK(!ambiguous || problem, "ambiguous framing accepted (%u lengths, %u codings)", k.lengths,
           k.codings);
     CHECK(ambiguous || k.bad_length || !problem, "plain framing refused: %s", problem);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "httpreq.h"
+#include "wh/routes.h"
 
 /* The framing verdict of header lines given as "Name", "value" pairs. */
 static const char *framing(const char *const *lines, size_t n)
@@ -85,16 +86,33 @@ static void test_target(void **unused)
 static void test_route(void **unused)
 {
     (void)unused;
-    assert_int_equal(wh_http_route("/mutate"), WH_MPATH_MUTATE);
-    assert_int_equal(wh_http_route("/validate"), WH_MPATH_VALIDATE);
-    assert_int_equal(wh_http_route("/mutate-workload"), WH_MPATH_MUTATE_WORKLOAD);
-    assert_int_equal(wh_http_route("/validate-workload"), WH_MPATH_VALIDATE_WORKLOAD);
-    assert_int_equal(wh_http_route("/"), WH_MPATH_ROOT);
-    assert_int_equal(wh_http_route("/healthz"), WH_MPATH_HEALTHZ);
-    assert_int_equal(wh_http_route("/readyz"), WH_MPATH_READYZ);
-    assert_int_equal(wh_http_route("/metrics"), WH_MPATH_METRICS);
-    assert_int_equal(wh_http_route("/mutate/"), WH_MPATH_OTHER);
-    assert_int_equal(wh_http_route(""), WH_MPATH_OTHER);
+    assert_int_equal(wh_route_find("/mutate"), WH_MPATH_MUTATE);
+    assert_int_equal(wh_route_find("/validate"), WH_MPATH_VALIDATE);
+    assert_int_equal(wh_route_find("/mutate-workload"), WH_MPATH_MUTATE_WORKLOAD);
+    assert_int_equal(wh_route_find("/validate-workload"), WH_MPATH_VALIDATE_WORKLOAD);
+    assert_int_equal(wh_route_find("/"), WH_MPATH_ROOT);
+    assert_int_equal(wh_route_find("/healthz"), WH_MPATH_HEALTHZ);
+    assert_int_equal(wh_route_find("/readyz"), WH_MPATH_READYZ);
+    assert_int_equal(wh_route_find("/metrics"), WH_MPATH_METRICS);
+    assert_int_equal(wh_route_find("/mutate/"), WH_MPATH_OTHER);
+    assert_int_equal(wh_route_find(""), WH_MPATH_OTHER);
+    /* Methods, the 405's Allow and the engine route, from the one table. */
+    assert_true(wh_route_allows(WH_MPATH_MUTATE, "POST"));
+    assert_false(wh_route_allows(WH_MPATH_MUTATE, "GET"));
+    assert_false(wh_route_allows(WH_MPATH_MUTATE, "POS"));
+    assert_true(wh_route_allows(WH_MPATH_HEALTHZ, "GET"));
+    assert_true(wh_route_allows(WH_MPATH_HEALTHZ, "HEAD"));
+    assert_false(wh_route_allows(WH_MPATH_HEALTHZ, "POST"));
+    assert_false(wh_route_allows(WH_MPATH_HEALTHZ, "HEA"));
+    assert_false(wh_route_allows(WH_MPATH_OTHER, "GET"));
+    assert_string_equal(wh_routes[WH_MPATH_READYZ].allow, "GET, HEAD");
+    assert_int_equal(wh_routes[WH_MPATH_VALIDATE_WORKLOAD].engine, WH_ROUTE_VALIDATE_WORKLOAD);
+    assert_string_equal(wh_routes[WH_MPATH_OTHER].label, "other");
+    /* The 404 lists the table, word for word as before the table. */
+    assert_string_equal(wh_routes_not_found(),
+                        "no such path; the webhook serves POST /mutate, /validate, "
+                        "/mutate-workload and /validate-workload, GET /, /healthz, "
+                        "/readyz and /metrics");
 }
 
 int main(void)

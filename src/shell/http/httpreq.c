@@ -2,7 +2,8 @@
  * httpreq.h). */
 #include "httpreq.h"
 
-#include <string.h>  /* strcmp */
+#include <stdbool.h> /* bool */
+#include <string.h>  /* memset, strlen */
 #include <strings.h> /* strncasecmp */
 
 #include "wh/hex.h" /* wh_hex_digit */
@@ -109,23 +110,4 @@ const char *wh_http_target_problem(const char *raw, size_t len)
         }
     }
     return NULL;
-}
-
-enum wh_mpath wh_http_route(const char *path)
-{
-    static const struct {
-        const char *path;
-        enum wh_mpath id;
-    } routes[] = {{"/mutate", WH_MPATH_MUTATE},
-                  {"/validate", WH_MPATH_VALIDATE},
-                  {"/mutate-workload", WH_MPATH_MUTATE_WORKLOAD},
-                  {"/validate-workload", WH_MPATH_VALIDATE_WORKLOAD},
-                  {"/", WH_MPATH_ROOT},
-                  {"/healthz", WH_MPATH_HEALTHZ},
-                  {"/readyz", WH_MPATH_READYZ},
-                  {"/metrics", WH_MPATH_METRICS}};
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (!strcmp(path, routes[i].path))
-            return routes[i].id;
-    return WH_MPATH_OTHER;
 }

@@ -15,8 +15,6 @@
 
 #include <stddef.h> /* size_t */
 
-#include "wh/metrics.h" /* enum wh_mpath */
-
 /* Request framing learnt from the header lines, one call per line. */
 struct wh_http_framing {
     unsigned n_length;         /* Content-Length lines */
@@ -39,8 +37,5 @@ const char *wh_http_framing_problem(struct wh_http_framing *f);
  * acceptable, else why not (static text). Refused: a NUL or another control
  * byte, raw or percent-encoded, in the path. */
 const char *wh_http_target_problem(const char *raw, size_t len);
-
-/* The route of a decoded path (the query string already removed). */
-enum wh_mpath wh_http_route(const char *path);
 
 #endif /* WH_HTTPREQ_H */

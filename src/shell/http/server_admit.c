@@ -10,6 +10,7 @@
 #include "wh/log.h"        /* wh_log */
 #include "wh/metrics.h"    /* wh_metrics_admission, wh_metrics_path_label */
 #include "wh/reqmem.h"     /* wh_reqmem_bind, wh_arena_exhausted */
+#include "wh/routes.h"     /* wh_routes */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error */
 #include "server_conn.h"   /* wh_srv_conn_of, wh_srv_client_of */
 
@@ -108,10 +109,7 @@ static enum wh_err out_of_memory(const struct wh_server *s, const struct request
 enum MHD_Result wh_srv_admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_route route = rq->path == WH_MPATH_MUTATE              ? WH_ROUTE_MUTATE
-                          : rq->path == WH_MPATH_MUTATE_WORKLOAD   ? WH_ROUTE_MUTATE_WORKLOAD
-                          : rq->path == WH_MPATH_VALIDATE_WORKLOAD ? WH_ROUTE_VALIDATE_WORKLOAD
-                                                                   : WH_ROUTE_VALIDATE;
+    enum wh_route route = wh_routes[rq->path].engine;
     enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
     if (!err)
         err = s->pl.decide(s->pl.ctx, rq->rv, route, &rq->res, errbuf);

@@ -40,7 +40,7 @@ struct conn {
  * result, answer) is in its arena, bound to the thread while a handler runs
  * for it and reset once the answer has been sent: one parse, no copies. */
 struct request {
-    enum wh_mpath path;
+    enum wh_mpath path; /* its row of wh_routes (wh/routes.h) */
     long long start_us;
     struct wh_arena *arena; /* admissions only; NULL when the memory refused one */
     char *body;             /* in the arena, sized from Content-Length */

@@ -5,7 +5,7 @@
 #include <stdatomic.h>  /* atomic_* */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free, strtoull */
-#include <string.h>     /* strcmp, memset */
+#include <string.h>     /* memset */
 #include <sys/socket.h> /* shutdown */
 
 #include <microhttpd.h>
@@ -13,6 +13,7 @@
 #include "wh/buf.h"        /* wh_buf */
 #include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
 #include "httpreq.h"       /* wh_http_framing, wh_http_target_problem */
+#include "wh/routes.h"     /* wh_routes, wh_route_find, wh_route_allows, wh_routes_not_found */
 #include "wh/log.h"        /* wh_log */
 #include "wh/metrics.h"    /* wh_metrics_render, wh_metrics_begin, wh_metrics_end */
 #include "wh/reqmem.h"     /* wh_reqmem_get, wh_reqmem_put, wh_arena */
@@ -24,11 +25,6 @@
 
 #define ROOT_BODY "kuberay-tpu-webhook"
 #define BUSY_MESSAGE "the webhook holds too many request bodies at once; retry"
-
-static bool is_get(const char *method)
-{
-    return !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-}
 
 static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
@@ -70,7 +66,7 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     struct request *rq = calloc(1, sizeof(*rq));
     if (!rq)
         return NULL;
-    rq->path = wh_http_route(url);
+    rq->path = wh_route_find(url);
     rq->start_us = wh_clock_us();
     struct conn *cn = wh_srv_conn_of(c);
     if (cn)
@@ -122,23 +118,17 @@ static const char *hostile_request(struct MHD_Connection *c)
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                                   const char *method)
 {
-    bool admission = rq->path <= WH_MPATH_VALIDATE_WORKLOAD; /* the admission paths come first */
+    const struct wh_route_def *route = &wh_routes[rq->path];
     const char *hostile = hostile_request(c);
     if (hostile) {
         rq->close = true;
         return wh_srv_reply_error(s, c, rq, 400, hostile, NULL);
     }
-    if (rq->path == WH_MPATH_OTHER)
-        return wh_srv_reply_error(s, c, rq, 404,
-                                  "no such path; the webhook serves POST /mutate, /validate, "
-                                  "/mutate-workload and /validate-workload, GET /, /healthz, "
-                                  "/readyz and /metrics",
-                                  NULL);
-    if (admission && strcmp(method, MHD_HTTP_METHOD_POST))
-        return wh_srv_reply_error(s, c, rq, 405, "use POST with an AdmissionReview body", "POST");
-    if (!admission && !is_get(method))
-        return wh_srv_reply_error(s, c, rq, 405, "use GET", "GET, HEAD");
-    if (!admission)
+    if (!route->path)
+        return wh_srv_reply_error(s, c, rq, 404, wh_routes_not_found(), NULL);
+    if (!wh_route_allows(rq->path, method))
+        return wh_srv_reply_error(s, c, rq, 405, route->method_hint, route->allow);
+    if (!route->admission)
         return serve_get(s, c, rq); /* probes and metrics take no request memory */
     rq->arena = wh_reqmem_get(s->rm);
     if (!rq->arena)

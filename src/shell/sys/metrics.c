@@ -54,14 +54,9 @@ struct wh_metrics {
     long long started; /* Unix time of wh_metrics_new() */
 };
 
-static const char *const path_labels[WH_MPATH__COUNT] = {
-    "/mutate",  "/validate", "/mutate-workload", "/validate-workload", "/", "/healthz", "/readyz",
-    "/metrics", "other",
-};
-
 const char *wh_metrics_path_label(enum wh_mpath p)
 {
-    return (unsigned)p < WH_MPATH__COUNT ? path_labels[p] : "other";
+    return wh_routes[(unsigned)p < WH_MPATH__COUNT ? p : WH_MPATH_OTHER].label;
 }
 
 struct wh_metrics *wh_metrics_new(void)
@@ -168,11 +163,11 @@ static enum wh_err render_requests(const struct wh_metrics *m, struct wh_buf *b)
             if (c == CODE_OTHER)
                 err = wh_buf_addf(b,
                                   "tpu_webhook_http_requests_total{path=\"%s\",code=\"other\"} %lld\n",
-                                  path_labels[p], v);
+                                  wh_routes[p].label, v);
             else
                 err = wh_buf_addf(b,
                                   "tpu_webhook_http_requests_total{path=\"%s\",code=\"%d\"} %lld\n",
-                                  path_labels[p], codes[c], v);
+                                  wh_routes[p].label, codes[c], v);
         }
     return err;
 }
@@ -184,24 +179,24 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
                            "Time from request headers to the last byte of the answer.");
     for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++) {
         const struct hist *h = &m->latency[p];
-        if (!get(&h->count) && p > WH_MPATH_VALIDATE_WORKLOAD)
+        if (!get(&h->count) && !wh_routes[p].admission) /* admissions: always */
             continue;
         long long cum = 0;
         for (size_t i = 0; !err && i <= N_BOUNDS; i++) {
             cum += get(&h->bucket[i]);
             if (i < N_BOUNDS)
                 err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"%g\"} %lld\n", name,
-                                  path_labels[p], (double)bounds_us[i] / 1e6, cum);
+                                  wh_routes[p].label, (double)bounds_us[i] / 1e6, cum);
             else
                 err = wh_buf_addf(b, "%s_bucket{path=\"%s\",le=\"+Inf\"} %lld\n", name,
-                                  path_labels[p], cum);
+                                  wh_routes[p].label, cum);
         }
         /* _count is the +Inf bucket as rendered: requests ending while this
          * runs must not leave the two disagreeing, as Prometheus requires. */
         if (!err)
             err = wh_buf_addf(b, "%s_sum{path=\"%s\"} %.6f\n%s_count{path=\"%s\"} %lld\n", name,
-                              path_labels[p], (double)get(&h->sum_us) / 1e6, name, path_labels[p],
-                              cum);
+                              wh_routes[p].label, (double)get(&h->sum_us) / 1e6, name,
+                              wh_routes[p].label, cum);
     }
     return err;
 }
@@ -229,7 +224,7 @@ static enum wh_err render_admissions(const struct wh_metrics *m, struct wh_buf *
                 err = wh_buf_addf(b,
                                   "tpu_webhook_admissions_total{path=\"%s\",kind=\"%s\","
                                   "decision=\"%s\",reason=\"%s\"} %lld\n",
-                                  path_labels[p], kind_labels[k],
+                                  wh_routes[p].label, kind_labels[k],
                                   r <= R_NO_PATCH ? "allowed" : "denied", reason_labels[r], v);
             }
     if (!err)

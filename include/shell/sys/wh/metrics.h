@@ -12,29 +12,15 @@
 #include <stdint.h>  /* uint64_t */
 #include <time.h>    /* time_t */
 
-#include "wh/buf.h" /* struct wh_buf */
-
-/* The path label of a request (unknown paths share "other" so that a
- * scanner cannot grow the label set). */
-enum wh_mpath {
-    /* the admission paths first (server_route.c relies on it) */
-    WH_MPATH_MUTATE,
-    WH_MPATH_VALIDATE,
-    WH_MPATH_MUTATE_WORKLOAD,
-    WH_MPATH_VALIDATE_WORKLOAD,
-    WH_MPATH_ROOT,
-    WH_MPATH_HEALTHZ,
-    WH_MPATH_READYZ,
-    WH_MPATH_METRICS,
-    WH_MPATH_OTHER,
-    WH_MPATH__COUNT
-};
+#include "wh/buf.h"    /* struct wh_buf */
+#include "wh/routes.h" /* enum wh_mpath */
 
 struct wh_metrics;
 
 struct wh_metrics *wh_metrics_new(void);    /* NULL on OOM */
 void wh_metrics_free(struct wh_metrics *m); /* NULL-safe */
 
+/* The path label of a row of wh_routes (wh/routes.h); "other" out of range. */
 const char *wh_metrics_path_label(enum wh_mpath p);
 
 /* A request began (in-flight +1) / ended with an HTTP status (0 when the
