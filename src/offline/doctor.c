@@ -23,7 +23,7 @@
 #include <stdint.h> /* uint32_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free, qsort, realloc */
-#include <string.h> /* strcmp, strlen, strchr */
+#include <string.h> /* strcmp, strlen, strcspn */
 
 #include "wh/hash.h"     /* wh_hash_str, WH_HASH_INIT */
 #include "wh/json.h"     /* wh_json_* */
@@ -350,7 +350,7 @@ static void kuberay_host(struct dpod *p, const char *replica_label)
 /* The slice key ("<kind>\x1f<ns>\x1f...") and name of p, and of its
  * multi-slice group ("" when none). */
 struct keys {
-    char slice[1024], group[1024], name[512];
+    char slice[1600], group[1024], name[512];
 };
 
 static void kuberay_keys(struct dpod *p, struct keys *k)
@@ -723,21 +723,6 @@ static const char *mode_env(const struct dslice *s, const char *name, size_t *n_
     return vals[best];
 }
 
-/* Entry i of a comma list into out (cut); false past the end. */
-static bool entry(const char *list, long i, char *out, size_t n)
-{
-    const char *p = list;
-    for (long k = 0; k < i; k++) {
-        p = strchr(p, ',');
-        if (!p)
-            return false;
-        p++;
-    }
-    size_t len = strcspn(p, ",");
-    snprintf(out, n, "%.*s", (int)len, p);
-    return true;
-}
-
 static long count_entries(const char *list)
 {
     long n = *list ? 1 : 0;
@@ -746,21 +731,39 @@ static long count_entries(const char *list)
     return n;
 }
 
-/* The first entry where a and b differ, both shown. */
+/* The first entry where a and b differ, both shown; one walk over both. */
 static void first_diff(const char *a, const char *b, char *ha, char *hb, size_t n)
 {
     long na = count_entries(a), nb = count_entries(b);
-    for (long i = 0; i < na || i < nb; i++) {
-        char ea[256] = "", eb[256] = "";
-        bool xa = entry(a, i, ea, sizeof(ea)), xb = entry(b, i, eb, sizeof(eb));
-        if (xa != xb || strcmp(ea, eb)) {
-            snprintf(ha, n, "entry %ld %s (%ld entries)", i, xa ? ea : "absent", na);
-            snprintf(hb, n, "entry %ld %s (%ld entries)", i, xb ? eb : "absent", nb);
+    const char *pa = a, *pb = b;
+    for (long i = 0; pa || pb; i++) {
+        size_t la = pa ? strcspn(pa, ",") : 0, lb = pb ? strcspn(pb, ",") : 0;
+        if (!pa || !pb || la != lb || memcmp(pa, pb, la)) {
+            snprintf(ha, n, "entry %ld %.*s (%ld entries)", i, pa ? (int)(la > 200 ? 200 : la) : 6,
+                     pa ? pa : "absent", na);
+            snprintf(hb, n, "entry %ld %.*s (%ld entries)", i, pb ? (int)(lb > 200 ? 200 : lb) : 6,
+                     pb ? pb : "absent", nb);
             return;
         }
+        pa = pa[la] ? pa + la + 1 : NULL;
+        pb = pb[lb] ? pb + lb + 1 : NULL;
     }
     snprintf(ha, n, "%s", a);
     snprintf(hb, n, "%s", b);
+}
+
+/* Walks a comma list: the next entry into out (cut), false at the end. */
+struct walker {
+    const char *p;
+};
+static bool next_entry(struct walker *w, char *out, size_t n)
+{
+    if (!w->p)
+        return false;
+    size_t len = strcspn(w->p, ",");
+    snprintf(out, n, "%.*s", (int)len, w->p);
+    w->p = w->p[len] ? w->p + len + 1 : NULL;
+    return true;
 }
 
 /* Every TPU container of the slice must hold the slice's value of name. */
@@ -839,9 +842,12 @@ static enum wh_err hostname_entries(struct dslice *s, const char *list, struct d
                        "the list must name every host of the slice in worker order; "
                        "re-create the slice's pods through the webhook");
     }
+    struct walker w = {list};
     for (long i = 0; i < s->hosts; i++) {
         char e[256], name[600];
-        if (!at[i] || !entry(list, i, e, sizeof(e)))
+        if (!next_entry(&w, e, sizeof(e)))
+            break;
+        if (!at[i])
             continue;
         host_name(at[i], name, sizeof(name));
         if (!strcmp(e, name))
@@ -873,9 +879,12 @@ static enum wh_err slicebuilder_entries(struct dslice *s, const char *list, stru
                        "one entry per process, host by host; remove the variable "
                        "and re-create the pods through the webhook");
     }
+    struct walker w = {list};
     for (long k = 0; k < n; k++) {
         const struct dpod *p = at[k / per];
-        if (!p || !entry(list, k, h, sizeof(h)))
+        if (!next_entry(&w, h, sizeof(h)))
+            break;
+        if (!p)
             continue;
         char *colon = strrchr(h, ':');
         if (colon)
@@ -1031,10 +1040,12 @@ static enum wh_err service_rules(struct doc *d, struct dslice *s)
 
 static enum wh_err dns_rules(struct dslice *s)
 {
-    bool peers = s->hosts > 1 || (s->group && s->group->n > 1);
     enum wh_err err = WH_OK;
-    for (size_t i = 0; peers && i < s->n && !err; i++) {
+    for (size_t i = 0; i < s->n && !err; i++) {
         const struct dpod *p = s->pods[i];
+        /* the peers of a multi-host slice, or a multi-slice job's coordinator */
+        if (s->hosts <= 1 && !(p->n_tpu && env_of(&p->c[0], "MEGASCALE_NUM_SLICES")))
+            continue;
         const char *pol = wh_json_str(p->spec, "dnsPolicy");
         if (!cJSON_IsTrue(wh_json_get(p->spec, "hostNetwork")) ||
             (pol && !strcmp(pol, "ClusterFirstWithHostNet")))
@@ -1601,7 +1612,8 @@ static enum wh_err slice_json(struct dslice *s, cJSON *arr, long counts[3])
 
 static enum wh_err build_report(struct doc *d, cJSON **report)
 {
-    qsort(d->sl, d->n_sl, sizeof(*d->sl), cmp_slice);
+    if (d->n_sl)
+        qsort(d->sl, d->n_sl, sizeof(*d->sl), cmp_slice);
     cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *notes = cJSON_CreateArray();
     long counts[3] = {0, 0, 0};
     enum wh_err err = r && arr && notes ? WH_OK : WH_ERR_NOMEM;
