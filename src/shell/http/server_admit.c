@@ -76,15 +76,20 @@ static void log_admission(struct MHD_Connection *c, const struct request *rq, un
     else
         wh_srv_client_of(c, client, sizeof(client));
     const char *decision = status != 200 ? "error" : res->allowed ? "allowed" : "denied";
-    wh_log(level, "admission", "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid", WH_F_STR,
-           d->uid, "kind", WH_F_STR, d->kind_name, "namespace", WH_F_STR, d->ns, "name", WH_F_STR,
-           d->name, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR, d->group, "decision",
-           WH_F_STR, decision, "status", WH_F_INT, (long long)status, "patch_ops", WH_F_INT,
-           (long long)(status == 200 ? res->n_ops : 0), "replica", WH_F_INT,
-           (long long)(status == 200 && res->assigned ? res->replica : -1), "host", WH_F_INT,
-           (long long)(status == 200 && res->assigned ? res->host : -1), "latency_us", WH_F_INT,
-           latency_us, "message", WH_F_STR, problem ? problem : (res->message ? res->message : ""),
-           "client", WH_F_STR, client, (char *)NULL);
+    const char *detail = problem ? problem : (res->message ? res->message : "");
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s %s: %.100s/%.100s%s%s%.200s",
+             d->kind_name[0] ? d->kind_name : "object", decision, d->ns, d->name,
+             d->dry_run ? " (dry run)" : "", *detail ? ": " : "", detail);
+    wh_log_msg(level, "admission", msg, "path", WH_F_STR, wh_metrics_path_label(rq->path), "uid",
+               WH_F_STR, d->uid, "kind", WH_F_STR, d->kind_name, "namespace", WH_F_STR, d->ns,
+               "name", WH_F_STR, d->name, "cluster", WH_F_STR, d->cluster, "group", WH_F_STR,
+               d->group, "decision", WH_F_STR, decision, "status", WH_F_INT, (long long)status,
+               "patch_ops", WH_F_INT, (long long)(status == 200 ? res->n_ops : 0), "replica",
+               WH_F_INT, (long long)(status == 200 && res->assigned ? res->replica : -1), "host",
+               WH_F_INT, (long long)(status == 200 && res->assigned ? res->host : -1), "latency_us",
+               WH_F_INT, latency_us, "dry_run", WH_F_BOOL, (int)d->dry_run, "detail", WH_F_STR,
+               detail, "client", WH_F_STR, client, (char *)NULL);
 }
 
 /* A request whose arena ran out fails as a whole, whatever the engine made
