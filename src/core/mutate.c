@@ -53,15 +53,13 @@ static void describe(const struct pod_ctx *c, char *out, size_t n)
 }
 
 /* Denies the pod: "Pod "ns/name" (RayCluster "c", worker group "g")" and the
- * rest of the message from fmt. Sets *denied when denied is not NULL. */
-static enum wh_err deny_pod(struct pod_ctx *c, bool *denied, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static enum wh_err deny_pod(struct pod_ctx *c, bool *denied, const char *fmt, ...)
+ * rest of the message from fmt. */
+static enum wh_err deny_pod(struct pod_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static enum wh_err deny_pod(struct pod_ctx *c, const char *fmt, ...)
 {
     char who[400];
     describe(c, who, sizeof(who));
-    if (denied)
-        *denied = true;
     struct wh_buf text;
     wh_buf_init(&text, (size_t)-1 / 2); /* wh_decision_deny cuts a long message */
     enum wh_err err = wh_buf_addf(&text, "%s (RayCluster \"%s\", worker group \"%s\")", who,
@@ -80,13 +78,19 @@ static enum wh_err deny_pod(struct pod_ctx *c, bool *denied, const char *fmt, ..
 
 /* ---- gate checks -------------------------------------------------------- */
 
-static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers, bool *denied)
+/* The decision's verdict is the only one: a step that denied the pod has
+ * cleared d->allowed (wh_decision_deny), and the steps after it are skipped. */
+static bool denied(const struct pod_ctx *c)
+{
+    return !c->d->allowed;
+}
+
+static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers)
 {
     char errbuf[WH_ERRBUF_LEN], who[400];
     enum wh_err err = wh_tpu_containers_collect(containers, &c->tc, errbuf);
     if (err == WH_ERR_INVALID) {
         describe(c, who, sizeof(who));
-        *denied = true;
         return wh_decision_deny(c->d, "%s: %s", who, errbuf);
     }
     c->tpu = c->tc.items;
@@ -95,10 +99,9 @@ static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *contai
     return err;
 }
 
-static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
+static enum wh_err check_identity(struct pod_ctx *c)
 {
     char who[400];
-    *denied = true;
     if (!*c->cluster || !*c->group)
         describe(c, who, sizeof(who)); /* only for the denials: printf */
     if (!*c->cluster)
@@ -115,7 +118,7 @@ static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
     bool from_ann;
     c->topology = wh_slice_topology(c->pod, c->spec, &from_ann);
     if (!c->topology || !*c->topology)
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         " requests google.com/tpu but %s; set "
                         "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
                         "template",
@@ -124,32 +127,31 @@ static enum wh_err check_identity(struct pod_ctx *c, bool *denied)
                         WH_SEL_TOPOLOGY);
     char errbuf[WH_ERRBUF_LEN];
     if (wh_topology_parse(c->topology, &c->topo, errbuf))
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": %s %s: %s; use the form "
                         "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
                         from_ann ? "annotation" : "spec.nodeSelector",
                         from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
     c->n_hosts = wh_topology_hosts(&c->topo, c->chips_per_host);
     if (c->n_hosts > MAX_HOSTS)
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": topology %s with %ld "
                         "chips per pod gives %ld hosts; at most %ld hosts per slice are "
                         "supported; request more google.com/tpu per pod",
                         c->topology, c->chips_per_host, c->n_hosts, MAX_HOSTS);
-    *denied = false;
     return WH_OK;
 }
 
 /* ---- indices ------------------------------------------------------------ */
 
-static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
+static enum wh_err native_indices(struct pod_ctx *c)
 {
     static const char *const keys[2] = {WH_LABEL_REPLICA_INDEX, WH_LABEL_HOST_INDEX};
     long v[2];
     for (int i = 0; i < 2; i++) {
         const char *s = wh_json_str(c->labels, keys[i]);
         if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
-            return deny_pod(c, denied,
+            return deny_pod(c,
                             ": label \"%s\" is "
                             "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
                             "remove it to let the webhook assign one",
@@ -157,7 +159,7 @@ static enum wh_err native_indices(struct pod_ctx *c, bool *denied)
         }
     }
     if (v[1] >= c->n_hosts) {
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": label \"%s\" is %ld but "
                         "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
                         "numOfHosts of the worker group",
@@ -202,15 +204,14 @@ static bool reuse_indices(struct pod_ctx *c)
     return true;
 }
 
-static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, bool *denied,
-                                  char *errbuf)
+static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
 {
     if (reuse_indices(c))
         return WH_OK;
     const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
     if (why) {
         c->d->state_unavailable = true;
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         " needs a TPU worker id "
                         "assigned from the pods that already exist, but %s; the pod is not "
                         "created now and KubeRay will retry",
@@ -225,7 +226,7 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
     if (err)
         return err;
     if (c->host < 0) {
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": replica %ld already has "
                         "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
                         "delete the replica's pods (or the RayCluster) to let KubeRay "
@@ -418,7 +419,7 @@ static enum wh_err keep_text(struct wh_decision *d, struct wh_buf *b, const char
 
 /* TorchTPU (docs/internals/reference-behaviour.md §2.7.8, topology per
  * D3); skipped when the user set TORCH_TPU_TOPOLOGY. */
-static enum wh_err torch_env(struct env_step *st, bool *denied)
+static enum wh_err torch_env(struct env_step *st)
 {
     struct pod_ctx *c = st->c;
     bool preset;
@@ -431,7 +432,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
         if (per_host == 0)
-            return deny_pod(c, denied,
+            return deny_pod(c,
                             ": container "
                             "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
                             "has only %ld chips, so TorchTPU would get no address; list "
@@ -440,7 +441,7 @@ static enum wh_err torch_env(struct env_step *st, bool *denied)
                             "injection",
                             wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
                             c->topo.chips, c->n_hosts);
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": "
                         "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
                         "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
@@ -485,8 +486,7 @@ static enum wh_err identity_env(struct env_step *st)
     return err;
 }
 
-static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, unsigned ci,
-                                 bool *denied)
+static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, unsigned ci)
 {
     struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tpu[ci].obj, "env")};
     wh_env_writer_init(&st.w, c->d, c->tpu[ci].index, st.env);
@@ -494,8 +494,8 @@ static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, un
     if (!err)
         err = peer_env(&st);
     if (!err)
-        err = torch_env(&st, denied);
-    if (!err && !*denied)
+        err = torch_env(&st);
+    if (!err && !denied(c))
         err = identity_env(&st);
     return err;
 }
@@ -511,7 +511,7 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *path, const c
     return wh_patch_add_string(c->d, "add", path, value);
 }
 
-static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *denied, char *errbuf)
+static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
 {
     /* Selector label of the replica (docs/internals/reference-behaviour.md §2.6);
      * the fallback key needs the pod to carry the legacy label itself
@@ -528,7 +528,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
                                    .multi_host = c->n_hosts > 1};
     char why[1024];
     if (!wh_names_group_ok(&names, why, sizeof(why)))
-        return deny_pod(c, denied, ": %s", why); /* a name the API server refuses */
+        return deny_pod(c, ": %s", why); /* a name the API server refuses */
     enum wh_err err = WH_OK;
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
@@ -568,7 +568,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, bool *d
             return err;
         if (idx.n_nodes && !idx.key) {
             return deny_pod(
-                c, denied,
+                c,
                 ": schedule pod for subslice on %zu possible nodes not possible: could not find "
                 "affinity rule to schedule %ld hosts; no host, subblock, block or node pool of the "
                 "matching TPU nodes has exactly %ld nodes, so choose a subslice topology "
@@ -654,12 +654,12 @@ static enum wh_err deny_patch_too_big(struct pod_ctx *c)
      * measured its need (patch.h); a value that could not be built within
      * the patch's room (wh_port_list_get) measured none. */
     if (estimate <= WH_PATCH_MAX_BYTES && c->d->patch_need)
-        return deny_pod(c, NULL,
+        return deny_pod(c,
                         ": the mutation patch is %zu bytes or more, over the %zu-byte limit of "
                         "what the API server can store (etcd keeps objects under 1.5 MiB); "
                         "shorten the names and values it repeats",
                         c->d->patch_need, WH_PATCH_MAX_BYTES);
-    return deny_pod(c, NULL,
+    return deny_pod(c,
                     ": the mutation patch would be "
                     "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
                     "over the %zu-byte limit of what the API server can store (etcd keeps "
@@ -672,14 +672,14 @@ static enum wh_err deny_patch_too_big(struct pod_ctx *c)
 
 /* Issue 10: a second entry of a variable the webhook sets hid the injected
  * value (the kubelet uses the last entry). Deny before any work. */
-static enum wh_err check_env_duplicates(struct pod_ctx *c, bool *denied)
+static enum wh_err check_env_duplicates(struct pod_ctx *c)
 {
     for (unsigned i = 0; i < c->n_tpu; i++) {
         int first, second;
         const char *name = wh_env_duplicate(wh_json_get(c->tpu[i].obj, "env"), &first, &second);
         if (!name)
             continue;
-        return deny_pod(c, denied,
+        return deny_pod(c,
                         ": container \"%s\" "
                         "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
                         "kubelet uses the last one and the webhook edits one of them, so "
@@ -693,7 +693,6 @@ static enum wh_err check_env_duplicates(struct pod_ctx *c, bool *denied)
 static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
 {
     char who[400];
-    bool denied = false;
     const cJSON *containers = wh_json_get(c->spec, "containers");
     if (!containers || cJSON_IsNull(containers) || !cJSON_IsArray(containers)) {
         describe(c, who, sizeof(who));
@@ -703,19 +702,19 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
                                 who,
                                 containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
     }
-    enum wh_err err = collect_tpu_containers(c, containers, &denied);
-    if (err || denied || c->n_tpu == 0)
+    enum wh_err err = collect_tpu_containers(c, containers);
+    if (err || denied(c) || c->n_tpu == 0)
         return err; /* no TPU: admitted unchanged */
     c->d->n_tpu_containers = c->n_tpu;
-    if ((err = check_identity(c, &denied)) || denied)
+    if ((err = check_identity(c)) || denied(c))
         return err;
-    if ((err = check_env_duplicates(c, &denied)) || denied)
+    if ((err = check_env_duplicates(c)) || denied(c))
         return err;
     c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
     c->legacy = !(wh_json_has(c->labels, WH_LABEL_REPLICA_INDEX) &&
                   wh_json_has(c->labels, WH_LABEL_HOST_INDEX));
-    err = c->legacy ? legacy_indices(c, st, &denied, errbuf) : native_indices(c, &denied);
-    if (err || denied)
+    err = c->legacy ? legacy_indices(c, st, errbuf) : native_indices(c);
+    if (err || denied(c))
         return err;
     c->d->replica = c->replica;
     c->d->host = c->host;
@@ -737,11 +736,11 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     if (!err)
         err = wh_patch_reserve(c->d, estimate + estimate / 4 + 1024);
     if (!err)
-        err = pod_ops(c, st, &denied, errbuf);
-    for (unsigned i = 0; !err && !denied && i < c->n_tpu; i++)
-        err = container_env(c, &sv, i, &denied);
-    if (!err && !denied && c->d->bad_name) /* the guard of the patch writers (patch.h) */
-        err = deny_pod(c, &denied, ": %s", c->d->bad_name);
+        err = pod_ops(c, st, errbuf);
+    for (unsigned i = 0; !err && !denied(c) && i < c->n_tpu; i++)
+        err = container_env(c, &sv, i);
+    if (!err && !denied(c) && c->d->bad_name) /* the guard of the patch writers (patch.h) */
+        err = deny_pod(c, ": %s", c->d->bad_name);
     wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
         err = deny_patch_too_big(c);

@@ -132,11 +132,17 @@ static void describe(struct wl *w)
     wh_utf8_trim_cut(w->who, sizeof(w->who)); /* a long namespace */
 }
 
-static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static enum wh_err deny(struct wl *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The decision's verdict is the only one: a step that denied the pod has
+ * cleared d->allowed (wh_decision_deny), and the steps after it are skipped. */
+static bool denied(const struct wl *w)
+{
+    return !w->d->allowed;
+}
 
 /* "<who>: <message>". */
-static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
+static enum wh_err deny(struct wl *w, const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;
@@ -144,7 +150,6 @@ static enum wh_err deny(struct wl *w, bool *denied, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     wh_utf8_trim_cut(msg, sizeof(msg));
-    *denied = true;
     return wh_decision_deny(w->d, "%s: %s", w->who, msg);
 }
 
@@ -230,8 +235,8 @@ static const char *preset_topology(const struct wl *w)
     return lk.value;
 }
 
-static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *denied,
-                                 bool *skipped, char *errbuf)
+static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *skipped,
+                                 char *errbuf)
 {
     const char *t = wh_meta_annotation(w->pod, WH_ANN_SLICE_TOPOLOGY);
     w->topo_from = "annotation \"" WH_ANN_SLICE_TOPOLOGY "\"";
@@ -252,7 +257,7 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
                     "add nodeSelector cloud.google.com/gke-tpu-topology");
     char why[WH_ERRBUF_LEN];
     if (wh_topology_parse(w->topology, &w->topo, why))
-        return deny(w, denied, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
+        return deny(w, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
                     w->topo_from, why);
     if (*w->accel) {
         /* The generation table's rules (topology.h); a pod of a workload the
@@ -267,7 +272,7 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
         const struct wh_tpu_gen_info *gen;
         struct wh_shape_problem p;
         if (!wh_tpu_shape_check(&shape, &parsed, &gen, &p))
-            return deny(w, denied, "%s", p.text);
+            return deny(w, "%s", p.text);
         w->tpu7x = gen->devices_per_chip == 2;
         return WH_OK;
     }
@@ -286,10 +291,10 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
 /* ---- identity per kind ---------------------------------------------------- */
 
 /* A whole number >= 0 from a label/annotation; denial naming it otherwise. */
-static enum wh_err index_of(struct wl *w, const char *key, const char *v, long *out, bool *denied)
+static enum wh_err index_of(struct wl *w, const char *key, const char *v, long *out)
 {
     if (!wh_parse_long(v, out) || *out < 0)
-        return deny(w, denied,
+        return deny(w,
                     "\"%s\" is \"%s\", not a whole number >= 0; it is set by the "
                     "controller that creates the pod, remove the hand-written value",
                     key, v ? v : "(absent)");
@@ -319,30 +324,30 @@ static enum wh_err single_host(struct wl *w)
     return wh_buf_add(&w->hosts, "localhost");
 }
 
-static enum wh_err indexed_job(struct wl *w, bool *denied)
+static enum wh_err indexed_job(struct wl *w)
 {
     long index;
     const char *v = meta_value(w->pod, KEY_JOB_INDEX, true);
-    enum wh_err err = index_of(w, KEY_JOB_INDEX, v, &index, denied);
-    if (err || *denied)
+    enum wh_err err = index_of(w, KEY_JOB_INDEX, v, &index);
+    if (err || denied(w))
         return err;
     if (w->n_hosts == 1)
         return single_host(w); /* independent single-host pods */
     const char *job = job_name(w->pod), *sub = subdomain_of(w);
     if (!job || !*job)
-        return deny(w, denied,
+        return deny(w,
                     "label \"%s\" is missing, so the names of the %ld hosts of the "
                     "slice are unknown; let the Job controller create the pod",
                     KEY_JOB_NAME, w->n_hosts);
     if (!sub)
-        return deny(w, denied,
+        return deny(w,
                     "spec.subdomain is empty but topology %s with %ld chips per pod "
                     "needs %ld hosts that reach each other by name; set "
                     "spec.template.spec.subdomain to a headless Service selecting "
                     "job-name=%s",
                     w->topology, w->tc.chips, w->n_hosts, job);
     if (index >= w->n_hosts)
-        return deny(w, denied,
+        return deny(w,
                     "completion index %ld is beyond the %ld hosts of topology %s with "
                     "%ld chips per pod; set parallelism and completions to %ld",
                     index, w->n_hosts, w->topology, w->tc.chips, w->n_hosts);
@@ -354,34 +359,32 @@ static enum wh_err indexed_job(struct wl *w, bool *denied)
     return dns_list(w, prefix, w->n_hosts, sub);
 }
 
-static enum wh_err jobset(struct wl *w, bool *denied)
+static enum wh_err jobset(struct wl *w)
 {
     const char *js = meta_value(w->pod, KEY_JS_NAME, false);
     const char *rj = meta_value(w->pod, KEY_JS_RJOB, false);
     const char *rep_s = meta_value(w->pod, KEY_JS_RJOB_REPLICAS, false);
     const char *glob_s = meta_value(w->pod, KEY_JS_GLOBAL_REPLICAS, false);
     long index, job, replicas = 1, global = -1;
-    enum wh_err err = index_of(w, KEY_JOB_INDEX, meta_value(w->pod, KEY_JOB_INDEX, true), &index,
-                               denied);
-    if (!err && !*denied)
-        err = index_of(w, KEY_JS_JOB_INDEX, meta_value(w->pod, KEY_JS_JOB_INDEX, false), &job,
-                       denied);
-    if (!err && !*denied && rep_s)
-        err = index_of(w, KEY_JS_RJOB_REPLICAS, rep_s, &replicas, denied);
-    if (!err && !*denied && glob_s)
-        err = index_of(w, KEY_JS_GLOBAL_REPLICAS, glob_s, &global, denied);
-    if (err || *denied)
+    enum wh_err err = index_of(w, KEY_JOB_INDEX, meta_value(w->pod, KEY_JOB_INDEX, true), &index);
+    if (!err && !denied(w))
+        err = index_of(w, KEY_JS_JOB_INDEX, meta_value(w->pod, KEY_JS_JOB_INDEX, false), &job);
+    if (!err && !denied(w) && rep_s)
+        err = index_of(w, KEY_JS_RJOB_REPLICAS, rep_s, &replicas);
+    if (!err && !denied(w) && glob_s)
+        err = index_of(w, KEY_JS_GLOBAL_REPLICAS, glob_s, &global);
+    if (err || denied(w))
         return err;
     if (!rj || !*rj)
-        return deny(w, denied, "label \"%s\" is missing; let the JobSet controller create the pod",
+        return deny(w, "label \"%s\" is missing; let the JobSet controller create the pod",
                     KEY_JS_RJOB);
     if (replicas < 1 || job >= replicas)
-        return deny(w, denied,
+        return deny(w,
                     "\"%s\" is %ld but \"%s\" is %ld; let the JobSet controller create "
                     "the pod",
                     KEY_JS_JOB_INDEX, job, KEY_JS_RJOB_REPLICAS, replicas);
     if (index >= w->n_hosts)
-        return deny(w, denied,
+        return deny(w,
                     "completion index %ld is beyond the %ld hosts of topology %s with "
                     "%ld chips per pod; set parallelism and completions of replicated "
                     "job \"%s\" to %ld",
@@ -394,7 +397,7 @@ static enum wh_err jobset(struct wl *w, bool *denied)
         return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
-        return deny(w, denied,
+        return deny(w,
                     "spec.subdomain is empty but the %ld pods of replicated job \"%s\" "
                     "must reach each other by name; do not set "
                     "spec.network.enableDNSHostnames to false",
@@ -424,7 +427,7 @@ static bool worker_index_from_name(const char *name, const char *leader, long *o
            *out > 0;
 }
 
-static enum wh_err lws(struct wl *w, bool *denied, bool *skipped)
+static enum wh_err lws(struct wl *w, bool *skipped)
 {
     if (wh_meta_has_annotation(w->pod, KEY_LWS_SUBGROUP_SIZE))
         return skip(w, skipped, "LeaderWorkerSet subgroups are not supported",
@@ -437,35 +440,34 @@ static enum wh_err lws(struct wl *w, bool *denied, bool *skipped)
     bool leader_tpu = is_leader || (tpus && !strcmp(tpus, "true"));
     long size = -1, worker;
     const char *size_s = wh_meta_annotation(w->pod, KEY_LWS_SIZE);
-    enum wh_err err = size_s ? index_of(w, KEY_LWS_SIZE, size_s, &size, denied) : WH_OK;
-    if (err || *denied)
+    enum wh_err err = size_s ? index_of(w, KEY_LWS_SIZE, size_s, &size) : WH_OK;
+    if (err || denied(w))
         return err;
     const char *wi = wh_meta_label(w->pod, KEY_LWS_WORKER_INDEX);
     if (wi)
-        err = index_of(w, KEY_LWS_WORKER_INDEX, wi, &worker, denied);
+        err = index_of(w, KEY_LWS_WORKER_INDEX, wi, &worker);
     else if (!worker_index_from_name(w->pod_name, leader, &worker))
-        return deny(w, denied,
+        return deny(w,
                     "no label \"%s\" and the pod name \"%s\" is not \"%s-<index>\"; let "
                     "the LeaderWorkerSet controller create the pod",
                     KEY_LWS_WORKER_INDEX, w->pod_name, leader);
-    if (err || *denied)
+    if (err || denied(w))
         return err;
     long tpu_hosts = size - (leader_tpu ? 0 : 1);
     if (size >= 0 && tpu_hosts != w->n_hosts)
-        return deny(w, denied,
+        return deny(w,
                     "size %ld gives %ld TPU hosts per group but topology %s with %ld "
                     "chips per pod needs %ld; set spec.leaderWorkerTemplate.size to %ld",
                     size, tpu_hosts, w->topology, w->tc.chips, w->n_hosts,
                     w->n_hosts + (leader_tpu ? 0 : 1));
     w->host = worker - (leader_tpu ? 0 : 1);
     if (w->host < 0 || w->host >= w->n_hosts)
-        return deny(w, denied, "worker index %ld is outside the group's %ld TPU hosts", worker,
-                    w->n_hosts);
+        return deny(w, "worker index %ld is outside the group's %ld TPU hosts", worker, w->n_hosts);
     if (w->n_hosts == 1)
         return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
-        return deny(w, denied,
+        return deny(w,
                     "spec.subdomain is empty but the %ld hosts of the group must reach "
                     "each other by name; let the LeaderWorkerSet controller create "
                     "the pod",
@@ -563,7 +565,7 @@ static enum wh_err megascale_env(struct cenv *c)
     return err;
 }
 
-static enum wh_err torch_env(struct cenv *c, bool *denied)
+static enum wh_err torch_env(struct cenv *c)
 {
     struct wl *w = c->w;
     char topo[96];
@@ -602,14 +604,14 @@ static enum wh_err torch_env(struct cenv *c, bool *denied)
         err = wh_port_list_get(&w->torch_addrs, w->d, wh_buf_ptr(&w->hosts), per_host,
                                WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && too_many)
-            err = deny(w, denied,
+            err = deny(w,
                        "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
                        "more than %ld entries; set it in the container to skip it",
                        w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
             err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     }
-    if (err || *denied)
+    if (err || denied(w))
         return err;
     /* torchrun defaults (PET_*). Each TPU container of a multi-container
      * pod is one torchrun node, as it is one TPU worker. Never WORLD_SIZE,
@@ -645,7 +647,7 @@ static size_t patch_estimate(const struct wl *w)
 
 /* One identity per slice (docs/workloads.md): a single-host identity in a
  * container of a multi-host pod contradicts the peers built here. */
-static enum wh_err one_identity(struct wl *w, bool *denied)
+static enum wh_err one_identity(struct wl *w)
 {
     for (unsigned i = 0; i < w->tc.n; i++) {
         struct wh_identity_check ic = {.hosts = w->n_hosts,
@@ -655,7 +657,7 @@ static enum wh_err one_identity(struct wl *w, bool *denied)
         struct wh_identity_problem ip[2];
         int n = wh_identity_conflicts(wh_json_get(w->tc.items[i].obj, "env"), &ic, ip);
         if (n)
-            return deny(w, denied, "container \"%s\" (spec.containers[%d]) %s%s%s",
+            return deny(w, "container \"%s\" (spec.containers[%d]) %s%s%s",
                         wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index, ip[0].text,
                         n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
     }
@@ -664,14 +666,14 @@ static enum wh_err one_identity(struct wl *w, bool *denied)
 
 static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
 {
-    bool denied = false, skipped = false;
+    bool skipped = false;
     const cJSON *containers = wh_json_get(w->spec, "containers");
     if (!cJSON_IsArray(containers))
         return WH_OK; /* no containers: nothing to inject (the API server refuses it) */
     char why[WH_ERRBUF_LEN];
     enum wh_err err = wh_tpu_containers_collect(containers, &w->tc, why);
     if (err == WH_ERR_INVALID)
-        return deny(w, &denied, "%s", why);
+        return deny(w, "%s", why);
     if (err || w->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
     w->d->n_tpu_containers = w->tc.n;
@@ -679,7 +681,7 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         int first, second;
         const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
         if (name) /* issue 10: the kubelet uses the last entry, the lookup the first */
-            return deny(w, &denied,
+            return deny(w,
                         "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
                         "and env[%d]); the kubelet uses the last one and the webhook "
                         "edits one of them, so the value the container gets is "
@@ -687,25 +689,25 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
                         wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
                         second, name);
     }
-    if ((err = read_topology(w, st, &denied, &skipped, errbuf)) || denied || skipped)
+    if ((err = read_topology(w, st, &skipped, errbuf)) || denied(w) || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
-        return deny(w, &denied,
+        return deny(w,
                     "the pod's TPU containers request %ld google.com/tpu in all, which "
                     "does not divide the %ld chips of topology %s (%s); request a "
                     "divisor of %ld chips per pod",
                     w->tc.chips, w->topo.chips, w->topology, w->topo_from, w->topo.chips);
     w->n_hosts = w->topo.chips / w->tc.chips;
     if (w->n_hosts > WH_MAX_HOSTS)
-        return deny(w, &denied,
+        return deny(w,
                     "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
                     "are supported; request more google.com/tpu per pod",
                     w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
     w->n_slices = 1;
     switch (w->kind) {
-    case WH_WL_LWS: err = lws(w, &denied, &skipped); break;
-    case WH_WL_JOBSET: err = jobset(w, &denied); break;
-    case WH_WL_INDEXED_JOB: err = indexed_job(w, &denied); break;
+    case WH_WL_LWS: err = lws(w, &skipped); break;
+    case WH_WL_JOBSET: err = jobset(w); break;
+    case WH_WL_INDEXED_JOB: err = indexed_job(w); break;
     default:
         if (w->n_hosts > 1) {
             char what[256];
@@ -718,28 +720,28 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
         err = single_host(w);
         break;
     }
-    if (err || denied || skipped)
+    if (err || denied(w) || skipped)
         return err;
-    if ((err = one_identity(w, &denied)) || denied)
+    if ((err = one_identity(w)) || denied(w))
         return err;
     w->d->host = w->host;
     w->d->n_hosts = w->n_hosts;
     w->d->replica = w->slice;
     w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
     err = wh_patch_reserve(w->d, patch_estimate(w));
-    for (unsigned i = 0; i < w->tc.n && !err && !denied; i++) {
+    for (unsigned i = 0; i < w->tc.n && !err && !denied(w); i++) {
         struct cenv c = {.w = w, .ci = i, .env = wh_json_get(w->tc.items[i].obj, "env")};
         wh_env_writer_init(&c.wr, w->d, w->tc.items[i].index, c.env);
         err = identity_env(&c);
         if (!err)
             err = megascale_env(&c);
         if (!err)
-            err = torch_env(&c, &denied);
+            err = torch_env(&c);
     }
     /* The guard the KubeRay path has too: only names the API server accepts
      * (checked as the operations are written, patch.h). */
-    if (!err && !denied && w->d->bad_name)
-        err = deny(w, &denied, "%s", w->d->bad_name);
+    if (!err && !denied(w) && w->d->bad_name)
+        err = deny(w, "%s", w->d->bad_name);
     return err;
 }
 
@@ -769,9 +771,8 @@ enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
     wh_port_list_init(&w.proc_addrs);
     wh_port_list_init(&w.torch_addrs);
     enum wh_err err = decide(&w, st, errbuf);
-    bool denied;
     if (err == WH_ERR_TOOBIG)
-        err = deny(&w, &denied,
+        err = deny(&w,
                    "the mutation patch for topology %s (%ld hosts; TPU containers "
                    "per pod: %u) would pass the %zu-byte limit of what the API server can "
                    "store (etcd keeps objects under 1.5 MiB); set "
