@@ -248,6 +248,15 @@ def check_install(objs, ns="ray-system", cert_manager=True):
                 verbs |= set(r.get("verbs", []))
         if not ({"get", "list", "watch"} <= verbs or "*" in verbs):
             errs.append("ClusterRole %s grants %s only %s (needs get, list, watch)" % (ROLE, res, sorted(verbs)))
+    # RBAC: a claim is superseded only after the RayCluster's uid is read
+    # (get, nothing more: the webhook writes no RayCluster).
+    rc_verbs = set()
+    for r in role.get("rules", []):
+        if "ray.io" in r.get("apiGroups", []) and "rayclusters" in r.get("resources", []):
+            rc_verbs |= set(r.get("verbs", []))
+    if rc_verbs != {"get"}:
+        errs.append("ClusterRole %s grants rayclusters %s (superseding a claim needs exactly get)"
+                    % (ROLE, sorted(rc_verbs)))
     # RBAC: the worker-id claims, Leases in the webhook's own namespace only.
     claims = [o for o in objs if o["kind"] == "Role"
               and any("leases" in r.get("resources", []) for r in o.get("rules", []))]
@@ -515,6 +524,8 @@ def broken_copies(objs):
         mutate("service renamed", lambda c: first(c, "Service")["metadata"].update(name="tpu-webhook")),
         mutate("nodes missing from RBAC", lambda c: first(c, "ClusterRole")["rules"][0].update(resources=["pods"])),
         mutate("watch verb missing", lambda c: first(c, "ClusterRole")["rules"][0].update(verbs=["get", "list"])),
+        mutate("rayclusters get missing", lambda c: first(c, "ClusterRole").update(
+            rules=first(c, "ClusterRole")["rules"][:1])),
         mutate("lease delete verb missing",
                lambda c: first(c, "Role")["rules"][0].update(verbs=["create", "get", "list"])),
         mutate("leases granted everything", lambda c: first(c, "Role")["rules"][0].update(verbs=["*"])),

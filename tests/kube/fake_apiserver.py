@@ -63,7 +63,7 @@ class State:
         self.cv = threading.Condition()
         self.rv = 1
         self.min_rv = 1          # watches from below this get 410
-        self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}}
+        self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}, "rayclusters": {}}
         self.uid = 0
         self.faults = {}
         self.hold = {}           # see /_control/hold
@@ -78,12 +78,12 @@ class State:
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
-                      "faults": 0, "held": 0, "list_paths": {}}
+                      "faults": 0, "held": 0, "list_paths": {}, "raycluster_gets": 0}
 
     @staticmethod
     def key(kind, obj):
         m = obj.get("metadata", {})
-        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services")
+        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services", "rayclusters")
                 else m["name"])
 
     def put(self, kind, obj, typ=None, silent=False):
@@ -192,6 +192,9 @@ ARGS = None
 
 
 LEASES = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$")
+# GET of one RayCluster (the claims' owner check); objects come from
+# /_control/rayclusters.
+RAYCLUSTER = re.compile(r"^/apis/ray\.io/v1/namespaces/([^/]+)/rayclusters/([^/]+)$")
 
 
 def now_micro():
@@ -407,7 +410,7 @@ class Handler(BaseHTTPRequestHandler):
         silent = "silent=1" in u.query
         parts = path.split("/")[2:]  # /_control/<what>[/delete]
         with STATE.cv:
-            if parts[0] in ("pods", "nodes", "services"):
+            if parts[0] in ("pods", "nodes", "services", "rayclusters", "leases"):
                 kind = parts[0]
                 for o in body:
                     if len(parts) > 1 and parts[1] == "delete":
@@ -456,10 +459,29 @@ class Handler(BaseHTTPRequestHandler):
                        nodes=len(STATE.objs["nodes"]), leases=len(STATE.objs["leases"]))
         self.send_json(200, out)
 
+    def raycluster(self, path):
+        """GET /apis/ray.io/v1/namespaces/NS/rayclusters/NAME; False: not one."""
+        m = RAYCLUSTER.match(path)
+        if not m:
+            return False
+        if not self.authorized():
+            self.status(401, "Unauthorized", "Unauthorized")
+            return True
+        with STATE.cv:
+            STATE.stats["raycluster_gets"] += 1
+            o = STATE.objs["rayclusters"].get((m.group(1), m.group(2)))
+        if o is None:
+            self.status(404, "NotFound", 'rayclusters.ray.io "%s" not found' % m.group(2))
+        else:
+            self.send_json(200, o)
+        return True
+
     def do_GET(self):
         if self.api("GET"):
             return
         u = urllib.parse.urlparse(self.path)
+        if self.raycluster(u.path):
+            return
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes",
                 "/api/v1/services": "services"}.get(u.path)

@@ -980,8 +980,9 @@ static void expect_review(struct wh_admit *ad, const char *tmpl, bool allowed, c
     free(body);
 }
 
-/* Lease times: RFC 3339 as Kubernetes writes Time and MicroTime; anything
- * else is -1 (a sweep then leaves the Lease alone). */
+/* Lease times: RFC 3339 as Kubernetes writes Time and MicroTime, offsets
+ * honoured; anything else is -1 (a sweep then dates the Lease by its
+ * creation, test_claims_unreadable_times). */
 static void test_claims_parse_time(void **st)
 {
     (void)st;
@@ -992,7 +993,24 @@ static void test_claims_parse_time(void **st)
     /* Digits past microseconds are dropped, not rounded. */
     assert_int_equal(wh_claims_parse_time_us("1970-01-01T00:00:01.123456789Z"), 1123456);
     assert_int_equal(wh_claims_parse_time_us("2024-02-29T23:59:60Z"), 1709251200LL * 1000000);
+    /* RFC 3339 offsets (issue 23: they were read as UTC). */
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T12:34:47+02:00"), 1796121287LL * 1000000);
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T05:04:47.5-05:30"),
+                     1796121287LL * 1000000 + 500000);
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T10:34:47+00:00"), 1796121287LL * 1000000);
+    assert_int_equal(wh_claims_parse_time_us("2026-12-01T10:34:47z"), 1796121287LL * 1000000);
+    assert_int_equal(wh_claims_parse_time_us("1970-01-01T01:00:00+01:00"), 0);
     static const char *const bad[] = {
+        "0001-01-01T00:00:00Z",      /* Go's zero time, as an unset time is written */
+        "1970-01-01T00:30:00+01:00", /* before 1970 once the offset is applied */
+        "2026-12-01T10:34:47",       /* no zone */
+        "2026-12-01T10:34:47+02",
+        "2026-12-01T10:34:47+0200",
+        "2026-12-01T10:34:47+24:00",
+        "2026-12-01T10:34:47+02:60",
+        "2026-12-01T10:34:47+02:00x",
+        "2026-12-01T10:34:47Zx",
+        "2026-12-01T10:34:47 Z",
         "",
         "yesterday",
         "2026-12-01",
@@ -1117,6 +1135,102 @@ static void test_claim_lifetime_from_creating_attempt(void **st)
     wh_buf_free(&body);
     wh_claims_free(c);
     wh_kube_free(reader);
+}
+
+/* text: instant t (us since the epoch) as RFC 3339 with a UTC offset of
+ * off_min minutes, as some clients write renewTime. */
+static void rfc3339_at(long long t_us, int off_min, char *out, size_t n)
+{
+    time_t local = (time_t)(t_us / 1000000) + off_min * 60;
+    struct tm tm;
+    gmtime_r(&local, &tm);
+    int a = off_min < 0 ? -off_min : off_min;
+    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.000000%c%02d:%02d", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, off_min < 0 ? '-' : '+',
+             a / 60, a % 60);
+}
+
+/* A claim Lease as another client left it in namespace claims-times,
+ * created at created (the API server's stamp; here through the fake's
+ * control plane, which keeps it). */
+static void put_claim_lease(const char *name, const char *renew, const char *created,
+                            long duration_s)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "[{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
+             "\"name\":\"%s\",\"namespace\":\"claims-times\",\"creationTimestamp\":\"%s\","
+             "\"labels\":{\"app.kubernetes.io/managed-by\":\"tpu-webhook\","
+             "\"app.kubernetes.io/component\":\"worker-id-claim\"}},\"spec\":{"
+             "\"holderIdentity\":\"other-replica\",\"leaseDurationSeconds\":%ld%s%s%s}}]",
+             name, created, duration_s, renew ? ",\"renewTime\":\"" : "", renew ? renew : "",
+             renew ? "\"" : "");
+    assert_int_equal(kh_control(&srv, "leases", body, NULL), 0);
+}
+
+static long lease_named(struct wh_kube *k, const char *name)
+{
+    char path[300], errbuf[WH_ERRBUF_LEN];
+    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/claims-times/leases/%s",
+             name);
+    struct wh_buf body;
+    wh_buf_init(&body, 1 << 20);
+    long status = 0;
+    if (wh_kube_get(k, path, &body, &status, NULL, errbuf))
+        status = -1;
+    wh_buf_free(&body);
+    return status;
+}
+
+/* Claims whose times cannot be read (missing, Go's zero time, before 1970)
+ * expire by the default lifetime (60 s) counted from their creation, or at
+ * once when that cannot be read either: before, a sweep never deleted them and
+ * their ids stayed taken for good. An offset in renewTime is honoured: read
+ * as UTC, a Lease written at +02:00 looked two hours younger. */
+static void test_claims_unreadable_times(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "", t2[64], t3[64];
+    assert_int_equal(kh_kubeconfig(&srv, "kc-times", NULL), 0);
+    path_in(p, sizeof(p), "kc-times");
+    struct wh_kube *w = kube_from(p);
+    long long now = wall_us_now();
+    char old[64], fresh[64];
+    rfc3339_at(now - 120LL * 1000000, 0, old, sizeof(old)); /* over the default 60 s ago */
+    rfc3339_at(now, 0, fresh, sizeof(fresh));
+    put_claim_lease("no-times", NULL, old, 3600);
+    put_claim_lease("zero-time", "0001-01-01T00:00:00.000000Z", old, 3600);
+    put_claim_lease("before-1970", "1969-12-31T23:59:59.000000Z", old, 3600);
+    put_claim_lease("unreadable-created-now", "0001-01-01T00:00:00.000000Z", fresh, 3600);
+    put_claim_lease("no-times-unreadable-creation", NULL, "yesterday", 3600);
+    /* 90 min ago, 2 h lifetime: alive; written at -02:00 it reads 3.5 h ago in UTC. */
+    rfc3339_at(now - 90LL * 60 * 1000000, -120, t2, sizeof(t2));
+    put_claim_lease("west-alive", t2, old, 7200);
+    /* 3 h ago, 2 h lifetime: expired; written at +02:00 it reads 1 h ago in UTC. */
+    rfc3339_at(now - 180LL * 60 * 1000000, 120, t3, sizeof(t3));
+    put_claim_lease("east-expired", t3, old, 7200);
+    struct wh_claims_opts co = {.ns = "claims-times", .holder = "sweeper", .lifetime_s = 6};
+    struct wh_claims *c = wh_claims_new(kube_from(p), &co, errbuf);
+    assert_non_null(c);
+    /* Sweeps every 1.5 s; another holder's claims one sweep period late. */
+    static const char *const gone[] = {"no-times", "zero-time", "before-1970", "east-expired",
+                                       "no-times-unreadable-creation"};
+    long long end = wall_us_now() + 20LL * 1000000;
+    bool all_gone = false;
+    while (!all_gone && wall_us_now() < end) {
+        kh_sleep_ms(250);
+        all_gone = true;
+        for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+            all_gone &= lease_named(w, gone[i]) == 404;
+    }
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        if (lease_named(w, gone[i]) != 404)
+            fail_msg("claim %s with unreadable or expired times was not swept", gone[i]);
+    kh_sleep_ms(3500); /* two more sweeps */
+    assert_int_equal(lease_named(w, "unreadable-created-now"), 200);
+    assert_int_equal(lease_named(w, "west-alive"), 200);
+    wh_claims_free(c);
+    wh_kube_free(w);
 }
 
 struct admit_arg {
@@ -1267,7 +1381,9 @@ static void claim_cluster_uid(struct wh_kube *k, const char *ns, const char *clu
  * second instance's pods (uid-b) arrive, through two webhook replicas at
  * once. The claims belong to a cluster that is gone, so they are
  * superseded, each exactly once (the preconditions let one DELETE win):
- * the 16 pods get replica 0, ids 0..15, at once. Before, every id of replica 0 was held by a dead claim and the
+ * the 16 pods get replica 0, ids 0..15, at once, after the API server
+ * confirmed that the RayCluster now has their uid (a forged uid supersedes
+ * nothing). Before, every id of replica 0 was held by a dead claim and the
  * pods went to replica 1 (a slice that waits for replica 0 to fill). A pod
  * without an ownerReference cannot tell instances apart and meets the
  * claims as before. */
@@ -1280,6 +1396,12 @@ static void test_recreated_cluster_claims(void **st)
     struct wh_kube *k = kube_from(p);
     struct wh_kube *reader = kube_from(p); /* reads the claims back */
     /* Instance A's pods were admitted by another replica; then A was deleted. */
+    assert_int_equal(kh_control(&srv, "rayclusters",
+                                "[{\"metadata\":{\"name\":\"recreated\",\"namespace\":"
+                                "\"default\",\"uid\":\"uid-a\"}},{\"metadata\":{\"name\":"
+                                "\"ownerless\",\"namespace\":\"default\",\"uid\":\"uid-a\"}}]",
+                                NULL),
+                     0);
     struct wh_claims_opts co = {.ns = "claims-recreate", .holder = "old-replica"};
     struct wh_claims *old = wh_claims_new(k, &co, errbuf);
     assert_non_null(old);
@@ -1308,6 +1430,14 @@ static void test_recreated_cluster_claims(void **st)
         assert_true(wait_ready(ads[i], 30000));
     }
     struct wh_admit *ad = ads[0];
+    /* Instance B replaces A under the same name: the API server now says
+     * uid-b (superseding asks it). */
+    assert_int_equal(kh_control(&srv, "rayclusters",
+                                "[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+                                "\"metadata\":{\"name\":\"recreated\",\"namespace\":"
+                                "\"default\",\"uid\":\"uid-b\"}}]",
+                                NULL),
+                     0);
     char *body = kh_owned_review(tmpl16, "recreated", "tpu", "uid-b");
     assert_non_null(body);
     race_body(ads, 2, body, HOSTS, "recreated", false, 1, 0);
@@ -1321,6 +1451,23 @@ static void test_recreated_cluster_claims(void **st)
     char uid[128];
     claim_cluster_uid(reader, "claims-recreate", "recreated", 5, uid, sizeof(uid));
     assert_string_equal(uid, "uid-b");
+
+    /* A pod naming an owner uid the cluster does not have (written by its
+     * author, not by KubeRay) supersedes nothing: it gets a free id of
+     * another replica, and the live claims stand. */
+    body = kh_owned_review(tmpl16, "recreated", "tpu", "uid-forged");
+    struct wh_engine_result fres;
+    assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &fres, errbuf), WH_OK);
+    free(body);
+    assert_true(fres.allowed);
+    assert_int_equal(fres.replica, 1);
+    wh_engine_result_free(&fres);
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.claim.superseded_recreated + as1.claim.superseded_recreated, HOSTS);
+    for (long w = 0; w < HOSTS; w++) {
+        claim_cluster_uid(reader, "claims-recreate", "recreated", w, uid, sizeof(uid));
+        assert_string_equal(uid, "uid-b");
+    }
 
     /* No ownerReference: the claims hold every id of replica 0, as before. */
     body = kh_review(tmpl16, "ownerless", "tpu");
@@ -1491,6 +1638,7 @@ int main(void)
         cmocka_unit_test(test_silent_watch_keeps_reservations),
         cmocka_unit_test(test_1024_hosts_back_to_back),
         cmocka_unit_test(test_claims_parse_time),
+        cmocka_unit_test(test_claims_unreadable_times),
         cmocka_unit_test(test_claim_lifetime_from_creating_attempt),
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_recreated_cluster_claims),

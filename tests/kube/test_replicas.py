@@ -28,6 +28,13 @@ Scenarios:
              pods are denied naming the API server's answer and saying
              KubeRay retries, the failures are counted; afterwards legacy
              pods are admitted again
+  forged     4 rounds, each with 32 more admissions of the same group whose
+             pods name a RayCluster owner uid the cluster does not have (a
+             pod author writes ownerReferences); the fake API server knows
+             the RayCluster and its real uid. Across all 96 admitted pods no
+             (replicaIndex, TPU_WORKER_ID) pair may appear twice, and all 64
+             legitimate pods must be admitted (issue 23: forged uids made
+             the webhook supersede live claims)
 """
 import base64
 import ctypes
@@ -241,30 +248,43 @@ def pod_of(review, name, label, wid):
     return pod
 
 
-def owned(review, cluster):
+def owned(review, cluster, uid=None):
     """The review with the ownerReference KubeRay sets on its pods (docs/kuberay-pods.md):
-    claims record the cluster's uid, and every 409 is read back."""
+    claims record the cluster's uid, and every 409 is read back. uid: another
+    (forged) owner uid."""
     r = json.loads(review)
     r["request"]["object"]["metadata"]["ownerReferences"] = [{
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "name": cluster,
-        "uid": "uid-" + cluster, "controller": True, "blockOwnerDeletion": True}]
+        "uid": uid or "uid-" + cluster, "controller": True, "blockOwnerDeletion": True}]
     return json.dumps(r)
 
 
-def run_round(env, rnd, kill_after=None):
-    """64 concurrent admissions; returns {(label, wid): count}."""
+def run_round(env, rnd, kill_after=None, forged=0):
+    """64 concurrent admissions (and forged ones); returns {(label, wid): count}
+    of the legitimate ones, the denials, and {(label, wid): count} of all."""
     cluster = "r%d" % rnd
-    review = owned(env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu"), cluster)
-    got, lock = {}, threading.Lock()
+    plain = env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu")
+    review = owned(plain, cluster)
+    if forged:
+        req = json.loads(review)["request"]
+        ns = req["object"]["metadata"].get("namespace") or req.get("namespace")
+        env.control("rayclusters", [{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                     "metadata": {"name": cluster, "namespace": ns,
+                                                  "uid": "uid-" + cluster}}])
+    got, everyone, lock = {}, {}, threading.Lock()
     orphaned = []      # admissions the killed replica never answered
     denials = []
     answered = [0]
     killed = threading.Event()
 
     def one(k):
+        fake = k >= HOSTS * SLICES
+        body = owned(plain, cluster, "forged-%d-%d" % (rnd, k)) if fake else review
         tries = 0
         while True:
             tries += 1
+            if fake and tries > 5:
+                return  # an attacker's pod may stay denied
             if tries > 50:
                 with lock:
                     denials.append("admission %d: gave up after 50 tries" % k)
@@ -273,7 +293,7 @@ def run_round(env, rnd, kill_after=None):
                 i = random.choice(env.live)
             try:
                 st, out = env.request(env.replicas[i]["port"], "POST", "/mutate",
-                                      review.replace("705ab4f5", "%08x" % (rnd * 1000 + k)))
+                                      body.replace("705ab4f5", "%08x" % (rnd * 1000 + k)))
             except OSError:
                 if killed.is_set() and i not in env.live:
                     with lock:
@@ -285,6 +305,9 @@ def run_round(env, rnd, kill_after=None):
                 time.sleep(0.05)
                 continue
             ids, why = admitted_ids(out)
+            if ids is None and fake:
+                time.sleep(0.05 * tries)
+                continue
             if ids is None:  # denied: KubeRay retries
                 with lock:
                     denials.append(why)
@@ -292,8 +315,11 @@ def run_round(env, rnd, kill_after=None):
                     return  # the slice is broken for good: retrying cannot help
                 time.sleep(0.05 * tries)
                 continue
-            env.control("pods", [pod_of(review, "%s-tpu-%d" % (cluster, k), ids[0], ids[1])])
+            env.control("pods", [pod_of(body, "%s-tpu-%d" % (cluster, k), ids[0], ids[1])])
             with lock:
+                everyone[ids] = everyone.get(ids, 0) + 1
+                if fake:
+                    return
                 got[ids] = got.get(ids, 0) + 1
                 answered[0] += 1
                 if kill_after is not None and answered[0] == kill_after and not killed.is_set():
@@ -308,7 +334,7 @@ def run_round(env, rnd, kill_after=None):
         for t in ts:
             t.join()
 
-    run(range(HOSTS * SLICES))
+    run(range(HOSTS * SLICES + forged))
     if orphaned:
         # KubeRay creates the missing pods again; the dead replica's
         # claims block their ids until they expire (the claim lifetime),
@@ -320,7 +346,7 @@ def run_round(env, rnd, kill_after=None):
         print("round %d: %d admissions lost with the killed replica, retried" %
               (rnd, len(orphaned)))
         run(orphaned)
-    return got, denials
+    return got, denials, everyone
 
 
 def check_round(got, rnd):
@@ -439,7 +465,8 @@ def main():
             env.stop_replicas()
             print("PASS %s" % scenario)
             return
-        rounds = {"exact": 8, "latency": 4, "errors": 4, "kill": 3, "no_claims": 6}[scenario]
+        rounds = {"exact": 8, "latency": 4, "errors": 4, "kill": 3, "no_claims": 6,
+                  "forged": 4}[scenario]
         if scenario == "latency":
             env.control("faults", {"latency_ms": 10})
         if scenario == "errors":
@@ -448,10 +475,22 @@ def main():
         problems = []
         denied = 0
         for rnd in range(rounds):
-            got, denials = run_round(env, rnd, kill_after=20 if scenario == "kill" and rnd == 0
-                                     else None)
+            got, denials, everyone = run_round(
+                env, rnd, kill_after=20 if scenario == "kill" and rnd == 0 else None,
+                forged=32 if scenario == "forged" else 0)
             denied += len(denials)
-            p = check_round(got, rnd)
+            if scenario == "forged":
+                dups = sorted(k for k, v in everyone.items() if v > 1)
+                n_legit = sum(got.values())
+                forged_ok = sum(everyone.values()) - n_legit
+                print("round %d: %d legitimate pods admitted, %d forged, %d duplicate pairs"
+                      % (rnd, n_legit, forged_ok, len(dups)))
+                p = None
+                if dups or n_legit != HOSTS * SLICES:
+                    p = "round %d: duplicates %s, %d of %d legitimate pods admitted" % (
+                        rnd, dups[:8], n_legit, HOSTS * SLICES)
+            else:
+                p = check_round(got, rnd)
             if p:
                 problems.append(p)
                 if scenario == "no_claims":

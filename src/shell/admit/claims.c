@@ -18,6 +18,7 @@
 #include "wh/clock.h" /* wh_clock_ms, wh_nap */
 #include "wh/json.h"  /* wh_json_whole */
 #include "wh/log.h"   /* wh_log */
+#include "owners.h"   /* wh_owners */
 
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 #define CLAIM_SELECTOR \
@@ -48,6 +49,7 @@ struct wh_claims {
     bool started;
     pthread_mutex_t mu; /* guards everything below */
     struct wh_mclaims st;
+    struct wh_owners *owners; /* RayCluster uids as the API server says */
 };
 
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
@@ -129,7 +131,17 @@ long long wh_claims_parse_time_us(const char *s)
             }
         us += frac;
     }
-    return us;
+    /* RFC 3339 requires a zone: Z, or an offset east (+) or west (-) of UTC. */
+    if ((*p == 'Z' || *p == 'z') && !p[1])
+        return us;
+    if (*p != '+' && *p != '-')
+        return -1;
+    int oh = fixed_digits(p + 1, 2); /* stops at the first non-digit, NUL included */
+    int om = oh >= 0 && p[3] == ':' ? fixed_digits(p + 4, 2) : -1;
+    if (oh < 0 || oh > 23 || om < 0 || om > 59 || p[6])
+        return -1;
+    us -= (*p == '+' ? 1 : -1) * (long long)(oh * 3600 + om * 60) * 1000000;
+    return us >= 0 ? us : -1;
 }
 
 static long long wall_us(void)
@@ -342,6 +354,22 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
            k->cluster_uid, (char *)NULL);
 }
 
+/* k with its owner uid dropped unless the API server confirms it (owners.h):
+ * an unconfirmed uid is not recorded and supersedes nothing, the pod is
+ * claimed like one without an owner. */
+static const struct wh_claim_key *checked_key(struct wh_claims *c, const struct wh_claim_key *k,
+                                              struct wh_claim_key *copy)
+{
+    if (!k->cluster_uid || !k->cluster_uid[0] || !str_ok(k->ns) || !str_ok(k->cluster) ||
+        !str_ok(k->cluster_uid))
+        return k;
+    *copy = *k;
+    if (!wh_owners_confirm(c->owners, c->kube, k->ns, k->cluster, k->cluster_uid,
+                           c->budget_ms / 2 < ATTEMPT_MAX_MS ? c->budget_ms / 2 : ATTEMPT_MAX_MS))
+        copy->cluster_uid = "";
+    return copy;
+}
+
 /* The 409 branch of take(): whose Lease is it, and may it be superseded?
  * FOUND_STALE: superseded, claim again; FOUND_UNKNOWN: ask again after a
  * wait; else the outcome. */
@@ -386,6 +414,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
     memset(ticket, 0, sizeof(*ticket));
     long long t0 = wh_clock_us();
     long deadline = wh_clock_ms() + c->budget_ms;
+    struct wh_claim_key copy;
+    k = checked_key(c, k, &copy);
     char name[WH_CLAIMS_NAME_LEN];
     wh_claims_name(k->ns, k->cluster, k->group, k->replica, k->worker_id, name);
     char nonce[40];
@@ -547,17 +577,25 @@ static bool claim_expired(const struct wh_claims *c, const cJSON *item, long lon
         renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
     long long at = wh_claims_parse_time_us(renew);
     /* A claim without a readable time or duration was not written by
-     * us as we write them; it still expires, by the default lifetime. */
+     * us as we write them; it still expires, by the default lifetime:
+     * counted from its creation (the API server's clock), or at once when
+     * even that cannot be read (nothing says it guards a live pod). */
     long d; /* leaseDurationSeconds is an int32 */
-    if (!wh_json_whole(dur, 1, INT32_MAX, &d))
+    if (at < 0 || !wh_json_whole(dur, 1, INT32_MAX, &d))
         d = WH_CLAIMS_DEFAULT_LIFETIME_S;
+    if (at < 0)
+        at = wh_claims_parse_time_us(cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "metadata"),
+                                             "creationTimestamp")));
+    if (at < 0)
+        return true;
     /* Each replica deletes its own claims; another's only one sweep
      * period later (its holder crashed, or is partitioned away), so
      * that sweepers rarely race for the same object. */
     const char *holder = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
     long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
-    return at >= 0 && now >= at + (long long)d * 1000000 + grace;
+    return now >= at + (long long)d * 1000000 + grace;
 }
 
 /* One LIST of the claims, deleting the expired ones. */
@@ -643,11 +681,13 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     if (c) {
         c->ns = strdup(opts->ns);
         c->holder = strdup(opts->holder);
+        c->owners = wh_owners_new();
     }
-    if (!c || !c->ns || !c->holder) {
+    if (!c || !c->ns || !c->holder || !c->owners) {
         if (c) {
             free(c->ns);
             free(c->holder);
+            wh_owners_free(c->owners);
         }
         free(c);
         wh_kube_free(kube);
@@ -681,6 +721,7 @@ void wh_claims_free(struct wh_claims *c)
     wh_nap_destroy(&c->nap);
     pthread_mutex_destroy(&c->mu);
     wh_kube_free(c->kube);
+    wh_owners_free(c->owners);
     free(c->ns);
     free(c->holder);
     free(c);

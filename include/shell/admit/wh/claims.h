@@ -108,9 +108,10 @@ void wh_claims_stats(struct wh_claims *c, struct wh_mclaims *st);
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN]);
 
-/* Microseconds since the epoch of a Kubernetes Time or MicroTime text
- * ("2006-01-02T15:04:05Z", "2006-01-02T15:04:05.000000Z"; the zone suffix
- * is not read: Kubernetes writes UTC), or -1 when it is not one. */
+/* Microseconds since the epoch of a Kubernetes Time or MicroTime text, an
+ * RFC 3339 date-time ("2006-01-02T15:04:05Z", "2006-01-02T15:04:05.000000Z",
+ * "2006-01-02T17:04:05+02:00"; the offset is honoured), or -1 when it is
+ * not one or is before 1970 (0001-01-01T00:00:00Z, Go's zero time). */
 long long wh_claims_parse_time_us(const char *s);
 
 #endif /* WH_CLAIMS_H */
