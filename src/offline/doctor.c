@@ -668,6 +668,20 @@ static enum wh_err worker_ids(struct dslice *s)
     return err;
 }
 
+/* Without a topology the hosts cannot be counted: said, not passed over. */
+static enum wh_err topology_unknown(struct dslice *s)
+{
+    struct pfields f = {"topology-unknown", s->pods[0]->name,
+                        "spec.nodeSelector[" WH_SEL_TOPOLOGY "]",
+                        s->pods[0]->topology ? s->pods[0]->topology : "(unset)",
+                        "the slice's topology, e.g. 4x4"};
+    return problem(s, false, &f,
+                   "neither the pod (nodeSelector or the %s annotation) nor its node says the "
+                   "topology, so the hosts and worker ids were not judged; add the "
+                   "nodeSelector to the pod template",
+                   WH_ANN_SLICE_TOPOLOGY);
+}
+
 static enum wh_err host_rules(struct dslice *s)
 {
     if (s->hosts <= 0 || s->hosts > WH_MAX_HOSTS)
@@ -1565,7 +1579,7 @@ static enum wh_err judge(struct doc *d, const struct wh_state *st)
     enum wh_err err = WH_OK;
     for (size_t i = 0; i < d->n_sl && !err; i++) {
         struct dslice *s = d->sl[i];
-        err = host_rules(s);
+        err = s->hosts < 0 ? topology_unknown(s) : host_rules(s);
         if (!err)
             err = list_rules(s);
         if (!err)

@@ -371,6 +371,20 @@ class Broken(unittest.TestCase):
         self.assertEqual(pr["expected"], "TPU_NAME=slices-0")
 
 
+    def test_topology_unknown(self):
+        c = cluster("job")
+        for p in c["pods"]:
+            del p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"]
+        for n in c["nodes"]:
+            del n["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"]
+        rc, rep, err = doctor(c)
+        self.assertEqual(rc, 0, err)  # a warning: nothing proves the slice broken
+        self.assertEqual([f for f in problems(rep) if f[1] != "drift"],
+                         [("train-v6e", "topology-unknown", by_name(c, "train-v6e-0")["metadata"]["name"])])
+        self.assertEqual(rep["slices"][0]["status"], "warning")
+        self.assertEqual(rep["slices"][0]["hostsExpected"], -1)
+
+
 class BadInput(unittest.TestCase):
     def run_doctor(self, *args):
         return subprocess.run([BINARY, "doctor"] + list(args), capture_output=True, text=True,

@@ -50,6 +50,7 @@ EXAMPLES = [
     ("megascale-slice-id", "Broken.test_megascale_slice_id"),
     ("megascale-coordinator", "Broken.test_megascale_coordinator"),
     ("drift", "Broken.test_drift_with_the_diff"),
+    ("topology-unknown", "Broken.test_topology_unknown"),
 ]
 CMD = "$ tpu-webhook doctor --pods pods.json --nodes nodes.json --services services.json"
 

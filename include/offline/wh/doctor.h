@@ -20,7 +20,7 @@
  *   node-labels-disagree, unschedulable, megascale-num-slices,
  *   megascale-slice-id, megascale-coordinator: severity "error", the slice
  *   cannot start; drift (a value differs from what the webhook would write
- *   now): severity "warning".
+ *   now) and topology-unknown (hosts not counted): severity "warning".
  * Expected values come from the core: hosts from topology.h and the TPU
  * containers (tpuenv.h), TPU_WORKER_ID from wh_tpu_worker_id, and for drift
  * the engine itself (wh_render_admit_pod on the pod with the injected
