@@ -20,6 +20,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 NAME = "kuberay-tpu-webhook"
 SECRET = "kuberay-tpu-webhook-certs"
+# The CA Certificate whose certificate is the caBundle (certs/issuer.yaml).
+CA_CERT = "kuberay-tpu-webhook-ca"
 ROLE = "kuberay-tpu-webhook-pod-reader"
 MUTATING = "kuberay-tpu-mutating-webhook-cfg"
 VALIDATING = "kuberay-tpu-validating-webhook-cfg"
@@ -210,6 +212,34 @@ def side_effect_errors(objs):
                 errs.append("%s %s webhook %s (%s) sideEffects is %r, expected %r"
                             % (cfg["kind"], cfg["metadata"]["name"], w.get("name"), path,
                                w.get("sideEffects"), want))
+    return errs
+
+
+def ca_chain_errors(objs):
+    """cert-manager mode is a CA chain (certs/issuer.yaml): a self-signed
+    Issuer signs the CA Certificate (isCA, its key kept at renewal), a CA
+    Issuer signs the serving Certificate with the CA's secret; the caBundle is
+    injected from the CA."""
+    errs = []
+    ca = find(objs, "Certificate", CA_CERT)
+    if len(ca) != 1:
+        return ["%d Certificates %s (the CA), expected 1" % (len(ca), CA_CERT)]
+    cs = ca[0]["spec"]
+    if cs.get("isCA") is not True:
+        errs.append("Certificate %s is not isCA" % CA_CERT)
+    if (cs.get("privateKey") or {}).get("rotationPolicy") != "Never":
+        errs.append("CA %s changes its key at renewal: leaves it signed stop verifying" % CA_CERT)
+    root = find(objs, "Issuer", (cs.get("issuerRef") or {}).get("name"))
+    if len(root) != 1 or "selfSigned" not in root[0]["spec"]:
+        errs.append("CA %s is not signed by a self-signed Issuer of this install" % CA_CERT)
+    leaf = find(objs, "Certificate", SECRET)
+    ref = (leaf[0]["spec"].get("issuerRef") or {}).get("name") if leaf else None
+    ca_issuer = find(objs, "Issuer", ref)
+    if len(ca_issuer) != 1 or (ca_issuer[0]["spec"].get("ca") or {}).get("secretName") != cs.get("secretName"):
+        errs.append("serving Certificate %s is not signed by a CA Issuer of secret %s"
+                    % (SECRET, cs.get("secretName")))
+    if leaf and leaf[0]["spec"].get("isCA"):
+        errs.append("serving Certificate %s is a CA" % SECRET)
     return errs
 
 
@@ -454,8 +484,9 @@ def check_install(objs, ns="ray-system", cert_manager=True):
         ann = cfg["metadata"].get("annotations") or {}
         inject = ann.get("cert-manager.io/inject-ca-from")
         if cert_manager:
-            if inject != "%s/%s" % (ns, SECRET):
-                errs.append("%s inject-ca-from %r, expected %s/%s" % (what, inject, ns, SECRET))
+            if inject != "%s/%s" % (ns, CA_CERT):
+                errs.append("%s inject-ca-from %r, expected the CA %s/%s (not the serving leaf)"
+                            % (what, inject, ns, CA_CERT))
         elif inject is not None:
             errs.append("%s asks cert-manager for CA injection without cert-manager" % what)
         rules = w.get("rules") or []
@@ -495,6 +526,7 @@ def check_install(objs, ns="ray-system", cert_manager=True):
             ref = cs.get("issuerRef") or {}
             if ref.get("kind", "Issuer") != "Issuer" or not find(objs, "Issuer", ref.get("name")):
                 errs.append("Certificate issuerRef %r names no Issuer of this install" % ref)
+        errs += ca_chain_errors(objs)
     elif certs or issuers:
         errs.append("cert-manager objects present although cert-manager is off")
     return errs
@@ -558,9 +590,12 @@ def broken_copies(objs):
     ]
     if find(objs, "Certificate"):
         out.append(mutate("certificate secret mismatch",
-                          lambda c: first(c, "Certificate")["spec"].update(secretName="other")))
+                          lambda c: find(c, "Certificate", SECRET)[0]["spec"].update(secretName="other")))
         out.append(mutate("certificate dnsName missing",
-                          lambda c: first(c, "Certificate")["spec"].update(dnsNames=["kuberay-tpu-webhook"])))
+                          lambda c: find(c, "Certificate", SECRET)[0]["spec"].update(dnsNames=["kuberay-tpu-webhook"])))
+        out.append(mutate("serving certificate self-signed", lambda c: [
+            o["spec"].update(issuerRef={"kind": "Issuer", "name": "selfsigned-issuer"})
+            for o in c if o["kind"] == "Certificate" and o["metadata"]["name"] == SECRET]))
     return out
 
 

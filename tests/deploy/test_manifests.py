@@ -88,7 +88,7 @@ class Manifests(unittest.TestCase):
         for o in objs:
             if "workload" in o["metadata"]["name"]:
                 self.assertEqual(o["metadata"]["annotations"],
-                                 {"cert-manager.io/inject-ca-from": "ray-system/kuberay-tpu-webhook-certs"})
+                                 {"cert-manager.io/inject-ca-from": "ray-system/kuberay-tpu-webhook-ca"})
 
     def test_every_manifest_parses(self):
         files = [f for f in glob.glob(os.path.join(dl.ROOT, "deploy", "kustomize", "**", "*.yaml"), recursive=True)
@@ -127,6 +127,8 @@ class Manifests(unittest.TestCase):
                 self.assertEqual(len(keys), len(set(keys)), "duplicate objects")
         extra = {key(o) for o in rendered[DEFAULT]} - {key(o) for o in rendered[BASE]}
         self.assertEqual(extra, {("Issuer", "selfsigned-issuer", "ray-system"),
+                                 ("Issuer", "kuberay-tpu-webhook-ca-issuer", "ray-system"),
+                                 ("Certificate", dl.CA_CERT, "ray-system"),
                                  ("Certificate", dl.SECRET, "ray-system")})
 
     def test_checker_catches_breakage(self):

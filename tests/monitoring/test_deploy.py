@@ -57,7 +57,7 @@ def monitoring_problems(objs, ns="ray-system"):
         errs.append("ServiceMonitor skips certificate verification")
     if tls.get("serverName") != "%s.%s.svc" % (dl.NAME, ns):
         errs.append("ServiceMonitor serverName %r is not the Service's DNS name" % tls.get("serverName"))
-    certs = dl.find(objs, "Certificate")
+    certs = dl.find(objs, "Certificate", dl.SECRET)  # the serving one, not the CA
     if certs and tls.get("serverName") not in certs[0]["spec"]["dnsNames"]:
         errs.append("the certificate does not name %r" % tls.get("serverName"))
     if {"action": "replace", "targetLabel": "job", "replacement": "kuberay-tpu-webhook"} not in ep.get("relabelings", []):

@@ -26,7 +26,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "tpu-webhook.injectCA" -}}
 {{- if .Values.tpuWebhook.certManager.enabled -}}
 annotations:
-  cert-manager.io/inject-ca-from: {{ include "tpu-webhook.namespace" . }}/kuberay-tpu-webhook-certs
+  cert-manager.io/inject-ca-from: {{ include "tpu-webhook.namespace" . }}/kuberay-tpu-webhook-ca
 {{- end }}
 {{- end -}}
 
