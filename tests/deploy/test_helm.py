@@ -366,6 +366,36 @@ def group(containers, name="g", hosts=1, topo="2x2"):
                                                    "cloud.google.com/gke-tpu-topology": topo}}}}
 
 
+class Upgrade(unittest.TestCase):
+    """What an upgrade from the reference's chart (0.3.1) needs of this one
+    (issue 23): a version above it, the Kubernetes version it needs stated,
+    the reference's Service label, a warning where replicas: 1 drops HA."""
+
+    def test_version_above_the_reference(self):
+        v = tuple(int(x) for x in chart_meta()["version"].split("."))
+        self.assertGreater(v, (0, 3, 1))
+
+    def test_kube_version_stated(self):
+        self.assertEqual(chart_meta()["kubeVersion"], ">=1.26.0-0")
+        with self.assertRaisesRegex(TemplateError, "incompatible with Kubernetes v1.25"):
+            render(kube="v1.25.9")
+        objs, _ = render(kube="v1.26.0")
+        self.assertEqual(dl.check_install(objs), [])
+
+    def test_service_keeps_reference_label(self):
+        objs, _ = render()
+        svc = dl.find(objs, "Service", dl.NAME)[0]
+        self.assertEqual(svc["metadata"]["labels"]["app"], "kuberay-tpu-webhook")
+        self.assertEqual(svc["spec"]["selector"], {"app": "kuberay-tpu-webhook"})
+
+    def test_single_replica_warns(self):
+        _, notes = render(tv(deployment={"replicas": 1}))
+        self.assertIn("WARNING: tpuWebhook.deployment.replicas is 1", notes)
+        self.assertIn("no\nPodDisruptionBudget", notes)
+        _, notes = render()
+        self.assertNotIn("WARNING", notes)
+
+
 class MatchConditions(unittest.TestCase):
     """/mutate and /validate carry matchConditions when the cluster has them
     (Kubernetes 1.28+, .Capabilities, or tpuWebhook.webhook.matchConditions),
