@@ -35,6 +35,12 @@ Scenarios:
              (replicaIndex, TPU_WORKER_ID) pair may appear twice, and all 64
              legitimate pods must be admitted (issue 23: forged uids made
              the webhook supersede live claims)
+  slow_claims  one replica with --threads=2, every Lease POST 2.5 s late:
+             while 8 legacy pods wait for their claims, /healthz and native
+             /mutate keep being answered (counted: answers that arrive before
+             the first legacy answer), then 40 legacy pods at once: those
+             beyond the workers and their queue are denied at once saying
+             KubeRay will retry; no answer is a 5xx
 """
 import base64
 import ctypes
@@ -70,16 +76,17 @@ def die_with_parent():
 
 
 class Env:
-    def __init__(self, binary, claims=True):
+    def __init__(self, binary, claims=True, replicas=3, threads=8):
         self.binary = binary
+        self.threads = threads
         self.dir = tempfile.mkdtemp(prefix="wh-replicas-")
         self.procs = []
         self.api = None
         self.claims = claims
         self.make_certs()
         self.start_api()
-        self.replicas = [self.start_replica(i) for i in range(3)]
-        self.live = list(range(3))
+        self.replicas = [self.start_replica(i) for i in range(replicas)]
+        self.live = list(range(replicas))
         with open(os.path.join(HERE, "legacy-v6e-16.json")) as f:
             self.tmpl = f.read()
         self.ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
@@ -136,8 +143,9 @@ class Env:
         if not self.claims:
             env["TPU_WEBHOOK_TEST_DISABLE_CLAIMS"] = "1"
         p = subprocess.Popen(
-            [self.binary, "serve", "--bind-address=127.0.0.1:0", "--v=1", "--threads=8",
-             "--tls-cert-file=" + self.path("srv.crt"),
+            [self.binary, "serve", "--bind-address=127.0.0.1:0", "--v=1"] +
+            (["--threads=%d" % self.threads] if self.threads else []) +
+            ["--tls-cert-file=" + self.path("srv.crt"),
              "--tls-private-key-file=" + self.path("srv.key"),
              "--kube-config-path=" + self.path("kubeconfig"), "--claims-namespace=" + NS,
              "--claim-lifetime=%ds" % LIFETIME_S, "--reservation-ttl=%ds" % LIFETIME_S,
@@ -452,14 +460,96 @@ def lease_429(env):
         fail("legacy pod not admitted once Leases answer again: %s %s" % (st, why))
 
 
+def slow_claims(env):
+    """Counts, not times: which answers arrive while claims wait."""
+    with open(os.path.join(HERE, "native-v6e-16.json")) as f:
+        native = f.read().replace("@CLUSTER@", "nslow").replace("@GROUP@", "tpu")
+    port = env.replicas[0]["port"]
+    env.control("faults", {"latency_ms": 2500, "only": "leases", "method": "POST"})
+    lock = threading.Lock()
+    legacy_answers = []
+    first_legacy = threading.Event()
+
+    def legacy(cluster, k):
+        review = owned(env.tmpl.replace("@CLUSTER@", cluster).replace("@GROUP@", "tpu"), cluster)
+        try:
+            st, out = env.request(port, "POST", "/mutate",
+                                  review.replace("705ab4f5", "%08x" % k), timeout=60)
+        except OSError as e:
+            st, out = 0, str(e).encode()
+        with lock:
+            legacy_answers.append((st, out))
+        first_legacy.set()
+
+    ts = [threading.Thread(target=legacy, args=("slow%d" % k, k)) for k in range(8)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)  # the 8 are on the wire (the claims take 2.5 s and more)
+    health = natives = 0
+    other = []
+    n = 0
+    while not first_legacy.is_set():
+        n += 1
+        st, out = env.request(port, "GET", "/healthz", timeout=30)
+        if first_legacy.is_set():
+            break
+        health += st == 200
+        st, out = env.request(port, "POST", "/mutate",
+                              native.replace("705ab4f5", "%08x" % (0x100000 + n)), timeout=30)
+        if first_legacy.is_set():
+            break
+        ids, why = admitted_ids(out) if st == 200 else (None, "HTTP %d" % st)
+        if ids is not None and ids[1] is not None:
+            natives += 1
+        else:
+            other.append(why)
+    for t in ts:
+        t.join()
+    print("slow_claims: while 8 legacy claims waited: /healthz answered %d, native admitted %d, "
+          "other %d; legacy answers %s" % (health, natives, len(other),
+                                           sorted(st for st, _ in legacy_answers)))
+    if other:
+        fail("native answers other than admitted while claims waited: %s" % other[:3])
+    if health < 3 or natives < 3:
+        fail("/healthz (%d) and native /mutate (%d) waited behind the claims" % (health, natives))
+    if any(st != 200 for st, _ in legacy_answers):
+        fail("legacy answers not 200: %s" % [(st, out[:200]) for st, out in legacy_answers])
+    # More legacy pods at once than the workers and their queue hold.
+    legacy_answers.clear()
+    ts = [threading.Thread(target=legacy, args=("burst%d" % k, 1000 + k)) for k in range(40)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    env.control("faults", {})
+    busy = 0
+    for st, out in legacy_answers:
+        if st != 200:
+            fail("a legacy answer of HTTP %d: %s" % (st, out[:300]))
+        ids, why = admitted_ids(out)
+        if ids is None and "workers" in why and "KubeRay will retry" in why:
+            busy += 1
+    print("slow_claims: 40 legacy pods at once: %d denied at once as busy, %d decided" %
+          (busy, len(legacy_answers) - busy))
+    if not busy:
+        fail("40 legacy pods at once with 2.5 s claims: none refused as busy")
+
+
 def main():
     if len(sys.argv) != 3:
         fail(__doc__)
     binary, scenario = sys.argv[1], sys.argv[2]
     random.seed(os.getpid())
-    env = Env(binary, claims=scenario != "no_claims")
+    env = Env(binary, claims=scenario != "no_claims",
+              replicas=1 if scenario == "slow_claims" else 3,
+              threads=2 if scenario == "slow_claims" else 8)
     try:
         env.wait_ready()
+        if scenario == "slow_claims":
+            slow_claims(env)
+            env.stop_replicas()
+            print("PASS %s" % scenario)
+            return
         if scenario == "lease_429":
             lease_429(env)
             env.stop_replicas()

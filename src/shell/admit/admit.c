@@ -464,16 +464,26 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
     }
 }
 
+/* Only KubeRay pods have a worker group to lock; the workload route sends
+ * every other TPU pod elsewhere. */
+static bool legacy_path(const struct wh_review_info *info, enum wh_route route)
+{
+    return info->kind == WH_KIND_POD && info->legacy &&
+           (route != WH_ROUTE_MUTATE_WORKLOAD || *info->cluster);
+}
+
+bool wh_admit_may_wait(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route)
+{
+    return ad->claims && legacy_path(wh_review_info(rv), route);
+}
+
 enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route,
                             struct wh_engine_result *res, char *errbuf)
 {
     memset(res, 0, sizeof(*res));
     enum wh_err err;
     const struct wh_review_info *info = wh_review_info(rv);
-    /* Only KubeRay pods have a worker group to lock; the workload route
-     * sends every other TPU pod elsewhere. */
-    if (info->kind == WH_KIND_POD && info->legacy &&
-        (route != WH_ROUTE_MUTATE_WORKLOAD || *info->cluster)) {
+    if (legacy_path(info, route)) {
         atomic_fetch_add_explicit(&ad->legacy_reviews, 1, memory_order_relaxed);
         err = admit_legacy(ad, rv, route, res, errbuf);
     } else {

@@ -312,13 +312,19 @@ static void admit_stats(void *ctx, struct wh_mgauges *st)
     wh_admit_stats(ctx, st);
 }
 
+static bool admit_may_wait(void *ctx, const struct wh_review *rv, enum wh_route route)
+{
+    return wh_admit_may_wait(ctx, rv, route);
+}
+
 static bool admit_start(const struct wh_admit_opts *o, struct wh_pipeline *pl, char *errbuf)
 {
     struct wh_admit *ad = wh_admit_new(o, errbuf);
     *pl = (struct wh_pipeline){.ctx = ad,
                                .decide = admit_decide,
                                .ready = admit_ready,
-                               .stats = admit_stats};
+                               .stats = admit_stats,
+                               .may_wait = admit_may_wait};
     return ad != NULL;
 }
 

@@ -27,6 +27,7 @@
 #include "wh/reqmem.h"    /* wh_reqmem_new, wh_reqmem_free */
 #include "server_conn.h"  /* wh_srv_on_connection */
 #include "server_impl.h"  /* struct wh_server */
+#include "server_pool.h"  /* wh_srv_pool_start, wh_srv_pool_stop, wh_srv_pool_free */
 #include "server_route.h" /* wh_srv_on_request, wh_srv_on_completed, wh_srv_on_uri */
 #include "wh/tls.h"       /* wh_tls_retrieve, WH_TLS_PRIORITIES */
 
@@ -171,34 +172,47 @@ static void install_http_guards(void)
                (char *)NULL);
 }
 
-struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct wh_pipeline *pl,
-                                  struct wh_metrics *m, char *errbuf)
+static bool start_args_ok(const struct wh_server_opts *o, const struct wh_pipeline *pl,
+                          struct sockaddr_storage *ss, socklen_t *sl, char *errbuf)
 {
     if (!pl || !pl->decide || !pl->ready || !pl->stats) {
         wh_fail(errbuf, WH_ERR_INVALID,
                 "the server needs an admission pipeline (decide, ready, stats)");
-        return NULL;
+        return false;
     }
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    if (wh_server_parse_bind(o->bind, &ss, &sl, errbuf))
-        return NULL;
+    if (wh_server_parse_bind(o->bind, ss, sl, errbuf))
+        return false;
     if (o->threads < 1 || o->max_connections < 1 || o->max_body < 1 || o->idle_timeout_ms < 1000 ||
         o->header_timeout_ms < 1 || o->request_timeout_ms < 1) {
         wh_fail(errbuf, WH_ERR_INVALID, "server limits must be positive (idle timeout >= 1s)");
-        return NULL;
+        return false;
     }
+    return true;
+}
+
+/* One body of the limit always fits, with room to parse and answer it. */
+static void raise_budgets(struct wh_server_opts *o)
+{
+    if (o->max_request_memory < 2 * o->max_body + REQUEST_MEMORY_SLACK)
+        o->max_request_memory = 2 * o->max_body + REQUEST_MEMORY_SLACK;
+    if (o->max_body_memory < o->max_body + 64 * 1024)
+        o->max_body_memory = o->max_body + 64 * 1024;
+}
+
+struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct wh_pipeline *pl,
+                                  struct wh_metrics *m, char *errbuf)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (!start_args_ok(o, pl, &ss, &sl, errbuf))
+        return NULL;
     struct wh_server *s = calloc(1, sizeof(*s));
     if (!s) {
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         return NULL;
     }
     s->o = *o;
-    /* One body of the limit always fits, with room to parse and answer it. */
-    if (s->o.max_request_memory < 2 * s->o.max_body + REQUEST_MEMORY_SLACK)
-        s->o.max_request_memory = 2 * s->o.max_body + REQUEST_MEMORY_SLACK;
-    if (s->o.max_body_memory < s->o.max_body + 64 * 1024)
-        s->o.max_body_memory = s->o.max_body + 64 * 1024;
+    raise_budgets(&s->o);
     wh_reqmem_install();
     install_http_guards();
     struct wh_reqmem_opts ro = {.request_budget = s->o.max_request_memory,
@@ -220,7 +234,12 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct w
     if (!getsockname(s->listen_fd, (struct sockaddr *)&bound, &bl))
         s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                     : ((struct sockaddr_in *)&bound)->sin_port);
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* The workers decide the reviews that may wait, their connections
+     * suspended meanwhile (server_pool.h). */
+    if (!(s->pool = wh_srv_pool_start(s, WH_SRV_POOL_WORKERS, WH_SRV_POOL_QUEUE)))
+        goto no_workers;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
     s->d = MHD_start_daemon(flags, 0, on_accept, s, wh_srv_on_request, s,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
@@ -246,6 +265,8 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct w
         goto fail;
     }
     return s;
+no_workers:
+    wh_fail(errbuf, WH_ERR_NOMEM, "cannot start the admission worker threads");
 fail:
     wh_server_free(s);
     return NULL;
@@ -304,7 +325,11 @@ void wh_server_counts(const struct wh_server *s, struct wh_server_counts *c)
 
 void wh_server_stop(struct wh_server *s)
 {
-    if (!s || !s->d)
+    if (!s)
+        return;
+    /* First: no connection may stay suspended into MHD_stop_daemon. */
+    wh_srv_pool_stop(s->pool);
+    if (!s->d)
         return;
     MHD_stop_daemon(s->d);
     s->d = NULL;
@@ -319,6 +344,7 @@ void wh_server_free(struct wh_server *s)
     if (s->listen_fd >= 0) /* never handed to MHD */
         close(s->listen_fd);
     /* MHD closed every connection and notified us; nothing is left linked. */
+    wh_srv_pool_free(s->pool);
     pthread_mutex_destroy(&s->lock);
     wh_reqmem_free(s->rm);
     free(s);

@@ -1,11 +1,13 @@
 /* server_admit.c: one admission over HTTP (see server_admit.h). */
 #include "server_admit.h"
 
-#include <stdio.h>  /* snprintf */
-#include <string.h> /* memcpy, memset, strchr */
+#include <stdatomic.h> /* atomic_load */
+#include <stdio.h>     /* snprintf */
+#include <string.h>    /* memcpy, memset, strchr */
 
 #include <microhttpd.h>
 
+#include "wh/buf.h"        /* wh_buf */
 #include "wh/clock.h"      /* wh_clock_us */
 #include "wh/log.h"        /* wh_log */
 #include "wh/metrics.h"    /* wh_metrics_admission, wh_metrics_path_label */
@@ -13,6 +15,15 @@
 #include "wh/routes.h"     /* wh_routes */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error */
 #include "server_conn.h"   /* wh_srv_conn_of, wh_srv_client_of */
+#include "server_pool.h"   /* wh_srv_pool_submit, WH_SRV_POOL_QUEUE */
+
+#define BUSY_DENIAL_TEXT                                                                         \
+    "the webhook's workers for pods that need a worker-id claim from the Kubernetes API server " \
+    "are all busy; the pod is not created now and KubeRay will retry"
+#define BUSY_DENIAL BUSY_DENIAL_TEXT " (%d claims already queued)"
+
+static enum MHD_Result answer(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                              enum wh_err err, char *errbuf);
 
 static unsigned status_of(enum wh_err err)
 {
@@ -111,13 +122,65 @@ static enum wh_err out_of_memory(const struct wh_server *s, const struct request
     }
 }
 
+/* The denial of a review that would wait when the workers' queue is full:
+ * an AdmissionReview answer of its own (the pipeline never saw it). */
+static enum MHD_Result refuse_busy(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, 4096);
+    enum wh_err err = wh_buf_add(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+                                     "\"AdmissionReview\",\"response\":{\"uid\":");
+    if (!err)
+        err = wh_buf_add_json_string(&b, who(rq)->uid, strlen(who(rq)->uid));
+    if (!err)
+        err = wh_buf_addf(&b,
+                          ",\"allowed\":false,\"status\":{\"metadata\":{},\"status\":\"Failure\","
+                          "\"code\":429,\"reason\":\"TooManyRequests\",\"message\":\"" BUSY_DENIAL
+                          "\"}}}",
+                          WH_SRV_POOL_QUEUE);
+    enum MHD_Result ret;
+    if (err) {
+        ret = wh_srv_reply_error(s, c, rq, 503, BUSY_DENIAL_TEXT, NULL);
+    } else {
+        ret = wh_srv_reply(s, c, rq, 200, "application/json", wh_buf_ptr(&b), wh_buf_len(&b), NULL);
+        struct wh_madmission ma = {.kind = who(rq)->kind_name, .allowed = false};
+        wh_metrics_admission(s->m, rq->path, &ma);
+    }
+    struct wh_engine_result none = {0};
+    log_admission(c, rq, 200, &none, BUSY_DENIAL_TEXT, wh_clock_us() - rq->start_us);
+    wh_buf_free(&b);
+    return ret;
+}
+
 enum MHD_Result wh_srv_admit(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    enum wh_route route = wh_routes[rq->path].engine;
-    enum wh_err err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
+    enum wh_err err;
+    if (rq->waiting) { /* called again: the worker's outcome, or too early */
+        if (!atomic_load(&rq->decided))
+            return MHD_YES;
+        err = rq->job_err;
+        snprintf(errbuf, sizeof(errbuf), "%s", rq->job_errbuf);
+        return answer(s, c, rq, err, errbuf);
+    }
+    rq->route = wh_routes[rq->path].engine;
+    err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
+    if (!err && s->pl.may_wait && s->pl.may_wait(s->pl.ctx, rq->rv, rq->route)) {
+        /* It may wait on the API server: never on this thread. */
+        if (!wh_srv_pool_submit(s->pool, c, rq))
+            return refuse_busy(s, c, rq);
+        rq->waiting = true;
+        return MHD_YES;
+    }
     if (!err)
-        err = s->pl.decide(s->pl.ctx, rq->rv, route, &rq->res, errbuf);
+        err = s->pl.decide(s->pl.ctx, rq->rv, rq->route, &rq->res, errbuf);
+    return answer(s, c, rq, err, errbuf);
+}
+
+/* The answer to a decided (or failed) review. */
+static enum MHD_Result answer(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
+                              enum wh_err err, char *errbuf)
+{
     enum wh_err oom = out_of_memory(s, rq, errbuf);
     if (oom) {
         /* An allocation failed on the way: nothing of it may be used, and

@@ -21,6 +21,8 @@
 #include "wh/server.h"  /* struct wh_server_opts */
 #include "mhd/tlsrec.h" /* gnutls_session_t */
 
+struct wh_srv_pool;
+
 #define ADDR_LEN 64
 
 /* One open connection, for the slow-client deadline. Linked into the
@@ -61,6 +63,15 @@ struct request {
      * none. */
     gnutls_session_t marked;
     int mark;
+    /* A review decided on the worker pool (server_pool.h): route is set and
+     * the connection suspended by the serving thread; job_err, job_errbuf
+     * and res written by the worker before decided turns true and the
+     * connection is resumed. */
+    bool waiting;
+    enum wh_route route;
+    atomic_bool decided;
+    enum wh_err job_err;
+    char job_errbuf[WH_ERRBUF_LEN];
 };
 
 struct wh_server {
@@ -84,8 +95,9 @@ struct wh_server {
     atomic_llong answered;
     atomic_llong aborted;
     atomic_llong n_conns;
-    struct wh_reqmem *rm; /* request arenas and their budgets */
-    pthread_mutex_t lock; /* the conn list */
+    struct wh_reqmem *rm;     /* request arenas and their budgets */
+    struct wh_srv_pool *pool; /* decides the reviews that may wait (server_pool.h) */
+    pthread_mutex_t lock;     /* the conn list */
     struct conn *conns;
 };
 

@@ -60,6 +60,12 @@ WH_NODISCARD enum wh_err wh_admit_review(struct wh_admit *ad, const char *body, 
                                          enum wh_route route, struct wh_engine_result *res,
                                          char *errbuf);
 
+/* Whether deciding rv may wait on the API server (a legacy pod's
+ * worker-id claim, up to the claim budget, WH_CLAIMS_DEFAULT_BUDGET_MS):
+ * such a review must be decided on a thread that serves no connection
+ * (docs/internals/threads.md). Never waits. */
+bool wh_admit_may_wait(struct wh_admit *ad, const struct wh_review *rv, enum wh_route route);
+
 /* Ready to serve admissions (for /readyz); when false, why says why. */
 bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len);
 /* The pipeline's gauges right now (for /metrics and tests). */

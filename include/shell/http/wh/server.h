@@ -61,13 +61,20 @@ struct wh_server_opts {
  *   with the request's arena bound (reqmem.h).
  * ready: ready to serve admissions (/readyz); when false, why says why
  *   (why may be NULL).
- * stats: the pipeline's gauges right now (/metrics). */
+ * stats: the pipeline's gauges right now (/metrics).
+ * decide may wait only for reviews may_wait says so of. */
 struct wh_pipeline {
     void *ctx;
     enum wh_err (*decide)(void *ctx, const struct wh_review *rv, enum wh_route route,
                           struct wh_engine_result *res, char *errbuf);
     bool (*ready)(void *ctx, char *why, size_t why_len);
     void (*stats)(void *ctx, struct wh_mgauges *st);
+    /* Optional (NULL: never). True when deciding rv may wait on the
+     * network (a legacy pod's worker-id claim on the API server): the
+     * server then decides it on its worker pool, the connection suspended,
+     * never on a thread that serves connections (docs/internals/threads.md).
+     * Must not wait itself. */
+    bool (*may_wait)(void *ctx, const struct wh_review *rv, enum wh_route route);
 };
 
 struct wh_server;
