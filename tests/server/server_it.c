@@ -1091,7 +1091,8 @@ static void case_body_memory_late(void)
  * next review on the same server is answered. */
 static void case_request_memory(void)
 {
-    char *extra[] = {"--max-body-bytes=65536", "--max-request-memory=1048576", "--v=1", NULL};
+    /* The smallest budget allowed: 2 x 64 KiB + 1 MiB. */
+    char *extra[] = {"--max-body-bytes=65536", "--max-request-memory=1179648", "--v=1", NULL};
     start_server(extra);
     enum { N = 30000 };
     size_t cap = 2 * N + 400, len = 0;
@@ -1364,6 +1365,11 @@ static void case_flags(void)
     expect_exit((char *[]){"--v=x", NULL}, 2, "invalid value \"x\" for flag -v");
     expect_exit((char *[]){"--max-body-bytes=12", NULL}, 2, "from 1024 to");
     expect_exit((char *[]){"--header-timeout=10", NULL}, 2, "duration");
+    /* Below the floor: refused with the minimum, not raised in silence. */
+    expect_exit((char *[]){"--max-body-bytes=65536", "--max-request-memory=1048576", NULL}, 2,
+                "invalid value 1048576 for flag -max-request-memory: the minimum is 1179648");
+    expect_exit((char *[]){"--max-body-bytes=65536", "--max-body-memory=65536", NULL}, 2,
+                "the minimum is 131072");
     /* A claim lifetime not well above the claim budget is refused. */
     expect_exit((char *[]){"--claim-lifetime=5s", NULL}, 2,
                 "invalid value 5000ms for flag -claim-lifetime: the minimum is 6s, twice the 3s");

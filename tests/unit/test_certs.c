@@ -183,6 +183,7 @@ static void test_write_dir(void **st)
                      1);
     assert_int_equal(X509_check_host(x, "webhook.example", 0, 0, NULL), 1);
     assert_int_equal(X509_check_ip_asc(x, "127.0.0.1", 0), 1);
+    assert_int_equal(X509_check_ip_asc(x, "::1", 0), 1);
     X509_free(x);
     /* Second run: same CA, new server certificate. */
     assert_int_equal(wh_certs_write(&o, &reused, errbuf), WH_OK);

@@ -324,10 +324,11 @@ enum wh_err wh_certs_write(const struct wh_certs_opts *o, bool *ca_reused, char 
     }
     sans[n++] = "DNS:localhost";
     sans[n++] = "IP:127.0.0.1";
+    sans[n++] = "IP:::1";
     for (size_t i = 0; i < o->n_extra_sans && n < WH_CERTS_MAX_SANS; i++)
         sans[n++] = o->extra_sans[i];
-    if (o->n_extra_sans > WH_CERTS_MAX_SANS - 6) {
-        err = wh_fail(errbuf, WH_ERR_INVALID, "at most %d extra names", WH_CERTS_MAX_SANS - 6);
+    if (o->n_extra_sans > WH_CERTS_MAX_SANS - 7) {
+        err = wh_fail(errbuf, WH_ERR_INVALID, "at most %d extra names", WH_CERTS_MAX_SANS - 7);
         goto out;
     }
     err = wh_certs_make_server(wh_buf_ptr(&ca_cert), wh_buf_len(&ca_cert), wh_buf_ptr(&ca_key),

@@ -11,7 +11,7 @@ static const char usage_head[] =
     "Writes a development CA (ca.crt, ca.key) and a server certificate\n"
     "(tls.crt, tls.key) for the webhook Service into a directory. The server\n"
     "certificate names <service>.<namespace>.svc, <service>.<namespace>.svc.cluster.local,\n"
-    "<service>.<namespace>, <service>, localhost and 127.0.0.1. An existing CA in the\n"
+    "<service>.<namespace>, <service>, localhost, 127.0.0.1 and ::1. An existing CA in the\n"
     "directory is reused (so clients that trust it keep working) unless --new-ca;\n"
     "the server certificate is always re-issued. Files are replaced atomically, so a\n"
     "running `tpu-webhook serve --tls-cert-file ...` picks the new pair up.\n"
@@ -21,7 +21,7 @@ static const char usage_head[] =
 int wh_cmd_certs(int argc, char **argv)
 {
     const char *dir = "certs/dev", *ns = "ray-system", *service = "kuberay-tpu-webhook";
-    const char *extra = NULL;
+    struct wh_flag_list extra = {.n = 0};
     long days = 365, ca_days = 3650;
     bool new_ca = false;
     /* One flag a line: a table, read down its columns. */
@@ -33,7 +33,7 @@ int wh_cmd_certs(int argc, char **argv)
         {"days", WH_FLAG_INT, &days, 1, 36500, "server certificate lifetime in days (default 365)", false},
         {"ca-days", WH_FLAG_INT, &ca_days, 1, 36500, "CA lifetime in days for a new CA (default 3650)", false},
         {"new-ca", WH_FLAG_BOOL, &new_ca, 0, 0, "replace an existing CA in the directory", false},
-        {"extra-san", WH_FLAG_STR, &extra, 0, 0, "one more name, DNS:<name> or IP:<address>", false},
+        {"extra-san", WH_FLAG_LIST, &extra, 0, 0, "one more name, DNS:<name> or IP:<address>; repeat for more", false},
     };
     /* clang-format on */
     size_t n_flags = sizeof(flags) / sizeof(flags[0]);
@@ -45,15 +45,14 @@ int wh_cmd_certs(int argc, char **argv)
         fprintf(stderr, "tpu-webhook certs: --dir, --namespace and --service may not be empty\n");
         return 2;
     }
-    const char *extras[1] = {extra};
     struct wh_certs_opts o = {.dir = dir,
                               .ns = ns,
                               .service = service,
                               .days = (int)days,
                               .ca_days = (int)ca_days,
                               .new_ca = new_ca,
-                              .extra_sans = extras,
-                              .n_extra_sans = extra ? 1 : 0};
+                              .extra_sans = extra.v,
+                              .n_extra_sans = extra.n};
     bool reused = false;
     if (wh_certs_write(&o, &reused, errbuf)) {
         fprintf(stderr, "tpu-webhook certs: %s\n", errbuf);
@@ -61,7 +60,7 @@ int wh_cmd_certs(int argc, char **argv)
     }
     printf("%s CA:        %s/ca.crt (key %s/ca.key)\n"
            "server certificate: %s/tls.crt (key %s/tls.key), %ld days, for %s.%s.svc,\n"
-           "                    localhost and 127.0.0.1\n"
+           "                    localhost, 127.0.0.1 and ::1\n"
            "serve with:  tpu-webhook serve --tls-cert-file=%s/tls.crt "
            "--tls-private-key-file=%s/tls.key\n",
            reused ? "kept" : "new", dir, dir, dir, dir, days, service, ns, dir, dir);

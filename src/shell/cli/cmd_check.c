@@ -8,7 +8,7 @@
 #include <errno.h>    /* errno */
 #include <stdio.h>    /* fprintf */
 #include <stdlib.h>   /* free, qsort */
-#include <string.h>   /* strcmp, strerror */
+#include <string.h>   /* strcmp, strerror, memmem */
 #include <sys/stat.h> /* stat, lstat */
 
 #include "wh/buf.h"      /* wh_buf */
@@ -33,7 +33,9 @@ static const char usage_head[] =
     "per host, hosts the topology needs, numOfHosts, verdict and warnings.\n"
     "Jobs, JobSets and LeaderWorkerSets whose pods request TPUs get one row\n"
     "each, judged by the workload validation and mutation (docs/workloads.md).\n"
-    "Other kinds in the files are ignored.\n"
+    "Other kinds in the files are ignored. Under a Helm chart found in a directory\n"
+    "(a folder with Chart.yaml), templates and files that do not parse are\n"
+    "skipped, with one note on stderr (check `helm template` output instead).\n"
     "\n"
     "Exit status: 0 nothing would be rejected; 1 a group would be rejected or a\n"
     "file could not be read or parsed; 2 a bad option.\n"
@@ -45,6 +47,11 @@ struct walk {
     struct wh_check_stats st;
     char errbuf[WH_ERRBUF_LEN];
     int failed; /* out of memory */
+    /* Files under a Helm chart (a folder with Chart.yaml, found by the walk)
+     * that are templates ("{{") or do not parse as manifests: skipped, and
+     * said once at the end. */
+    size_t skipped;
+    char chart[512]; /* the first chart folder skipped files were in */
 };
 
 static bool manifest_name(const char *name)
@@ -59,7 +66,24 @@ static bool manifest_name(const char *name)
     return false;
 }
 
-static void check_file(struct walk *w, const char *path)
+/* A file of a chart (chart: its folder) that is a template, or that does
+ * not parse: counted as skipped instead of checked. */
+static bool skip_chart_file(struct walk *w, const char *chart, const struct wh_buf *text,
+                            size_t rows_before, const struct wh_check_stats *before)
+{
+    bool tmpl = memmem(wh_buf_ptr(text), wh_buf_len(text), "{{", 2) != NULL;
+    if (!tmpl && w->st.errors == before->errors)
+        return false;
+    /* The rows the failed parse added go. */
+    while ((size_t)cJSON_GetArraySize(w->rows) > rows_before)
+        cJSON_DeleteItemFromArray(w->rows, cJSON_GetArraySize(w->rows) - 1);
+    w->st = *before;
+    if (!w->skipped++)
+        snprintf(w->chart, sizeof(w->chart), "%s", chart);
+    return true;
+}
+
+static void check_file(struct walk *w, const char *path, const char *chart)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_buf text;
@@ -70,8 +94,14 @@ static void check_file(struct walk *w, const char *path)
     if (err) {
         w->st.files++;
         err = wh_check_error_row(w->rows, &w->st, name, 0, errbuf[0] ? errbuf : wh_strerror(err));
+    } else if (chart && memmem(wh_buf_ptr(&text), wh_buf_len(&text), "{{", 2)) {
+        skip_chart_file(w, chart, &text, 0, &w->st);
     } else {
+        struct wh_check_stats before = w->st;
+        size_t rows_before = (size_t)cJSON_GetArraySize(w->rows);
         err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st, w->errbuf);
+        if (!err && chart)
+            skip_chart_file(w, chart, &text, rows_before, &before);
     }
     if (err)
         w->failed = 1;
@@ -83,11 +113,18 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void walk_path(struct walk *w, const char *path, int depth, bool explicit);
+static void walk_path(struct walk *w, const char *path, int depth, bool explicit, const char *chart);
 
 /* Directory entries in name order, so reports are stable. */
-static void walk_dir(struct walk *w, const char *path, int depth)
+static void walk_dir(struct walk *w, const char *path, int depth, const char *chart)
 {
+    if (!chart) {
+        char probe[1024];
+        struct stat cs;
+        snprintf(probe, sizeof(probe), "%s/Chart.yaml", path);
+        if (!stat(probe, &cs) && S_ISREG(cs.st_mode))
+            chart = path;
+    }
     DIR *d = opendir(path);
     if (!d) {
         char msg[WH_ERRBUF_LEN];
@@ -127,7 +164,7 @@ static void walk_dir(struct walk *w, const char *path, int depth)
             if (child) {
                 snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
                          names[i]);
-                walk_path(w, child, depth + 1, false);
+                walk_path(w, child, depth + 1, false, chart);
                 free(child);
             } else {
                 w->failed = 1;
@@ -138,11 +175,11 @@ static void walk_dir(struct walk *w, const char *path, int depth)
     free(names);
 }
 
-static void walk_path(struct walk *w, const char *path, int depth, bool explicit)
+static void walk_path(struct walk *w, const char *path, int depth, bool explicit, const char *chart)
 {
     struct stat sb;
     if (!strcmp(path, "-")) {
-        check_file(w, path);
+        check_file(w, path, NULL);
         return;
     }
     /* Symlinked directories are not followed below the top (no loops). */
@@ -158,7 +195,7 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
     }
     if (S_ISDIR(sb.st_mode)) {
         if (depth < CHECK_MAX_DEPTH) {
-            walk_dir(w, path, depth);
+            walk_dir(w, path, depth, chart);
             return;
         }
         char msg[WH_ERRBUF_LEN];
@@ -176,7 +213,7 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
     if (S_ISLNK(sb.st_mode) && stat(path, &sb) != 0)
         return; /* dangling */
     if (explicit || (manifest_name(path) && S_ISREG(sb.st_mode)))
-        check_file(w, path);
+        check_file(w, path, explicit ? NULL : chart);
 }
 
 /* The --output json report: the counts, ok, and the rows, which it takes
@@ -241,7 +278,7 @@ int wh_cmd_check(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < paths.n && !w.failed; i++)
-        walk_path(&w, paths.args[i], 0, true);
+        walk_path(&w, paths.args[i], 0, true, NULL);
     if (w.failed) {
         fprintf(stderr, "tpu-webhook check: %s\n", w.errbuf[0] ? w.errbuf : "out of memory");
         goto out;
@@ -252,6 +289,12 @@ int wh_cmd_check(int argc, char **argv)
         goto out;
     }
     fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
+    if (w.skipped)
+        fprintf(stderr,
+                "tpu-webhook check: note: skipped %zu file(s) of Helm chart(s) (templates, or not "
+                "manifests), the first chart %s; to check a chart, check what it renders: "
+                "helm template ... | tpu-webhook check -\n",
+                w.skipped, w.chart);
     rc = fflush(stdout) ? 2 : (w.st.rejected || w.st.errors) ? 1 : 0;
 out:
     cJSON_Delete(w.rows);

@@ -472,6 +472,21 @@ static int run(struct config *c, const struct wh_flag *flags, size_t n,
         wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, errbuf, (char *)NULL);
         return 2;
     }
+    /* One body of the limit must fit, with room to parse and answer it (the
+     * server's floor, wh/server.h): below it, say so rather than raise it. */
+    long req_min = 2 * c->max_body + 1024 * 1024, all_min = c->max_body + 64 * 1024;
+    if ((wh_flags_find(flags, n, "max-request-memory")->set && c->max_request_memory < req_min) ||
+        (wh_flags_find(flags, n, "max-body-memory")->set && c->max_body_memory < all_min)) {
+        bool req = c->max_request_memory < req_min;
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "invalid value %ld for flag -%s: the minimum is %ld (%s with --max-body-bytes=%ld)",
+                 req ? c->max_request_memory : c->max_body_memory,
+                 req ? "max-request-memory" : "max-body-memory", req ? req_min : all_min,
+                 req ? "2 x --max-body-bytes + 1 MiB" : "--max-body-bytes + 64 KiB", c->max_body);
+        wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, why, (char *)NULL);
+        return 2;
+    }
     /* The API server opens a connection per concurrent webhook call: up to
      * its --max-requests-inflight + --max-mutating-requests-inflight (600 by
      * default), often from one address. Three quarters of the 1024 default

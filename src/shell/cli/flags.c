@@ -84,6 +84,14 @@ static enum wh_err set_value(struct wh_flag *f, const char *value, char *errbuf)
     long v = 0;
     switch (f->type) {
     case WH_FLAG_STR: *(const char **)f->dst = value; break;
+    case WH_FLAG_LIST: {
+        struct wh_flag_list *l = f->dst;
+        if (l->n >= WH_FLAG_LIST_MAX)
+            return wh_fail(errbuf, WH_ERR_INVALID, "flag -%s given more than %d times", f->name,
+                           WH_FLAG_LIST_MAX);
+        l->v[l->n++] = value;
+        break;
+    }
     case WH_FLAG_BOOL:
         if (!parse_bool(value, (bool *)f->dst))
             return wh_fail(errbuf, WH_ERR_INVALID,
@@ -272,6 +280,7 @@ void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out)
         if (!f->help || !*f->help)
             continue;
         const char *arg = f->type == WH_FLAG_STR        ? " string"
+                          : f->type == WH_FLAG_LIST     ? " string (repeatable)"
                           : f->type == WH_FLAG_INT      ? " int"
                           : f->type == WH_FLAG_DURATION ? " duration"
                                                         : "";

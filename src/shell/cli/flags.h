@@ -28,6 +28,13 @@ enum wh_flag_type {
     WH_FLAG_INT,      /* long *, within [min, max] */
     WH_FLAG_BOOL,     /* bool * */
     WH_FLAG_DURATION, /* long * milliseconds, Go syntax: 1h2m3s, 500ms; within [min, max] ms */
+    WH_FLAG_LIST,     /* struct wh_flag_list *: repeatable, every value kept in order */
+};
+
+#define WH_FLAG_LIST_MAX 16
+struct wh_flag_list {
+    const char *v[WH_FLAG_LIST_MAX]; /* borrowed from argv */
+    size_t n;
 };
 
 struct wh_flag {
