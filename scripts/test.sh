@@ -18,6 +18,14 @@ cmake -S . -B build -DCMAKE_C_COMPILER=gcc >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+# The portable twins of the SIMD paths (b64.c, buf.c, jparse.c), which the
+# CPUs here never take: the unit tests only, in a build of their own.
+echo "== portable build (-DWH_PORTABLE=ON: no SIMD paths) + unit tests"
+cmake -S . -B build-portable -DCMAKE_C_COMPILER=gcc -DWH_PORTABLE=ON >/dev/null
+mapfile -t unit_targets < <(cd tests/unit && ls test_*.c | sed 's/\.c$//')
+cmake --build build-portable -j "$jobs" --target "${unit_targets[@]}"
+ctest --test-dir build-portable --output-on-failure -j "$jobs" -R '^unit\.' -E '^unit\.test_jparse_portable$'
+
 # Release (-O3 -DNDEBUG) is what packagers build and not the default
 # RelWithDebInfo: optimiser-only warnings (format-truncation, ...) and
 # behaviour without assert() show here.

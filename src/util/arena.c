@@ -5,6 +5,25 @@
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* memcpy */
 
+/* Under AddressSanitizer a reset poisons what it releases, so that a block
+ * used after the reset of its arena (a request's data after its answer) is
+ * reported as a use after poison instead of reading the next request's. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WH_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WH_ARENA_ASAN 1
+#endif
+#endif
+#ifdef WH_ARENA_ASAN
+#include <sanitizer/asan_interface.h> /* ASAN_POISON_MEMORY_REGION, ASAN_UNPOISON_MEMORY_REGION */
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define ALIGN 16
 #define FIRST_CHUNK_DEFAULT ((size_t)32 * 1024)
 /* Chunks double up to this, then grow by it (a 46 MB answer takes a few
@@ -46,8 +65,15 @@ static void *chunk_alloc(struct wh_arena *a, size_t n)
     return a->o.chunk_alloc ? a->o.chunk_alloc(a->o.ctx, n) : malloc(n);
 }
 
+/* The payload of a chunk: what a reset poisons. */
+static size_t payload(const struct chunk *c)
+{
+    return c->size - sizeof(struct chunk);
+}
+
 static void chunk_free(struct wh_arena *a, struct chunk *c)
 {
+    UNPOISON(c->data, payload(c)); /* the memory goes back to its owner clean */
     if (a->o.chunk_free)
         a->o.chunk_free(a->o.ctx, c, c->size);
     else
@@ -85,6 +111,7 @@ void wh_arena_reset(struct wh_arena *a)
         a->cur = c->prev;
         a->held -= c->size;
         if (a->spare_bytes + c->size <= a->o.retain) {
+            POISON(c->data, payload(c));
             c->prev = a->spare;
             a->spare = c;
             a->spare_bytes += c->size;
@@ -93,6 +120,7 @@ void wh_arena_reset(struct wh_arena *a)
         }
     }
     a->first->used = 0;
+    POISON(a->first->data, payload(a->first));
     a->last = NULL;
     a->end = WH_ARENA_OK;
 }
@@ -185,6 +213,7 @@ void *wh_arena_alloc(struct wh_arena *a, size_t n)
     if (room(a->cur) < sizeof(struct block) + need && !grow(a, need))
         return NULL;
     struct block *b = (struct block *)(a->cur->data + a->cur->used);
+    UNPOISON(b, sizeof(struct block) + need);
     b->size = need;
     a->cur->used += sizeof(struct block) + need;
     a->last = b;
@@ -206,6 +235,7 @@ void *wh_arena_realloc(struct wh_arena *a, void *p, size_t n)
     /* The newest block at the end of the current chunk grows in place. */
     if (b == a->last && (unsigned char *)p + b->size == a->cur->data + a->cur->used &&
         need - b->size <= room(a->cur)) {
+        UNPOISON((unsigned char *)p + b->size, need - b->size);
         a->cur->used += need - b->size;
         b->size = need;
         return p;

@@ -6,9 +6,9 @@
 #include <string.h>  /* memcpy */
 
 /* The AVX-512 VBMI and AVX2 encoders are built on x86-64 by gcc and clang
- * (function target attributes) and used when the CPU has them; elsewhere
- * the portable one. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+ * (function target attributes) and used when the CPU has them; elsewhere,
+ * and in a -DWH_PORTABLE=ON build, the portable one. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(WH_PORTABLE)
 #define WH_B64_AVX2 1
 #include <immintrin.h> /* _mm256_* */
 #else

@@ -7,12 +7,17 @@
 #include <stdio.h>   /* vsnprintf */
 #include <string.h>  /* memcpy */
 #include "wh/mem.h"  /* wh_free */
-#ifdef __SSE2__
+/* SSE2 (part of x86-64) for the escaping scan, except in a -DWH_PORTABLE=ON
+ * build, which tests the portable twin of every SIMD path. */
+#if defined(__SSE2__) && !defined(WH_PORTABLE)
+#define WH_BUF_SSE2 1
 #include <emmintrin.h> /* _mm_* */
+#else
+#define WH_BUF_SSE2 0
 #endif
 /* The AVX2 scan of long runs is built on x86-64 by gcc and clang (function
  * target attributes) and used when the CPU has AVX2, as in b64.c. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(WH_PORTABLE)
 #define WH_BUF_AVX2 1
 #include <immintrin.h> /* _mm256_* */
 #else
@@ -187,7 +192,7 @@ static size_t copy_plain(char *out, const char *s, size_t i, size_t n)
         i = j;
     }
 #endif
-#ifdef __SSE2__
+#if WH_BUF_SSE2
     /* 16 bytes per test (SSE2 is part of x86-64), stored before they are
      * judged (the room is there): a signed compare with 0x20 catches both
      * control characters and non-ASCII bytes. */

@@ -8,8 +8,13 @@
 #include <stdint.h>  /* uint64_t, uintptr_t */
 #include <stdlib.h>  /* strtod */
 #include <string.h>  /* memcmp, memcpy, memset */
-#ifdef __SSE2__
+/* SSE2 (part of x86-64) for the string scans, except in a -DWH_PORTABLE=ON
+ * build, which tests the portable twin. */
+#if defined(__SSE2__) && !defined(WH_PORTABLE)
+#define WH_JPARSE_SSE2 1
 #include <emmintrin.h> /* _mm_* */
+#else
+#define WH_JPARSE_SSE2 0
 #endif
 
 #include "wh/mem.h" /* wh_malloc, wh_free, wh_mem_bulk */
@@ -98,7 +103,7 @@ static inline cJSON *new_node(struct jp *j)
 
 /* ---- strings ------------------------------------------------------------ */
 
-#ifndef __SSE2__
+#if !WH_JPARSE_SSE2
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 /* Nonzero when a byte of w is '"', '\\' or below 0x20. */
@@ -109,7 +114,7 @@ static inline uint64_t word_special(uint64_t w)
 }
 #endif
 
-#ifdef __SSE2__
+#if WH_JPARSE_SSE2
 /* Bit i set when byte i of v stops a run of plain string bytes: '"', '\\'
  * or a control character. */
 static inline unsigned special16(__m128i v)
@@ -130,7 +135,7 @@ static inline __m128i load16(pos p)
  * '\\' or a control character), or end: 16 bytes per test with SSE2. */
 static inline pos scan(pos p, pos end)
 {
-#ifdef __SSE2__
+#if WH_JPARSE_SSE2
     while (end - p >= 16) {
         unsigned mask = special16(load16(p));
         if (mask)
@@ -267,7 +272,7 @@ static pos escaped(struct jp *j, pos p, pos q, char **out)
  * byte after its closing quote, or NULL. */
 static inline pos string(struct jp *j, pos p, char **out)
 {
-#ifdef __SSE2__
+#if WH_JPARSE_SSE2
     /* Most keys and values end within 16 bytes: with room in the slab, the
      * bytes just tested are stored as they are (what follows the string's
      * NUL there is free space) and no memcpy is called. */
@@ -379,7 +384,7 @@ static pos number(struct jp *j, pos p, cJSON *item)
 
 static pos skip_ws_run(pos p, pos end)
 {
-#ifdef __SSE2__
+#if WH_JPARSE_SSE2
     /* Indentation: 16 bytes per test. */
     while (end - p >= 16) {
         __m128i v = load16(p);
