@@ -265,3 +265,18 @@ int wh_identity_conflicts(const cJSON *env, const struct wh_identity_check *c,
     }
     return n;
 }
+
+bool wh_hostnet_dns_conflict(const cJSON *spec, const char *field, long pods, char *why, size_t n)
+{
+    const char *policy = wh_json_str(spec, "dnsPolicy");
+    if (pods <= 1 || !cJSON_IsTrue(wh_json_get(spec, "hostNetwork")) ||
+        (policy && !strcmp(policy, "ClusterFirstWithHostNet")))
+        return false;
+    snprintf(why, n,
+             "%s.hostNetwork is true but %s.dnsPolicy is %s%.*s%s; set %s.dnsPolicy: "
+             "ClusterFirstWithHostNet, or the cluster-DNS names the %ld pods reach each other by "
+             "(TPU_WORKER_HOSTNAMES, PET_MASTER_ADDR, the MEGASCALE coordinator) do not resolve",
+             field, field, policy ? "\"" : "", policy ? (int)wh_utf8_cut(policy, 40) : 20,
+             policy ? policy : "unset (ClusterFirst)", policy ? "\"" : "", field, pods);
+    return true;
+}

@@ -646,7 +646,8 @@ static size_t patch_estimate(const struct wl *w)
 }
 
 /* One identity per slice (docs/workloads.md): a single-host identity in a
- * container of a multi-host pod contradicts the peers built here. */
+ * container of a multi-host pod contradicts the peers built here; and the
+ * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet). */
 static enum wh_err one_identity(struct wl *w)
 {
     for (unsigned i = 0; i < w->tc.n; i++) {
@@ -661,6 +662,9 @@ static enum wh_err one_identity(struct wl *w)
                         wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index, ip[0].text,
                         n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
     }
+    char dns[640]; /* names that resolve */
+    if (wh_hostnet_dns_conflict(w->spec, "spec", w->n_hosts * w->n_slices, dns, sizeof(dns)))
+        return deny(w, "%s", dns);
     return WH_OK;
 }
 

@@ -68,6 +68,7 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 /* What a pod template implies: hosts per slice (0 when it requests no TPU
  * or its topology is unknown: nothing to check). */
 struct tmpl_hosts {
+    long slices; /* in: the replicas of a JobSet replicated job, else 1 */
     long hosts, chips;
     const char *topology;
 };
@@ -135,6 +136,10 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                        "divide the %ld chips of topology %s; expected a divisor of %ld",
                        field, out->chips, topo.chips, t, topo.chips);
     out->hosts = topo.chips / out->chips;
+    char dns[800], sf[330];
+    snprintf(sf, sizeof(sf), "%s.spec", field);
+    if (wh_hostnet_dns_conflict(spec, sf, out->hosts * out->slices, dns, sizeof(dns)))
+        WH_TRY(problem(v, "%s", dns));
     /* A literal TPU_WORKER_ID is one value for every pod of the template;
      * LWS sets its own per pod, so there only "localhost" is judged here. */
     bool lws = !strcmp(v->kind, "LeaderWorkerSet");
@@ -211,7 +216,7 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
 static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
 {
     const cJSON *spec = wh_json_get(obj, "spec");
-    struct tmpl_hosts th;
+    struct tmpl_hosts th = {.slices = 1};
     enum wh_err err = template_hosts(v, wh_json_get(spec, "template"), "spec.template", &th);
     if (!err && th.hosts > 1)
         err = check_job_spec(v, spec, "spec", &th, false);
@@ -233,7 +238,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
                  wh_json_str0(rj, "name"));
         const cJSON *jspec = wh_json_path(rj, "template", "spec", NULL);
         v->part = wh_json_str0(rj, "name");
-        struct tmpl_hosts th;
+        struct tmpl_hosts th = {.slices = int_field(rj, "replicas", 1)};
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
         err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
@@ -258,7 +263,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
 static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
 {
     const cJSON *lwt = wh_json_path(obj, "spec", "leaderWorkerTemplate", NULL);
-    struct tmpl_hosts th;
+    struct tmpl_hosts th = {.slices = 1};
     enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
                                      "spec.leaderWorkerTemplate.workerTemplate", &th);
     if (err || th.hosts <= 1)
@@ -266,7 +271,7 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
     bool leader_tpu = true;
     if (leader && !cJSON_IsNull(leader)) {
-        struct tmpl_hosts lh;
+        struct tmpl_hosts lh = {.slices = 1};
         err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
         leader_tpu = lh.chips > 0;
     }

@@ -850,6 +850,47 @@ class Identity(WorkloadCase):
         self.assertTrue(self.judge(j).allowed)
 
 
+class Names(WorkloadCase):
+    """Issue 24, item 3: a hostNetwork pod resolves the cluster-DNS names
+    the webhook writes only with dnsPolicy ClusterFirstWithHostNet."""
+
+    judge = Validation.judge
+
+    def test_hostnetwork_without_dns_policy_denied_at_the_pod(self):
+        for policy in (None, "ClusterFirst", "Default"):
+            p = jobset_pod()
+            if policy:
+                p["spec"]["dnsPolicy"] = policy
+            else:
+                del p["spec"]["dnsPolicy"]
+            r = self.mutate(p, allowed=False)
+            for part in ("spec.hostNetwork is true", "spec.dnsPolicy is", "ClusterFirstWithHostNet",
+                         "8 pods"):
+                self.assertIn(part, r.message)
+        self.mutate(jobset_pod())  # with ClusterFirstWithHostNet: admitted
+
+    def test_single_host_pod_on_host_network_not_judged(self):
+        p = batch_job_pod()
+        p["spec"]["hostNetwork"] = True
+        self.mutate(p)
+
+    def test_denied_at_the_template(self):
+        js = jobset()
+        t = js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+        t["hostNetwork"] = True
+        r = self.judge(js)
+        self.assertFalse(r.allowed)
+        for part in ('spec.replicatedJobs[1] ("slice").template.spec.template.spec.hostNetwork is true',
+                     "dnsPolicy is unset", "ClusterFirstWithHostNet"):
+            self.assertIn(part, r.message)
+        t["dnsPolicy"] = "ClusterFirstWithHostNet"
+        self.assertTrue(self.judge(js).allowed)
+        j = job()
+        j["spec"]["template"]["spec"]["hostNetwork"] = True
+        r = self.judge(j)
+        self.assertIn("spec.template.spec.dnsPolicy", r.message)
+
+
 class Routing(unittest.TestCase):
     def test_workload_route_refuses_non_pods(self):
         rc, err = W.run(review_of({"apiVersion": "batch/v1", "kind": "Job",

@@ -118,4 +118,15 @@ struct wh_identity_problem {
 int wh_identity_conflicts(const cJSON *env, const struct wh_identity_check *c,
                           struct wh_identity_problem out[2]);
 
+/* Names that resolve (docs/workloads.md): every name the webhook writes is
+ * a cluster-DNS name, which a hostNetwork pod resolves only with dnsPolicy
+ * ClusterFirstWithHostNet. */
+#define WH_RULE_HOSTNETWORK_DNS "tpu-hostnetwork-dnspolicy"
+
+/* True when pod spec spec (of a pod or a template; field names it, e.g.
+ * "spec.template.spec") has hostNetwork: true without dnsPolicy
+ * ClusterFirstWithHostNet while pods (> 1) reach each other by name; why
+ * then gets the text, naming both fields. */
+bool wh_hostnet_dns_conflict(const cJSON *spec, const char *field, long pods, char *why, size_t n);
+
 #endif
