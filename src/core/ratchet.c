@@ -2,6 +2,7 @@
 #include "wh/ratchet.h"
 
 #include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* bsearch, qsort */
 #include <string.h> /* strcmp, memset */
 
 #include "wh/json.h"              /* wh_json_get, wh_json_path, wh_json_str0 */
@@ -49,12 +50,20 @@ void wh_violations_free(struct wh_violations *v)
     memset(v, 0, sizeof(*v));
 }
 
+/* Order of keys (rule, then part), for qsort and bsearch. */
+static int key_cmp(const void *a, const void *b)
+{
+    const struct wh_violation *x = a, *y = b;
+    int c = strcmp(x->rule, y->rule);
+    return c ? c : strcmp(x->part, y->part);
+}
+
+/* v sorted by key_cmp: a lookup is logarithmic, so that an UPDATE's n
+ * problems against oldObject's m cost n log m, not n * m (thousands of
+ * broken worker groups in one RayCluster). */
 static bool has_key(const struct wh_violations *v, const struct wh_violation *x)
 {
-    for (size_t i = 0; i < v->n; i++)
-        if (!strcmp(v->items[i].rule, x->rule) && !strcmp(v->items[i].part, x->part))
-            return true;
-    return false;
+    return v->n && bsearch(x, v->items, v->n, sizeof(*v->items), key_cmp);
 }
 
 /* One policy, judging request's object into d and listing its problems in
@@ -101,6 +110,8 @@ static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judg
     enum wh_err err = old_request(request, old, &oreq);
     if (!err)
         err = judge(oreq, ctx, &od, &before, errbuf);
+    if (!err && before.n)
+        qsort(before.items, before.n, sizeof(*before.items), key_cmp);
     size_t fresh = 0;
     for (size_t i = 0; !err && i < now->n; i++)
         fresh += !has_key(&before, &now->items[i]);

@@ -94,6 +94,40 @@ class Updates(unittest.TestCase):
         rv["request"]["object"]["spec"]["workerGroupSpecs"][0]["groupName"] = "renamed"
         self.assertFalse(review(rv)["allowed"])
 
+    def test_many_broken_groups_moved_and_one_new(self):
+        """Problems are looked up by key among oldObject's (sorted, not a
+        scan of every pair): 300 broken groups listed in reverse are the
+        same problems (admitted); one more broken group is new (denied,
+        named), wherever it stands in the list."""
+        rv = self.load("raycluster-invalid-replicas-changed.json")
+        req = rv["request"]
+        base_new = req["object"]["spec"]["workerGroupSpecs"][0]
+        base_old = req["oldObject"]["spec"]["workerGroupSpecs"][0]
+
+        def groups(base, names):
+            out = []
+            for n in names:
+                g = copy.deepcopy(base)
+                g["groupName"] = n
+                out.append(g)
+            return out
+
+        names = ["g-%03d" % i for i in range(300)]
+        req["oldObject"]["spec"]["workerGroupSpecs"] = groups(base_old, names)
+        req["object"]["spec"]["workerGroupSpecs"] = groups(base_new, names[::-1])
+        r = review(rv)
+        self.assertTrue(r["allowed"], r.get("status"))
+        self.assertTrue(any("and 297 more problems already there" in w
+                            for w in r.get("warnings") or []), r.get("warnings"))
+        for at in (0, 150, 300):
+            with self.subTest(at=at):
+                new = names[::-1]
+                new.insert(at, "g-new")
+                req["object"]["spec"]["workerGroupSpecs"] = groups(base_new, new)
+                r = review(rv)
+                self.assertFalse(r["allowed"])
+                self.assertIn('"g-new"', r["status"]["message"])
+
     def test_deleting_but_not_update_is_judged(self):
         """deletionTimestamp admits an UPDATE only; a CREATE carrying one is
         judged (the API server never sends one, but the webhook must not
