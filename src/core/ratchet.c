@@ -98,6 +98,29 @@ static bool deleting(const cJSON *obj)
     return ts && !cJSON_IsNull(ts) && !(cJSON_IsString(ts) && !*ts->valuestring);
 }
 
+/* The denial names the problems this update adds first: its own list
+ * stops after a bounded number, and may then name only problems that were
+ * in oldObject already (the new group last of hundreds of broken ones). */
+static enum wh_err name_fresh(struct wh_decision *d, const struct wh_violations *now,
+                              const struct wh_violations *before, size_t fresh)
+{
+    char text[KEPT_WARNINGS * (WH_VIOLATION_MESSAGE_MAX + 2) + 64];
+    size_t o = 0, shown = 0;
+    for (size_t i = 0; i < now->n && shown < KEPT_WARNINGS; i++) {
+        if (has_key(before, &now->items[i]))
+            continue;
+        int w = snprintf(text + o, sizeof(text) - o, "%s%s", shown ? "; " : "",
+                         now->items[i].message);
+        o += w > 0 && (size_t)w < sizeof(text) - o ? (size_t)w : 0;
+        shown++;
+    }
+    if (fresh > shown)
+        snprintf(text + o, sizeof(text) - o, "; and %zu more", fresh - shown);
+    const char *was = d->message ? d->message : "";
+    return wh_decision_deny(d, "new in this update (not in oldObject): %s. All problems: %s", text,
+                            was);
+}
+
 /* d denied the object: judge oldObject too and admit when every problem
  * was there before. */
 static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judge, const void *ctx,
@@ -129,8 +152,10 @@ static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judg
             err = wh_decision_note(d, "update admitted: its %zu problems were all in oldObject",
                                    now->n);
     } else if (!err) {
-        err = wh_decision_note(d, "update denied: %zu of its %zu problems are not in oldObject",
-                               fresh, now->n);
+        err = name_fresh(d, now, &before, fresh);
+        if (!err)
+            err = wh_decision_note(d, "update denied: %zu of its %zu problems are not in oldObject",
+                                   fresh, now->n);
     }
     cJSON_Delete(oreq);
     wh_decision_free(&od);
@@ -166,7 +191,7 @@ static enum wh_err judge_raycluster(const cJSON *request, const void *ctx, struc
         const struct wh_group_finding *f = &rep.items[i];
         if (f->warning)
             continue;
-        char part[600], message[WH_WARNING_MAX + 1];
+        char part[600], message[WH_VIOLATION_MESSAGE_MAX + 1];
         /* Keyed by name: a group moved in the list is the same group. */
         snprintf(part, sizeof(part), "%s\x1f%s", *f->group ? f->group : "", f->field);
         snprintf(message, sizeof(message), "worker group \"%s\"%s%s: %s", f->group,

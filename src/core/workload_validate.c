@@ -38,7 +38,7 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 {
     if (v->out) {
-        char text[WH_WARNING_MAX + 1];
+        char text[WH_VIOLATION_MESSAGE_MAX + 1];
         va_list aq;
         va_start(aq, fmt);
         vsnprintf(text, sizeof(text), fmt, aq);

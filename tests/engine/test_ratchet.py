@@ -126,7 +126,9 @@ class Updates(unittest.TestCase):
                 req["object"]["spec"]["workerGroupSpecs"] = groups(base_new, new)
                 r = review(rv)
                 self.assertFalse(r["allowed"])
-                self.assertIn('"g-new"', r["status"]["message"])
+                msg = r["status"]["message"]
+                self.assertTrue(msg.startswith("new in this update (not in oldObject): "
+                                               'worker group "g-new"'), msg[:300])
 
     def test_deleting_but_not_update_is_judged(self):
         """deletionTimestamp admits an UPDATE only; a CREATE carrying one is

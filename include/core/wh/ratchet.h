@@ -23,6 +23,10 @@
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/state.h"    /* struct wh_state */
 
+/* Longest message of a violation kept (a warning cuts it shorter; a
+ * denial naming the problems an update adds shows it whole). */
+#define WH_VIOLATION_MESSAGE_MAX 1024
+
 /* One problem a policy found. */
 struct wh_violation {
     const char *rule; /* the rule's message format: static text, the same for any value */
