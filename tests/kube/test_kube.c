@@ -1526,6 +1526,21 @@ static void test_claim_unreadable_after_conflict(void **st)
     wh_claims_free(b);
 }
 
+/* The one percent-encoder of the kube room (reflector.c's continue tokens
+ * and resourceVersions, cmd_doctor.c's namespace and label selector). */
+static void test_escape(void **state)
+{
+    (void)state;
+    char out[64];
+    wh_kube_escape(out, sizeof(out), "ray.io/cluster=a b,c~_-");
+    assert_string_equal(out, "ray.io%2Fcluster%3Da%20b%2Cc~_-");
+    wh_kube_escape(out, sizeof(out), "");
+    assert_string_equal(out, "");
+    char small[8]; /* cut before an escape that does not fit */
+    wh_kube_escape(small, sizeof(small), "ab/cd");
+    assert_string_equal(small, "ab%2F");
+}
+
 static void test_no_api_server(void **st)
 {
     (void)st;
@@ -1643,6 +1658,7 @@ int main(void)
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_recreated_cluster_claims),
         cmocka_unit_test(test_claim_unreadable_after_conflict),
+        cmocka_unit_test(test_escape),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
         cmocka_unit_test(test_user_agent_on_every_call),

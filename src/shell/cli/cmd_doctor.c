@@ -97,34 +97,15 @@ static enum wh_err kube_connect(const struct source *src, struct wh_kube **k, ch
     return WH_OK;
 }
 
-/* s percent-encoded for a query or path segment (RFC 3986 unreserved kept). */
-static void escape(const char *s, char *out, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (; *s && o + 4 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-._~", c)) {
-            out[o++] = (char)c;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[c >> 4];
-            out[o++] = hex[c & 15];
-        }
-    }
-    out[o] = '\0';
-}
-
 /* One LIST: GET the collection (no paging: one request per resource). */
 static enum wh_err list(struct wh_kube *k, const char *resource, const struct source *src,
                         const char *selector, cJSON **out, char *errbuf)
 {
     char path[2400], ns[800] = "", sel[1200] = "";
     if (src->ns)
-        escape(src->ns, ns, sizeof(ns));
+        wh_kube_escape(ns, sizeof(ns), src->ns);
     if (selector)
-        escape(selector, sel, sizeof(sel));
+        wh_kube_escape(sel, sizeof(sel), selector);
     bool cluster_scoped = !strcmp(resource, "nodes") || src->all || !src->ns;
     snprintf(path, sizeof(path), "/api/v1/%s%s%s%s%s%s", cluster_scoped ? "" : "namespaces/",
              cluster_scoped ? "" : ns, cluster_scoped ? "" : "/", resource,

@@ -458,3 +458,21 @@ enum wh_err wh_kube_stream(struct wh_kube *k, const char *path, void (*on_open)(
     wh_buf_free(&x.line);
     return err;
 }
+
+void wh_kube_escape(char *dst, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *s && o + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            dst[o++] = (char)ch;
+        } else {
+            dst[o++] = '%';
+            dst[o++] = hex[ch >> 4];
+            dst[o++] = hex[ch & 15];
+        }
+    }
+    dst[o] = '\0';
+}

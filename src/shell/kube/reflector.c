@@ -76,24 +76,6 @@ static void mark_down(struct wh_reflector *w)
     w->healthy = false;
 }
 
-static void escape(char *dst, size_t cap, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (; *s && o + 4 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-            dst[o++] = (char)ch;
-        } else {
-            dst[o++] = '%';
-            dst[o++] = hex[ch >> 4];
-            dst[o++] = hex[ch & 15];
-        }
-    }
-    dst[o] = '\0';
-}
-
 /* Status code of a Status object body, or 0. */
 static long status_code(const cJSON *st)
 {
@@ -132,7 +114,7 @@ static enum wh_err get_page(struct wh_reflector *w, const char *cont, struct wh_
     char errbuf[WH_ERRBUF_LEN];
     /* 3x for percent-escaping; the continue token is opaque. */
     char esc[3 * CONT_MAX];
-    escape(esc, sizeof(esc), cont);
+    wh_kube_escape(esc, sizeof(esc), cont);
     struct wh_buf pb;
     wh_buf_init(&pb, sizeof(esc) + 1024);
     if (wh_buf_addf(&pb, "%s&limit=%ld%s%s", w->base, w->opts.page_size,
@@ -291,7 +273,7 @@ static enum watch_end watch_once(struct wh_reflector *w)
     char path[1024], rv[3 * sizeof(w->rv)];
     long to = w->opts.watch_timeout_s ? w->opts.watch_timeout_s
                                       : 120 + (long)(rand_r(&w->seed) % 121);
-    escape(rv, sizeof(rv), w->rv);
+    wh_kube_escape(rv, sizeof(rv), w->rv);
     snprintf(path, sizeof(path),
              "%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld", w->base,
              rv, to);

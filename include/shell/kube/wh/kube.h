@@ -31,6 +31,11 @@ void wh_kube_free(struct wh_kube *k); /* NULL-safe */
 /* "in-cluster" or the kubeconfig path; borrowed. */
 const char *wh_kube_source(const struct wh_kube *k);
 
+/* s percent-encoded into dst (cap bytes, NUL-terminated) for a path segment
+ * or a query value: RFC 3986's unreserved characters are kept, every other
+ * byte is %XX. Cut at a whole escape when dst is full. */
+void wh_kube_escape(char *dst, size_t cap, const char *s);
+
 /* GET server + path (path starts with '/', query already escaped). The body
  * is appended to body whatever the status; *status is the HTTP status. A
  * transport failure (connect, TLS, timeout, stop) is WH_ERR_HTTP/WH_ERR_TLS
