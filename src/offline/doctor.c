@@ -351,7 +351,21 @@ static void kuberay_host(struct dpod *p, const char *replica_label)
  * multi-slice group ("" when none). */
 struct keys {
     char slice[1600], group[1024], name[512];
+    bool cut; /* a key did not fit (items_of bounds the names, so never) */
 };
+
+/* Formats one key into dst; a key that does not fit marks k->cut rather than
+ * merging two slices under one truncated key. */
+__attribute__((format(printf, 4, 5))) static void key_put(struct keys *k, char *dst, size_t cap,
+                                                          const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap)
+        k->cut = true;
+}
 
 static void kuberay_keys(struct dpod *p, struct keys *k)
 {
@@ -366,14 +380,15 @@ static void kuberay_keys(struct dpod *p, struct keys *k)
     else if (legacy && !strncmp(legacy, g, strlen(g)) && legacy[strlen(g)] == '-')
         rep = legacy + strlen(g) + 1;
     p->slice_no = num_or(rep, -1);
-    snprintf(k->name, sizeof(k->name), "%s/%s/%s", cl, g, rep);
-    snprintf(k->group, sizeof(k->group), "R\x1f%s\x1f%s\x1f%s", p->ns, cl, g);
-    snprintf(k->slice, sizeof(k->slice), "%s\x1f%s", k->group, rep);
+    key_put(k, k->name, sizeof(k->name), "%s/%s/%s", cl, g, rep);
+    key_put(k, k->group, sizeof(k->group), "R\x1f%s\x1f%s\x1f%s", p->ns, cl, g);
+    key_put(k, k->slice, sizeof(k->slice), "%s\x1f%s", k->group, rep);
 }
 
 static void lws_keys(struct dpod *p, struct keys *k)
 {
     const char *lws = wh_meta_label(p->obj, K_LWS_NAME);
+    lws = lws ? lws : "?";
     const char *leader = wh_meta_annotation(p->obj, K_LWS_LEADER);
     bool is_leader = !leader;
     const char *tpus = wh_meta_annotation(p->obj, K_LWS_LEADER_TPUS);
@@ -388,8 +403,8 @@ static void lws_keys(struct dpod *p, struct keys *k)
         w = num_or(p->name + ll + 1, -1);
     p->host = w < 0 ? -1 : w - (leader_tpu ? 0 : 1);
     p->index_field = "metadata.labels[" K_LWS_WORKER "]";
-    snprintf(k->name, sizeof(k->name), "%s/%s", lws, leader);
-    snprintf(k->slice, sizeof(k->slice), "L\x1f%s\x1f%s\x1f%s", p->ns, lws, leader);
+    key_put(k, k->name, sizeof(k->name), "%s/%s", lws, leader);
+    key_put(k, k->slice, sizeof(k->slice), "L\x1f%s\x1f%s\x1f%s", p->ns, lws, leader);
 }
 
 static void jobset_keys(struct dpod *p, struct keys *k)
@@ -401,9 +416,9 @@ static void jobset_keys(struct dpod *p, struct keys *k)
     p->index_field = "metadata.labels[" K_JOB_INDEX "]";
     p->slice_no = num_or(job, -1);
     p->n_slices = num_or(lab(p, K_JS_REPLICAS), -1);
-    snprintf(k->name, sizeof(k->name), "%s/%s/%s", js, rj, job);
-    snprintf(k->group, sizeof(k->group), "S\x1f%s\x1f%s\x1f%s", p->ns, js, rj);
-    snprintf(k->slice, sizeof(k->slice), "%s\x1f%s", k->group, job);
+    key_put(k, k->name, sizeof(k->name), "%s/%s/%s", js, rj, job);
+    key_put(k, k->group, sizeof(k->group), "S\x1f%s\x1f%s\x1f%s", p->ns, js, rj);
+    key_put(k, k->slice, sizeof(k->slice), "%s\x1f%s", k->group, job);
 }
 
 static void keys_of(struct dpod *p, struct keys *k)
@@ -426,13 +441,13 @@ static void keys_of(struct dpod *p, struct keys *k)
         p->kind = DK_JOB;
         p->host = num_or(lab(p, K_JOB_INDEX), -1);
         p->index_field = "metadata.labels[" K_JOB_INDEX "]";
-        snprintf(k->name, sizeof(k->name), "%s", job);
-        snprintf(k->slice, sizeof(k->slice), "J\x1f%s\x1f%s", p->ns, job);
+        key_put(k, k->name, sizeof(k->name), "%s", job);
+        key_put(k, k->slice, sizeof(k->slice), "J\x1f%s\x1f%s", p->ns, job);
     } else {
         p->kind = DK_POD;
         p->host = 0;
-        snprintf(k->name, sizeof(k->name), "%s", p->name);
-        snprintf(k->slice, sizeof(k->slice), "P\x1f%s\x1f%s", p->ns, p->name);
+        key_put(k, k->name, sizeof(k->name), "%s", p->name);
+        key_put(k, k->slice, sizeof(k->slice), "P\x1f%s\x1f%s", p->ns, p->name);
     }
 }
 
@@ -446,8 +461,14 @@ static bool live(const cJSON *pod)
 
 static enum wh_err file_pod(struct doc *d, struct dpod *p)
 {
-    struct keys k;
+    struct keys k = {.cut = false};
     keys_of(p, &k);
+    if (k.cut)
+        return wh_fail(d->errbuf, WH_ERR_INVALID,
+                       "pod %.253s/%.253s: its namespace, name or slice labels are longer than "
+                       "Kubernetes allows (63 characters for a namespace or label value, 253 for "
+                       "a name); give the pod list as the API server returns it",
+                       p->ns ? p->ns : "", p->name ? p->name : "");
     struct dslice *s = dmap_get(&d->slices, k.slice);
     enum wh_err err = WH_OK;
     if (!s) {

@@ -417,6 +417,28 @@ class BadInput(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("bad.yaml", p.stderr)
 
+    def test_names_longer_than_kubernetes_allows(self):
+        # Slice keys are built from the namespace and the slice labels; two
+        # pods whose labels differ past what a key holds must not be judged as
+        # one slice: such a list (no API server returns it) is refused.
+        pods = []
+        for i in range(2):
+            pods.append({"kind": "Pod", "metadata": {
+                "name": "p%d" % i, "namespace": "ns",
+                "labels": {"jobset.sigs.k8s.io/jobset-name": "j" * 1500 + str(i),
+                           "jobset.sigs.k8s.io/replicatedjob-name": "w",
+                           "jobset.sigs.k8s.io/job-index": "0",
+                           "batch.kubernetes.io/job-completion-index": str(i)}},
+                "spec": {"containers": [{"name": "c", "resources": {
+                    "limits": {"google.com/tpu": "4"}}}]}})
+        f = os.path.join(TMP, "long.json")
+        with open(f, "w") as fh:
+            json.dump({"kind": "List", "items": pods}, fh)
+        p = self.run_doctor("--pods", f)
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("pod ns/p0: its namespace, name or slice labels are longer than Kubernetes allows",
+                      p.stderr)
+
     def test_nodes_without_pods(self):
         p = self.run_doctor("--nodes", "x.json")
         self.assertEqual(p.returncode, 2)
