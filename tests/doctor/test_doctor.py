@@ -302,7 +302,12 @@ class Broken(unittest.TestCase):
         c = cluster("job")
         p = by_name(c, "train-v6e-2")
         p["spec"]["hostNetwork"] = True
-        self.expect(c, "train-v6e", "hostnetwork-dns", p["metadata"]["name"])
+        # The webhook itself now refuses such a pod (docs/workloads.md, "Names
+        # that resolve"), so the drift check says so for the same pod.
+        rep = self.expect(c, "train-v6e", "hostnetwork-dns", p["metadata"]["name"], also=("drift",))
+        drift = [f for f in problems(rep) if f[1] == "drift"]
+        self.assertEqual(drift, [("train-v6e", "drift", p["metadata"]["name"])])
+        self.assertIn("ClusterFirstWithHostNet", json.dumps(rep))
 
     def test_mixed_node_pools(self):
         c = cluster("kuberay-native")
