@@ -38,16 +38,18 @@ def default_values():
         return yaml.safe_load(f)
 
 
-def helm_template(chart, overrides=None, release="tpu-webhook", namespace="default", kube=None):
-    """{template path: rendered text} as `helm template` gives them; the
-    overrides are a values file merged over the chart's values.yaml; kube:
-    the cluster's version (--kube-version; helmrender's default v1.30.0)."""
+def helm_template(chart, overrides=None, release="tpu-webhook", namespace="default", kube=None,
+                  files=()):
+    """{template path: rendered text} as `helm template` gives them; files
+    (values files, like -f) and then the overrides (a values file) are
+    merged over the chart's values.yaml; kube: the cluster's version
+    (--kube-version; helmrender's default v1.30.0)."""
     binary = os.environ.get("WH_HELMRENDER", "")
     if not binary or not os.access(binary, os.X_OK):
         raise AssertionError("helmrender not built (WH_HELMRENDER=%r): go not found? run "
                              "scripts/setup.sh" % binary)
     with tempfile.TemporaryDirectory() as d:
-        args = [binary, chart, release, namespace]
+        args = [binary, chart, release, namespace] + list(files)
         if overrides is not None:
             args.append(os.path.join(d, "values.json"))
             with open(args[-1], "w") as f:
@@ -59,9 +61,9 @@ def helm_template(chart, overrides=None, release="tpu-webhook", namespace="defau
     return json.loads(p.stdout)
 
 
-def render(overrides=None, release="tpu-webhook", kube=None):
+def render(overrides=None, release="tpu-webhook", kube=None, files=()):
     """Rendered manifests (list of objects) and NOTES text."""
-    out = helm_template(CHART, overrides, release, kube=kube)
+    out = helm_template(CHART, overrides, release, kube=kube, files=files)
     objs, prefix = [], chart_meta()["name"] + "/templates/"
     for name in sorted(out):
         base = name[len(prefix):]
@@ -394,6 +396,112 @@ class Upgrade(unittest.TestCase):
         self.assertIn("no\nPodDisruptionBudget", notes)
         _, notes = render()
         self.assertNotIn("WARNING", notes)
+
+
+# Google's image, as the reference chart and README name it (copied into
+# tests/fixtures/reference-chart/values.yaml with its origin).
+REFERENCE_IMAGE = "us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook/tpu-webhook"
+REFERENCE_VALUES = os.path.join(dl.ROOT, "tests", "fixtures", "reference-chart", "values.yaml")
+# The one override docs/deploy.md ("Upgrading from kuberay-tpu-webhook")
+# tells an upgrading user to add to the reference's values file.
+OUR_IMAGE = {"repository": "registry.example.com/tpu-webhook", "tag": "0.1.0"}
+
+
+def flat(v, path=""):
+    """{path: leaf} of a parsed object (lists indexed), for diffs."""
+    if isinstance(v, dict) and v:
+        out = {}
+        for k in v:
+            out.update(flat(v[k], "%s.%s" % (path, k) if path else k))
+        return out
+    if isinstance(v, list) and v:
+        out = {}
+        for i, x in enumerate(v):
+            out.update(flat(x, "%s[%d]" % (path, i)))
+        return out
+    return {path: v}
+
+
+def by_key(objs):
+    return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
+
+
+class UpgradeFromReference(unittest.TestCase):
+    """An upgrade from the reference chart (issue 23, item 5): its image is
+    refused with the fix named, and its own values file plus the one
+    documented override (the image) renders a valid install that differs
+    from a fresh one only where docs/deploy.md says."""
+
+    def test_reference_image_refused(self):
+        mirror = "mirror.example.com/" + REFERENCE_IMAGE[len("us-docker.pkg.dev/"):]
+        for repo in (REFERENCE_IMAGE, REFERENCE_IMAGE + "/", mirror):
+            with self.subTest(repo=repo):
+                with self.assertRaises(TemplateError) as cm:
+                    render(tv(image={"repository": repo, "tag": "v1.4.0-gke.3"}))
+                msg = str(cm.exception)
+                self.assertIn("tpuWebhook.image.repository is %s," % repo.rstrip("/"), msg)
+                self.assertIn("does not take this chart's flags", msg)
+                self.assertIn("set tpuWebhook.image.repository (and tpuWebhook.image.tag) to a "
+                              "tpu-webhook image built from this repository's Dockerfile", msg)
+        # The reference's values file as it is names the reference's image.
+        with self.assertRaisesRegex(TemplateError, "tpuWebhook.image.repository is " + re.escape(REFERENCE_IMAGE)):
+            render(files=[REFERENCE_VALUES])
+
+    def test_this_projects_image_renders(self):
+        for image, want in (({}, "tpu-webhook:" + chart_meta()["appVersion"]),
+                            (OUR_IMAGE, "registry.example.com/tpu-webhook:0.1.0"),
+                            ({"repository": "us-docker.pkg.dev/acme/tpu-webhook", "tag": "1"},
+                             "us-docker.pkg.dev/acme/tpu-webhook:1")):
+            with self.subTest(image=image):
+                objs, _ = render(tv(image=image) if image else None)
+                c = deployment(objs)["spec"]["template"]["spec"]["containers"][0]
+                self.assertEqual(c["image"], want)
+
+    def test_reference_values_with_the_image_override(self):
+        with open(REFERENCE_VALUES) as f:
+            ref = yaml.safe_load(f)["tpuWebhook"]
+        self.assertEqual(ref["image"]["repository"], REFERENCE_IMAGE)  # the fixture is the reference's
+        up, up_notes = render(tv(image=OUR_IMAGE), files=[REFERENCE_VALUES], kube="v1.26.0")
+        self.assertEqual(dl.schema_errors(up), [])
+        self.assertEqual(dl.check_install(up), [])
+        fresh, fresh_notes = render(tv(image=OUR_IMAGE), kube="v1.26.0")
+        a, b = by_key(up), by_key(fresh)
+        # Only replicas: 1 differs: no PodDisruptionBudget, one replica.
+        self.assertEqual(set(b) - set(a), {("PodDisruptionBudget", "ray-system", dl.NAME)})
+        self.assertEqual(set(a) - set(b), set())
+        diffs = {}
+        for k in a:
+            fa, fb = flat(a[k]), flat(b[k])
+            for p in set(fa) | set(fb):
+                if fa.get(p, "<absent>") != fb.get(p, "<absent>"):
+                    diffs[(k[0], p)] = (fa.get(p, "<absent>"), fb.get(p, "<absent>"))
+        self.assertEqual(diffs, {("Deployment", "spec.replicas"): (1, 2)})
+        # Everything else the reference's values set is kept as it meant.
+        d = deployment(up)
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        self.assertIn("--v=%d" % ref["deployment"]["verbosity"], c["args"])
+        self.assertIn("--bind-address=:%d" % ref["deployment"]["bindPort"], c["args"])
+        cert = dl.find(up, "Certificate", "kuberay-tpu-webhook-certs")[0]["spec"]
+        self.assertEqual((cert["duration"], cert["renewBefore"]), (ref["cert"]["duration"], ref["cert"]["renewBefore"]))
+        self.assertIn("WARNING: tpuWebhook.deployment.replicas is 1", up_notes)
+        self.assertNotIn("WARNING", fresh_notes)
+        # The documented fix for the warning removes the last difference.
+        up2, _ = render(tv(image=OUR_IMAGE, deployment={"replicas": 2}), files=[REFERENCE_VALUES], kube="v1.26.0")
+        self.assertEqual(up2, fresh)
+
+    def test_docs_steps_are_the_tested_ones(self):
+        with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
+            doc = f.read()
+        sec = doc.split("\n## Upgrading from kuberay-tpu-webhook\n", 1)[1].split("\n## ", 1)[0]
+        cmd = re.search(r"helm upgrade RELEASE deploy/helm/kuberay-tpu-webhook -f values.yaml(.*?)\n\s*```", sec, re.S)
+        self.assertIsNotNone(cmd)
+        sets = re.findall(r"--set (\S+?)=", cmd.group(1))
+        self.assertEqual(sets, ["tpuWebhook.image.repository", "tpuWebhook.image.tag"])
+        self.assertEqual(sorted(OUR_IMAGE), ["repository", "tag"])
+        self.assertIn("--set tpuWebhook.deployment.replicas=2", sec)
+        self.assertIn(REFERENCE_IMAGE, sec)
+        self.assertIn("Kubernetes: 1.26 or later", sec)
+        self.assertIn("matchConditions and need 1.28", sec)
 
 
 class MatchConditions(unittest.TestCase):

@@ -13,7 +13,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* The reference's image (Google's Go webhook) does not define this chart's
+flags (--tls-cert-file, --shutdown-delay, ...): its pods would exit at start
+and the rollout would stop, so it is refused here (docs/deploy.md,
+"Upgrading from kuberay-tpu-webhook"). */}}
 {{- define "tpu-webhook.image" -}}
+{{- $repo := trimSuffix "/" (toString .Values.tpuWebhook.image.repository) -}}
+{{- if hasSuffix "ai-on-gke/kuberay-tpu-webhook/tpu-webhook" $repo -}}
+{{- fail (printf "tpuWebhook.image.repository is %s, the reference webhook's image, which does not take this chart's flags (its pods would exit at start); set tpuWebhook.image.repository (and tpuWebhook.image.tag) to a tpu-webhook image built from this repository's Dockerfile (docs/deploy.md, \"Upgrading from kuberay-tpu-webhook\")" $repo) -}}
+{{- end -}}
 {{- printf "%s:%s" .Values.tpuWebhook.image.repository (.Values.tpuWebhook.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
