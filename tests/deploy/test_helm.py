@@ -543,6 +543,33 @@ class MatchConditions(unittest.TestCase):
         with self.assertRaisesRegex(TemplateError, "matchConditions is maybe; set it to auto"):
             render(tv(webhook={"matchConditions": "maybe"}))
 
+    def test_workloads_refused_below_1_28(self):
+        # The workload webhooks always carry matchConditions: below 1.28 the
+        # chart fails with the value, the version and the fix, instead of
+        # an object the API server refuses or silently changes.
+        for kube in ("v1.26.0", "v1.27.9", "1.27.3-gke.100"):
+            with self.subTest(kube=kube):
+                with self.assertRaises(TemplateError) as cm:
+                    render(tv(workloads={"enabled": True}), kube=kube)
+                msg = str(cm.exception)
+                self.assertIn("tpuWebhook.workloads.enabled is true, but the cluster is Kubernetes v%s"
+                              % kube.lstrip("v"), msg)
+                self.assertIn("need Kubernetes 1.28 or later", msg)
+                self.assertIn("set tpuWebhook.workloads.enabled=false", msg)
+                # Without the workloads the same cluster renders.
+                objs, _ = render(kube=kube)
+                self.assertEqual(dl.check_install(objs), [])
+        for kube in ("v1.28.0", "1.28.1-gke.1", "v1.30.0", "v1.33.2"):
+            with self.subTest(kube=kube):
+                objs, _ = render(tv(workloads={"enabled": True}), kube=kube)
+                self.assertEqual(dl.check_install(objs), [])
+                names = [o["metadata"]["name"] for o in objs if "webhooks" in o]
+                self.assertIn("tpu-webhook-workload-mutating-cfg", names)
+                self.assertIn("tpu-webhook-workload-validating-cfg", names)
+        # The documented escape for a 1.27 API server with the feature gate.
+        objs, _ = render(tv(workloads={"enabled": True}, webhook={"matchConditions": True}), kube="v1.27.9")
+        self.assertEqual(dl.check_install(objs), [])
+
     def test_every_expression_parses(self):
         import cel
         objs, _ = render(tv(workloads={"enabled": True}))

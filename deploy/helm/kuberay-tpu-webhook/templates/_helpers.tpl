@@ -62,6 +62,19 @@ default) for the cluster's version as Helm sees it (.Capabilities; pass
 {{- end -}}
 {{- end -}}
 
+{{/* The workload webhooks always carry matchConditions (their mutating
+entries see only pods requesting TPUs), a field of Kubernetes 1.28+: on an
+older cluster the API server does not know it (1.26, Helm's schema check
+refuses the object) or drops it unless a feature gate is on (1.27). Refused
+here with the fix instead; tpuWebhook.webhook.matchConditions=true asserts
+that the cluster has the field (docs/workloads.md). */}}
+{{- define "tpu-webhook.workloadsNeedKube" -}}
+{{- $kube := .Capabilities.KubeVersion.Version -}}
+{{- if and (not (semverCompare ">=1.28.0-0" $kube)) (ne (toString .Values.tpuWebhook.webhook.matchConditions) "true") -}}
+{{- fail (printf "tpuWebhook.workloads.enabled is true, but the cluster is Kubernetes %s and the workload webhooks carry matchConditions, which need Kubernetes 1.28 or later; upgrade the cluster to 1.28+, or set tpuWebhook.workloads.enabled=false (KubeRay pods and RayClusters are still served), or set tpuWebhook.webhook.matchConditions=true if this API server has the AdmissionWebhookMatchConditions feature gate on; with helm template pass the cluster's --kube-version (docs/workloads.md)" $kube) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* A container requesting TPU chips, in CEL (the webhook's own test:
 src/core/podspec.c, limits or requests). */}}
 {{- define "tpu-webhook.celTPU" -}}
