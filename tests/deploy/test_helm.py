@@ -504,6 +504,17 @@ class UpgradeFromReference(unittest.TestCase):
         self.assertIn("matchConditions and need 1.28", sec)
 
 
+# An overlay with the opt-in matchConditions component, as docs/deploy.md
+# ("matchConditions with kustomize") shows it.
+KUSTOMIZE_OVERLAY = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %(kustomize)s/%(base)s
+components:
+  - %(kustomize)s/components/match-conditions
+"""
+
+
 class MatchConditions(unittest.TestCase):
     """/mutate and /validate carry matchConditions when the cluster has them
     (Kubernetes 1.28+, .Capabilities, or tpuWebhook.webhook.matchConditions),
@@ -518,6 +529,63 @@ class MatchConditions(unittest.TestCase):
         mwc = dl.find(objs, "MutatingWebhookConfiguration", "kuberay-tpu-mutating-webhook-cfg")[0]
         vwc = dl.find(objs, "ValidatingWebhookConfiguration", "kuberay-tpu-validating-webhook-cfg")[0]
         return mwc["webhooks"][0], vwc["webhooks"][0], objs
+
+    def kustomize_hooks(self, base="default"):
+        """The two hooks of deploy/kustomize/<base> with the opt-in component
+        components/match-conditions, through an overlay as docs/deploy.md
+        shows it."""
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        with tempfile.TemporaryDirectory() as d:
+            # kustomize takes only relative paths to directories outside it.
+            rel = os.path.relpath(os.path.join(dl.ROOT, "deploy", "kustomize"), d)
+            with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+                f.write(KUSTOMIZE_OVERLAY % {"kustomize": rel, "base": base})
+            objs = dl.kustomize_render(d)
+        mwc = dl.find(objs, "MutatingWebhookConfiguration", "kuberay-tpu-mutating-webhook-cfg")[0]
+        vwc = dl.find(objs, "ValidatingWebhookConfiguration", "kuberay-tpu-validating-webhook-cfg")[0]
+        return mwc["webhooks"][0], vwc["webhooks"][0], objs
+
+    def sources(self):
+        """(what, mutate hook, validate hook) of every install that carries
+        matchConditions: the chart on 1.28+, kustomize with the component."""
+        m, v, _ = self.hooks()
+        out = [("chart", m, v)]
+        for base in ("default", "base", "workloads"):
+            m, v, _ = self.kustomize_hooks(base)
+            out.append(("kustomize " + base, m, v))
+        return out
+
+    def test_kustomize_component_equals_the_chart(self):
+        # One source of truth: the component's conditions are the chart's,
+        # name and CEL, character for character.
+        cm, cv, _ = self.hooks()
+        for base in ("default", "base", "workloads"):
+            with self.subTest(base=base):
+                m, v, objs = self.kustomize_hooks(base)
+                self.assertEqual(m["matchConditions"], cm["matchConditions"])
+                self.assertEqual(v["matchConditions"], cv["matchConditions"])
+                plain = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", base))
+                # The component adds matchConditions and nothing else.
+                for o in objs:
+                    for w in o.get("webhooks") or []:
+                        if w["name"] in (m["name"], v["name"]):
+                            w.pop("matchConditions")
+                self.assertEqual(objs, plain)
+                self.assertEqual(dl.check_install(objs, cert_manager=(base != "base")), [])
+        # Without the component kustomize renders none on these two.
+        for base in ("default", "base"):
+            objs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", base))
+            for o in objs:
+                for w in o.get("webhooks") or []:
+                    self.assertNotIn("matchConditions", w)
+
+    def test_kustomize_component_documented(self):
+        with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
+            doc = f.read()
+        sec = doc.split("\n### matchConditions with kustomize\n", 1)[1].split("\n#", 1)[0]
+        block = re.search(r"```yaml\n(.*?)```", sec, re.S).group(1)
+        self.assertEqual(yaml.safe_load(block),
+                         yaml.safe_load(KUSTOMIZE_OVERLAY % {"kustomize": "deploy/kustomize", "base": "default"}))
 
     def condition(self, hook):
         mc = hook["matchConditions"]
@@ -585,8 +653,7 @@ class MatchConditions(unittest.TestCase):
 
     def test_validate_condition(self):
         import cel
-        _, v, _ = self.hooks()
-        expr = self.condition(v)
+        exprs = [(what, self.condition(v)) for what, _, v in self.sources()]
         tpu, cpu = tpu_container(), cpu_container()
         cases = [
             ("TPU group", raycluster([group([tpu])]), True),
@@ -611,14 +678,16 @@ class MatchConditions(unittest.TestCase):
                     for doc in yaml.safe_load_all(fh):
                         if doc and doc.get("kind") == "RayCluster":
                             cases.append((f, doc, True))
-        for what, obj, want in schema_refused:
-            with self.subTest(what=what):
-                self.assertIs(cel.evaluate(expr, object=obj, oldObject=None), want)
+        for source, expr in exprs:
+            for what, obj, want in schema_refused:
+                with self.subTest(source=source, what=what):
+                    self.assertIs(cel.evaluate(expr, object=obj, oldObject=None), want)
         for what, obj, want in cases:
-            with self.subTest(what=what):
-                got = cel.evaluate(expr, object=obj, oldObject=None)
-                self.assertIs(got, want)
-                if not got:
+            for source, expr in exprs:
+                with self.subTest(source=source, what=what):
+                    self.assertIs(cel.evaluate(expr, object=obj, oldObject=None), want)
+            if not want:
+                with self.subTest(what=what, review=True):
                     for op in ("CREATE", "UPDATE"):
                         r = review(obj, op)
                         self.assertTrue(r["allowed"], r)
@@ -626,8 +695,7 @@ class MatchConditions(unittest.TestCase):
 
     def test_mutate_condition(self):
         import cel
-        m, _, _ = self.hooks()
-        expr = self.condition(m)
+        exprs = [(what, self.condition(m)) for what, m, _ in self.sources()]
         cases = [
             ("TPU worker", kuberay_pod("worker", [tpu_container()]), True),
             ("TPU worker by requests", kuberay_pod("worker", [tpu_container(where="requests")]), True),
@@ -641,10 +709,11 @@ class MatchConditions(unittest.TestCase):
             ("container without resources", kuberay_pod("head", [{"name": "h", "image": "x"}]), False),
         ]
         for what, obj, want in cases:
-            with self.subTest(what=what):
-                got = cel.evaluate(expr, object=obj, oldObject=None)
-                self.assertIs(got, want)
-                if not got:
+            for source, expr in exprs:
+                with self.subTest(source=source, what=what):
+                    self.assertIs(cel.evaluate(expr, object=obj, oldObject=None), want)
+            if not want:
+                with self.subTest(what=what, review=True):
                     r = review(obj)
                     self.assertTrue(r["allowed"], r)
                     self.assertNotIn("patch", r)
