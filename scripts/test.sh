@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds with gcc (default
+# The whole test suite: installs what is missing (scripts/setup.sh test: the
+# build's packages, the test and benchmark tools), builds with gcc (default
 # RelWithDebInfo) and with clang (Release), warnings as errors, runs every
 # test under ctest in both, then again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the tests that run threads (ctest label
 # "threads") under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 jobs=$(nproc)
 
 echo "== source checks (banned calls, exported names, include comments, lengths, layout)"
