@@ -99,6 +99,21 @@ class Manifests(unittest.TestCase):
                 docs = dl.load_file(f)
                 self.assertTrue(docs, "%s has no document" % f)
 
+    def test_patch_files_hold_one_document(self):
+        # the kustomize v5.0 of kubectl 1.27-1.30 fails on a patches file
+        # of several documents ("unable to parse SM or JSON patch"), so one
+        # patch per file, in every kustomization and component.
+        n = 0
+        for k in glob.glob(os.path.join(dl.ROOT, "deploy", "kustomize", "**", "kustomization.yaml"),
+                           recursive=True) + [os.path.join(dl.ROOT, "certs", "kustomization.yaml")]:
+            kdir = os.path.dirname(k)
+            for entry in dl.load_file(k)[0].get("patches") or []:
+                with self.subTest(kustomization=k, patch=entry):
+                    self.assertEqual(sorted(entry), ["path"])
+                    self.assertEqual(len(dl.load_file(os.path.join(kdir, entry["path"]))), 1)
+                    n += 1
+        self.assertGreaterEqual(n, 5)  # default's two, match-conditions' two, prometheus-annotations'
+
     def test_kustomizations_structurally(self):
         # Independent of kubectl: every listed file exists and parses, and the
         # union of resources is a complete install (patches merged by hand).
