@@ -30,6 +30,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 static const char *bin, *kind, *data_dir;
 static char work[64];
@@ -867,6 +868,209 @@ static void case_cert_reload(void)
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }
 
+/* ---- renewal of a CA-signed leaf through a kubelet-style secret volume --- */
+
+/* One poster opening a new connection (a full handshake, verified against
+ * the CA bundle only) for every review, as the API server does when its
+ * connections are recycled: a renewal must never break a handshake. */
+static void *fresh_poster(void *arg)
+{
+    struct loader *l = arg;
+    CURL *c = easy();
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+    for (int i = 0; i < 100000 && !atomic_load(&l->stop); i++) {
+        struct resp r;
+        request(c, "POST", "/mutate", l->body, l->len, NULL, &r);
+        long n = 0;
+        curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &n);
+        l->connects += n;
+        if (r.rc == CURLE_OK && r.status == 200 && strstr(r.body, "\"allowed\"")) {
+            atomic_fetch_add(&l->ok, 1);
+        } else {
+            if (!l->failed)
+                snprintf(l->first_error, sizeof(l->first_error), "%s / HTTP %ld",
+                         curl_easy_strerror(r.rc), r.status);
+            l->failed++;
+        }
+        sleep_ms(2);
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+/* The kubelet's AtomicWriter layout of a secret volume: the files live in a
+ * timestamped directory, ..data points at it, and tls.crt/tls.key point
+ * into ..data. An update writes a new directory, points ..data_tmp at it,
+ * renames ..data_tmp over ..data (one atomic step for both files) and
+ * removes the old directory. */
+static void kubelet_publish(const char *vol, int gen, const char *crt, const char *key)
+{
+    char dir[500], f[560], tmp[520], data[520], old[500];
+    snprintf(dir, sizeof(dir), "%s/..2026_12_02_00_00_%02d.%d", vol, gen, 100 + gen);
+    CHECK(!mkdir(dir, 0755), "mkdir %s: %s", dir, strerror(errno));
+    snprintf(f, sizeof(f), "%s/tls.crt", dir);
+    copy_file(crt, f);
+    snprintf(f, sizeof(f), "%s/tls.key", dir);
+    copy_file(key, f);
+    snprintf(data, sizeof(data), "%s/..data", vol);
+    ssize_t n = readlink(data, old, sizeof(old) - 1);
+    old[n > 0 ? n : 0] = '\0';
+    snprintf(tmp, sizeof(tmp), "%s/..data_tmp", vol);
+    CHECK(!symlink(strrchr(dir, '/') + 1, tmp), "symlink %s: %s", tmp, strerror(errno));
+    CHECK(!rename(tmp, data), "rename %s: %s", tmp, strerror(errno));
+    if (n <= 0) {
+        snprintf(f, sizeof(f), "%s/tls.crt", vol);
+        CHECK(!symlink("..data/tls.crt", f), "symlink %s", f);
+        snprintf(f, sizeof(f), "%s/tls.key", vol);
+        CHECK(!symlink("..data/tls.key", f), "symlink %s", f);
+        return;
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", vol, old);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+/* A renewed leaf in dir: a new key and certificate from the CA of certs_dir
+ * (what cert-manager's CA Issuer does with rotationPolicy: Always). */
+static void renew_leaf(const char *dir)
+{
+    char from[450], to[450];
+    CHECK(!mkdir(dir, 0700), "mkdir %s", dir);
+    const char *ca[] = {"ca.crt", "ca.key"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof(from), "%s/%s", certs_dir, ca[i]);
+        snprintf(to, sizeof(to), "%s/%s", dir, ca[i]);
+        copy_file(from, to);
+    }
+    make_certs(dir);
+}
+
+/* The leaf at path is signed by the CA of ca_file and is not the CA. */
+static void check_signed_by_ca(const char *path)
+{
+    X509 *leaf = load_cert(path), *ca = load_cert(ca_file);
+    EVP_PKEY *ca_key = X509_get0_pubkey(ca);
+    CHECK(X509_verify(leaf, ca_key) == 1, "%s is not signed by the CA", path);
+    CHECK(X509_cmp(leaf, ca) != 0, "%s is the CA itself", path);
+    CHECK(X509_check_issued(ca, leaf) == X509_V_OK, "the CA did not issue %s", path);
+    X509_free(leaf);
+    X509_free(ca);
+}
+
+static void wait_served(const char *want, double max_s)
+{
+    char serial[80] = "";
+    double t0 = now_s();
+    do {
+        served_serial(serial, sizeof(serial));
+        if (!strcmp(serial, want))
+            return;
+        sleep_ms(50);
+    } while (now_s() - t0 < max_s);
+    CHECK(0, "certificate %s not served within %.0f s (serving %s)", want, max_s, serial);
+}
+
+static int loaders_ok(struct loader *l, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += atomic_load(&l[i].ok);
+    return ok;
+}
+
+/* The client trusts only ca.crt (the caBundle of cert-manager's CA chain,
+ * docs/deploy.md "Certificates"); the server reads the leaf through the
+ * kubelet's symlinks and picks each renewal up without a restart; under
+ * load with a handshake per review, no handshake or answer fails before,
+ * during or after RENEWALS renewals. */
+static void case_cert_renew_kubelet(void)
+{
+    enum { N = 3, RENEWALS = 4 };
+    char vol[300], a_cert[350], a_key[350], crt[400], key[400];
+    snprintf(vol, sizeof(vol), "%s/volume", work);
+    CHECK(!mkdir(vol, 0755), "mkdir %s", vol);
+    snprintf(crt, sizeof(crt), "%s/tls.crt", certs_dir);
+    snprintf(key, sizeof(key), "%s/tls.key", certs_dir);
+    check_signed_by_ca(crt);
+    /* The bundle the client trusts holds the CA and nothing else. */
+    char *bundle = read_all(ca_file, NULL);
+    CHECK(bundle, "no CA bundle");
+    char *first = strstr(bundle, "BEGIN CERTIFICATE");
+    CHECK(first && !strstr(first + 1, "BEGIN CERTIFICATE"),
+          "ca.crt holds more than one certificate");
+    X509 *only = load_cert(ca_file);
+    CHECK(X509_check_ca(only) >= 1, "ca.crt is not a CA certificate");
+    X509_free(only);
+    free(bundle);
+    kubelet_publish(vol, 0, crt, key);
+    snprintf(a_cert, sizeof(a_cert), "--tls-cert-file=%s/tls.crt", vol);
+    snprintf(a_key, sizeof(a_key), "--tls-private-key-file=%s/tls.key", vol);
+    char *extra[] = {a_cert, a_key, "--cert-poll-interval=100ms", NULL};
+    start_server(extra);
+    char serial[80];
+    file_serial(crt, serial, sizeof(serial));
+    wait_served(serial, 5);
+
+    struct loader l[N];
+    pthread_t th[N];
+    size_t plen;
+    char *pod = sample("review-pod.json", &plen);
+    for (int i = 0; i < N; i++) {
+        memset(&l[i], 0, sizeof(l[i]));
+        l[i].body = pod;
+        l[i].len = plen;
+        pthread_create(&th[i], NULL, fresh_poster, &l[i]);
+    }
+    sleep_ms(500);
+    int before = loaders_ok(l, N);
+    char *prev_key = read_all(key, NULL);
+    for (int g = 1; g <= RENEWALS; g++) {
+        char next[400], ncrt[450], nkey[450];
+        snprintf(next, sizeof(next), "%s/renewal%d", work, g);
+        renew_leaf(next);
+        snprintf(ncrt, sizeof(ncrt), "%s/tls.crt", next);
+        snprintf(nkey, sizeof(nkey), "%s/tls.key", next);
+        check_signed_by_ca(ncrt);
+        char *k = read_all(nkey, NULL);
+        CHECK(k && prev_key && strcmp(k, prev_key), "renewal %d kept the key", g);
+        free(prev_key);
+        prev_key = k;
+        file_serial(ncrt, serial, sizeof(serial));
+        kubelet_publish(vol, g, ncrt, nkey);
+        wait_served(serial, 5);
+        sleep_ms(200);
+    }
+    int during = loaders_ok(l, N);
+    sleep_ms(500);
+    for (int i = 0; i < N; i++) {
+        atomic_store(&l[i].stop, true);
+        pthread_join(th[i], NULL);
+    }
+    int after = loaders_ok(l, N), failed = 0;
+    long connects = 0;
+    for (int i = 0; i < N; i++) {
+        failed += l[i].failed;
+        connects += l[i].connects;
+    }
+    CHECK(failed == 0, "%d of %d reviews (a handshake each) failed across %d renewals (first: %s)",
+          failed, after + failed, RENEWALS, l[0].failed ? l[0].first_error : "in another thread");
+    CHECK(before > 0 && during > before && after > during,
+          "answers before %d, during %d, after %d renewals", before, during, after);
+    CHECK(connects == after, "%ld handshakes for %d reviews: connections were reused", connects,
+          after);
+    struct resp r;
+    call("GET", "/metrics", NULL, 0, &r);
+    char want[80];
+    snprintf(want, sizeof(want), "tpu_webhook_tls_reloads_total{result=\"ok\"} %d\n", RENEWALS);
+    CHECK(strstr(r.body, want), "metrics lack %s", want);
+    fprintf(stderr, "%d reviews, %ld handshakes, 0 failed, %d renewals\n", after, connects,
+            RENEWALS);
+    free(prev_key);
+    free(pod);
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
 static void case_sigterm(void)
 {
     char *extra[] = {"--shutdown-timeout=5s", NULL};
@@ -1470,6 +1674,7 @@ int main(int argc, char **argv)
                  {"body_memory_late", case_body_memory_late},
                  {"request_memory", case_request_memory},
                  {"cert_fifo", case_cert_fifo},
+                 {"cert_renew_kubelet", case_cert_renew_kubelet},
                  {"shutdown_count", case_shutdown_count}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
