@@ -7,8 +7,9 @@ The chain is played with the openssl CLI as cert-manager would issue it from
 the rendered specs (key algorithm and size, isCA, dnsNames, issuers): CA
 from the self-signed Issuer, leaf 1 and leaf 2 (a renewal: rotationPolicy
 Always gives a new key) from the CA Issuer, CA renewed (rotationPolicy Never
-keeps the key). That the server picks up renewed files without a restart is
-tests/server's reload test (server.* in ctest)."""
+keeps the key). That the server picks up renewed files without a restart, read through
+the kubelet's ..data symlink swap while clients that trust only the CA
+connect, is server.real.cert_renew_kubelet (tests/server/server_it.c)."""
 import os
 import subprocess
 import sys
@@ -48,6 +49,48 @@ class Chain(unittest.TestCase):
                     if cfg["kind"].endswith("WebhookConfiguration"):
                         self.assertEqual(cfg["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
                                          "ray-system/" + dl.CA_CERT)
+
+    def test_every_rendering(self):
+        # The issue's quality bar over every shipped rendering, kustomize and
+        # chart, with and without cert-manager and the workload webhooks: the
+        # caBundle is injected from the CA Certificate (never the serving
+        # leaf, never baked in), and every webhook that can claim a worker
+        # id declares NoneOnDryRun (dl.side_effect_errors: None elsewhere).
+        k = os.path.join(dl.ROOT, "deploy", "kustomize")
+        renders = [("kustomize " + b, dl.kustomize_render(os.path.join(k, b)), b != "base")
+                   for b in ("base", "default", "workloads")]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+                f.write(th.KUSTOMIZE_OVERLAY % {"kustomize": os.path.relpath(k, d), "base": "workloads"})
+            renders.append(("kustomize workloads + match-conditions", dl.kustomize_render(d), True))
+        for cm in (True, False):
+            for wl in (False, True):
+                objs, _ = th.render(th.tv(certManager={"enabled": cm}, workloads={"enabled": wl}))
+                renders.append(("helm certManager=%s workloads=%s" % (cm, wl), objs, cm))
+        for what, objs, cm in renders:
+            with self.subTest(render=what):
+                cfgs = [o for o in objs if o["kind"].endswith("WebhookConfiguration")]
+                self.assertGreaterEqual(len(cfgs), 2)
+                self.assertEqual(dl.side_effect_errors(objs), [])
+                claiming = [w for c in cfgs for w in c["webhooks"]
+                            if w["clientConfig"]["service"]["path"] in dl.CLAIMING_PATHS]
+                self.assertGreaterEqual(len(claiming), 1)
+                self.assertEqual({w["sideEffects"] for w in claiming}, {"NoneOnDryRun"})
+                for c in cfgs:
+                    for w in c["webhooks"]:
+                        self.assertNotIn("caBundle", w["clientConfig"])
+                    inject = (c["metadata"].get("annotations") or {}).get("cert-manager.io/inject-ca-from")
+                    if cm:
+                        self.assertEqual(inject, "ray-system/" + dl.CA_CERT, c["metadata"]["name"])
+                    else:
+                        self.assertIsNone(inject, c["metadata"]["name"])
+                if cm:
+                    self.assertEqual(dl.ca_chain_errors(objs), [])
+                    ca = dl.find(objs, "Certificate", dl.CA_CERT)[0]["spec"]
+                    self.assertIs(ca["isCA"], True)
+                    self.assertNotEqual(ca["secretName"], dl.SECRET)  # not the leaf's secret
+                else:
+                    self.assertEqual(dl.find(objs, "Certificate"), [])
 
     def test_ca_bundle_verifies_renewed_leaves(self):
         for what, objs in self.renders():
