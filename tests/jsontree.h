@@ -1,5 +1,5 @@
 /* jsontree.h: exact comparison of two cJSON trees, for the parser tests
- * (tests/unit/test_jparse.c, tests/fuzz/fuzz_jparse.c). Header-only: the
+ * (tests/util/test_jparse.c, tests/fuzz/fuzz_jparse.c). Header-only: the
  * fuzz harness links no test library. */
 #ifndef WH_JSONTREE_H
 #define WH_JSONTREE_H

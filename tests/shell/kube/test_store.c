@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "htab.h"
 #include "store.h"
 

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/jsonpatch.h"
 
 /* Apply patch to doc; returns the resulting document text (malloc'd) or NULL

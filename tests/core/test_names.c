@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/names.h"
 #include "wh/json.h"
 

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/engine.h"
 #include "wh/review.h"
 #include "wh/json.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/json.h"
 #include "wh/yaml.h"
 #include "wh/yaml_emit.h"

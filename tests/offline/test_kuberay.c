@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/json.h"
 #include "wh/kuberay.h"
 #include "wh/yaml.h"

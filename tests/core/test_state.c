@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/state.h"
 
 #define TPU4 "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/buf.h"
 #include "wh/json.h"
 #include "wh/utf8.h"

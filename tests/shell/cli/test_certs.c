@@ -17,7 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "certs.h"
 #include "wh/tls.h"
 

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/json.h"
 #include "wh/podspec.h"
 

@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/affinity.h"
 #include "wh/buf.h"
 #include "wh/json.h"

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "certs.h"
 #include "wh/tls.h"
 

@@ -13,7 +13,7 @@
 #include <sys/syscall.h>  /* SYS_close */
 #include <unistd.h>       /* syscall */
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/server.h"
 
 static void test_bind(void **st)

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/check.h"
 #include "wh/json.h"
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../arenahooks.h" /* wh_test_arena_install */
-#include "../jsontree.h"   /* wh_test_same_tree */
-#include "../testutil.h"
+#include "arenahooks.h" /* wh_test_arena_install */
+#include "jsontree.h"   /* wh_test_same_tree */
+#include "testutil.h"
 #include "wh/arena.h"
 #include "wh/jparse.h"
 #include "wh/mem.h"

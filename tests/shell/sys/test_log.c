@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/log.h"
 
 /* stderr redirected to a temporary file; capture_end returns what was

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "flags.h"
 
 struct vals {

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/decision.h"
 #include "wh/json.h"
 #include "wh/state.h"

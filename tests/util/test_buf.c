@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/buf.h"
 
 static void test_empty(void **unused)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "ledger.h"
 
 static atomic_long fake_now;

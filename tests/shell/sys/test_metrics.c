@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/metrics.h"
 
 static void has(const char *text, const char *line)

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../testutil.h"
+#include "testutil.h"
 #include "wh/buf.h"
 #include "wh/decision.h"
 #include "wh/json.h"
