@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-layers.sh [ROOT]: the layer rule of README.md ("Architecture") over
+# check-layers.sh [ROOT]: the layer rule of docs/internals/architecture.md over
 # the sources and headers. The layers, lowest first: util, core, offline, then
 # the shell's rooms: sys, kube on sys, admit on kube, http on sys alone (it
 # knows the pipeline only through wh/server.h's struct wh_pipeline), cli on

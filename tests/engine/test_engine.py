@@ -466,7 +466,7 @@ class Tpu7x(unittest.TestCase):
         self.assertEqual(env["TPU_WORKER_ID"], "0")
 
     def test_single_host_two_containers_get_process_ports(self):
-        # Deliberate decision on the reference's open question (README).
+        # Deliberate decision on the reference's open question (docs/behaviour.md).
         r = mutate(pod(native=(0, 0), accel="tpu7x-standard-4t", topo="2x2x1", chips="2", ncont=2))
         for c in (0, 1):
             env = r.env(c)

@@ -1,5 +1,5 @@
 /* mutate.h: TPU worker pod mutation (docs/internals/reference-behaviour.md §2
- * with the deliberate differences D1-D7, D9 of README "Differences from the
+ * with the deliberate differences D1-D7, D9 of docs/behaviour.md, "Differences from the
  * reference"). Pure. */
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H

@@ -1,5 +1,5 @@
 /* validate.h: RayCluster validation (docs/internals/reference-behaviour.md §3,
- * with D1 and D8 of README "Differences from the reference"). Pure. */
+ * with D1 and D8 of docs/behaviour.md, "Differences from the reference"). Pure. */
 #ifndef WH_VALIDATE_H
 #define WH_VALIDATE_H
 
