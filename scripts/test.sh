@@ -7,6 +7,8 @@
 # "threads") under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+trap 'echo "test.sh: FAILED (exit $?): $BASH_COMMAND; the output above names the check or test;" \
+  "rerun that step alone (ctest --test-dir DIR -R NAME --output-on-failure)" >&2' ERR
 bash scripts/setup.sh test
 jobs=$(nproc)
 
