@@ -8,22 +8,25 @@
  * No pod-level field is written, so a second review yields no patch. Every
  * value is computed before any operation is emitted and a denial discards
  * the operations, so a patch is never partial. */
+/* long: one pass per pod over four controller kinds sharing struct wl; split,
+ * the struct would be every module's */
 #include "wh/workload.h"
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strncmp, strlen */
 
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/mutate.h"   /* wh_mutate_pod */
-#include "wh/patch.h"    /* wh_env_writer */
-#include "wh/text.h"     /* wh_text */
-#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_port_list */
-#include "wh/utf8.h"     /* wh_utf8_cut, wh_utf8_trim_cut */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/decision.h"  /* WH_PATCH_MAX_BYTES */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_declared_port */
+#include "wh/mutate.h"    /* wh_mutate_pod */
+#include "wh/patch.h"     /* wh_env_writer */
+#include "wh/text.h"      /* wh_text */
+#include "wh/podspec.h"   /* WH_SEL_*, wh_env_lookup */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_port_list */
+#include "wh/utf8.h"      /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Keys the controllers put on the pods they create (docs/workloads.md). */
 #define KEY_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
@@ -65,9 +68,10 @@ struct wl {
     /* Built once for all TPU containers: TPU_PROCESS_ADDRESSES and
      * TORCH_TPU_SLICEBUILDER_ADDRESSES over hosts. */
     struct wh_port_list proc_addrs, torch_addrs;
-    char master[NAME_MAX_LEN];      /* PET_MASTER_ADDR */
-    bool megascale;                 /* MEGASCALE_NUM_SLICES may be filled */
-    char coordinator[NAME_MAX_LEN]; /* MEGASCALE_COORDINATOR_ADDRESS */
+    char master[NAME_MAX_LEN];       /* PET_MASTER_ADDR when torchrun spans the slices */
+    char slice_master[NAME_MAX_LEN]; /* PET_MASTER_ADDR of a world of this slice only */
+    bool megascale;                  /* MEGASCALE_NUM_SLICES may be filled */
+    char coordinator[NAME_MAX_LEN];  /* MEGASCALE_COORDINATOR_ADDRESS */
     struct wh_decision *d;
 };
 
@@ -403,6 +407,11 @@ static enum wh_err jobset(struct wl *w)
                     "spec.network.enableDNSHostnames to false",
                     w->n_hosts * replicas, rj);
     snprintf(w->master, sizeof(w->master), "%.120s-%.60s-0-0.%.63s", js, rj, sub);
+    if (w->n_hosts == 1)
+        snprintf(w->slice_master, sizeof(w->slice_master), "localhost");
+    else
+        snprintf(w->slice_master, sizeof(w->slice_master), "%.120s-%.60s-%ld-0.%.63s", js, rj, job,
+                 sub);
     /* With other replicated jobs in the JobSet the slice count is ambiguous
      * (per replicated job or global): only a declared MEGASCALE_NUM_SLICES
      * turns MEGASCALE_* on then. */
@@ -540,28 +549,52 @@ static enum wh_err identity_env(struct cenv *c)
     return err;
 }
 
+/* The slices a TPU container's MEGASCALE_* joins (megascale.h); the
+ * torchrun world (PET_*) is the same set of slices. */
+static enum wh_ms_world world_of(const struct wl *w, const cJSON *env, const char **declared)
+{
+    *declared = "";
+    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+        return WH_MS_SLICE;
+    return wh_megascale_world(env, w->n_slices, w->megascale, declared);
+}
+
+/* TPU7x with several TPU containers: each libtpu process binds its own
+ * MEGASCALE_PORT in the pod's one network, base + container index as on
+ * the KubeRay path (docs/internals/reference-behaviour.md §2.7.4). */
+static bool per_container_ports(const struct wl *w)
+{
+    return w->tpu7x && w->tc.n > 1;
+}
+
+static long megascale_port(const struct wl *w, unsigned ci)
+{
+    long p = wh_megascale_declared_port(wh_json_get(w->tc.items[ci].obj, "env"));
+    return p >= 0 ? p : WH_MEGASCALE_PORT + (long)ci;
+}
+
 /* MEGASCALE_* (docs/workloads.md, JobSet): filled when the replicated job
  * has more than one slice, or when the user declared MEGASCALE_NUM_SLICES
  * with a value; a declared empty MEGASCALE_NUM_SLICES turns them off. */
 static enum wh_err megascale_env(struct cenv *c)
 {
     struct wl *w = c->w;
-    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+    const char *declared;
+    if (world_of(w, c->env, &declared) == WH_MS_SLICE)
         return WH_OK;
     struct wh_env_lookup lk;
     wh_env_lookup(c->env, "MEGASCALE_NUM_SLICES", &lk);
-    enum wh_err err = WH_OK;
-    if (lk.first_index < 0) {
-        if (!w->megascale)
-            return WH_OK;
-        err = addl(c, "MEGASCALE_NUM_SLICES", w->n_slices);
-    } else if (!lk.exists) {
-        return WH_OK;
-    }
+    enum wh_err err = lk.first_index < 0 ? addl(c, "MEGASCALE_NUM_SLICES", w->n_slices) : WH_OK;
     if (!err)
         err = addl(c, "MEGASCALE_SLICE_ID", w->slice);
+    if (err || !per_container_ports(w))
+        return err ? err : add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+    /* The coordinator is slice 0's worker 0: container 0, on its port. */
+    char coordinator[NAME_MAX_LEN + 24];
+    snprintf(coordinator, sizeof(coordinator), "%s:%ld", w->coordinator, megascale_port(w, 0));
+    err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
     if (!err)
-        err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+        err = addl(c, "MEGASCALE_PORT", megascale_port(w, c->ci));
     return err;
 }
 
@@ -618,11 +651,22 @@ static enum wh_err torch_env(struct cenv *c)
      * RANK or LOCAL_RANK: torch_tpu turns distributed when WORLD_SIZE is set. */
     long n = (long)w->tc.n;
     long nproc = n > 1 ? w->tc.items[c->ci].chips * per_chip : per_host;
-    err = addl(c, "PET_NNODES", w->n_hosts * w->n_slices * n);
-    if (!err)
-        err = addl(c, "PET_NODE_RANK", (w->slice * w->n_hosts + w->host) * n + (long)c->ci);
-    if (!err)
-        err = add(c, "PET_MASTER_ADDR", w->master);
+    const char *declared;
+    enum wh_ms_world world = world_of(w, c->env, &declared);
+    if (world == WH_MS_OWN) /* the slices and their order are the user's */
+        err = wh_decision_warn(w->d,
+                               "container \"%.24s\": own MEGASCALE_NUM_SLICES/SLICE_ID; set "
+                               "PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR",
+                               wh_json_str0(w->tc.items[c->ci].obj, "name"));
+    /* torchrun's world is the slices MEGASCALE joins: one slice without it. */
+    bool all = world == WH_MS_REPLICAS;
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NNODES", w->n_hosts * (all ? w->n_slices : 1) * n);
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NODE_RANK",
+                   ((all ? w->slice * w->n_hosts : 0) + w->host) * n + (long)c->ci);
+    if (!err && world != WH_MS_OWN)
+        err = add(c, "PET_MASTER_ADDR", all ? w->master : w->slice_master);
     if (!err)
         err = addl(c, "PET_MASTER_PORT", WH_TORCH_MASTER_PORT);
     if (!err)
@@ -645,6 +689,37 @@ static size_t patch_estimate(const struct wl *w)
     return (per + per / 4) * w->tc.n;
 }
 
+/* One world (docs/workloads.md): the slice count MEGASCALE is given is the
+ * replicated job's, and the libtpu processes of one pod bind distinct
+ * MEGASCALE ports. */
+static enum wh_err one_world(struct wl *w)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        const cJSON *env = wh_json_get(w->tc.items[i].obj, "env");
+        const char *declared, *name = wh_json_str0(w->tc.items[i].obj, "name");
+        enum wh_ms_world world = world_of(w, env, &declared);
+        if (world == WH_MS_CONFLICT)
+            return deny(w,
+                        "container \"%s\" (spec.containers[%d]) sets MEGASCALE_NUM_SLICES "
+                        "\"%.32s\" but replicated job \"%s\" has %ld slices (label %s), so its "
+                        "slices would wait for ones that never join; remove it (the webhook "
+                        "sets %ld), or set it to \"\" for independent slices",
+                        name, w->tc.items[i].index, declared, meta_value(w->pod, KEY_JS_RJOB, false),
+                        w->n_slices, KEY_JS_RJOB_REPLICAS, w->n_slices);
+        if (world == WH_MS_SLICE || !per_container_ports(w))
+            continue;
+        for (unsigned k = 0; k < i; k++)
+            if (megascale_port(w, k) == megascale_port(w, i))
+                return deny(w,
+                            "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
+                            "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
+                            "%ld + the container's index) or give each its own",
+                            wh_json_str0(w->tc.items[k].obj, "name"), name, megascale_port(w, i),
+                            (long)WH_MEGASCALE_PORT);
+    }
+    return WH_OK;
+}
+
 /* One identity per slice (docs/workloads.md): a single-host identity in a
  * container of a multi-host pod contradicts the peers built here; and the
  * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet). */
@@ -665,6 +740,24 @@ static enum wh_err one_identity(struct wl *w)
     char dns[640]; /* names that resolve */
     if (wh_hostnet_dns_conflict(w->spec, "spec", w->n_hosts * w->n_slices, dns, sizeof(dns)))
         return deny(w, "%s", dns);
+    return one_world(w);
+}
+
+/* Issue 10: the kubelet uses the last entry of a name, the lookup the first. */
+static enum wh_err env_duplicates(struct wl *w)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        int first, second;
+        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
+        if (name)
+            return deny(w,
+                        "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
+                        "and env[%d]); the kubelet uses the last one and the webhook "
+                        "edits one of them, so the value the container gets is "
+                        "ambiguous; keep one %s entry",
+                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
+                        second, name);
+    }
     return WH_OK;
 }
 
@@ -681,18 +774,8 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     if (err || w->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
     w->d->n_tpu_containers = w->tc.n;
-    for (unsigned i = 0; i < w->tc.n; i++) {
-        int first, second;
-        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
-        if (name) /* issue 10: the kubelet uses the last entry, the lookup the first */
-            return deny(w,
-                        "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
-                        "and env[%d]); the kubelet uses the last one and the webhook "
-                        "edits one of them, so the value the container gets is "
-                        "ambiguous; keep one %s entry",
-                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
-                        second, name);
-    }
+    if ((err = env_duplicates(w)) || denied(w))
+        return err;
     if ((err = read_topology(w, st, &skipped, errbuf)) || denied(w) || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
@@ -726,6 +809,8 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     }
     if (err || denied(w) || skipped)
         return err;
+    if (!*w->slice_master)
+        snprintf(w->slice_master, sizeof(w->slice_master), "%s", w->master);
     if ((err = one_identity(w)) || denied(w))
         return err;
     w->d->host = w->host;

@@ -10,13 +10,14 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/podspec.h"  /* WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
-#include "wh/ratchet.h"  /* wh_violations_add */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers */
-#include "wh/workload.h" /* WH_LABEL_INJECT */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world */
+#include "wh/podspec.h"   /* WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
+#include "wh/ratchet.h"   /* wh_violations_add */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_tpu_containers */
+#include "wh/workload.h"  /* WH_LABEL_INJECT */
 
 #define PROBLEMS_MAX (64 * 1024)
 #define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -223,6 +224,41 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
     return err;
 }
 
+/* One world (docs/workloads.md): a literal MEGASCALE_NUM_SLICES other than
+ * the replicas is refused, as its pods are; with other replicated jobs
+ * beside it (the pods' global-replicas differ from their replicas) the pods
+ * cannot tell the slice count, so a replicated job of several slices that
+ * does not declare it is told how to join them. */
+static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const char *field,
+                                    const char *rj, long replicas, long all_replicas, long hosts)
+{
+    const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
+    bool declared = false;
+    int i = 0;
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        struct wh_env_lookup lk;
+        const char *value;
+        wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
+        declared |= lk.first_index >= 0;
+        if (hosts * replicas > 1 &&
+            wh_megascale_world(wh_json_get(c, "env"), replicas, false, &value) == WH_MS_CONFLICT)
+            WH_TRY(problem(v,
+                           "container \"%.63s\" (%s.spec.containers[%d]) sets "
+                           "MEGASCALE_NUM_SLICES \"%.32s\" but replicated job \"%.63s\" has %ld "
+                           "replicas, so its slices would wait for ones that never join; remove "
+                           "it (the webhook sets %ld), or set it to \"\" for independent slices",
+                           wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
+    }
+    if (replicas > 1 && all_replicas != replicas && !declared)
+        return wh_decision_warn(v->d,
+                                "replicated job \"%.40s\": no MEGASCALE_* for its %ld slices "
+                                "(other replicated jobs); set MEGASCALE_NUM_SLICES \"%ld\"",
+                                rj, replicas, replicas);
+    return WH_OK;
+}
+
 static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
 {
     const cJSON *spec = wh_json_get(obj, "spec");
@@ -230,6 +266,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
     const cJSON *dns = wh_json_path(spec, "network", "enableDNSHostnames", NULL);
     bool exclusive = wh_meta_has_annotation(obj, EXCLUSIVE_TOPOLOGY);
     enum wh_err err = WH_OK;
+    long all_replicas = 0; /* what JobSet puts in the pods' global-replicas */
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj; rj = rj->next)
+        all_replicas += int_field(rj, "replicas", 1);
     int i = 0;
     for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err;
          rj = rj->next, i++) {
@@ -256,6 +295,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
             !wh_meta_has_annotation(wh_json_get(rj, "template"), EXCLUSIVE_TOPOLOGY))
             err = wh_decision_warn(v->d, "replicated job \"%s\": %ld slices without annotation %s",
                                    wh_json_str0(rj, "name"), replicas, EXCLUSIVE_TOPOLOGY);
+        if (!err)
+            err = jobset_megascale(v, wh_json_get(jspec, "template"), tfield,
+                                   wh_json_str0(rj, "name"), replicas, all_replicas, th.hosts);
     }
     return err;
 }
