@@ -22,6 +22,7 @@
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_declared_port */
 #include "wh/mutate.h"    /* wh_mutate_pod */
 #include "wh/patch.h"     /* wh_env_writer */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
 #include "wh/text.h"      /* wh_text */
 #include "wh/podspec.h"   /* WH_SEL_*, wh_env_lookup */
 #include "wh/topology.h"  /* wh_topology */
@@ -125,6 +126,7 @@ static void describe(struct wl *w)
         kind = owner ? "Job" : "Pod";
         break;
     }
+    wh_event_subject_of(&w->d->subject, w->pod, w->ns, kind, owner);
     /* Cut on a character boundary: a split character makes the answer
      * invalid UTF-8. */
     int pl = (int)wh_utf8_cut(w->pod_name, 253);
@@ -158,13 +160,16 @@ static enum wh_err deny(struct wl *w, const char *fmt, ...)
 }
 
 /* Admit unchanged: a short warning (what to do) for the user, the full
- * text (who, why, what to do) for the log. */
-static enum wh_err skip(struct wl *w, bool *skipped, const char *why, const char *todo)
+ * text (who, why, what to do) for the log and the workload's Event. */
+static enum wh_err skip(struct wl *w, bool *skipped, enum wh_pod_warning k, const char *why)
 {
     *skipped = true;
-    enum wh_err err = wh_decision_warn(w->d, "no TPU env injected: %s", todo);
+    const char *todo = wh_pod_warnings[k].fix + strlen("no TPU env injected: ");
+    enum wh_err err = wh_decision_warn(w->d, "%s", wh_pod_warnings[k].fix);
     if (!err)
         err = wh_decision_note(w->d, "%s: no TPU variables injected: %s; %s", w->who, why, todo);
+    wh_decision_event(w->d, wh_pod_warnings[k].reason, "%s: no TPU variables injected: %s; %s",
+                      w->who, why, todo);
     return err;
 }
 
@@ -207,30 +212,6 @@ static enum wh_err from_node_pool(struct wl *w, const struct wh_state *st, char 
     return WH_OK;
 }
 
-/* Fields of a TORCH_TPU_TOPOLOGY value ("2,2,1,2" -> 4, product 8); 0 when
- * it is not a comma list of positive integers. */
-static int torch_fields(const char *s, long *product)
-{
-    int n = 0;
-    long p = 1;
-    while (*s) {
-        long v = 0;
-        const char *start = s;
-        while (*s >= '0' && *s <= '9' && s - start < 7)
-            v = v * 10 + (*s++ - '0');
-        if (s == start || v <= 0 || (*s && *s != ','))
-            return 0;
-        p *= v;
-        n++;
-        if (*s == ',' && !*++s)
-            return 0;
-        if (p > WH_TOPOLOGY_MAX_CHIPS * 2)
-            return 0;
-    }
-    *product = p;
-    return n;
-}
-
 /* The first TPU container's preset TORCH_TPU_TOPOLOGY, "" when none. */
 static const char *preset_topology(const struct wl *w)
 {
@@ -257,8 +238,7 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
     if (err)
         return err;
     if (!*w->topology)
-        return skip(w, skipped, "the TPU topology is unknown",
-                    "add nodeSelector cloud.google.com/gke-tpu-topology");
+        return skip(w, skipped, WH_PW_TOPOLOGY_UNKNOWN, "the TPU topology is unknown");
     char why[WH_ERRBUF_LEN];
     if (wh_topology_parse(w->topology, &w->topo, why))
         return deny(w, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
@@ -283,13 +263,12 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
     /* No accelerator: a preset TorchTPU topology still tells TPU7x (4
      * fields, two devices per chip) from the others (3 fields). */
     long product;
-    int fields = torch_fields(preset_topology(w), &product);
+    int fields = wh_torch_fields(preset_topology(w), &product);
     if (fields == 4 || fields == 3) {
         w->tpu7x = fields == 4;
         return WH_OK;
     }
-    return skip(w, skipped, "the TPU generation is unknown",
-                "add nodeSelector cloud.google.com/gke-tpu-accelerator");
+    return skip(w, skipped, WH_PW_GENERATION_UNKNOWN, "the TPU generation is unknown");
 }
 
 /* ---- identity per kind ---------------------------------------------------- */
@@ -439,8 +418,7 @@ static bool worker_index_from_name(const char *name, const char *leader, long *o
 static enum wh_err lws(struct wl *w, bool *skipped)
 {
     if (wh_meta_has_annotation(w->pod, KEY_LWS_SUBGROUP_SIZE))
-        return skip(w, skipped, "LeaderWorkerSet subgroups are not supported",
-                    "set TPU and TorchTPU variables in the template");
+        return skip(w, skipped, WH_PW_LWS_SUBGROUPS, "LeaderWorkerSet subgroups are not supported");
     const char *leader = wh_meta_annotation(w->pod, KEY_LWS_LEADER_NAME);
     bool is_leader = !leader;
     if (is_leader)
@@ -614,20 +592,23 @@ static enum wh_err torch_env(struct cenv *c)
         /* Kept: the user's grid is what torch_tpu will use, so the address
          * list follows it when it divides over the hosts. */
         long product;
-        if (torch_fields(lk.value, &product) && product % w->n_hosts == 0)
+        if (wh_torch_fields(lk.value, &product) && product % w->n_hosts == 0)
             per_host = product / w->n_hosts;
         if (*w->accel) {
-            err = wh_decision_warn(w->d,
-                                   "container \"%s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; "
-                                   "topology %.16s gives \"%s\"",
-                                   wh_json_str0(w->tc.items[c->ci].obj, "name"), lk.value,
-                                   w->topology, topo);
+            const char *cname = wh_json_str0(w->tc.items[c->ci].obj, "name");
+            char text[WH_WARNING_MAX + 1];
+            wh_torch_kept_text(text, sizeof(text), cname, lk.value, w->topology, topo);
+            err = wh_decision_warn_text(w->d, text);
             if (!err)
                 err = wh_decision_note(w->d,
                                        "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
                                        "\"%s\" kept although topology %s gives \"%s\"",
-                                       w->who, wh_json_str0(w->tc.items[c->ci].obj, "name"),
-                                       lk.value, w->topology, topo);
+                                       w->who, cname, lk.value, w->topology, topo);
+            wh_decision_event(w->d, wh_pod_warnings[WH_PW_TORCH_TOPOLOGY].reason,
+                              "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY \"%.32s\" kept "
+                              "although topology %s gives \"%s\"; remove it from the "
+                              "template or set \"%s\"",
+                              w->who, cname, lk.value, w->topology, topo, topo);
         }
     }
     wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
@@ -802,7 +783,7 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
                      "%ld of the %ld chips of topology %s is one of %ld hosts "
                      "or part of one host",
                      w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
-            return skip(w, &skipped, what, "several hosts need an Indexed Job, JobSet or LWS");
+            return skip(w, &skipped, WH_PW_NOT_INDEXED, what);
         }
         err = single_host(w);
         break;
