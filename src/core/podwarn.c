@@ -23,7 +23,17 @@ const struct wh_pod_warning_info wh_pod_warnings[WH_PW_COUNT] = {
                            "denial: completionMode is not \"Indexed\""},
     [WH_PW_TORCH_TOPOLOGY] = {"torch-topology-kept", "TPUTorchTopologyKept", "TORCH_TPU_TOPOLOGY",
                               "warning"},
+    [WH_PW_MEGASCALE_OWN] = {"megascale-own-world", "TPUMegascaleOwnWorld",
+                             "own MEGASCALE_NUM_SLICES/SLICE_ID; set PET_NNODES, PET_NODE_RANK, "
+                             "PET_MASTER_ADDR",
+                             "warning"},
 };
+
+void wh_megascale_own_text(char *out, size_t n, const char *container)
+{
+    snprintf(out, n, "container \"%.24s\": %s", container, wh_pod_warnings[WH_PW_MEGASCALE_OWN].fix);
+    wh_utf8_trim_cut(out, n);
+}
 
 void wh_torch_kept_text(char *out, size_t n, const char *container, const char *value,
                         const char *topology, const char *want)

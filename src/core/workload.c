@@ -634,11 +634,13 @@ static enum wh_err torch_env(struct cenv *c)
     long nproc = n > 1 ? w->tc.items[c->ci].chips * per_chip : per_host;
     const char *declared;
     enum wh_ms_world world = world_of(w, c->env, &declared);
-    if (world == WH_MS_OWN) /* the slices and their order are the user's */
-        err = wh_decision_warn(w->d,
-                               "container \"%.24s\": own MEGASCALE_NUM_SLICES/SLICE_ID; set "
-                               "PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR",
-                               wh_json_str0(w->tc.items[c->ci].obj, "name"));
+    if (world == WH_MS_OWN) { /* the slices and their order are the user's */
+        char text[WH_WARNING_MAX + 1];
+        wh_megascale_own_text(text, sizeof(text), wh_json_str0(w->tc.items[c->ci].obj, "name"));
+        err = wh_decision_warn_text(w->d, text);
+        wh_decision_event(w->d, wh_pod_warnings[WH_PW_MEGASCALE_OWN].reason,
+                          "%s: %s; torchrun's world is then not the webhook's to set", w->who, text);
+    }
     /* torchrun's world is the slices MEGASCALE joins: one slice without it. */
     bool all = world == WH_MS_REPLICAS;
     if (!err && world != WH_MS_OWN)

@@ -288,8 +288,15 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
         const char *value;
         wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
         declared |= lk.first_index >= 0;
-        if (hosts * replicas > 1 &&
-            wh_megascale_world(wh_json_get(c, "env"), replicas, false, &value) == WH_MS_CONFLICT)
+        enum wh_ms_world world = hosts * replicas > 1 ? wh_megascale_world(wh_json_get(c, "env"),
+                                                                           replicas, false, &value)
+                                                      : WH_MS_SLICE;
+        if (world == WH_MS_OWN) { /* the pod path's warning (podwarn.h) */
+            char text[WH_WARNING_MAX + 1];
+            wh_megascale_own_text(text, sizeof(text), wh_json_str0(c, "name"));
+            WH_TRY(wh_decision_warn_text(v->d, text));
+        }
+        if (world == WH_MS_CONFLICT)
             WH_TRY(problem(v,
                            "container \"%.63s\" (%s.spec.containers[%d]) sets "
                            "MEGASCALE_NUM_SLICES \"%.32s\" but replicated job \"%.63s\" has %ld "

@@ -27,6 +27,8 @@ import whreview as W  # noqa: E402
 import test_workload as T  # noqa: E402
 
 TORCH = [{"name": "TORCH_TPU_TOPOLOGY", "value": "2,2,1,2"}]
+OWN_WORLD = [{"name": "MEGASCALE_NUM_SLICES", "value": "3"},
+             {"name": "MEGASCALE_SLICE_ID", "value": "1"}]
 
 
 def table():
@@ -119,6 +121,10 @@ CASES = {
         (torch_pod(), workload_of("Job", template("tpu-v6e-slice", "4x4", env=TORCH))),
         (T.jobset_pod(env=TORCH), workload_of("JobSet", template("tpu-v5p-slice", "2x2x4",
                                                                  env=TORCH))),
+    ],
+    "megascale-own-world": [
+        (T.jobset_pod(env=OWN_WORLD), workload_of("JobSet", template("tpu-v5p-slice", "2x2x4",
+                                                                     env=OWN_WORLD))),
     ],
 }
 

@@ -24,6 +24,7 @@ enum wh_pod_warning {
     WH_PW_LWS_SUBGROUPS,      /* LeaderWorkerSet subgroups: nothing injected */
     WH_PW_NOT_INDEXED,        /* a multi-host pod of a non-indexed Job (or none) */
     WH_PW_TORCH_TOPOLOGY,     /* a preset TORCH_TPU_TOPOLOGY that differs, kept */
+    WH_PW_MEGASCALE_OWN,      /* the container's own MEGASCALE world: no PET_* */
     WH_PW_COUNT
 };
 struct wh_pod_warning_info {
@@ -38,6 +39,10 @@ extern const struct wh_pod_warning_info wh_pod_warnings[WH_PW_COUNT];
  * (WH_WARNING_MAX + 1 bytes or more). */
 void wh_torch_kept_text(char *out, size_t n, const char *container, const char *value,
                         const char *topology, const char *want);
+
+/* The warning of a container with its own MEGASCALE_NUM_SLICES and
+ * MEGASCALE_SLICE_ID (megascale.h, WH_MS_OWN), as both paths write it. */
+void wh_megascale_own_text(char *out, size_t n, const char *container);
 
 /* Fields of a TORCH_TPU_TOPOLOGY value ("2,2,1,2" -> 4, *product 8); 0 when
  * it is not a comma list of positive integers. */
