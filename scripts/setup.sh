@@ -169,6 +169,7 @@ PY
 # when its tool is there already.
 test_tools() {
   ensure_test_kubectl
+  bash scripts/fetch-test-helm.sh # Helm 3 and 4 for the chart tests
 }
 
 apt_install "${build_pkgs[@]}"

@@ -456,16 +456,6 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
     if (!cJSON_IsObject(lt))
         lt = wt;
     bool leader_tpu = wh_workload_template_requests_tpu(lt);
-    /* LWS's subdomainPolicy (docs/workloads.md, "What each controller puts
-     * on a pod"): Shared, the default, is one headless Service named after
-     * the LWS; UniquePerReplica is one per group, named after its leader. */
-    const char *policy = wh_json_str(wh_json_get(spec, "networkConfig"), "subdomainPolicy");
-    bool unique = policy && !strcmp(policy, "UniquePerReplica");
-    if (policy && !unique && strcmp(policy, "Shared"))
-        return wh_fail(errbuf, WH_ERR_INVALID,
-                       "spec.networkConfig.subdomainPolicy is \"%.64s\"; expected \"Shared\" or "
-                       "\"UniquePerReplica\"",
-                       policy);
     const char *ns = ns_of(obj);
     char s[400], leader[400], key[64], sz[32];
     snprintf(sz, sizeof(sz), "%ld", size);
@@ -485,9 +475,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
             if (!err)
                 err = put(mapping(pod, "spec"), "hostname", s);
             if (!err)
-                err = put(mapping(pod, "spec"), "subdomain", unique ? leader : name);
-            if (!err && unique)
-                err = put_annotation(pod, LWS "subdomainPolicy", policy);
+                err = put(mapping(pod, "spec"), "subdomain", name);
             if (!err)
                 err = put_label(pod, LWS "name", name);
             snprintf(s, sizeof(s), "%ld", g);
@@ -504,7 +492,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
                 err = put_annotation(pod, LWS "leader-name", leader);
             if (!err && w && leader_tpu)
                 err = put_annotation(pod, LWS "leader-requests-tpus", "true");
-            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, unique ? leader : name, ns);
+            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, name, ns);
             if (!err)
                 err = each_container(pod, "LWS_LEADER_ADDRESS", s, NULL);
             if (!err)
@@ -513,7 +501,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
             if (!err)
                 err = each_container(pod, "LWS_WORKER_INDEX", s, NULL);
             if (!err)
-                err = lws_tpu_env(pod, leader, size, w, leader_tpu, unique ? leader : name);
+                err = lws_tpu_env(pod, leader, size, w, leader_tpu, name);
         }
     }
     return err;

@@ -137,7 +137,11 @@ class Chart(unittest.TestCase):
         self.assertEqual(deployment(objs)["spec"]["replicas"], 2)
         self.assertEqual(container(objs)["image"], "tpu-webhook:%s" % chart_meta()["appVersion"])
         self.assertIn("rollout status", notes)
-        self.assertNotIn("install-without-cert-manager", notes)
+        self.assertNotIn("cert-manager is off", notes)
+        # The namespace usually exists (KubeRay's): not created by default.
+        self.assertEqual(dl.find(objs, "Namespace"), [])
+        objs, _ = render(tv(namespace={"create": True}))
+        self.valid(objs)
         ns = dl.find(objs, "Namespace")[0]
         self.assertEqual(ns["metadata"]["annotations"], {"helm.sh/resource-policy": "keep"})
 
@@ -145,8 +149,9 @@ class Chart(unittest.TestCase):
         self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
         kobjs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", "default"))
         # kustomize has no cluster version to go by: its install is the
-        # chart's without matchConditions (MatchConditions below).
-        hobjs, _ = render(tv(webhook={"matchConditions": False}))
+        # chart's without matchConditions (MatchConditions below), with the
+        # Namespace that kustomize's base holds.
+        hobjs, _ = render(tv(webhook={"matchConditions": False}, namespace={"create": True}))
 
         k, h = norm_objs(kobjs), norm_objs(hobjs)
         self.assertEqual(sorted(k), sorted(h))
@@ -158,7 +163,8 @@ class Chart(unittest.TestCase):
         import test_manifests as tm
         objs, _ = render()
         self.assertEqual([o for o in objs if "workload" in o["metadata"]["name"]], [])
-        objs, _ = render(tv(workloads={"enabled": True}, webhook={"matchConditions": False}))
+        objs, _ = render(tv(workloads={"enabled": True}, webhook={"matchConditions": False},
+                            namespace={"create": True}))
         self.assertEqual(dl.check_install(objs, cert_manager=True), [])
         self.assertEqual(tm.schema_errors_but_match_conditions(objs), [])
         tm.check_workload_entries(self, objs)
@@ -176,7 +182,8 @@ class Chart(unittest.TestCase):
         objs, notes = render(tv(certManager={"enabled": False}))
         self.valid(objs, cert_manager=False)
         self.assertEqual(dl.find(objs, "Certificate") + dl.find(objs, "Issuer"), [])
-        self.assertIn("certs/install-without-cert-manager.sh --namespace ray-system", notes)
+        self.assertIn("cert-manager is off", notes)
+        self.assertIn('"Without cert-manager" in the chart\'s README.md', notes)
 
     def test_single_replica_has_no_pdb(self):
         objs, _ = render(tv(deployment={"replicas": 1}))
@@ -193,7 +200,7 @@ class Chart(unittest.TestCase):
         self.assertEqual(dl.find(objs, "Service")[0]["spec"]["ports"][0]["port"], 443)
 
     def test_other_namespace(self):
-        objs, _ = render(tv(namespace={"name": "tpu-system", "labels": {"team": "ml"}}))
+        objs, _ = render(tv(namespace={"name": "tpu-system", "create": True, "labels": {"team": "ml"}}))
         self.valid(objs, ns="tpu-system")
         self.assertEqual(dl.find(objs, "Namespace")[0]["metadata"]["labels"], {"team": "ml"})
         self.assertNotEqual(dl.check_install(objs, ns="ray-system"), [])
@@ -405,6 +412,9 @@ REFERENCE_VALUES = os.path.join(dl.ROOT, "tests", "fixtures", "reference-chart",
 # The one override docs/deploy.md ("Upgrading from kuberay-tpu-webhook")
 # tells an upgrading user to add to the reference's values file.
 OUR_IMAGE = {"repository": "registry.example.com/tpu-webhook", "tag": "0.1.0"}
+# ... and the Namespace the reference's release holds, which Helm would
+# otherwise delete on the upgrade.
+KEEP_NS = {"create": True}
 
 
 def flat(v, path=""):
@@ -461,14 +471,17 @@ class UpgradeFromReference(unittest.TestCase):
         with open(REFERENCE_VALUES) as f:
             ref = yaml.safe_load(f)["tpuWebhook"]
         self.assertEqual(ref["image"]["repository"], REFERENCE_IMAGE)  # the fixture is the reference's
-        up, up_notes = render(tv(image=OUR_IMAGE), files=[REFERENCE_VALUES], kube="v1.26.0")
+        up, up_notes = render(tv(image=OUR_IMAGE, namespace=KEEP_NS), files=[REFERENCE_VALUES], kube="v1.26.0")
         self.assertEqual(dl.schema_errors(up), [])
         self.assertEqual(dl.check_install(up), [])
         fresh, fresh_notes = render(tv(image=OUR_IMAGE), kube="v1.26.0")
         a, b = by_key(up), by_key(fresh)
+        # The reference's release holds the Namespace: the upgrade keeps it
+        # (a fresh install expects it to exist).
+        self.assertEqual(set(a) - set(b), {("Namespace", "", "ray-system")})
+        del a[("Namespace", "", "ray-system")]
         # Only replicas: 1 differs: no PodDisruptionBudget, one replica.
         self.assertEqual(set(b) - set(a), {("PodDisruptionBudget", "ray-system", dl.NAME)})
-        self.assertEqual(set(a) - set(b), set())
         diffs = {}
         for k in a:
             fa, fb = flat(a[k]), flat(b[k])
@@ -486,8 +499,9 @@ class UpgradeFromReference(unittest.TestCase):
         self.assertIn("WARNING: tpuWebhook.deployment.replicas is 1", up_notes)
         self.assertNotIn("WARNING", fresh_notes)
         # The documented fix for the warning removes the last difference.
-        up2, _ = render(tv(image=OUR_IMAGE, deployment={"replicas": 2}), files=[REFERENCE_VALUES], kube="v1.26.0")
-        self.assertEqual(up2, fresh)
+        up2, _ = render(tv(image=OUR_IMAGE, namespace=KEEP_NS, deployment={"replicas": 2}),
+                        files=[REFERENCE_VALUES], kube="v1.26.0")
+        self.assertEqual([o for o in up2 if o["kind"] != "Namespace"], fresh)
 
     def test_docs_steps_are_the_tested_ones(self):
         with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
@@ -496,8 +510,10 @@ class UpgradeFromReference(unittest.TestCase):
         cmd = re.search(r"helm upgrade RELEASE deploy/helm/kuberay-tpu-webhook -f values.yaml(.*?)\n\s*```", sec, re.S)
         self.assertIsNotNone(cmd)
         sets = re.findall(r"--set (\S+?)=", cmd.group(1))
-        self.assertEqual(sets, ["tpuWebhook.image.repository", "tpuWebhook.image.tag"])
+        self.assertEqual(sets, ["tpuWebhook.image.repository", "tpuWebhook.image.tag",
+                                "tpuWebhook.namespace.create"])
         self.assertEqual(sorted(OUR_IMAGE), ["repository", "tag"])
+        self.assertEqual(KEEP_NS, {"create": True})
         self.assertIn("--set tpuWebhook.deployment.replicas=2", sec)
         self.assertIn(REFERENCE_IMAGE, sec)
         self.assertIn("Kubernetes: 1.26 or later", sec)

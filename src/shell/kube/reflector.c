@@ -93,7 +93,7 @@ static const char *failure_hint(long status)
                "(service-account token or kubeconfig token/tokenFile) or client certificate";
     if (status == 403)
         return "RBAC: the webhook's service account is not allowed to list and watch pods and "
-               "nodes; bind it to a ClusterRole granting get, list and watch on pods and nodes";
+               "nodes; bind it to a ClusterRole granting list and watch on pods and nodes";
     return "";
 }
 
