@@ -3,7 +3,7 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf, snprintf */
-#include <string.h> /* memset, memcpy, strlen */
+#include <string.h> /* memset, memcpy, strlen, strcmp */
 
 #include "wh/json.h" /* wh_json_add, wh_json_delete */
 #include "wh/mem.h"  /* wh_malloc, wh_free */
@@ -153,4 +153,20 @@ enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
     if (!err)
         err = wh_buf_addc(&d->notes, '\n');
     return err == WH_ERR_TOOBIG ? WH_OK : err; /* notes are best effort */
+}
+
+void wh_decision_event(struct wh_decision *d, const char *reason, const char *fmt, ...)
+{
+    for (size_t i = 0; i < d->n_events; i++)
+        if (!strcmp(d->events[i].reason, reason))
+            return;
+    if (d->n_events >= WH_EVENT_NOTES_MAX)
+        return;
+    struct wh_event_note *n = &d->events[d->n_events++];
+    n->reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->text, sizeof(n->text), fmt, ap);
+    va_end(ap);
+    wh_utf8_trim_cut(n->text, sizeof(n->text));
 }

@@ -1,7 +1,7 @@
 /* engine.c: from a parsed review to the response AdmissionReview bytes. */
 #include "wh/engine.h"
 
-#include <string.h> /* memset */
+#include <string.h> /* memset, memcpy */
 
 #include "wh/b64.h"      /* wh_b64_encode */
 #include "wh/buf.h"      /* wh_buf */
@@ -69,6 +69,18 @@ static char *take_notes(struct wh_buf *notes)
     if (!notes->len)
         return NULL;
     return wh_buf_take(notes, NULL);
+}
+
+/* The log notes; the pod path's Event notes when a workload is named to
+ * carry them. */
+static void take_events(struct wh_decision *d, struct wh_engine_result *res)
+{
+    res->notes = take_notes(&d->notes);
+    if (!d->n_events || !*d->subject.kind)
+        return;
+    res->subject = d->subject;
+    memcpy(res->events, d->events, d->n_events * sizeof(d->events[0]));
+    res->n_events = d->n_events;
 }
 
 enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
@@ -143,7 +155,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     res->n_hosts = d.n_hosts;
     res->n_tpu_containers = d.n_tpu_containers;
     res->worker_id = d.worker_id;
-    res->notes = take_notes(&d.notes);
+    take_events(&d, res); /* notes and Event notes, before d is freed */
     wh_decision_free(&d);
     if (!res->body) {
         wh_engine_result_free(res);

@@ -449,6 +449,54 @@ static enum wh_err check_env_duplicates(struct group_ctx *g)
     return WH_OK;
 }
 
+/* A replica count field; def when absent, not a number or negative. */
+static long count_field(const cJSON *spec, const char *key, long def)
+{
+    long n;
+    return wh_json_whole(wh_json_get(spec, key), 0, INT32_MAX, &n) ? n : def;
+}
+
+/* MEGASCALE's world is the group's slices (docs/workloads.md, "One world"):
+ * the webhook gives replica r MEGASCALE_SLICE_ID r, so a declared count
+ * other than the replicas leaves slices waiting for ones that never join,
+ * or gives one an id past the count. The replicas KubeRay keeps:
+ * replicas (absent: minReplicas) clamped into [minReplicas, maxReplicas]
+ * (docs/kuberay-pods.md §4). */
+static enum wh_err check_megascale(struct group_ctx *g)
+{
+    struct wh_env_lookup lk = {.value = ""};
+    for (const cJSON *k = g->containers->child; k && !*lk.value; k = k->next)
+        if (wh_container_requests_tpu(k))
+            wh_env_lookup(wh_json_get(k, "env"), "MEGASCALE_NUM_SLICES", &lk);
+    if (!*lk.value)
+        return WH_OK; /* absent, empty (the webhook's lookup: unset) or a valueFrom */
+    long min = count_field(g->spec, "minReplicas", 0);
+    long max = count_field(g->spec, "maxReplicas", INT32_MAX);
+    long replicas = count_field(g->spec, "replicas", min);
+    replicas = replicas < min ? min : replicas > max ? max : replicas;
+    bool autoscaled = cJSON_IsTrue(
+        wh_json_path(g->cluster_obj, "spec", "enableInTreeAutoscaling", NULL));
+    char n1[24], n2[24];
+    if (autoscaled && min != max)
+        return warn_at(g,
+                       (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]",
+                                      lk.value, ""},
+                       "group \"%.24s\": MEGASCALE_NUM_SLICES \"%.8s\" fixed, replicas "
+                       "autoscale %ld..%s; set minReplicas = maxReplicas",
+                       g->group, lk.value, min,
+                       max == INT32_MAX ? "unbounded" : lstr(max, n1, sizeof(n1)));
+    long n;
+    if (replicas == 0 || (wh_parse_long(lk.value, &n) && n == replicas))
+        return WH_OK; /* no pods yet */
+    return problem_at(g,
+                      (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]",
+                                     lk.value, lstr(replicas, n2, sizeof(n2))},
+                      "MEGASCALE_NUM_SLICES is \"%.32s\" but the group has %ld replicas (slices), "
+                      "which get MEGASCALE_SLICE_ID 0..%ld, so slices would wait for ones that "
+                      "never join; set MEGASCALE_NUM_SLICES to \"%ld\" or replicas to it",
+                      lk.value, replicas, replicas - 1, replicas);
+}
+
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
 {
     g->tmpl = wh_json_get(g->spec, "template");
@@ -476,6 +524,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         err = check_names(g);
     if (!err && ok)
         err = check_subslice(g, st, errbuf);
+    if (!err)
+        err = check_megascale(g);
     if (!err)
         err = warnings(g);
     return err;

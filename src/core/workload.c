@@ -8,22 +8,26 @@
  * No pod-level field is written, so a second review yields no patch. Every
  * value is computed before any operation is emitted and a denial discards
  * the operations, so a patch is never partial. */
+/* long: one pass per pod over four controller kinds sharing struct wl; split,
+ * the struct would be every module's */
 #include "wh/workload.h"
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strncmp, strlen */
 
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/mutate.h"   /* wh_mutate_pod */
-#include "wh/patch.h"    /* wh_env_writer */
-#include "wh/text.h"     /* wh_text */
-#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_port_list */
-#include "wh/utf8.h"     /* wh_utf8_cut, wh_utf8_trim_cut */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/decision.h"  /* WH_PATCH_MAX_BYTES */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_declared_port */
+#include "wh/mutate.h"    /* wh_mutate_pod */
+#include "wh/patch.h"     /* wh_env_writer */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
+#include "wh/text.h"      /* wh_text */
+#include "wh/podspec.h"   /* WH_SEL_*, wh_env_lookup */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_port_list */
+#include "wh/utf8.h"      /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Keys the controllers put on the pods they create (docs/workloads.md). */
 #define KEY_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
@@ -65,9 +69,10 @@ struct wl {
     /* Built once for all TPU containers: TPU_PROCESS_ADDRESSES and
      * TORCH_TPU_SLICEBUILDER_ADDRESSES over hosts. */
     struct wh_port_list proc_addrs, torch_addrs;
-    char master[NAME_MAX_LEN];      /* PET_MASTER_ADDR */
-    bool megascale;                 /* MEGASCALE_NUM_SLICES may be filled */
-    char coordinator[NAME_MAX_LEN]; /* MEGASCALE_COORDINATOR_ADDRESS */
+    char master[NAME_MAX_LEN];       /* PET_MASTER_ADDR when torchrun spans the slices */
+    char slice_master[NAME_MAX_LEN]; /* PET_MASTER_ADDR of a world of this slice only */
+    bool megascale;                  /* MEGASCALE_NUM_SLICES may be filled */
+    char coordinator[NAME_MAX_LEN];  /* MEGASCALE_COORDINATOR_ADDRESS */
     struct wh_decision *d;
 };
 
@@ -121,6 +126,7 @@ static void describe(struct wl *w)
         kind = owner ? "Job" : "Pod";
         break;
     }
+    wh_event_subject_of(&w->d->subject, w->pod, w->ns, kind, owner);
     /* Cut on a character boundary: a split character makes the answer
      * invalid UTF-8. */
     int pl = (int)wh_utf8_cut(w->pod_name, 253);
@@ -154,13 +160,16 @@ static enum wh_err deny(struct wl *w, const char *fmt, ...)
 }
 
 /* Admit unchanged: a short warning (what to do) for the user, the full
- * text (who, why, what to do) for the log. */
-static enum wh_err skip(struct wl *w, bool *skipped, const char *why, const char *todo)
+ * text (who, why, what to do) for the log and the workload's Event. */
+static enum wh_err skip(struct wl *w, bool *skipped, enum wh_pod_warning k, const char *why)
 {
     *skipped = true;
-    enum wh_err err = wh_decision_warn(w->d, "no TPU env injected: %s", todo);
+    const char *todo = wh_pod_warnings[k].fix + strlen("no TPU env injected: ");
+    enum wh_err err = wh_decision_warn(w->d, "%s", wh_pod_warnings[k].fix);
     if (!err)
         err = wh_decision_note(w->d, "%s: no TPU variables injected: %s; %s", w->who, why, todo);
+    wh_decision_event(w->d, wh_pod_warnings[k].reason, "%s: no TPU variables injected: %s; %s",
+                      w->who, why, todo);
     return err;
 }
 
@@ -203,30 +212,6 @@ static enum wh_err from_node_pool(struct wl *w, const struct wh_state *st, char 
     return WH_OK;
 }
 
-/* Fields of a TORCH_TPU_TOPOLOGY value ("2,2,1,2" -> 4, product 8); 0 when
- * it is not a comma list of positive integers. */
-static int torch_fields(const char *s, long *product)
-{
-    int n = 0;
-    long p = 1;
-    while (*s) {
-        long v = 0;
-        const char *start = s;
-        while (*s >= '0' && *s <= '9' && s - start < 7)
-            v = v * 10 + (*s++ - '0');
-        if (s == start || v <= 0 || (*s && *s != ','))
-            return 0;
-        p *= v;
-        n++;
-        if (*s == ',' && !*++s)
-            return 0;
-        if (p > WH_TOPOLOGY_MAX_CHIPS * 2)
-            return 0;
-    }
-    *product = p;
-    return n;
-}
-
 /* The first TPU container's preset TORCH_TPU_TOPOLOGY, "" when none. */
 static const char *preset_topology(const struct wl *w)
 {
@@ -253,8 +238,7 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
     if (err)
         return err;
     if (!*w->topology)
-        return skip(w, skipped, "the TPU topology is unknown",
-                    "add nodeSelector cloud.google.com/gke-tpu-topology");
+        return skip(w, skipped, WH_PW_TOPOLOGY_UNKNOWN, "the TPU topology is unknown");
     char why[WH_ERRBUF_LEN];
     if (wh_topology_parse(w->topology, &w->topo, why))
         return deny(w, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
@@ -279,13 +263,12 @@ static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *
     /* No accelerator: a preset TorchTPU topology still tells TPU7x (4
      * fields, two devices per chip) from the others (3 fields). */
     long product;
-    int fields = torch_fields(preset_topology(w), &product);
+    int fields = wh_torch_fields(preset_topology(w), &product);
     if (fields == 4 || fields == 3) {
         w->tpu7x = fields == 4;
         return WH_OK;
     }
-    return skip(w, skipped, "the TPU generation is unknown",
-                "add nodeSelector cloud.google.com/gke-tpu-accelerator");
+    return skip(w, skipped, WH_PW_GENERATION_UNKNOWN, "the TPU generation is unknown");
 }
 
 /* ---- identity per kind ---------------------------------------------------- */
@@ -403,6 +386,11 @@ static enum wh_err jobset(struct wl *w)
                     "spec.network.enableDNSHostnames to false",
                     w->n_hosts * replicas, rj);
     snprintf(w->master, sizeof(w->master), "%.120s-%.60s-0-0.%.63s", js, rj, sub);
+    if (w->n_hosts == 1)
+        snprintf(w->slice_master, sizeof(w->slice_master), "localhost");
+    else
+        snprintf(w->slice_master, sizeof(w->slice_master), "%.120s-%.60s-%ld-0.%.63s", js, rj, job,
+                 sub);
     /* With other replicated jobs in the JobSet the slice count is ambiguous
      * (per replicated job or global): only a declared MEGASCALE_NUM_SLICES
      * turns MEGASCALE_* on then. */
@@ -430,8 +418,7 @@ static bool worker_index_from_name(const char *name, const char *leader, long *o
 static enum wh_err lws(struct wl *w, bool *skipped)
 {
     if (wh_meta_has_annotation(w->pod, KEY_LWS_SUBGROUP_SIZE))
-        return skip(w, skipped, "LeaderWorkerSet subgroups are not supported",
-                    "set TPU and TorchTPU variables in the template");
+        return skip(w, skipped, WH_PW_LWS_SUBGROUPS, "LeaderWorkerSet subgroups are not supported");
     const char *leader = wh_meta_annotation(w->pod, KEY_LWS_LEADER_NAME);
     bool is_leader = !leader;
     if (is_leader)
@@ -540,28 +527,52 @@ static enum wh_err identity_env(struct cenv *c)
     return err;
 }
 
+/* The slices a TPU container's MEGASCALE_* joins (megascale.h); the
+ * torchrun world (PET_*) is the same set of slices. */
+static enum wh_ms_world world_of(const struct wl *w, const cJSON *env, const char **declared)
+{
+    *declared = "";
+    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+        return WH_MS_SLICE;
+    return wh_megascale_world(env, w->n_slices, w->megascale, declared);
+}
+
+/* TPU7x with several TPU containers: each libtpu process binds its own
+ * MEGASCALE_PORT in the pod's one network, base + container index as on
+ * the KubeRay path (docs/internals/reference-behaviour.md §2.7.4). */
+static bool per_container_ports(const struct wl *w)
+{
+    return w->tpu7x && w->tc.n > 1;
+}
+
+static long megascale_port(const struct wl *w, unsigned ci)
+{
+    long p = wh_megascale_declared_port(wh_json_get(w->tc.items[ci].obj, "env"));
+    return p >= 0 ? p : WH_MEGASCALE_PORT + (long)ci;
+}
+
 /* MEGASCALE_* (docs/workloads.md, JobSet): filled when the replicated job
  * has more than one slice, or when the user declared MEGASCALE_NUM_SLICES
  * with a value; a declared empty MEGASCALE_NUM_SLICES turns them off. */
 static enum wh_err megascale_env(struct cenv *c)
 {
     struct wl *w = c->w;
-    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+    const char *declared;
+    if (world_of(w, c->env, &declared) == WH_MS_SLICE)
         return WH_OK;
     struct wh_env_lookup lk;
     wh_env_lookup(c->env, "MEGASCALE_NUM_SLICES", &lk);
-    enum wh_err err = WH_OK;
-    if (lk.first_index < 0) {
-        if (!w->megascale)
-            return WH_OK;
-        err = addl(c, "MEGASCALE_NUM_SLICES", w->n_slices);
-    } else if (!lk.exists) {
-        return WH_OK;
-    }
+    enum wh_err err = lk.first_index < 0 ? addl(c, "MEGASCALE_NUM_SLICES", w->n_slices) : WH_OK;
     if (!err)
         err = addl(c, "MEGASCALE_SLICE_ID", w->slice);
+    if (err || !per_container_ports(w))
+        return err ? err : add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+    /* The coordinator is slice 0's worker 0: container 0, on its port. */
+    char coordinator[NAME_MAX_LEN + 24];
+    snprintf(coordinator, sizeof(coordinator), "%s:%ld", w->coordinator, megascale_port(w, 0));
+    err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
     if (!err)
-        err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+        err = addl(c, "MEGASCALE_PORT", megascale_port(w, c->ci));
     return err;
 }
 
@@ -581,20 +592,23 @@ static enum wh_err torch_env(struct cenv *c)
         /* Kept: the user's grid is what torch_tpu will use, so the address
          * list follows it when it divides over the hosts. */
         long product;
-        if (torch_fields(lk.value, &product) && product % w->n_hosts == 0)
+        if (wh_torch_fields(lk.value, &product) && product % w->n_hosts == 0)
             per_host = product / w->n_hosts;
         if (*w->accel) {
-            err = wh_decision_warn(w->d,
-                                   "container \"%s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; "
-                                   "topology %.16s gives \"%s\"",
-                                   wh_json_str0(w->tc.items[c->ci].obj, "name"), lk.value,
-                                   w->topology, topo);
+            const char *cname = wh_json_str0(w->tc.items[c->ci].obj, "name");
+            char text[WH_WARNING_MAX + 1];
+            wh_torch_kept_text(text, sizeof(text), cname, lk.value, w->topology, topo);
+            err = wh_decision_warn_text(w->d, text);
             if (!err)
                 err = wh_decision_note(w->d,
                                        "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
                                        "\"%s\" kept although topology %s gives \"%s\"",
-                                       w->who, wh_json_str0(w->tc.items[c->ci].obj, "name"),
-                                       lk.value, w->topology, topo);
+                                       w->who, cname, lk.value, w->topology, topo);
+            wh_decision_event(w->d, wh_pod_warnings[WH_PW_TORCH_TOPOLOGY].reason,
+                              "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY \"%.32s\" kept "
+                              "although topology %s gives \"%s\"; remove it from the "
+                              "template or set \"%s\"",
+                              w->who, cname, lk.value, w->topology, topo, topo);
         }
     }
     wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
@@ -618,11 +632,24 @@ static enum wh_err torch_env(struct cenv *c)
      * RANK or LOCAL_RANK: torch_tpu turns distributed when WORLD_SIZE is set. */
     long n = (long)w->tc.n;
     long nproc = n > 1 ? w->tc.items[c->ci].chips * per_chip : per_host;
-    err = addl(c, "PET_NNODES", w->n_hosts * w->n_slices * n);
-    if (!err)
-        err = addl(c, "PET_NODE_RANK", (w->slice * w->n_hosts + w->host) * n + (long)c->ci);
-    if (!err)
-        err = add(c, "PET_MASTER_ADDR", w->master);
+    const char *declared;
+    enum wh_ms_world world = world_of(w, c->env, &declared);
+    if (world == WH_MS_OWN) { /* the slices and their order are the user's */
+        char text[WH_WARNING_MAX + 1];
+        wh_megascale_own_text(text, sizeof(text), wh_json_str0(w->tc.items[c->ci].obj, "name"));
+        err = wh_decision_warn_text(w->d, text);
+        wh_decision_event(w->d, wh_pod_warnings[WH_PW_MEGASCALE_OWN].reason,
+                          "%s: %s; torchrun's world is then not the webhook's to set", w->who, text);
+    }
+    /* torchrun's world is the slices MEGASCALE joins: one slice without it. */
+    bool all = world == WH_MS_REPLICAS;
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NNODES", w->n_hosts * (all ? w->n_slices : 1) * n);
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NODE_RANK",
+                   ((all ? w->slice * w->n_hosts : 0) + w->host) * n + (long)c->ci);
+    if (!err && world != WH_MS_OWN)
+        err = add(c, "PET_MASTER_ADDR", all ? w->master : w->slice_master);
     if (!err)
         err = addl(c, "PET_MASTER_PORT", WH_TORCH_MASTER_PORT);
     if (!err)
@@ -645,6 +672,37 @@ static size_t patch_estimate(const struct wl *w)
     return (per + per / 4) * w->tc.n;
 }
 
+/* One world (docs/workloads.md): the slice count MEGASCALE is given is the
+ * replicated job's, and the libtpu processes of one pod bind distinct
+ * MEGASCALE ports. */
+static enum wh_err one_world(struct wl *w)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        const cJSON *env = wh_json_get(w->tc.items[i].obj, "env");
+        const char *declared, *name = wh_json_str0(w->tc.items[i].obj, "name");
+        enum wh_ms_world world = world_of(w, env, &declared);
+        if (world == WH_MS_CONFLICT)
+            return deny(w,
+                        "container \"%s\" (spec.containers[%d]) sets MEGASCALE_NUM_SLICES "
+                        "\"%.32s\" but replicated job \"%s\" has %ld slices (label %s), so its "
+                        "slices would wait for ones that never join; remove it (the webhook "
+                        "sets %ld), or set it to \"\" for independent slices",
+                        name, w->tc.items[i].index, declared, meta_value(w->pod, KEY_JS_RJOB, false),
+                        w->n_slices, KEY_JS_RJOB_REPLICAS, w->n_slices);
+        if (world == WH_MS_SLICE || !per_container_ports(w))
+            continue;
+        for (unsigned k = 0; k < i; k++)
+            if (megascale_port(w, k) == megascale_port(w, i))
+                return deny(w,
+                            "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
+                            "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
+                            "%ld + the container's index) or give each its own",
+                            wh_json_str0(w->tc.items[k].obj, "name"), name, megascale_port(w, i),
+                            (long)WH_MEGASCALE_PORT);
+    }
+    return WH_OK;
+}
+
 /* One identity per slice (docs/workloads.md): a single-host identity in a
  * container of a multi-host pod contradicts the peers built here; and the
  * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet). */
@@ -665,6 +723,24 @@ static enum wh_err one_identity(struct wl *w)
     char dns[640]; /* names that resolve */
     if (wh_hostnet_dns_conflict(w->spec, "spec", w->n_hosts * w->n_slices, dns, sizeof(dns)))
         return deny(w, "%s", dns);
+    return one_world(w);
+}
+
+/* Issue 10: the kubelet uses the last entry of a name, the lookup the first. */
+static enum wh_err env_duplicates(struct wl *w)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        int first, second;
+        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
+        if (name)
+            return deny(w,
+                        "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
+                        "and env[%d]); the kubelet uses the last one and the webhook "
+                        "edits one of them, so the value the container gets is "
+                        "ambiguous; keep one %s entry",
+                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
+                        second, name);
+    }
     return WH_OK;
 }
 
@@ -681,18 +757,8 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     if (err || w->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
     w->d->n_tpu_containers = w->tc.n;
-    for (unsigned i = 0; i < w->tc.n; i++) {
-        int first, second;
-        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
-        if (name) /* issue 10: the kubelet uses the last entry, the lookup the first */
-            return deny(w,
-                        "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
-                        "and env[%d]); the kubelet uses the last one and the webhook "
-                        "edits one of them, so the value the container gets is "
-                        "ambiguous; keep one %s entry",
-                        wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index, first,
-                        second, name);
-    }
+    if ((err = env_duplicates(w)) || denied(w))
+        return err;
     if ((err = read_topology(w, st, &skipped, errbuf)) || denied(w) || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
@@ -719,13 +785,15 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
                      "%ld of the %ld chips of topology %s is one of %ld hosts "
                      "or part of one host",
                      w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
-            return skip(w, &skipped, what, "several hosts need an Indexed Job, JobSet or LWS");
+            return skip(w, &skipped, WH_PW_NOT_INDEXED, what);
         }
         err = single_host(w);
         break;
     }
     if (err || denied(w) || skipped)
         return err;
+    if (!*w->slice_master)
+        snprintf(w->slice_master, sizeof(w->slice_master), "%s", w->master);
     if ((err = one_identity(w)) || denied(w))
         return err;
     w->d->host = w->host;

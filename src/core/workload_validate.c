@@ -10,13 +10,15 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/podspec.h"  /* WH_SEL_*, WH_ANN_SLICE_TOPOLOGY */
-#include "wh/ratchet.h"  /* wh_violations_add */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers */
-#include "wh/workload.h" /* WH_LABEL_INJECT */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world */
+#include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
+#include "wh/ratchet.h"   /* wh_violations_add */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology */
+#include "wh/workload.h"  /* WH_LABEL_INJECT */
 
 #define PROBLEMS_MAX (64 * 1024)
 #define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -68,7 +70,8 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
 /* What a pod template implies: hosts per slice (0 when it requests no TPU
  * or its topology is unknown: nothing to check). */
 struct tmpl_hosts {
-    long slices; /* in: the replicas of a JobSet replicated job, else 1 */
+    long slices;       /* in: the replicas of a JobSet replicated job, else 1 */
+    const char *label; /* in: how warnings name the template ("" for a Job's) */
     long hosts, chips;
     const char *topology;
 };
@@ -95,6 +98,49 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
     err = out->chips ? template_shape(v, tmpl, field, &tc, out) : WH_OK;
     wh_tpu_containers_free(&tc);
     return err;
+}
+
+/* A warning the pod path would give each pod of the template (workload.h),
+ * given here where the user reads it. */
+static enum wh_err pod_warning(struct vctx *v, const struct tmpl_hosts *th, enum wh_pod_warning k)
+{
+    const char *l = th->label ? th->label : "";
+    return wh_decision_warn(v->d, "%.40s%s%s", l, *l ? ": " : "", wh_pod_warnings[k].fix);
+}
+
+/* The pod path's warnings about a template whose shape is possible: a
+ * topology or generation it cannot tell (unless a node pool may tell it), a
+ * preset TORCH_TPU_TOPOLOGY that differs from the topology's. */
+static enum wh_err shape_warnings(struct vctx *v, const cJSON *spec, const struct tmpl_hosts *th,
+                                  const struct wh_tpu_containers *tc,
+                                  const struct wh_topology *topo, const struct wh_tpu_gen_info *gen)
+{
+    const char *pool = wh_node_selector(spec, WH_KEY_NODEPOOL);
+    bool from_pool = pool && *pool; /* the pod path reads the pool's nodes */
+    if (!topo->ndims)
+        return from_pool ? WH_OK : pod_warning(v, th, WH_PW_TOPOLOGY_UNKNOWN);
+    if (!gen) {
+        struct wh_env_lookup lk;
+        long product;
+        wh_env_lookup(wh_json_get(tc->items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+        int fields = wh_torch_fields(lk.value, &product);
+        return from_pool || fields == 3 || fields == 4
+                   ? WH_OK
+                   : pod_warning(v, th, WH_PW_GENERATION_UNKNOWN);
+    }
+    char want[96];
+    wh_torch_topology(topo, gen->devices_per_chip == 2, want, sizeof(want));
+    for (unsigned i = 0; i < tc->n; i++) {
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(tc->items[i].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+        if (!*lk.value || !strcmp(lk.value, want))
+            continue;
+        char text[WH_WARNING_MAX + 1];
+        wh_torch_kept_text(text, sizeof(text), wh_json_str0(tc->items[i].obj, "name"), lk.value,
+                           th->topology, want);
+        WH_TRY(wh_decision_warn_text(v->d, text));
+    }
+    return WH_OK;
 }
 
 /* The shape of a TPU template: the generation table's rules, the chips'
@@ -128,8 +174,9 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     struct wh_shape_problem sp;
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
         return problem(v, "%s", sp.text);
+    WH_TRY(shape_warnings(v, spec, out, tc, &topo, gen));
     if (!topo.ndims)
-        return WH_OK; /* the pod path says what to add (it may come from the node pool) */
+        return WH_OK;
     if (out->chips > topo.chips || topo.chips % out->chips)
         return problem(v,
                        "%s.spec.containers request %ld google.com/tpu per pod, which does not "
@@ -223,6 +270,48 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
     return err;
 }
 
+/* One world (docs/workloads.md): a literal MEGASCALE_NUM_SLICES other than
+ * the replicas is refused, as its pods are; with other replicated jobs
+ * beside it (the pods' global-replicas differ from their replicas) the pods
+ * cannot tell the slice count, so a replicated job of several slices that
+ * does not declare it is told how to join them. */
+static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const char *field,
+                                    const char *rj, long replicas, long all_replicas, long hosts)
+{
+    const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
+    bool declared = false;
+    int i = 0;
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
+        if (!wh_container_requests_tpu(c))
+            continue;
+        struct wh_env_lookup lk;
+        const char *value;
+        wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
+        declared |= lk.first_index >= 0;
+        enum wh_ms_world world = hosts * replicas > 1 ? wh_megascale_world(wh_json_get(c, "env"),
+                                                                           replicas, false, &value)
+                                                      : WH_MS_SLICE;
+        if (world == WH_MS_OWN) { /* the pod path's warning (podwarn.h) */
+            char text[WH_WARNING_MAX + 1];
+            wh_megascale_own_text(text, sizeof(text), wh_json_str0(c, "name"));
+            WH_TRY(wh_decision_warn_text(v->d, text));
+        }
+        if (world == WH_MS_CONFLICT)
+            WH_TRY(problem(v,
+                           "container \"%.63s\" (%s.spec.containers[%d]) sets "
+                           "MEGASCALE_NUM_SLICES \"%.32s\" but replicated job \"%.63s\" has %ld "
+                           "replicas, so its slices would wait for ones that never join; remove "
+                           "it (the webhook sets %ld), or set it to \"\" for independent slices",
+                           wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
+    }
+    if (replicas > 1 && all_replicas != replicas && !declared)
+        return wh_decision_warn(v->d,
+                                "replicated job \"%.40s\": no MEGASCALE_* for its %ld slices "
+                                "(other replicated jobs); set MEGASCALE_NUM_SLICES \"%ld\"",
+                                rj, replicas, replicas);
+    return WH_OK;
+}
+
 static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
 {
     const cJSON *spec = wh_json_get(obj, "spec");
@@ -230,6 +319,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
     const cJSON *dns = wh_json_path(spec, "network", "enableDNSHostnames", NULL);
     bool exclusive = wh_meta_has_annotation(obj, EXCLUSIVE_TOPOLOGY);
     enum wh_err err = WH_OK;
+    long all_replicas = 0; /* what JobSet puts in the pods' global-replicas */
+    for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj; rj = rj->next)
+        all_replicas += int_field(rj, "replicas", 1);
     int i = 0;
     for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err;
          rj = rj->next, i++) {
@@ -238,7 +330,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
                  wh_json_str0(rj, "name"));
         const cJSON *jspec = wh_json_path(rj, "template", "spec", NULL);
         v->part = wh_json_str0(rj, "name");
-        struct tmpl_hosts th = {.slices = int_field(rj, "replicas", 1)};
+        char label[100];
+        snprintf(label, sizeof(label), "replicated job \"%.40s\"", wh_json_str0(rj, "name"));
+        struct tmpl_hosts th = {.slices = int_field(rj, "replicas", 1), .label = label};
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
         err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
@@ -256,6 +350,9 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
             !wh_meta_has_annotation(wh_json_get(rj, "template"), EXCLUSIVE_TOPOLOGY))
             err = wh_decision_warn(v->d, "replicated job \"%s\": %ld slices without annotation %s",
                                    wh_json_str0(rj, "name"), replicas, EXCLUSIVE_TOPOLOGY);
+        if (!err)
+            err = jobset_megascale(v, wh_json_get(jspec, "template"), tfield,
+                                   wh_json_str0(rj, "name"), replicas, all_replicas, th.hosts);
     }
     return err;
 }
@@ -263,20 +360,23 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
 static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
 {
     const cJSON *lwt = wh_json_path(obj, "spec", "leaderWorkerTemplate", NULL);
-    struct tmpl_hosts th = {.slices = 1};
+    struct tmpl_hosts th = {.slices = 1, .label = "workerTemplate"};
     enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
                                      "spec.leaderWorkerTemplate.workerTemplate", &th);
+    const cJSON *sg = wh_json_get(lwt, "subGroupPolicy");
+    bool subgroups = sg && !cJSON_IsNull(sg);
+    if (!err && subgroups && th.hosts > 0)
+        err = pod_warning(v, &th, WH_PW_LWS_SUBGROUPS); /* the pod path injects nothing */
     if (err || th.hosts <= 1)
         return err;
     const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
     bool leader_tpu = true;
     if (leader && !cJSON_IsNull(leader)) {
-        struct tmpl_hosts lh = {.slices = 1};
+        struct tmpl_hosts lh = {.slices = 1, .label = "leaderTemplate"};
         err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
         leader_tpu = lh.chips > 0;
     }
-    const cJSON *sg = wh_json_get(lwt, "subGroupPolicy");
-    if (!err && sg && !cJSON_IsNull(sg)) {
+    if (!err && subgroups) {
         long n = int_field(sg, "subGroupSize", -2);
         if (n != th.hosts) {
             char got[96];

@@ -456,6 +456,16 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
     if (!cJSON_IsObject(lt))
         lt = wt;
     bool leader_tpu = wh_workload_template_requests_tpu(lt);
+    /* LWS's subdomainPolicy (docs/workloads.md, "What each controller puts
+     * on a pod"): Shared, the default, is one headless Service named after
+     * the LWS; UniquePerReplica is one per group, named after its leader. */
+    const char *policy = wh_json_str(wh_json_get(spec, "networkConfig"), "subdomainPolicy");
+    bool unique = policy && !strcmp(policy, "UniquePerReplica");
+    if (policy && !unique && strcmp(policy, "Shared"))
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.networkConfig.subdomainPolicy is \"%.64s\"; expected \"Shared\" or "
+                       "\"UniquePerReplica\"",
+                       policy);
     const char *ns = ns_of(obj);
     char s[400], leader[400], key[64], sz[32];
     snprintf(sz, sizeof(sz), "%ld", size);
@@ -475,7 +485,9 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
             if (!err)
                 err = put(mapping(pod, "spec"), "hostname", s);
             if (!err)
-                err = put(mapping(pod, "spec"), "subdomain", name);
+                err = put(mapping(pod, "spec"), "subdomain", unique ? leader : name);
+            if (!err && unique)
+                err = put_annotation(pod, LWS "subdomainPolicy", policy);
             if (!err)
                 err = put_label(pod, LWS "name", name);
             snprintf(s, sizeof(s), "%ld", g);
@@ -492,7 +504,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
                 err = put_annotation(pod, LWS "leader-name", leader);
             if (!err && w && leader_tpu)
                 err = put_annotation(pod, LWS "leader-requests-tpus", "true");
-            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, name, ns);
+            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, unique ? leader : name, ns);
             if (!err)
                 err = each_container(pod, "LWS_LEADER_ADDRESS", s, NULL);
             if (!err)
@@ -501,7 +513,7 @@ static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
             if (!err)
                 err = each_container(pod, "LWS_WORKER_INDEX", s, NULL);
             if (!err)
-                err = lws_tpu_env(pod, leader, size, w, leader_tpu, name);
+                err = lws_tpu_env(pod, leader, size, w, leader_tpu, unique ? leader : name);
         }
     }
     return err;

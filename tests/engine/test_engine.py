@@ -716,8 +716,10 @@ class Validation(unittest.TestCase):
 
     def test_warning_megascale_single_host_D8(self):
         env = [{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]
-        r = validate(raycluster([group(hosts=1, topo="2x2", env=env)]))
-        self.assertTrue(r.allowed)
+        g = group(hosts=1, topo="2x2", env=env)
+        g.update(replicas=2, maxReplicas=2)  # issue 24: the count must be the replicas
+        r = validate(raycluster([g]))
+        self.assertTrue(r.allowed, r.message)
         self.assertEqual(len(r.warnings), 1)
         self.assertIn("MEGASCALE_NUM_SLICES", r.warnings[0])
 
@@ -812,7 +814,7 @@ class Hostile(unittest.TestCase):
         # (MEGASCALE_NUM_SLICES on one host; TPU=2x chips on tpu7x without
         # RAY_TPU_RESOURCE_PER_CHIP), 16,000 in all: the answer lists 50 and
         # says how many more there were.
-        env = [{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]
+        env = [{"name": "MEGASCALE_NUM_SLICES", "value": "1"}]  # the replicas (issue 24)
         groups = [group(name="g%d" % i, hosts=1, accel="tpu7x", topo="2x2x1", env=env,
                         resources='{"TPU": 8}') for i in range(8000)]
         rc = raycluster(groups)

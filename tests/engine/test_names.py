@@ -179,8 +179,10 @@ class Pods(unittest.TestCase):
         self.assertIn("rename RayCluster %s to a DNS-1035 label" % cluster, r.message)
 
 
-def raycluster(group, shape, replicas=1):
+def raycluster(group, shape, replicas=None):
     kw = SHAPES[shape]
+    if replicas is None:  # MEGASCALE_NUM_SLICES is the replicas (issue 24)
+        replicas = 2 if shape == "multi-slice" else 1
     sel = {"cloud.google.com/gke-tpu-accelerator": kw.get("accel", "tpu-v6e-slice"),
            "cloud.google.com/gke-tpu-topology": kw["topo"]}
     conts = [container("ray-worker-%d" % i, kw["chips"], kw.get("env"))

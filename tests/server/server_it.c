@@ -979,6 +979,18 @@ static int loaders_ok(struct loader *l, int n)
     return ok;
 }
 
+/* Wait (bounded) until the loaders have more than `than` answers, so that
+ * a slow machine (sanitizers, shared cores) only makes the case longer. */
+static int answered_beyond(struct loader *l, int n, int than, const char *when)
+{
+    double t0 = now_s();
+    while (loaders_ok(l, n) <= than && now_s() - t0 < 20)
+        sleep_ms(20);
+    int ok = loaders_ok(l, n);
+    CHECK(ok > than, "no review answered %s within 20 s", when);
+    return ok;
+}
+
 /* The client trusts only ca.crt (the caBundle of cert-manager's CA chain,
  * docs/deploy.md "Certificates"); the server reads the leaf through the
  * kubelet's symlinks and picks each renewal up without a restart; under
@@ -1022,8 +1034,8 @@ static void case_cert_renew_kubelet(void)
         l[i].len = plen;
         pthread_create(&th[i], NULL, fresh_poster, &l[i]);
     }
-    sleep_ms(500);
-    int before = loaders_ok(l, N);
+    int before = answered_beyond(l, N, 0, "before the first renewal");
+    int during = before;
     char *prev_key = read_all(key, NULL);
     for (int g = 1; g <= RENEWALS; g++) {
         char next[400], ncrt[450], nkey[450];
@@ -1038,11 +1050,13 @@ static void case_cert_renew_kubelet(void)
         prev_key = k;
         file_serial(ncrt, serial, sizeof(serial));
         kubelet_publish(vol, g, ncrt, nkey);
-        wait_served(serial, 5);
+        during = answered_beyond(l, N, during, "after a renewal was written");
+        wait_served(serial, 15);
         sleep_ms(200);
     }
-    int during = loaders_ok(l, N);
-    sleep_ms(500);
+    during = loaders_ok(l, N);
+    answered_beyond(l, N, during, "after the last renewal");
+    sleep_ms(200);
     for (int i = 0; i < N; i++) {
         atomic_store(&l[i].stop, true);
         pthread_join(th[i], NULL);
@@ -1055,8 +1069,7 @@ static void case_cert_renew_kubelet(void)
     }
     CHECK(failed == 0, "%d of %d reviews (a handshake each) failed across %d renewals (first: %s)",
           failed, after + failed, RENEWALS, l[0].failed ? l[0].first_error : "in another thread");
-    CHECK(before > 0 && during > before && after > during,
-          "answers before %d, during %d, after %d renewals", before, during, after);
+    CHECK(after > during, "answers before %d, during %d, after %d renewals", before, during, after);
     CHECK(connects == after, "%ld handshakes for %d reviews: connections were reused", connects,
           after);
     struct resp r;

@@ -26,6 +26,23 @@
 
 struct wh_decision_text; /* decision.c */
 
+/* A warning the pod path gave a controller-created pod, to be recorded as a
+ * Kubernetes Event on the workload that owns the pod (docs/troubleshooting.md,
+ * "Events"): at most WH_EVENT_NOTES_MAX per decision, the first of each
+ * reason. Fixed-size: a shell copies them past the request's arena. */
+#define WH_EVENT_NOTES_MAX 4
+#define WH_EVENT_TEXT_MAX 640
+struct wh_event_note {
+    const char *reason;           /* static: one of workload.h's wh_pod_warnings[].reason */
+    char text[WH_EVENT_TEXT_MAX]; /* "<workload> (pod ...): <what>; <fix>" */
+};
+/* The object such Events are about; kind "" when there is none (a pod no
+ * controller created). uid "" when the pod does not name it (the pods of a
+ * JobSet or LeaderWorkerSet are owned by Jobs and StatefulSets). */
+struct wh_event_subject {
+    char api_version[48], kind[32], ns[64], name[254], uid[64];
+};
+
 struct wh_decision {
     bool allowed;
     char *message; /* denial message (malloc'd), NULL when allowed */
@@ -54,6 +71,9 @@ struct wh_decision {
     unsigned n_tpu_containers;
     long worker_id;         /* first TPU container's TPU_WORKER_ID as assigned */
     bool state_unavailable; /* denied: the cluster state could not be trusted */
+    struct wh_event_subject subject;
+    struct wh_event_note events[WH_EVENT_NOTES_MAX];
+    size_t n_events;
 };
 
 /* Zero d and mark it allowed. */
@@ -79,6 +99,10 @@ WH_NODISCARD enum wh_err wh_decision_warn(struct wh_decision *d, const char *fmt
 /* The same for a text already written: text (WH_WARNING_MAX + 1 bytes or
  * more) is cut in place to what the warning says. */
 WH_NODISCARD enum wh_err wh_decision_warn_text(struct wh_decision *d, char *text);
+/* Record an Event note (reason static, text cut on a character boundary);
+ * a reason already recorded, or past WH_EVENT_NOTES_MAX, is ignored. */
+void wh_decision_event(struct wh_decision *d, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Add a log note line. */
 WH_NODISCARD enum wh_err wh_decision_note(struct wh_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -25,9 +25,10 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/err.h"    /* enum wh_err */
-#include "wh/review.h" /* struct wh_review */
-#include "wh/state.h"  /* struct wh_state */
+#include "wh/decision.h" /* struct wh_event_subject, struct wh_event_note */
+#include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
+#include "wh/state.h"    /* struct wh_state */
 
 enum wh_route {
     WH_ROUTE_ANY,      /* route by request.kind.kind: Pod, RayCluster, Job/JobSet/LWS, else admit */
@@ -66,6 +67,11 @@ struct wh_engine_result {
     long worker_id;
     /* Newline-separated notes worth logging (skipped pods, ...); may be NULL. */
     char *notes;
+    /* The pod path's warnings of a pod some workload's controller created,
+     * for Events on that workload (subject.kind "" when none; podwarn.h). */
+    struct wh_event_subject subject;
+    struct wh_event_note events[WH_EVENT_NOTES_MAX];
+    size_t n_events;
 };
 
 /* Decide. Fails only when the request cannot be answered at all (route/kind

@@ -1,0 +1,30 @@
+/* megascale.h: which slices one TPU container's MEGASCALE_* joins
+ * (docs/workloads.md, "One world"). The pod path (workload.c) and the
+ * JobSet template rule (workload_validate.c) judge a container's env with
+ * this one function, so a workload is refused at the JobSet exactly when
+ * its pods would be. Pure; nothing is allocated. */
+#ifndef WH_MEGASCALE_H
+#define WH_MEGASCALE_H
+
+#include <stdbool.h> /* bool */
+
+#include <cjson/cJSON.h>
+
+enum wh_ms_world {
+    WH_MS_SLICE,    /* no MEGASCALE: the container's slice is a world of its own */
+    WH_MS_REPLICAS, /* every slice of the replicated job */
+    WH_MS_CONFLICT, /* a literal slice count other than the replicas, slice ids left to the webhook */
+    WH_MS_OWN,      /* such a count with the container's own MEGASCALE_SLICE_ID */
+};
+
+/* The world of a TPU container with env `env` (a JSON array or NULL) in a
+ * replicated job of `slices` slices; fill: the webhook fills an absent
+ * MEGASCALE_NUM_SLICES (the slice count is known from the pod). A declared
+ * empty value opts out; a valueFrom (xpk's fieldRef to the replicas) joins
+ * them all. *declared: the literal value, "" when none (env's text). */
+enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared);
+
+/* env's literal MEGASCALE_PORT, -1 when absent, empty, a valueFrom or not a number. */
+long wh_megascale_declared_port(const cJSON *env);
+
+#endif

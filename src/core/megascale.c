@@ -1,0 +1,30 @@
+/* megascale.c: the slices a container's MEGASCALE_* joins (megascale.h). */
+#include "wh/megascale.h"
+
+#include "wh/json.h"    /* wh_parse_long */
+#include "wh/podspec.h" /* wh_env_lookup */
+
+enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared)
+{
+    struct wh_env_lookup lk;
+    *declared = "";
+    wh_env_lookup(env, "MEGASCALE_NUM_SLICES", &lk);
+    if (lk.first_index < 0)
+        return fill ? WH_MS_REPLICAS : WH_MS_SLICE;
+    if (!lk.exists)
+        return WH_MS_SLICE; /* declared empty: independent slices */
+    long n;
+    *declared = lk.value;
+    if (!*lk.value || (wh_parse_long(lk.value, &n) && n == slices))
+        return WH_MS_REPLICAS;
+    wh_env_lookup(env, "MEGASCALE_SLICE_ID", &lk);
+    return lk.first_index >= 0 ? WH_MS_OWN : WH_MS_CONFLICT;
+}
+
+long wh_megascale_declared_port(const cJSON *env)
+{
+    struct wh_env_lookup lk;
+    long port;
+    wh_env_lookup(env, "MEGASCALE_PORT", &lk);
+    return *lk.value && wh_parse_long(lk.value, &port) && port >= 0 ? port : -1;
+}

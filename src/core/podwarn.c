@@ -1,0 +1,101 @@
+/* podwarn.c: the pod path's warnings (podwarn.h). */
+#include "wh/podwarn.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp, strlen, memcpy */
+
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/podspec.h"  /* WH_SEL_* */
+#include "wh/topology.h" /* WH_TOPOLOGY_MAX_CHIPS */
+#include "wh/utf8.h"     /* wh_utf8_trim_cut */
+
+const struct wh_pod_warning_info wh_pod_warnings[WH_PW_COUNT] = {
+    [WH_PW_TOPOLOGY_UNKNOWN] = {"topology-unknown", "TPUTopologyUnknown",
+                                "no TPU env injected: add nodeSelector " WH_SEL_TOPOLOGY, "warning"},
+    [WH_PW_GENERATION_UNKNOWN] = {"generation-unknown", "TPUGenerationUnknown",
+                                  "no TPU env injected: add nodeSelector " WH_SEL_ACCELERATOR,
+                                  "warning"},
+    [WH_PW_LWS_SUBGROUPS] = {"lws-subgroups", "TPUSubGroupsNotInjected",
+                             "no TPU env injected: set TPU and TorchTPU variables in the template",
+                             "warning"},
+    [WH_PW_NOT_INDEXED] = {"not-indexed", "TPUMultiHostNotIndexed",
+                           "no TPU env injected: several hosts need an Indexed Job, JobSet or LWS",
+                           "denial: completionMode is not \"Indexed\""},
+    [WH_PW_TORCH_TOPOLOGY] = {"torch-topology-kept", "TPUTorchTopologyKept", "TORCH_TPU_TOPOLOGY",
+                              "warning"},
+    [WH_PW_MEGASCALE_OWN] = {"megascale-own-world", "TPUMegascaleOwnWorld",
+                             "own MEGASCALE_NUM_SLICES/SLICE_ID; set PET_NNODES, PET_NODE_RANK, "
+                             "PET_MASTER_ADDR",
+                             "warning"},
+};
+
+void wh_megascale_own_text(char *out, size_t n, const char *container)
+{
+    snprintf(out, n, "container \"%.24s\": %s", container, wh_pod_warnings[WH_PW_MEGASCALE_OWN].fix);
+    wh_utf8_trim_cut(out, n);
+}
+
+void wh_torch_kept_text(char *out, size_t n, const char *container, const char *value,
+                        const char *topology, const char *want)
+{
+    /* Built on a buffer of its own and cut once: the same text on both paths. */
+    char t[256];
+    snprintf(t, sizeof(t),
+             "container \"%.40s\": TORCH_TPU_TOPOLOGY \"%.32s\" kept; topology %.16s gives \"%.40s\"",
+             container, value, topology, want);
+    size_t len = strlen(t) < n ? strlen(t) : n - 1;
+    memcpy(out, t, len);
+    out[len] = '\0';
+    wh_utf8_trim_cut(out, n);
+}
+
+int wh_torch_fields(const char *s, long *product)
+{
+    int n = 0;
+    long p = 1;
+    while (*s) {
+        long v = 0;
+        const char *start = s;
+        while (*s >= '0' && *s <= '9' && s - start < 7)
+            v = v * 10 + (*s++ - '0');
+        if (s == start || v <= 0 || (*s && *s != ','))
+            return 0;
+        p *= v;
+        n++;
+        if (*s == ',' && !*++s)
+            return 0;
+        if (p > WH_TOPOLOGY_MAX_CHIPS * 2)
+            return 0;
+    }
+    *product = p;
+    return n;
+}
+
+/* The uid of the pod's controller ownerReference when it is kind/name. */
+static const char *owner_uid(const cJSON *pod, const char *kind, const char *name)
+{
+    const cJSON *refs = wh_json_path(pod, "metadata", "ownerReferences", NULL);
+    for (const cJSON *r = cJSON_IsArray(refs) ? refs->child : NULL; r; r = r->next)
+        if (cJSON_IsTrue(wh_json_get(r, "controller")) && !strcmp(wh_json_str0(r, "kind"), kind) &&
+            !strcmp(wh_json_str0(r, "name"), name))
+            return wh_json_str0(r, "uid");
+    return "";
+}
+
+void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const char *ns,
+                         const char *kind, const char *owner)
+{
+    const char *api = !strcmp(kind, "LeaderWorkerSet") ? "leaderworkerset.x-k8s.io/v1"
+                      : !strcmp(kind, "JobSet")        ? "jobset.x-k8s.io/v1alpha2"
+                                                       : "batch/v1";
+    if (!strcmp(kind, "Indexed Job"))
+        kind = "Job";
+    if (!owner || !*owner || strlen(owner) >= sizeof(s->name) || strlen(ns) >= sizeof(s->ns))
+        return; /* no controller (a plain pod's client reads its own warnings) */
+    snprintf(s->api_version, sizeof(s->api_version), "%s", api);
+    snprintf(s->kind, sizeof(s->kind), "%s", kind);
+    snprintf(s->ns, sizeof(s->ns), "%s", ns);
+    snprintf(s->name, sizeof(s->name), "%s", owner);
+    const char *uid = !strcmp(kind, "Job") ? owner_uid(pod, kind, owner) : "";
+    snprintf(s->uid, sizeof(s->uid), "%s", strlen(uid) < sizeof(s->uid) ? uid : "");
+}

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Issue 24, item 4 (and item 7 for its shapes): MEGASCALE and torchrun
+agree on the world (docs/workloads.md, "One world").
+
+Every pod of a workload is built as its controller creates it (the helpers
+of test_workload.py), sent through `tpu-webhook review --workload`, its
+patch applied with python3-jsonpatch, and the whole set judged by
+physics.check_slices: ids dense per slice, one peer list per slice whose
+entry i is worker i's hostname.subdomain, torchrun world = MEGASCALE world,
+distinct ports per pod network. The objects the user applies (JobSet,
+RayCluster) are judged by /validate-workload and /validate, on CREATE and
+on UPDATE (the ratchet), and by `check`, which must agree."""
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import physics  # noqa: E402
+import test_workload as T  # noqa: E402
+import whreview as W  # noqa: E402
+from whreview import review_of  # noqa: E402
+
+FIXTURES = None
+
+
+def mutate_all(pods):
+    out = []
+    for p in pods:
+        r = W.run(review_of(p), workload=True)
+        assert r.allowed, r.message
+        again = W.run(review_of(r.obj), workload=True)
+        assert again.allowed and again.patch is None, again.patch  # idempotent
+        out.append(r.obj)
+    return out
+
+
+def jobset_pods(replicas=2, hosts=4, env=None, containers=None, global_replicas=None, **kw):
+    pods = []
+    for j in range(replicas):
+        for i in range(hosts):
+            p = T.jobset_pod(replicas=replicas, job=j, index=i, env=env,
+                             global_replicas=global_replicas, **kw)
+            if containers is not None:
+                cs = copy.deepcopy(containers)
+                for c in cs:
+                    c.setdefault("env", []).extend(
+                        e for e in p["spec"]["containers"][0]["env"] if e["name"] == "JOB_COMPLETION_INDEX")
+                p["spec"]["containers"] = cs
+            pods.append(p)
+    return pods
+
+
+def tpu7x_containers(env=None):
+    return [T.tpu_container("c0", chips=2, env=env), T.tpu_container("c1", chips=2, env=env)]
+
+
+def judge(obj, op="CREATE", old=None):
+    group = {"Job": "batch", "JobSet": "jobset.x-k8s.io", "RayCluster": "ray.io",
+             "LeaderWorkerSet": "leaderworkerset.x-k8s.io"}[obj["kind"]]
+    rv = review_of(obj, kind=obj["kind"], op=op)
+    rv["request"]["kind"] = {"group": group, "version": obj["apiVersion"].split("/")[-1],
+                             "kind": obj["kind"]}
+    rv["request"]["oldObject"] = old
+    return W.run(rv)
+
+
+def check(obj):
+    """`tpu-webhook check` on obj written to a file: (exit code, report)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "obj.json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        p = subprocess.run([W.BINARY, "check", "--output", "json", path], capture_output=True,
+                           timeout=120)
+    return p.returncode, p.stdout.decode() + p.stderr.decode()
+
+
+def tpu_jobset(replicas=2, env=None, driver=True):
+    """A JobSet whose TPU replicated job "slice" has `replicas` slices of
+    v5p 2x2x4, with a CPU driver beside it when driver is set."""
+    js = T.jobset(replicas=replicas)
+    js["spec"]["replicatedJobs"][0]["template"]["spec"].update(parallelism=1, completions=1)
+    if not driver:
+        js["spec"]["replicatedJobs"] = js["spec"]["replicatedJobs"][1:]
+    if env is not None:
+        c = js["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]["containers"][0]
+        c["env"] = copy.deepcopy(env)
+    return js
+
+
+class PodWorlds(unittest.TestCase):
+    """The pods of each shape, mutated, judged as a whole."""
+
+    def test_two_slices_one_world(self):
+        pods = mutate_all(jobset_pods())
+        physics.check_slices(pods)
+        env = physics.env_of(pods[-1]["spec"]["containers"][0])
+        self.assertEqual((env["PET_NNODES"], env["MEGASCALE_NUM_SLICES"]), ("8", "2"))
+
+    def test_declared_independent_slices_are_separate_worlds(self):
+        # KES's Saxml pattern: MEGASCALE_NUM_SLICES "" -> no MEGASCALE, and
+        # torchrun must not wait at slice 0 for the other slice's nodes.
+        pods = mutate_all(jobset_pods(env=[{"name": "MEGASCALE_NUM_SLICES", "value": ""}]))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[5]["spec"]["containers"][0])  # slice 1, host 1
+        self.assertEqual((env["PET_NNODES"], env["PET_NODE_RANK"], env["PET_MASTER_ADDR"]),
+                         ("4", "1", "llm-slice-1-0.llm"))
+        self.assertNotIn("MEGASCALE_SLICE_ID", env)
+
+    def test_beside_other_replicated_jobs_without_megascale(self):
+        # global-replicas 3 (a driver beside): the slice count is unknown to
+        # the pod, no MEGASCALE is injected, so torchrun runs per slice.
+        pods = mutate_all(jobset_pods(global_replicas=3))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[4]["spec"]["containers"][0])
+        self.assertNotIn("MEGASCALE_NUM_SLICES", env)
+        self.assertEqual((env["PET_NNODES"], env["PET_NODE_RANK"]), ("4", "0"))
+
+    def test_beside_other_replicated_jobs_with_declared_count(self):
+        pods = mutate_all(jobset_pods(global_replicas=3,
+                                      env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[7]["spec"]["containers"][0])
+        self.assertEqual((env["PET_NNODES"], env["PET_NODE_RANK"], env["MEGASCALE_SLICE_ID"]),
+                         ("8", "7", "1"))
+
+    def test_xpk_fieldref_count_joins_all_slices(self):
+        ref = {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/replicatedjob-replicas']"}}
+        pods = mutate_all(jobset_pods(env=[{"name": "MEGASCALE_NUM_SLICES", "valueFrom": ref}]))
+        physics.check_slices(pods)
+        envs = [physics.env_of(p["spec"]["containers"][0]) for p in pods]
+        self.assertEqual({e["PET_NNODES"] for e in envs}, {"8"})
+        self.assertEqual(sorted(int(e["PET_NODE_RANK"]) for e in envs), list(range(8)))
+        self.assertEqual({e["MEGASCALE_SLICE_ID"] for e in envs[4:]}, {"1"})
+
+    def test_single_host_slices(self):
+        pods = mutate_all(jobset_pods(replicas=3, hosts=1, accel="tpu-v6e-slice", topo="2x2"))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[2]["spec"]["containers"][0])
+        self.assertEqual((env["PET_NNODES"], env["PET_NODE_RANK"], env["MEGASCALE_COORDINATOR_ADDRESS"]),
+                         ("3", "2", "llm-slice-0-0.llm"))
+        pods = mutate_all(jobset_pods(replicas=3, hosts=1, accel="tpu-v6e-slice", topo="2x2",
+                                      env=[{"name": "MEGASCALE_NUM_SLICES", "value": ""}]))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[2]["spec"]["containers"][0])
+        self.assertEqual((env["PET_NNODES"], env["PET_MASTER_ADDR"]), ("1", "localhost"))
+
+    def test_tpu7x_two_containers_two_slices(self):
+        # TPU7x 2x2x2: 8 chips, 2 TPU containers of 2 chips per pod -> 2 hosts.
+        pods = mutate_all(jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2",
+                                      containers=tpu7x_containers()))
+        physics.check_slices(pods)
+        e0, e1 = (physics.env_of(c) for c in pods[3]["spec"]["containers"])
+        self.assertEqual((e0["MEGASCALE_PORT"], e1["MEGASCALE_PORT"]), ("8081", "8082"))
+        self.assertEqual(e1["MEGASCALE_COORDINATOR_ADDRESS"], "llm-slice-0-0.llm:8081")
+        self.assertEqual((e1["PET_NNODES"], e1["PET_NODE_RANK"]), ("8", "7"))
+
+    def test_tpu7x_declared_port_of_container_0_is_the_coordinators(self):
+        cs = tpu7x_containers()
+        cs[0]["env"] = [{"name": "MEGASCALE_PORT", "value": "9000"}]
+        pods = mutate_all(jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2", containers=cs))
+        physics.check_slices(pods)
+        e0, e1 = (physics.env_of(c) for c in pods[0]["spec"]["containers"])
+        self.assertEqual((e0["MEGASCALE_PORT"], e1["MEGASCALE_PORT"]), ("9000", "8082"))
+        self.assertEqual(e1["MEGASCALE_COORDINATOR_ADDRESS"], "llm-slice-0-0.llm:9000")
+
+    def test_tpu7x_one_container_keeps_libtpu_default(self):
+        pods = mutate_all(jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2", chips=4))
+        physics.check_slices(pods)
+        env = physics.env_of(pods[0]["spec"]["containers"][0])
+        self.assertNotIn("MEGASCALE_PORT", env)
+        self.assertEqual(env["MEGASCALE_COORDINATOR_ADDRESS"], "llm-slice-0-0.llm")
+
+    def test_indexed_job_and_lws_are_one_slice_each(self):
+        physics.check_slices(mutate_all([T.indexed_job_pod(index=i) for i in range(4)]))
+        physics.check_slices(mutate_all([T.lws_pod(worker=w) for w in range(4)]))
+
+
+class PodDenials(unittest.TestCase):
+    def test_declared_count_other_than_replicas(self):
+        for value in ("3", "1", "two"):
+            p = T.jobset_pod(env=[{"name": "MEGASCALE_NUM_SLICES", "value": value}])
+            r = W.run(review_of(p), workload=True)
+            self.assertFalse(r.allowed, value)
+            for part in ('container "trainer"', 'MEGASCALE_NUM_SLICES "%s"' % value,
+                         'replicated job "slice" has 2 slices', "remove it", '"" for independent'):
+                self.assertIn(part, r.message)
+
+    def test_own_slice_ids_keep_torchrun_to_the_user(self):
+        env = [{"name": "MEGASCALE_NUM_SLICES", "value": "4"}, {"name": "MEGASCALE_SLICE_ID", "value": "3"}]
+        r = W.run(review_of(T.jobset_pod(env=env)), workload=True)
+        self.assertTrue(r.allowed, r.message)
+        self.assertIn("PET_NNODES", r.warnings[0])
+        for k in ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR"):
+            self.assertNotIn(k, r.env())
+
+    def test_tpu7x_shared_declared_port(self):
+        env = [{"name": "MEGASCALE_PORT", "value": "8081"}]
+        p = jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2", containers=tpu7x_containers(env))[0]
+        r = W.run(review_of(p), workload=True)
+        self.assertFalse(r.allowed)
+        self.assertIn('"c0" and "c1" both use MEGASCALE_PORT 8081', r.message)
+        # without MEGASCALE (declared independent) the port is not libtpu's concern
+        env2 = env + [{"name": "MEGASCALE_NUM_SLICES", "value": ""}]
+        p = jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2", containers=tpu7x_containers(env2))[0]
+        self.assertTrue(W.run(review_of(p), workload=True).allowed)
+
+
+class JobSetObject(unittest.TestCase):
+    """/validate-workload and check on the JobSet itself."""
+
+    def test_driver_beside_slices_warns_naming_megascale(self):
+        r = judge(tpu_jobset())
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any('MEGASCALE_NUM_SLICES "2"' in w and '"slice"' in w for w in r.warnings),
+                        r.warnings)
+        for env in ([{"name": "MEGASCALE_NUM_SLICES", "value": "2"}],
+                    [{"name": "MEGASCALE_NUM_SLICES", "value": ""}]):
+            r = judge(tpu_jobset(env=env))
+            self.assertFalse(any("MEGASCALE" in w for w in r.warnings), r.warnings)
+        # alone, the pods know the count: nothing to say
+        r = judge(tpu_jobset(driver=False))
+        self.assertFalse(any("MEGASCALE" in w for w in r.warnings), r.warnings)
+
+    def test_declared_count_other_than_replicas_is_denied(self):
+        bad = tpu_jobset(env=[{"name": "MEGASCALE_NUM_SLICES", "value": "3"}])
+        r = judge(bad)
+        self.assertFalse(r.allowed)
+        self.assertIn('spec.replicatedJobs[1] ("slice").template.spec.template.spec.containers[0]',
+                      r.message)
+        self.assertIn('MEGASCALE_NUM_SLICES "3" but replicated job "slice" has 2 replicas', r.message)
+        rc, out = check(bad)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("rejected", out)
+        self.assertEqual(check(tpu_jobset(env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]))[0], 0)
+
+    def test_ratchet(self):
+        bad = tpu_jobset(env=[{"name": "MEGASCALE_NUM_SLICES", "value": "3"}])
+        r = judge(bad, op="UPDATE", old=copy.deepcopy(bad))
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any("already broken" in w and '"trainer"' in w for w in r.warnings), r.warnings)
+        r = judge(bad, op="UPDATE", old=tpu_jobset())
+        self.assertFalse(r.allowed)
+
+
+def raycluster(value="2", replicas=2, autoscale=False, **counts):
+    with open(os.path.join(FIXTURES, "manifests", "v6e-multislice.yaml")) as f:
+        rc = yaml.safe_load(f)
+    g = rc["spec"]["workerGroupSpecs"][0]
+    g["replicas"] = replicas
+    for k in ("minReplicas", "maxReplicas"):
+        g.pop(k)
+    g.update(counts)
+    if value is None:
+        g["template"]["spec"]["containers"][0].pop("env")
+    else:
+        g["template"]["spec"]["containers"][0]["env"][0]["value"] = value
+    if autoscale:
+        rc["spec"]["enableInTreeAutoscaling"] = True
+    return rc
+
+
+class RayClusterObject(unittest.TestCase):
+    """/validate and check: a declared MEGASCALE_NUM_SLICES is the group's
+    replicas (kuberay-pods §4: replicas clamped into [min, max])."""
+
+    def test_agreeing_counts(self):
+        for rc in (raycluster(), raycluster("3", 3), raycluster(None, 5), raycluster("", 3),
+                   raycluster("2", 5, minReplicas=0, maxReplicas=2),
+                   raycluster("2", 0, minReplicas=0, maxReplicas=0)):
+            r = judge(rc)
+            self.assertTrue(r.allowed, r.message)
+            self.assertFalse(any("MEGASCALE" in w for w in r.warnings), r.warnings)
+
+    def test_disagreeing_count_denied(self):
+        rc = raycluster("2", 3)
+        r = judge(rc)
+        self.assertFalse(r.allowed)
+        for part in ('RayCluster "v6e-multislice" worker group "slices"', 'MEGASCALE_NUM_SLICES is "2"',
+                     "the group has 3 replicas", 'set MEGASCALE_NUM_SLICES to "3"'):
+            self.assertIn(part, r.message)
+        rc_code, out = check(rc)
+        self.assertEqual(rc_code, 1, out)
+        self.assertIn("MEGASCALE_NUM_SLICES", out)
+
+    def test_ratchet(self):
+        bad = raycluster("2", 3)
+        r = judge(bad, op="UPDATE", old=copy.deepcopy(bad))
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any("already broken" in w for w in r.warnings), r.warnings)
+        # scaling a fixed world away from its count is new: denied
+        r = judge(bad, op="UPDATE", old=raycluster("2", 2))
+        self.assertFalse(r.allowed)
+
+    def test_autoscaled_count_warned(self):
+        r = judge(raycluster("2", 2, autoscale=True, minReplicas=1, maxReplicas=4))
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any('MEGASCALE_NUM_SLICES "2" fixed' in w and "1..4" in w for w in r.warnings),
+                        r.warnings)
+        r = judge(raycluster("2", 2, autoscale=True, minReplicas=2, maxReplicas=2))
+        self.assertTrue(r.allowed, r.message)
+        self.assertFalse(any("MEGASCALE" in w for w in r.warnings), r.warnings)
+
+
+def main():
+    global FIXTURES
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--fixtures", required=True)
+    args, rest = ap.parse_known_args()
+    W.BINARY = args.binary
+    FIXTURES = args.fixtures
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
+
+
+if __name__ == "__main__":
+    main()
