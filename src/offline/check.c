@@ -13,6 +13,7 @@
 #include "wh/validate.h"      /* wh_validation_problems */
 #include "wh/topology.h"      /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
+#include "wh/doctor.h"        /* wh_doctor_service_warnings, wh_doctor_collect_services */
 #include "wh/yaml.h"          /* wh_yaml_load_at */
 
 /* Where the row is from. */
@@ -299,8 +300,8 @@ static const cJSON *tpu_template(const cJSON *doc)
  * row for the whole object (group "-"), with the columns of its TPU pod
  * template; rendered (validation, then its pods through the workload
  * mutation) so that check and the webhook agree. */
-static enum wh_err check_workload(struct origin *o, const cJSON *doc, cJSON *rows,
-                                  struct wh_check_stats *st)
+static enum wh_err check_workload(struct origin *o, const cJSON *doc, const cJSON *services,
+                                  cJSON *rows, struct wh_check_stats *st)
 {
     const cJSON *tmpl = tpu_template(doc);
     if (!tmpl)
@@ -309,8 +310,12 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, cJSON *row
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_render_result r;
     enum wh_err err = wh_render_workload(doc, &r, errbuf);
-    if (err == WH_ERR_NOMEM)
+    if (!err && r.pods) /* the Job's headless Service, as doctor judges it */
+        err = wh_doctor_service_warnings(r.cluster, r.pods, services, r.verdict.warnings, errbuf);
+    if (err == WH_ERR_NOMEM) {
+        wh_render_result_free(&r);
         return err;
+    }
     cJSON *row = new_row(o, "-");
     cJSON *group = cJSON_CreateObject();
     enum wh_err cerr = row && group && !wh_json_set(group, "template", cJSON_Duplicate(tmpl, 1))
@@ -348,6 +353,8 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
         return wh_fail(errbuf, err, "out of memory reading %s", file);
     if (err)
         return wh_check_error_row(rows, st, file, where.line, yerr);
+    cJSON *services = NULL; /* the file's Services, for its Jobs */
+    err = wh_doctor_collect_services(docs, &services);
     int i = 0;
     for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
         const cJSON *list = wh_json_get(d, "items");
@@ -359,9 +366,10 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
                 continue; /* a manifest directory holds other kinds too */
             struct origin o = {file, lines[i], kind,
                                wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
-            err = workload ? check_workload(&o, x, rows, st) : check_doc(&o, x, rows, st);
+            err = workload ? check_workload(&o, x, services, rows, st) : check_doc(&o, x, rows, st);
         }
     }
+    cJSON_Delete(services);
     cJSON_Delete(docs);
     free(lines);
     if (err)

@@ -23,7 +23,7 @@
 #include <stdint.h> /* uint32_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free, qsort, realloc */
-#include <string.h> /* strcmp, strlen, strcspn */
+#include <string.h> /* strcmp, strlen, strcspn, strncmp */
 
 #include "wh/hash.h"     /* wh_hash_str, WH_HASH_INIT */
 #include "wh/json.h"     /* wh_json_* */
@@ -1810,4 +1810,68 @@ enum wh_err wh_doctor_table(const cJSON *report, struct wh_buf *out)
                           cJSON_GetNumberValue(wh_json_get(report, "warning")),
                           cJSON_GetNumberValue(wh_json_get(report, "broken")));
     return err;
+}
+
+/* ---- Services of a rendered Job ---------------------------------------------- */
+
+enum wh_err wh_doctor_service_warnings(const cJSON *workload, const cJSON *pods,
+                                       const cJSON *services, cJSON *warnings, char *errbuf)
+{
+    /* JobSet and LWS controllers create their headless Services; a Job's is
+     * the user's to write. */
+    if (strcmp(wh_json_str0(workload, "kind"), "Job") || !cJSON_IsArray(pods) || !services)
+        return WH_OK;
+    /* A Service without a namespace lands where the Job does; render puts
+     * the Job in "default" then. */
+    cJSON *svcs = cJSON_Duplicate(services, 1);
+    bool ok = svcs != NULL;
+    for (cJSON *x = svcs ? svcs->child : NULL; x && ok; x = x->next) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(x, "metadata");
+        if (cJSON_IsObject(meta) && !*wh_json_str0(meta, "namespace"))
+            ok = !wh_json_set_str(meta, "namespace", "default");
+    }
+    struct wh_doctor_input in = {.pods = pods, .services = svcs};
+    cJSON *report = NULL;
+    enum wh_err err = ok ? wh_doctor_run(&in, &report, errbuf) : WH_ERR_NOMEM;
+    cJSON_Delete(svcs);
+    if (err)
+        return err == WH_ERR_NOMEM ? wh_fail(errbuf, err, "out of memory") : err;
+    bool none = !services->child;
+    const cJSON *slices = wh_json_get(report, "slices");
+    for (const cJSON *s = slices ? slices->child : NULL; s && !err; s = s->next) {
+        const cJSON *pr = wh_json_get(s, "problems");
+        for (const cJSON *p = pr ? pr->child : NULL; p && !err; p = p->next) {
+            const char *id = wh_json_str0(p, "problem");
+            if (strncmp(id, "service-", 8))
+                continue;
+            char text[1400];
+            snprintf(text, sizeof(text), "%s[%s] %s holds %s, should hold %s; %s",
+                     none ? "no Service in the input: " : "", id, wh_json_str0(p, "field"),
+                     wh_json_str0(p, "holds"), wh_json_str0(p, "expected"), wh_json_str0(p, "fix"));
+            err = wh_json_add(warnings, cJSON_CreateString(text));
+        }
+    }
+    cJSON_Delete(report);
+    if (err)
+        wh_fail(errbuf, err, "out of memory");
+    return err;
+}
+
+enum wh_err wh_doctor_collect_services(const cJSON *docs, cJSON **out)
+{
+    cJSON *arr = cJSON_CreateArray();
+    bool ok = arr != NULL;
+    for (const cJSON *d = docs ? docs->child : NULL; d && ok; d = d->next) {
+        const cJSON *list = wh_json_get(d, "items");
+        bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
+        for (const cJSON *x = is_list ? list->child : d; x && ok; x = is_list ? x->next : NULL)
+            if (!strcmp(wh_json_str0(x, "kind"), "Service"))
+                ok = cJSON_AddItemReferenceToArray(arr, (cJSON *)x);
+    }
+    if (!ok) {
+        cJSON_Delete(arr);
+        arr = NULL;
+    }
+    *out = arr;
+    return ok ? WH_OK : WH_ERR_NOMEM;
 }

@@ -184,6 +184,90 @@ class LwsSubdomainPolicy(unittest.TestCase):
         self.assertIn('spec.networkConfig.subdomainPolicy is "PerGroup"', p.stderr.decode())
 
 
+JOB = """apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  completionMode: Indexed
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      subdomain: train
+      restartPolicy: Never
+      nodeSelector:
+        cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice
+        cloud.google.com/gke-tpu-topology: 4x4
+      containers:
+      - name: trainer
+        image: IMAGE
+        resources: {limits: {google.com/tpu: 4}}
+"""
+SERVICE = """---
+apiVersion: v1
+kind: Service
+metadata: {name: %s}
+spec: {clusterIP: %s, publishNotReadyAddresses: %s, selector: {job-name: %s}}
+"""
+
+
+class Services(unittest.TestCase):
+    """Issue 24, item 3: render and check warn about the headless Service of
+    a multi-host Job, with doctor's Service rules, against the Services of
+    the same input (docs/workloads.md, "Names that resolve")."""
+
+    def warnings(self, text):
+        """(check's warnings of the Job row, render's warning lines)."""
+        p = run("check", "--output", "json", "-", stdin=text.encode())
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        row = json.loads(p.stdout)["rows"][0]
+        self.assertEqual(row["verdict"], "ok")
+        r = run("render", "--summary", "-", stdin=text.encode())
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        lines = [l for l in r.stderr.decode().splitlines() if "warning: " in l]
+        return row["warnings"], lines
+
+    def assertOne(self, text, *parts):
+        checked, rendered = self.warnings(text)
+        for ws in (checked, rendered):
+            svc = [w for w in ws if "[service-" in w]
+            self.assertEqual(len(svc), 1, ws)
+            for part in parts:
+                self.assertIn(part, svc[0])
+
+    def test_good_service_no_warning(self):
+        for text in (JOB + SERVICE % ("train", "None", "true", "train"),
+                     open(os.path.join(FIX, "indexed-job-v6e-4x4.yaml")).read()):
+            checked, rendered = self.warnings(text)
+            self.assertEqual([w for w in checked + rendered if "[service-" in w], [])
+
+    def test_no_service_in_the_input(self):
+        self.assertOne(JOB, "no Service in the input: [service-missing]", 'create a Service "train"',
+                       "clusterIP: None", "publishNotReadyAddresses: true")
+
+    def test_other_service_only(self):
+        self.assertOne(JOB + SERVICE % ("other", "None", "true", "other"), "[service-missing]",
+                       'no Service "default/train"')
+
+    def test_not_selecting(self):
+        self.assertOne(JOB + SERVICE % ("train", "None", "true", "trian"), "[service-not-selecting]",
+                       "job-name=trian")
+
+    def test_not_publishing(self):
+        self.assertOne(JOB + SERVICE % ("train", "None", "false", "train"),
+                       "[service-not-publishing]", "publishNotReadyAddresses")
+
+    def test_not_headless(self):
+        self.assertOne(JOB + SERVICE % ("train", "10.0.0.9", "true", "train"),
+                       "[service-not-headless]", "clusterIP")
+
+    def test_controllers_own_their_services(self):
+        for name in ("jobset-v5p-2x2x4-two-slices.yaml", "lws-unique-per-replica.yaml"):
+            with open(os.path.join(FIX, name)) as f:
+                checked, rendered = self.warnings(f.read())
+            self.assertEqual([w for w in checked + rendered if "[service-" in w], [], name)
+
+
 class Check(unittest.TestCase):
     def test_gates_ci(self):
         good = [os.path.join(FIX, n) for n in ("jobset-v5p-2x2x4-two-slices.yaml",

@@ -64,4 +64,21 @@ bool wh_doctor_ok(const cJSON *report);
  * problem, then the notes. */
 WH_NODISCARD enum wh_err wh_doctor_table(const cJSON *report, struct wh_buf *out);
 
+/* Issue 24, item 3: the Service rules above (service-missing, -not-headless,
+ * -not-selecting, -not-publishing) for the pods render and check build for a
+ * Job (`workload`, the object; pods, its rendered pods), against the Services
+ * of the same input (an array, empty when the input has none: then each
+ * finding is prefixed "no Service in the input: "). JobSets and
+ * LeaderWorkerSets are not judged: their controllers create the Service.
+ * NULL services: nothing judged. Appends one string per finding to warnings
+ * (a JSON array, the caller's). WH_ERR_NOMEM, or doctor's WH_ERR_INVALID. */
+WH_NODISCARD enum wh_err wh_doctor_service_warnings(const cJSON *workload, const cJSON *pods,
+                                                    const cJSON *services, cJSON *warnings,
+                                                    char *errbuf);
+
+/* The Services among docs (an array of documents, v1 Lists opened), as an
+ * array of references into docs: *out is the caller's (cJSON_Delete frees
+ * the array, not the Services) and lives no longer than docs. WH_ERR_NOMEM. */
+WH_NODISCARD enum wh_err wh_doctor_collect_services(const cJSON *docs, cJSON **out);
+
 #endif /* WH_DOCTOR_H */

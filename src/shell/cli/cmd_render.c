@@ -10,6 +10,7 @@
 
 #include "wh/buf.h"           /* wh_buf */
 #include "wh/commands.h"      /* wh_cmd_render */
+#include "wh/doctor.h"        /* wh_doctor_collect_services, wh_doctor_service_warnings */
 #include "wh/fileio.h"        /* wh_read_file */
 #include "flags.h"            /* wh_flags_command_args, wh_flags_check_choice */
 #include "wh/json.h"          /* wh_json_* */
@@ -127,8 +128,8 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
 
 /* Render one object; *rc takes the worst exit status, *n_ray counts Ray
  * objects. */
-static void render_one(const struct opts *o, const cJSON *d, unsigned line, struct wh_buf *out,
-                       cJSON *items, int *rc, int *n_ray)
+static void render_one(const struct opts *o, const cJSON *d, const cJSON *services, unsigned line,
+                       struct wh_buf *out, cJSON *items, int *rc, int *n_ray)
 {
     const char *kind = wh_json_str(d, "kind");
     const char *name = wh_json_str0(wh_json_get(d, "metadata"), "name");
@@ -147,7 +148,10 @@ static void render_one(const struct opts *o, const cJSON *d, unsigned line, stru
     struct wh_render_result r;
     enum wh_err err = wh_workload_pods_kind(kind) ? wh_render_workload(d, &r, errbuf)
                                                   : wh_render_object(d, &o->kuberay, &r, errbuf);
+    if (!err && r.pods) /* a Job's headless Service, as doctor judges it */
+        err = wh_doctor_service_warnings(r.cluster, r.pods, services, r.verdict.warnings, errbuf);
     if (err) {
+        wh_render_result_free(&r);
         fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: %s\n", o->input, line, kind, sep,
                 name, errbuf[0] ? errbuf : wh_strerror(err));
         *rc = 2;
@@ -175,15 +179,21 @@ static int render_docs(const struct opts *o, const cJSON *docs, const unsigned *
                        struct wh_buf *out, cJSON *items)
 {
     int rc = 0, n_ray = 0, i = 0;
+    cJSON *services = NULL; /* the input's Services, for its Jobs */
+    if (wh_doctor_collect_services(docs, &services)) {
+        fprintf(stderr, "tpu-webhook render: out of memory\n");
+        return 2;
+    }
     for (const cJSON *d = docs->child; d; d = d->next, i++) {
         const cJSON *list = wh_json_get(d, "items");
         if (!strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list)) {
             for (const cJSON *x = list->child; x; x = x->next)
-                render_one(o, x, lines[i], out, items, &rc, &n_ray);
+                render_one(o, x, services, lines[i], out, items, &rc, &n_ray);
         } else {
-            render_one(o, d, lines[i], out, items, &rc, &n_ray);
+            render_one(o, d, services, lines[i], out, items, &rc, &n_ray);
         }
     }
+    cJSON_Delete(services);
     if (n_ray == 0) {
         fprintf(stderr,
                 "tpu-webhook render: %s: no RayCluster, RayJob, RayService, Job, JobSet or "
