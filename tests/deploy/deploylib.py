@@ -293,6 +293,15 @@ def check_install(objs, ns="ray-system", cert_manager=True):
     if rc_verbs != {"get"}:
         errs.append("ClusterRole %s grants rayclusters %s (superseding a claim needs exactly get)"
                     % (ROLE, sorted(rc_verbs)))
+    # RBAC: Events on warned pods' workloads (src/shell/admit/events.c
+    # POSTs core v1 events in the workload's namespace): create, nothing more.
+    ev_verbs = set()
+    for r in role.get("rules", []):
+        if "" in r.get("apiGroups", []) and "events" in r.get("resources", []):
+            ev_verbs |= set(r.get("verbs", []))
+    if ev_verbs != {"create"}:
+        errs.append("ClusterRole %s grants events %s (the webhook's Events need exactly create)"
+                    % (ROLE, sorted(ev_verbs)))
     # RBAC: the worker-id claims, Leases in the webhook's own namespace only.
     claims = [o for o in objs if o["kind"] == "Role"
               and any("leases" in r.get("resources", []) for r in o.get("rules", []))]

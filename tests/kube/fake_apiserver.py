@@ -34,6 +34,10 @@ wait, after its body was read and before it is carried out, until
 requests that have waited at it, "held_names" lists the names of the
 objects they carried (metadata.name of the body), oldest first.
 
+Core v1 Events POSTed to /api/v1/namespaces/NS/events are kept (faults
+and the hold gate apply, "only": "events"); /_control/stats lists the last
+200 as "posted_events".
+
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
 counters. SIGTERM saves the state (--state) and exits at once, dropping
@@ -68,6 +72,7 @@ class State:
         self.faults = {}
         self.hold = {}           # see /_control/hold
         self.held_names = []
+        self.posted_events = []  # Events POSTed by the webhook, oldest first
         self.events = []         # (rv, kind, type, obj)
         self.tokens = set()
         self.forbidden = set()   # tokens that authenticate but RBAC denies (403)
@@ -191,6 +196,8 @@ SNAPSHOTS = {}
 ARGS = None
 
 
+# Core v1 Events: POST stores one (GET /_control/posted_events lists them).
+EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 LEASES = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$")
 # GET of one RayCluster (the claims' owner check); objects come from
 # /_control/rayclusters.
@@ -307,13 +314,25 @@ class Handler(BaseHTTPRequestHandler):
         if q.get("watch") in ("1", "true"):
             return False
         m = LEASES.match(u.path)
+        ev = EVENTS.match(u.path) if method == "POST" else None
         # The body is read first, so that an injected answer leaves the
         # kept-alive connection at the start of the next request.
-        body = self.read_body() if m and method in ("POST", "PUT", "DELETE") else None
+        body = self.read_body() if (m or ev) and method in ("POST", "PUT", "DELETE") else None
         self.held_body = body if isinstance(body, dict) else None
         self.wait_at_gate(method, u.path)
         f = self.fault(method, u.path)
         if f is True:
+            return True
+        if ev:
+            if not self.authorized():
+                self.status(401, "Unauthorized", "Unauthorized")
+                return True
+            with STATE.cv:
+                STATE.posted_events.append(dict(body or {}, _path_namespace=ev.group(1)))
+                STATE.stats["events_posted"] = STATE.stats.get("events_posted", 0) + 1
+            if f == "timeout":
+                time.sleep(ARGS.fault_timeout)
+            self.send_json(201, body)
             return True
         if not m:
             if f == "timeout":
@@ -455,7 +474,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.status(404, "NotFound", "no control " + path)
                 return
             STATE.cv.notify_all()
-            out = dict(STATE.stats, list_paths=dict(STATE.stats["list_paths"]), held_names=STATE.held_names[-100:], rv=STATE.rv, pods=len(STATE.objs["pods"]),
+            out = dict(STATE.stats, list_paths=dict(STATE.stats["list_paths"]), held_names=STATE.held_names[-100:], posted_events=STATE.posted_events[-200:], rv=STATE.rv, pods=len(STATE.objs["pods"]),
                        nodes=len(STATE.objs["nodes"]), leases=len(STATE.objs["leases"]))
         self.send_json(200, out)
 

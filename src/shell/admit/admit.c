@@ -27,6 +27,7 @@
 #include "wh/fileio.h"     /* wh_read_file */
 #include "wh/kube.h"       /* wh_kube */
 #include "wh/kubeconfig.h" /* wh_kubeconfig_load */
+#include "events.h"        /* wh_events */
 #include "ledger.h"        /* wh_ledger */
 #include "wh/log.h"        /* wh_log */
 
@@ -36,6 +37,7 @@ struct wh_admit {
     struct wh_cache *cache;                       /* NULL when standalone */
     atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_mgauges */
     struct wh_claims *claims;                     /* NULL when standalone or turned off */
+    struct wh_events *events;                     /* NULL when standalone */
 };
 
 /* Conflicts one admission may meet before it gives up (each teaches one id
@@ -215,6 +217,19 @@ static void claims_holder(const struct wh_admit_opts *opts, char *out)
     snprintf(out, WH_ERRBUF_LEN, "%.200s_%08x", host, r);
 }
 
+/* Events on warned pods' workloads, through a client of their own. */
+static enum wh_err start_events(struct wh_admit *ad, const struct wh_admit_opts *opts, char *errbuf)
+{
+    struct wh_kube *kube = new_kube(opts, errbuf);
+    if (!kube)
+        return WH_ERR_INVALID;
+    char instance[WH_ERRBUF_LEN];
+    claims_holder(opts, instance);
+    struct wh_events_opts eo = {.window_ms = opts->events_window_ms, .instance = instance};
+    ad->events = wh_events_new(kube, &eo, errbuf);
+    return ad->events ? WH_OK : WH_ERR_INVALID;
+}
+
 static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
                                     char *errbuf)
 {
@@ -228,6 +243,8 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
                                    .pods_current = on_pods_current};
     ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
     if (!ad->cache)
+        return WH_ERR_INVALID;
+    if (start_events(ad, opts, errbuf))
         return WH_ERR_INVALID;
     if (opts->claims_off) {
         wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
@@ -288,6 +305,7 @@ void wh_admit_free(struct wh_admit *ad)
     if (!ad)
         return;
     wh_claims_free(ad->claims);
+    wh_events_free(ad->events);
     wh_cache_free(ad->cache); /* before the ledger: its hooks feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
@@ -493,6 +511,10 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enu
     }
     if (!err)
         forget_recreated_cluster(ad, info, res);
+    /* A warned pod of a workload: an Event on the workload, posted by the
+     * Events thread (never waited for here). A dry run leaves nothing. */
+    for (size_t i = 0; !err && ad->events && !info->dry_run && i < res->n_events; i++)
+        wh_events_offer(ad->events, &res->subject, &res->events[i]);
     return err;
 }
 
@@ -544,4 +566,7 @@ void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st)
     st->claims = ad->claims != NULL;
     if (ad->claims)
         wh_claims_stats(ad->claims, &st->claim);
+    st->events = ad->events != NULL;
+    if (ad->events)
+        wh_events_stats(ad->events, &st->event);
 }

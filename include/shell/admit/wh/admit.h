@@ -35,6 +35,7 @@ struct wh_admit_opts {
     const char *claims_holder;    /* NULL/"": $POD_NAME or the host name, + a random suffix */
     long claim_lifetime_s;        /* 0: default (60 s) */
     bool claims_off;              /* tests only: show what several replicas do without them */
+    long events_window_ms; /* 0: default (events.h, one Event per object and reason a minute) */
 };
 
 struct wh_admit;

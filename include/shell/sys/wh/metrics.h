@@ -67,6 +67,14 @@ struct wh_mclaims {
     double dur_sum_s;
 };
 
+/* Events on warned pods' workloads (admit's events.h counts them). */
+struct wh_mevents {
+    uint64_t sent;         /* posted, 2xx */
+    uint64_t failed;       /* posted, refused or not answered */
+    uint64_t dropped;      /* the queue was full */
+    uint64_t deduplicated; /* within the window of an Event of the same object and reason */
+};
+
 /* The admission pipeline's gauges at scrape time: plain values its owner
  * (admit.c, from the caches, the ledger and the claims) fills, so that this
  * module knows nothing of those. */
@@ -84,6 +92,8 @@ struct wh_mgauges {
     unsigned long long legacy_wait_us;
     bool claims; /* worker-id claims in use (claim is valid) */
     struct wh_mclaims claim;
+    bool events; /* Events are recorded (event is valid) */
+    struct wh_mevents event;
 };
 
 /* What the server knows at scrape time. */

@@ -1,0 +1,252 @@
+/* events.c: Events on warned pods' workloads (events.h). */
+#include "events.h"
+
+#include <pthread.h> /* pthread_* */
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint64_t */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* calloc, free */
+#include <string.h>  /* strlen, memset */
+#include <time.h>    /* time, gmtime_r, strftime */
+
+#include "wh/buf.h"   /* wh_buf */
+#include "wh/clock.h" /* wh_clock_ms, wh_clock_us */
+#include "wh/log.h"   /* wh_log */
+
+/* Core v1 Events (RBAC: create events in the workload's namespace). */
+#define EVENTS_PATH "/api/v1/namespaces/%s/events"
+#define WINDOW_SLOTS 512 /* objects x reasons remembered; the oldest is forgotten */
+
+struct item {
+    struct wh_event_subject s;
+    const char *reason;
+    char text[WH_EVENT_TEXT_MAX];
+    long count; /* warnings this Event stands for */
+};
+
+struct slot {
+    uint64_t key;  /* FNV-1a of namespace, kind, name, reason; 0 free */
+    long last_ms;  /* when an Event of it was queued */
+    long withheld; /* warnings since, deduplicated */
+};
+
+struct wh_events {
+    struct wh_kube *kube;
+    long window_ms;
+    char instance[128];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t worker;
+    struct item q[WH_EVENTS_QUEUE];
+    size_t head, len;
+    struct slot slots[WINDOW_SLOTS];
+    struct wh_mevents st;
+    unsigned long long seq;
+};
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (h ^ 0x1f) * 1099511628211ULL; /* a separator: "ab"+"c" is not "a"+"bc" */
+}
+
+static struct slot *slot_of(struct wh_events *e, uint64_t key)
+{
+    struct slot *oldest = &e->slots[0];
+    for (size_t i = 0; i < WINDOW_SLOTS; i++) {
+        struct slot *s = &e->slots[i];
+        if (s->key == key)
+            return s;
+        if (!s->key || (oldest->key && s->last_ms < oldest->last_ms))
+            oldest = s;
+    }
+    memset(oldest, 0, sizeof(*oldest));
+    return oldest;
+}
+
+void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
+                     const struct wh_event_note *n)
+{
+    if (!e || !*s->kind)
+        return;
+    uint64_t key = fnv(fnv(fnv(fnv(14695981039346656037ULL, s->ns), s->kind), s->name), n->reason);
+    key += !key;
+    long now = wh_clock_ms();
+    pthread_mutex_lock(&e->mu);
+    struct slot *sl = slot_of(e, key);
+    if (sl->key == key && now - sl->last_ms < e->window_ms) {
+        sl->withheld++;
+        e->st.deduplicated++;
+    } else if (e->len == WH_EVENTS_QUEUE) {
+        e->st.dropped++; /* the slot keeps its window: the next offer tries again */
+    } else {
+        struct item *it = &e->q[(e->head + e->len++) % WH_EVENTS_QUEUE];
+        it->s = *s;
+        it->reason = n->reason;
+        snprintf(it->text, sizeof(it->text), "%s", n->text);
+        it->count = 1 + (sl->key == key ? sl->withheld : 0);
+        sl->key = key;
+        sl->last_ms = now;
+        sl->withheld = 0;
+        pthread_cond_signal(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void add_field(struct wh_buf *b, enum wh_err *err, const char *name, const char *v)
+{
+    if (!*err)
+        *err = wh_buf_addf(b, "\"%s\":", name);
+    if (!*err)
+        *err = wh_buf_add_json_string(b, v, strlen(v));
+}
+
+/* The Event as JSON (core v1), named after its object. */
+static enum wh_err event_json(const struct wh_events *e, const struct item *it,
+                              unsigned long long seq, struct wh_buf *b)
+{
+    char name[300], ts[32];
+    snprintf(name, sizeof(name), "%.200s.%llx%04llx", it->s.name, (unsigned long long)wh_clock_us(),
+             seq & 0xffff);
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    enum wh_err err = wh_buf_add(b, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{");
+    add_field(b, &err, "name", name);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    add_field(b, &err, "namespace", it->s.ns);
+    if (!err)
+        err = wh_buf_add(b, "},\"involvedObject\":{");
+    add_field(b, &err, "apiVersion", it->s.api_version);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    add_field(b, &err, "kind", it->s.kind);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    add_field(b, &err, "namespace", it->s.ns);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    add_field(b, &err, "name", it->s.name);
+    if (!err && *it->s.uid) {
+        err = wh_buf_addc(b, ',');
+        add_field(b, &err, "uid", it->s.uid);
+    }
+    if (!err)
+        err = wh_buf_add(b, "},\"type\":\"Warning\",");
+    add_field(b, &err, "reason", it->reason);
+    if (!err)
+        err = wh_buf_addc(b, ',');
+    add_field(b, &err, "message", it->text);
+    if (!err)
+        err = wh_buf_addf(b,
+                          ",\"count\":%ld,\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\","
+                          "\"source\":{\"component\":\"tpu-webhook\"},"
+                          "\"reportingComponent\":\"tpu-webhook\",",
+                          it->count, ts, ts);
+    add_field(b, &err, "reportingInstance", e->instance);
+    if (!err)
+        err = wh_buf_addc(b, '}');
+    return err;
+}
+
+static void post(struct wh_events *e, const struct item *it, unsigned long long seq)
+{
+    char path[256], ns[200], errbuf[WH_ERRBUF_LEN] = "";
+    wh_kube_escape(ns, sizeof(ns), it->s.ns);
+    snprintf(path, sizeof(path), EVENTS_PATH, ns);
+    struct wh_buf body, resp;
+    wh_buf_init(&body, 64 * 1024);
+    wh_buf_init(&resp, 64 * 1024);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = event_json(e, it, seq, &body);
+    if (!err)
+        err = wh_kube_request(e->kube, "POST", path, wh_buf_ptr(&body), wh_buf_len(&body),
+                              WH_EVENTS_POST_TIMEOUT_MS, &resp, &ans, errbuf);
+    bool ok = !err && ans.status >= 200 && ans.status < 300;
+    pthread_mutex_lock(&e->mu);
+    if (ok)
+        e->st.sent++;
+    else
+        e->st.failed++;
+    pthread_mutex_unlock(&e->mu);
+    if (!ok)
+        wh_log(WH_LOG_WARN, "event_failed", "namespace", WH_F_STR, it->s.ns, "kind", WH_F_STR,
+               it->s.kind, "name", WH_F_STR, it->s.name, "reason", WH_F_STR, it->reason, "status",
+               WH_F_INT, (long long)ans.status, "error", WH_F_STR,
+               err ? (errbuf[0] ? errbuf : wh_strerror(err)) : "", (char *)NULL);
+    wh_buf_free(&body);
+    wh_buf_free(&resp);
+}
+
+/* The worker: may block on the API server, one POST at a time
+ * (docs/internals/threads.md). */
+static void *worker(void *arg)
+{
+    struct wh_events *e = arg;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (!e->len && !e->stop)
+            pthread_cond_wait(&e->cv, &e->mu);
+        if (e->stop)
+            break;
+        struct item it = e->q[e->head];
+        e->head = (e->head + 1) % WH_EVENTS_QUEUE;
+        e->len--;
+        unsigned long long seq = ++e->seq;
+        pthread_mutex_unlock(&e->mu);
+        post(e, &it, seq);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+struct wh_events *wh_events_new(struct wh_kube *kube, const struct wh_events_opts *o, char *errbuf)
+{
+    struct wh_events *e = calloc(1, sizeof(*e));
+    if (!e) {
+        wh_kube_free(kube);
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    e->kube = kube;
+    e->window_ms = o && o->window_ms > 0 ? o->window_ms : WH_EVENTS_WINDOW_MS;
+    snprintf(e->instance, sizeof(e->instance), "%s", o && o->instance ? o->instance : "");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    if (pthread_create(&e->worker, NULL, worker, e)) {
+        pthread_mutex_destroy(&e->mu);
+        pthread_cond_destroy(&e->cv);
+        wh_kube_free(kube);
+        free(e);
+        wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the Events thread");
+        return NULL;
+    }
+    return e;
+}
+
+void wh_events_free(struct wh_events *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->worker, NULL);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    wh_kube_free(e->kube);
+    free(e);
+}
+
+void wh_events_stats(struct wh_events *e, struct wh_mevents *st)
+{
+    pthread_mutex_lock(&e->mu);
+    *st = e->st;
+    pthread_mutex_unlock(&e->mu);
+}
