@@ -28,7 +28,7 @@ import realhelm as rh  # noqa: E402
 BAD = os.path.join(dl.ROOT, "tests", "fixtures", "bad-values")
 REFERENCE_VALUES = os.path.join(dl.ROOT, "tests", "fixtures", "reference-chart", "values.yaml")
 DOCS = [os.path.join(dl.ROOT, "docs", f) for f in sorted(os.listdir(os.path.join(dl.ROOT, "docs")))
-        if f.endswith(".md")] + [os.path.join(rh.CHART, "README.md")]
+        if f.endswith(".md")] + [os.path.join(dl.ROOT, "README.md"), os.path.join(rh.CHART, "README.md")]
 # The docs' placeholders, and the values file an upgrading user keeps.
 PLACEHOLDERS = {"REGISTRY": "registry.example.com", "TAG": "0.1.0"}
 DOC_FILES = {"values.yaml": REFERENCE_VALUES}

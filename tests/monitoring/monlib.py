@@ -51,14 +51,38 @@ def dashboard_exprs(dash):
     return [t.get("expr", "") for p in dashboard_panels(dash) for t in p.get("targets", [])]
 
 
+def github_anchor(heading):
+    """The anchor GitHub gives a Markdown heading: its text (link targets,
+    emphasis and code marks dropped) lowercased, every character but
+    letters, digits, spaces, hyphens and underscores removed, spaces made
+    hyphens."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
 def doc_anchors(path):
-    """GitHub's anchors of the Markdown headings of a file."""
-    with open(path) as f:
-        text = f.read()
-    anchors = set()
-    for m in re.finditer(r"^#+\s+(.*)$", text, re.M):
-        slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
-        anchors.add(slug)
+    """GitHub's anchors of the Markdown headings of a file: ATX headings
+    outside fenced code blocks; a repeated anchor gets -1, -2, ..."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    anchors, fence = set(), None
+    for line in lines:
+        m = re.match(r"^\s{0,3}(`{3,}|~{3,})", line)
+        if m:
+            if fence is None:
+                fence = m.group(1)[0]
+            elif m.group(1)[0] == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        m = re.match(r"^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$", line)
+        if not m:
+            continue
+        slug, n = github_anchor(m.group(1)), 0
+        while (slug if n == 0 else "%s-%d" % (slug, n)) in anchors:
+            n += 1
+        anchors.add(slug if n == 0 else "%s-%d" % (slug, n))
     return anchors
 
 
@@ -82,3 +106,11 @@ def selectors(expr):
             matchers = [(a, op, json.loads(v)) for a, op, v in MATCHER.findall(real)]
         out.append((name, matchers))
     return out, grouping
+
+
+def default_runbook_base():
+    """The published docs/troubleshooting.md: the chart's default
+    metrics.prometheusRule.runbookBaseURL, which every runbook_url of the
+    rules file must start with (so the three agree)."""
+    with open(os.path.join(ROOT, "deploy", "helm", "kuberay-tpu-webhook", "values.yaml")) as f:
+        return yaml.safe_load(f)["tpuWebhook"]["metrics"]["prometheusRule"]["runbookBaseURL"]

@@ -96,7 +96,8 @@ class Rules(unittest.TestCase):
             self.assertIn("First check", ann["description"], "%s: description names no first check" % name)
             self.assertIn("Likely cause", ann["description"], "%s: description names no likely cause" % name)
             url = ann["runbook_url"]
-            self.assertTrue(url.startswith("docs/troubleshooting.md#"), url)
+            base = ml.default_runbook_base()
+            self.assertTrue(url.startswith(base + "#"), "%s: runbook_url %s is not %s#<section>" % (name, url, base))
             self.assertIn(url.split("#", 1)[1], anchors, "%s: no section %s in docs/troubleshooting.md" % (name, url))
             self.assertIn(a["labels"]["severity"], ("warning", "critical"))
 
