@@ -20,6 +20,7 @@
 #include "wh/jsonpatch.h"         /* wh_jsonpatch_apply */
 #include "wh/mutate.h"            /* wh_mutate_pod */
 #include "wh/podspec.h"           /* wh_env_lookup, wh_container_requests_tpu */
+#include "wh/render_env.h"        /* wh_render_env_origin */
 #include "wh/state.h"             /* wh_memstate */
 #include "wh/utf8.h"              /* wh_utf8_trim_cut */
 #include "wh/validate.h"          /* wh_validate_raycluster_report */
@@ -272,6 +273,17 @@ static enum wh_err apply_patch(cJSON **pod, const struct wh_decision *d, char *e
     return err;
 }
 
+/* The origins of a workload pod's TPU variables (render_env.h). */
+static enum wh_err add_origin(struct wh_render_result *out, const cJSON *before, const cJSON *after,
+                              const cJSON *warnings)
+{
+    if (!out->origins && !(out->origins = cJSON_CreateArray()))
+        return WH_ERR_NOMEM;
+    cJSON *rec;
+    enum wh_err err = wh_render_env_origin(before, after, warnings, &rec);
+    return err ? err : wh_json_add(out->origins, rec);
+}
+
 static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render_result *out,
                               char *errbuf)
 {
@@ -310,6 +322,8 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
             err = pod ? WH_OK : WH_ERR_NOMEM;
             if (!err && d.n_ops > 0)
                 err = apply_patch(&pod, &d, errbuf);
+            if (!err && route == WH_ROUTE_MUTATE_WORKLOAD)
+                err = add_origin(out, p, pod, d.warnings);
             if (!err)
                 err = wh_memstate_add_pods(ms, pod, NULL, errbuf);
             if (!err && !cJSON_ReplaceItemViaPointer(pods, p, pod))
@@ -422,6 +436,7 @@ void wh_render_result_free(struct wh_render_result *r)
 {
     if (!r)
         return;
+    cJSON_Delete(r->origins);
     cJSON_Delete(r->cluster);
     wh_render_verdict_free(&r->verdict);
     cJSON_Delete(r->pods);

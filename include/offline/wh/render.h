@@ -47,6 +47,9 @@ struct wh_render_result {
     cJSON *pods;            /* the mutated pods in creation order; NULL when denied */
     char *pod_denial;       /* malloc'd: the engine denied a pod (pods is NULL then) */
     char *pod_denial_group; /* malloc'd: that pod's worker group */
+    /* A workload's pods: per pod, where each TPU variable came from and the
+     * pod's warnings (render_env.h); NULL for a RayCluster or when denied. */
+    cJSON *origins;
 };
 
 /* Render one manifest object (RayCluster, RayJob or RayService). Every

@@ -16,6 +16,7 @@
 #include "wh/json.h"          /* wh_json_* */
 #include "wh/kuberay.h"       /* wh_kuberay_opts */
 #include "wh/render.h"        /* wh_render_object */
+#include "wh/render_env.h"    /* wh_render_env_text */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/yaml.h"          /* wh_yaml_load */
 #include "wh/yaml_emit.h"     /* wh_yaml_emit */
@@ -24,7 +25,7 @@
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)
 
 static const char usage_head[] =
-    "usage: tpu-webhook render [--output yaml|json] [--kuberay-version X.Y] [--summary] FILE|-\n"
+    "usage: tpu-webhook render [--output yaml|json] [--kuberay-version X.Y] [--summary] [--env] FILE|-\n"
     "\n"
     "Reads RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
     "(spec.rayClusterConfig) manifests, YAML or JSON, one or more documents,\n"
@@ -48,6 +49,7 @@ struct opts {
     const char *input;
     bool json;
     bool summary;
+    bool env; /* the origin of each TPU variable instead of pods */
     struct wh_kuberay_opts kuberay;
 };
 
@@ -64,6 +66,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"o", WH_FLAG_STR, &output, 0, 0, "", false},
         {"kuberay-version", WH_FLAG_STR, &version, 0, 0, "operator version X.Y (default 1.6): 1.6+ sets the native multi-host index labels; older ones take the webhook's legacy path", false},
         {"summary", WH_FLAG_BOOL, &o->summary, 0, 0, "per group and replica: hostname, TPU_WORKER_ID, TPU_NAME and the peer list sizes, instead of pods", false},
+        {"env", WH_FLAG_BOOL, &o->env, 0, 0, "Jobs, JobSets, LWS: per pod and TPU container, each TPU variable with where it came from (injected, user, gke, lws) and the pod's contradictions, instead of pods (with -o json: one record per pod)", false},
     };
     /* clang-format on */
     size_t n = sizeof(flags) / sizeof(flags[0]);
@@ -102,6 +105,13 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
 {
     if (o->summary)
         return wh_render_summary(r, out);
+    if (o->env && o->json) {
+        for (const cJSON *x = r->origins ? r->origins->child : NULL; x; x = x->next)
+            WH_TRY(wh_json_add(items, cJSON_Duplicate(x, 1)));
+        return WH_OK;
+    }
+    if (o->env)
+        return wh_render_env_text(r->origins, out);
     const char *cluster = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
     const char *kind = wh_json_str0(r->cluster, "kind");
     bool ray = !wh_workload_pods_kind(kind);
