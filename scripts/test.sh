@@ -26,7 +26,7 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== portable build (-DWH_PORTABLE=ON: no SIMD paths) + unit tests"
 cmake -S . -B build-portable -DCMAKE_C_COMPILER=gcc -DWH_PORTABLE=ON >/dev/null
 cmake --build build-portable -j "$jobs" --target wh_unit_tests
-ctest --test-dir build-portable --output-on-failure -j "$jobs" -R '^unit\.' -E '^unit\.test_jparse_portable$'
+ctest --test-dir build-portable --output-on-failure -j "$jobs" -R '^unit\.' -E '^unit\.test_jparse_portable\.'
 
 # Release (-O3 -DNDEBUG) is what packagers build and not the default
 # RelWithDebInfo: optimiser-only warnings (format-truncation, ...) and
@@ -45,7 +45,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # ThreadSanitizer (~5-10x slower) on the tests labelled "threads" only: the
 # server integration tests (the server binary itself is the TSan build), the
 # kube client/cache/ledger tests, the multi-replica claims tests
-# (kube.replicas.*) and unit.test_ledger. Each process writes
+# (kube.replicas.*) and unit.test_ledger.*. Each process writes
 # its reports to tsan/report.<pid> (log_path) instead of stderr, since the
 # Python tests swallow the server's stderr; any report fails the run, and
 # halt_on_error also makes the racing process exit 66. tests/tsan.supp holds
