@@ -1595,7 +1595,7 @@ static enum wh_err read_pods(struct doc *d, const cJSON *items)
 
 /* ---- judging and the report ------------------------------------------------ */
 
-static enum wh_err judge(struct doc *d, const struct wh_state *st)
+static enum wh_err judge(struct doc *d, const struct wh_state *st, bool no_drift)
 {
     enum wh_err err = WH_OK;
     for (size_t i = 0; i < d->n_sl && !err; i++) {
@@ -1614,7 +1614,7 @@ static enum wh_err judge(struct doc *d, const struct wh_state *st)
     }
     for (size_t i = 0; i < d->n_gr && !err; i++)
         err = megascale_rules(d->gr[i]);
-    for (size_t i = 0; i < d->n_pods && !err; i++)
+    for (size_t i = 0; i < d->n_pods && !err && !no_drift; i++)
         if (webhook_serves(&d->pods[i]))
             err = drift_pod(d->pods[i].slice, &d->pods[i], st, d->errbuf);
     return err;
@@ -1645,7 +1645,7 @@ static enum wh_err slice_json(struct dslice *s, cJSON *arr, long counts[3])
     return wh_json_set(o, "problems", pr);
 }
 
-static enum wh_err build_report(struct doc *d, cJSON **report)
+static enum wh_err build_report(struct doc *d, bool no_drift, cJSON **report)
 {
     if (d->n_sl)
         qsort(d->sl, d->n_sl, sizeof(*d->sl), cmp_slice);
@@ -1660,6 +1660,8 @@ static enum wh_err build_report(struct doc *d, cJSON **report)
     if (!err && !d->have_services)
         err = wh_json_add(notes, cJSON_CreateString("no service list: headless Services not "
                                                     "judged"));
+    if (!err && no_drift)
+        err = wh_json_add(notes, cJSON_CreateString("drift not judged"));
     if (err || wh_json_set(r, "pods", cJSON_CreateNumber((double)d->n_pods)) ||
         wh_json_set(r, "ok", cJSON_CreateNumber((double)counts[0])) ||
         wh_json_set(r, "warning", cJSON_CreateNumber((double)counts[1])) ||
@@ -1731,9 +1733,9 @@ enum wh_err wh_doctor_run(const struct wh_doctor_input *in, cJSON **report, char
         err = read_pods(&d, pods);
     struct wh_state st = ms ? wh_memstate_view(ms) : (struct wh_state){0};
     if (!err)
-        err = judge(&d, &st);
+        err = judge(&d, &st, in->no_drift);
     if (!err)
-        err = build_report(&d, report);
+        err = build_report(&d, in->no_drift, report);
     if (err == WH_ERR_NOMEM)
         wh_fail(errbuf, err, "out of memory");
     doc_free(&d);

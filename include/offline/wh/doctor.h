@@ -48,6 +48,10 @@ struct wh_doctor_input {
     const cJSON *pods;     /* PodList or array; required */
     const cJSON *nodes;    /* NodeList or array; NULL: node rules not judged */
     const cJSON *services; /* ServiceList or array; NULL: Service rules not judged */
+    /* Drift not judged (the live check of serve: its cache keeps only what
+     * the slice rules read, not the whole pod the engine would need; the
+     * report then carries a note saying so). */
+    bool no_drift;
 };
 
 /* Judge every slice. *report is the caller's (cJSON_Delete). WH_ERR_INVALID

@@ -30,6 +30,7 @@
 #include "events.h"        /* wh_events */
 #include "ledger.h"        /* wh_ledger */
 #include "wh/log.h"        /* wh_log */
+#include "wh/slices.h"     /* wh_slices_start, wh_slices_free */
 
 struct wh_admit {
     bool standalone;
@@ -38,6 +39,7 @@ struct wh_admit {
     atomic_ullong legacy_reviews, legacy_wait_us; /* see struct wh_mgauges */
     struct wh_claims *claims;                     /* NULL when standalone or turned off */
     struct wh_events *events;                     /* NULL when standalone */
+    struct wh_slices *slices;                     /* NULL when standalone or turned off */
 };
 
 /* Conflicts one admission may meet before it gives up (each teaches one id
@@ -246,6 +248,9 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
         return WH_ERR_INVALID;
     if (start_events(ad, opts, errbuf))
         return WH_ERR_INVALID;
+    if (opts->slice_check_interval_ms >= 0 &&
+        !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
+        return WH_ERR_INVALID;
     if (opts->claims_off) {
         wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
                "worker-id claims are turned off (a test switch): several replicas can hand out "
@@ -306,7 +311,8 @@ void wh_admit_free(struct wh_admit *ad)
         return;
     wh_claims_free(ad->claims);
     wh_events_free(ad->events);
-    wh_cache_free(ad->cache); /* before the ledger: its hooks feed the ledger */
+    wh_slices_free(ad->slices); /* before the cache it reads */
+    wh_cache_free(ad->cache);   /* before the ledger: its hooks feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
 }
@@ -569,4 +575,9 @@ void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st)
     st->events = ad->events != NULL;
     if (ad->events)
         wh_events_stats(ad->events, &st->event);
+}
+
+struct wh_slices *wh_admit_slices(struct wh_admit *ad)
+{
+    return ad->slices;
 }

@@ -223,7 +223,7 @@ int wh_cmd_doctor(int argc, char **argv)
     if (err) {
         fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
     } else {
-        struct wh_doctor_input in = {lists[0], lists[1], lists[2]};
+        struct wh_doctor_input in = {lists[0], lists[1], lists[2], false};
         rc = report(&in, output && !strcmp(output, "json"));
     }
     for (int i = 0; i < 3; i++)

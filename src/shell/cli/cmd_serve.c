@@ -32,6 +32,7 @@
 #include "wh/log.h"       /* wh_log */
 #include "wh/metrics.h"   /* wh_metrics_new */
 #include "wh/server.h"    /* wh_server_start */
+#include "wh/slices.h"    /* wh_slices_debug, wh_slices_metrics, WH_SLICES_DEFAULT_INTERVAL_MS */
 #include "wh/tls.h"       /* wh_tls_new */
 #include "version.h"      /* wh_version_print */
 #include "wh/buildinfo.h" /* wh_build_* */
@@ -49,7 +50,7 @@ static const char usage_head[] =
     "POST /validate (RayClusters), POST /mutate-workload (TPU pods of Jobs, JobSets,\n"
     "LeaderWorkerSets, single pods), POST /validate-workload (Jobs, JobSets,\n"
     "LeaderWorkerSets), GET / (200 kuberay-tpu-webhook), /healthz,\n"
-    "/readyz and /metrics. Flags accept -flag, --flag, -flag=value and\n"
+    "/readyz, /metrics and (with --debug-slices) /debug/slices. Flags accept -flag, --flag, -flag=value and\n"
     "--flag value. TLS comes from --tls-cert-file/--tls-private-key-file (watched\n"
     "and reloaded), else --server-cert/--server-key (base64 PEM), else\n"
     "" DEFAULT_CERT_FILE " and tls.key beside it (watched); the two\n"
@@ -62,10 +63,10 @@ static const char usage_head[] =
 struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig, *claims_ns;
     const char *klog_str; /* klog flags we accept and ignore */
-    bool standalone, klog_bool, version;
+    bool standalone, klog_bool, version, debug_slices;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
-    long claim_lifetime_ms;
+    long claim_lifetime_ms, slice_ms;
     const char *changed; /* the flags set to other than their default, a JSON object */
 };
 
@@ -317,6 +318,14 @@ static bool admit_may_wait(void *ctx, const struct wh_review *rv, enum wh_route 
     return wh_admit_may_wait(ctx, rv, route);
 }
 
+static enum wh_err admit_slices(void *ctx, bool debug, struct wh_buf *out)
+{
+    struct wh_slices *s = wh_admit_slices(ctx);
+    if (!s)
+        return WH_ERR_UNAVAILABLE;
+    return debug ? wh_slices_debug(s, out) : wh_slices_metrics(s, out);
+}
+
 static bool admit_start(const struct wh_admit_opts *o, struct wh_pipeline *pl, char *errbuf)
 {
     struct wh_admit *ad = wh_admit_new(o, errbuf);
@@ -324,7 +333,8 @@ static bool admit_start(const struct wh_admit_opts *o, struct wh_pipeline *pl, c
                                .decide = admit_decide,
                                .ready = admit_ready,
                                .stats = admit_stats,
-                               .may_wait = admit_may_wait};
+                               .may_wait = admit_may_wait,
+                               .slices = admit_slices};
     return ad != NULL;
 }
 
@@ -361,6 +371,21 @@ static void log_start(const struct config *c)
                "verbosity", WH_F_INT, (long long)c->v, "flags", WH_F_JSON, c->changed, (char *)NULL);
 }
 
+static struct wh_server_opts server_opts(const struct config *c)
+{
+    return (struct wh_server_opts){.bind = c->bind,
+                                   .threads = (unsigned)c->threads,
+                                   .max_connections = (unsigned)c->max_conns,
+                                   .max_connections_per_client = (unsigned)c->max_conns_per_client,
+                                   .idle_timeout_ms = c->idle_ms,
+                                   .header_timeout_ms = c->header_ms,
+                                   .request_timeout_ms = c->request_ms,
+                                   .max_body = (size_t)c->max_body,
+                                   .max_request_memory = (size_t)c->max_request_memory,
+                                   .max_body_memory = (size_t)c->max_body_memory,
+                                   .debug_slices = c->debug_slices};
+}
+
 static int serve(const struct config *c, const struct wh_tls_opts *topts,
                  const struct wh_serve_pipeline *sp)
 {
@@ -395,6 +420,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
                                   .reservation_ttl_ms = c->reservation_ttl_ms,
                                   .claims_namespace = c->claims_ns,
                                   .claim_lifetime_s = (c->claim_lifetime_ms + 999) / 1000,
+                                  .slice_check_interval_ms = c->slice_ms > 0 ? c->slice_ms : -1,
                                   .claims_off = getenv(CLAIMS_OFF_ENV) &&
                                                 !strcmp(getenv(CLAIMS_OFF_ENV), "1")};
     wh_memtune_server();
@@ -404,16 +430,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
         startup_failed("admission pipeline", errbuf);
         goto out;
     }
-    struct wh_server_opts sopts = {.bind = c->bind,
-                                   .threads = (unsigned)c->threads,
-                                   .max_connections = (unsigned)c->max_conns,
-                                   .max_connections_per_client = (unsigned)c->max_conns_per_client,
-                                   .idle_timeout_ms = c->idle_ms,
-                                   .header_timeout_ms = c->header_ms,
-                                   .request_timeout_ms = c->request_ms,
-                                   .max_body = (size_t)c->max_body,
-                                   .max_request_memory = (size_t)c->max_request_memory,
-                                   .max_body_memory = (size_t)c->max_body_memory};
+    struct wh_server_opts sopts = server_opts(c);
     srv = wh_server_start(&sopts, &pl, m, errbuf);
     if (!srv) {
         startup_failed("server", errbuf);
@@ -570,7 +587,8 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
                        .header_ms = 10000,
                        .request_ms = 30000,
                        .shutdown_ms = 20000,
-                       .poll_ms = 1000};
+                       .poll_ms = 1000,
+                       .slice_ms = WH_SLICES_DEFAULT_INTERVAL_MS};
     /* One flag a line: a table, read down its columns. */
     /* clang-format off */
     struct wh_flag flags[] = {
@@ -597,6 +615,8 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"reservation-ttl", WH_FLAG_DURATION, &c.reservation_ttl_ms, 0, 3600000, "legacy-index reservations not seen in the pod cache expire (default: pipeline's)", false},
         {"claims-namespace", WH_FLAG_STR, &c.claims_ns, 0, 0, "namespace of the worker-id claim Leases (default: $POD_NAMESPACE, else the service account's)", false},
         {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds, at least 6s (default 60s)", false},
+        {"slice-check-interval", WH_FLAG_DURATION, &c.slice_ms, 0, 3600000, "Kubernetes mode: how often the live slice check (doctor's rules on the caches) looks for changes; 0 turns it off (default 5s)", false},
+        {"debug-slices", WH_FLAG_BOOL, &c.debug_slices, 0, 0, "serve GET /debug/slices (the broken slices the live check found, JSON) on the HTTPS port, as /metrics is", false},
         {"version", WH_FLAG_BOOL, &c.version, 0, 0, "print the version, commit and library versions, and exit", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */
         {"logtostderr", WH_FLAG_BOOL, &c.klog_bool, 0, 0, "", false},

@@ -26,6 +26,34 @@
 #define ROOT_BODY "kuberay-tpu-webhook"
 #define BUSY_MESSAGE "the webhook holds too many request bodies at once; retry"
 
+#define DEBUG_SLICES_OFF                                                                       \
+    "/debug/slices is off: start tpu-webhook serve with --debug-slices (Kubernetes mode; the " \
+    "chart's debugSlices value, docs/troubleshooting.md)"
+
+#define NO_SLICE_CHECK                                                           \
+    "no live slice check runs: it needs Kubernetes mode (not --standalone) and " \
+    "--slice-check-interval above 0"
+
+/* The live slice check's broken slices (wh/slices.h), when turned on. */
+static enum MHD_Result serve_debug_slices(struct wh_server *s, struct MHD_Connection *c,
+                                          struct request *rq)
+{
+    if (!s->o.debug_slices || !s->pl.slices)
+        return wh_srv_reply_error(s, c, rq, 404, DEBUG_SLICES_OFF, NULL);
+    struct wh_buf b;
+    wh_buf_init(&b, 64u << 20);
+    enum MHD_Result ret;
+    enum wh_err err = s->pl.slices(s->pl.ctx, true, &b);
+    if (err == WH_ERR_UNAVAILABLE)
+        ret = wh_srv_reply_error(s, c, rq, 404, NO_SLICE_CHECK, NULL);
+    else if (err)
+        ret = wh_srv_reply_error(s, c, rq, 500, "the slice report does not fit in 64 MiB", NULL);
+    else
+        ret = wh_srv_reply(s, c, rq, 200, "application/json", wh_buf_ptr(&b), wh_buf_len(&b), NULL);
+    wh_buf_free(&b);
+    return ret;
+}
+
 static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     char why[256] = "";
@@ -42,6 +70,7 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
             return wh_srv_reply_text(s, c, rq, 503, msg);
         }
         return wh_srv_reply_text(s, c, rq, 200, "ok\n");
+    case WH_MPATH_DEBUG_SLICES: return serve_debug_slices(s, c, rq);
     default: break;
     }
     struct wh_mgauges st;
@@ -52,7 +81,10 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     enum MHD_Result ret;
     live.ready = !atomic_load(&s->unready) && s->pl.ready(s->pl.ctx, NULL, 0);
     live.connections = atomic_load(&s->n_conns);
-    if (wh_metrics_render(s->m, &st, &live, &b))
+    enum wh_err err = wh_metrics_render(s->m, &st, &live, &b);
+    if (!err && s->pl.slices && (err = s->pl.slices(s->pl.ctx, false, &b)) == WH_ERR_UNAVAILABLE)
+        err = WH_OK; /* no slice check, no slice metrics */
+    if (err)
         ret = wh_srv_reply_error(s, c, rq, 500, "metrics do not fit in 1 MiB", NULL);
     else
         ret = wh_srv_reply(s, c, rq, 200, "text/plain; version=0.0.4; charset=utf-8",

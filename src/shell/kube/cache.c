@@ -138,3 +138,20 @@ void wh_cache_stats(struct wh_cache *c, struct wh_cache_stats *st)
     st->relists = wh_reflector_relists(c->pods) + wh_reflector_relists(c->nodes);
     st->reconnects = wh_reflector_reconnects(c->pods) + wh_reflector_reconnects(c->nodes);
 }
+
+unsigned long long wh_cache_version(struct wh_cache *c)
+{
+    return wh_store_version(c->store);
+}
+
+enum wh_err wh_cache_slice_lists(struct wh_cache *c, struct cJSON **pods, struct cJSON **nodes,
+                                 unsigned long long *version, char *errbuf)
+{
+    const char *why;
+    *pods = *nodes = NULL;
+    if (!wh_cache_ready(c, &why))
+        return wh_fail(errbuf, WH_ERR_UNAVAILABLE, "%s", why);
+    if (wh_store_slice_lists(c->store, pods, nodes, version))
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    return WH_OK;
+}

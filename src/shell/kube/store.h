@@ -3,7 +3,8 @@
  *
  * Pods: only what the engine needs (struct wh_pod_rec), keyed by (namespace,
  * name) and chained per worker group (namespace, cluster, group); the
- * namespace, cluster, group and replicaIndex strings are interned. Nodes:
+ * namespace, cluster, group and replicaIndex strings are interned. A TPU
+ * pod also keeps the slice check's record (slicerec.h). Nodes:
  * every label of the (few) TPU nodes.
  *
  * The reflectors (reflector.h) write: they apply objects of a LIST or a
@@ -57,6 +58,18 @@ void wh_store_sweep_nodes(struct wh_store *s, uint32_t gen);
 int wh_store_each_group_pod(struct wh_store *s, const char *ns, const char *cluster,
                             const char *group, wh_pod_visit_fn fn, void *arg);
 int wh_store_each_node(struct wh_store *s, wh_node_visit_fn fn, void *arg);
+
+/* Changes applied so far (any pod or node added, updated or dropped): a
+ * reader that saw this number has nothing new to read until it moves.
+ * Never waits on the lock. */
+unsigned long long wh_store_version(struct wh_store *s);
+
+/* The TPU pods (rebuilt from their slice records, slicerec.h) and TPU nodes
+ * as JSON arrays of Pod and Node objects for doctor (wh/doctor.h), built
+ * under the reader lock, and the version they show. *pods and *nodes are
+ * the caller's (cJSON_Delete); both NULL on WH_ERR_NOMEM. */
+WH_NODISCARD enum wh_err wh_store_slice_lists(struct wh_store *s, struct cJSON **pods,
+                                              struct cJSON **nodes, unsigned long long *version);
 
 /* Pods, nodes and distinct interned strings held right now. */
 void wh_store_counts(struct wh_store *s, size_t *pods, size_t *nodes, size_t *interned);

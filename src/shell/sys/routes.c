@@ -25,6 +25,7 @@ const struct wh_route_def wh_routes[WH_MPATH__COUNT] = {
     [WH_MPATH_HEALTHZ] = GET("/healthz"),
     [WH_MPATH_READYZ] = GET("/readyz"),
     [WH_MPATH_METRICS] = GET("/metrics"),
+    [WH_MPATH_DEBUG_SLICES] = GET("/debug/slices"),
     [WH_MPATH_OTHER] = {.path = NULL, .label = "other", .allow = "", .method_hint = ""},
 };
 

@@ -112,7 +112,7 @@ static void test_route(void **unused)
     assert_string_equal(wh_routes_not_found(),
                         "no such path; the webhook serves POST /mutate, /validate, "
                         "/mutate-workload and /validate-workload, GET /, /healthz, "
-                        "/readyz and /metrics");
+                        "/readyz, /metrics and /debug/slices");
 }
 
 int main(void)

@@ -19,6 +19,7 @@
 #include "wh/cache.h"   /* struct wh_cache_opts */
 #include "wh/engine.h"  /* struct wh_engine_result, enum wh_route */
 #include "wh/metrics.h" /* struct wh_mgauges */
+#include "wh/slices.h"  /* struct wh_slices */
 
 /* Standalone mode: the ledger is the whole state and never forgets; use it
  * for one webhook replica whose pods are never re-created (tests, demos).
@@ -36,6 +37,9 @@ struct wh_admit_opts {
     long claim_lifetime_s;        /* 0: default (60 s) */
     bool claims_off;              /* tests only: show what several replicas do without them */
     long events_window_ms; /* 0: default (events.h, one Event per object and reason a minute) */
+    /* The live slice check (wh/slices.h, Kubernetes mode): how often it
+     * looks for changes; 0: the default (5 s); < 0: off. */
+    long slice_check_interval_ms;
 };
 
 struct wh_admit;
@@ -69,6 +73,10 @@ bool wh_admit_may_wait(struct wh_admit *ad, const struct wh_review *rv, enum wh_
 
 /* Ready to serve admissions (for /readyz); when false, why says why. */
 bool wh_admit_ready(struct wh_admit *ad, char *why, size_t why_len);
+/* The live slice check (wh/slices.h); NULL when standalone or off. The
+ * pipeline owns it. */
+struct wh_slices *wh_admit_slices(struct wh_admit *ad);
+
 /* The pipeline's gauges right now (for /metrics and tests). */
 void wh_admit_stats(struct wh_admit *ad, struct wh_mgauges *st);
 

@@ -50,6 +50,9 @@ struct wh_server_opts {
      * reviews, decisions and answers (request arenas, see reqmem.h). */
     size_t max_request_memory; /* one request (raised to 2 x max_body + 1 MiB) */
     size_t max_body_memory;    /* all requests at once (raised to max_body + 64 KiB) */
+    /* Serve GET /debug/slices (the pipeline's slices call, debug true);
+     * off: it answers 404 saying how to turn it on. */
+    bool debug_slices;
 };
 
 /* The admission pipeline as the server sees it. Every call gets ctx back;
@@ -75,6 +78,11 @@ struct wh_pipeline {
      * never on a thread that serves connections (docs/internals/threads.md).
      * Must not wait itself. */
     bool (*may_wait)(void *ctx, const struct wh_review *rv, enum wh_route route);
+    /* Optional (NULL: no live slice check). Append the slice check's
+     * metrics (debug false) or its /debug/slices document (debug true);
+     * copies what a background thread computed, never waits on it.
+     * WH_ERR_UNAVAILABLE: no slice check runs (standalone, turned off). */
+    enum wh_err (*slices)(void *ctx, bool debug, struct wh_buf *out);
 };
 
 struct wh_server;

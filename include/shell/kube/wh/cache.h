@@ -94,6 +94,17 @@ const char *wh_cache_pods_unavailable(struct wh_cache *c);
 /* Both caches have synced at least once; else why (static text). */
 bool wh_cache_ready(struct wh_cache *c, const char **why);
 
+/* For the slice check (wh/slices.h): a count that moves whenever the pods
+ * or nodes cached change (never waits), and the cached TPU pods (the slice
+ * records, as Pod objects) and TPU nodes as JSON arrays for doctor, with
+ * the count they show. *pods and *nodes are the caller's (cJSON_Delete).
+ * WH_ERR_UNAVAILABLE before both caches synced; WH_ERR_NOMEM. */
+unsigned long long wh_cache_version(struct wh_cache *c);
+struct cJSON;
+WH_NODISCARD enum wh_err wh_cache_slice_lists(struct wh_cache *c, struct cJSON **pods,
+                                              struct cJSON **nodes, unsigned long long *version,
+                                              char *errbuf);
+
 struct wh_cache_stats {
     bool pods_synced, nodes_synced;
     bool pods_trusted; /* wh_cache_pods_unavailable() is NULL */

@@ -26,6 +26,7 @@ enum wh_mpath {
     WH_MPATH_HEALTHZ,
     WH_MPATH_READYZ,
     WH_MPATH_METRICS,
+    WH_MPATH_DEBUG_SLICES, /* off unless serve --debug-slices */
     WH_MPATH_OTHER,
     WH_MPATH__COUNT
 };
