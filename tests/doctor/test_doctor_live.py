@@ -238,6 +238,34 @@ class Live(unittest.TestCase):
         self.assertIn("Service", text)
         self.assertIn("KubeRay worker slices only", text)
 
+    def test_3_problem_series_are_capped(self):
+        """210 namespaces with a broken slice each: 199 series of their own,
+        the rest summed in one (other) series, the total still doctor's."""
+        base = td.cluster("tpu7x")
+        pods, nodes, services = [], [], []
+        for i in range(210):
+            c = in_namespace(base, "cap-%03d" % i, "c%03d" % i)
+            pods.append(c["pods"][0])  # host 1 missing: missing-hosts
+            nodes += c["nodes"]
+            services += c["services"]
+        control(self.port, "nodes", nodes)
+        control(self.port, "services", services)
+        control(self.port, "pods", pods)
+        rep = self.doctor()
+        _, d_counts = self.judged(rep)
+        self.assertGreater(len(d_counts), 200)
+        deadline, got = time.monotonic() + 60, None
+        while time.monotonic() < deadline:
+            got = self.live()
+            if sum(got["counts"].values()) == sum(d_counts.values()):
+                break
+            time.sleep(0.2)
+        self.assertEqual(sum(got["counts"].values()), sum(d_counts.values()))
+        self.assertEqual(len(got["counts"]), 200)
+        other = got["counts"][("(other)", "(other)", "(other)")]
+        self.assertEqual(other, sum(v for k, v in d_counts.items() if k not in got["counts"]))
+        self.assertEqual(got["broken"], sum(1 for s in rep["slices"] if s["status"] == "broken"))
+
 
 def t7_slice(pod):
     lab = pod["metadata"]["labels"]

@@ -249,15 +249,23 @@ class Scrape(unittest.TestCase):
 
     def test_label_values_are_bounded(self):
         """No label carries a pod, cluster, namespace or client name."""
-        allowed = {"path", "code", "le", "kind", "decision", "reason", "result", "resource"}
+        allowed = {"path", "code", "le", "kind", "decision", "reason", "result", "resource", "state"}
+        # The live slice check's problems carry the namespace, bounded by a
+        # cap on the series (wh/slices.h, WH_SLICES_MAX_SERIES: 200).
+        slice_problems = {"namespace", "kind", "problem"}
         # The build's one series: two labels fixed for the process's life.
         build_info = {"version", "commit"}
         for name, samples in self.metrics.items():
             for s in samples:
                 ok = allowed | build_info if name == "tpu_webhook_build_info" else allowed
+                if name == "tpu_webhook_slice_problems":
+                    ok = slice_problems
                 self.assertLessEqual(set(s), ok, "%s has labels %s" % (name, sorted(s)))
             if name == "tpu_webhook_build_info":
                 self.assertEqual(len({tuple(sorted(s.items())) for s in samples}), 1, samples)
+            if name == "tpu_webhook_slice_problems":
+                self.assertLessEqual(len(samples), 200, name)
+                continue
             for label in ("kind", "reason", "path"):
                 values = {s[label] for s in samples if label in s}
                 self.assertLessEqual(len(values), 8, "%s{%s} has %d values" % (name, label, len(values)))

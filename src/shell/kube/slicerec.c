@@ -1,9 +1,13 @@
 /* slicerec.c: a TPU pod as the live slice check needs it (slicerec.h). */
 #include "slicerec.h"
 
-#include <stdlib.h> /* calloc, free, realloc */
-#include <string.h> /* strncmp, strcmp, strlen */
+#include <pthread.h>   /* pthread_mutex_t */
+#include <stdatomic.h> /* atomic_ullong */
+#include <stdlib.h>    /* calloc, free, realloc */
+#include <string.h>    /* strncmp, strcmp, strlen, memcpy, memset */
 
+#include "htab.h"       /* wh_htab_*, wh_intern, wh_unintern */
+#include "wh/hash.h"    /* wh_hash_str, WH_HASH_INIT */
 #include "wh/json.h"    /* wh_json_get, wh_json_path, wh_json_str, wh_json_print, wh_json_parse */
 #include "wh/podspec.h" /* wh_container_requests_tpu, WH_TPU_RESOURCE */
 
@@ -99,9 +103,10 @@ static enum wh_err add_containers(struct wh_slicerec_tmp *t, const cJSON *cs)
     return err;
 }
 
-enum wh_err wh_slicerec_collect(const cJSON *pod, struct wh_slicerec_tmp *t)
+static void tmp_free(struct wh_slicerec_tmp *t);
+
+static enum wh_err collect(const cJSON *pod, struct wh_slicerec_tmp *t)
 {
-    wh_slicerec_tmp_free(t);
     const cJSON *meta = wh_json_get(pod, "metadata"), *spec = wh_json_get(pod, "spec");
     enum wh_err err = add_pairs(t, SF_LABEL, wh_json_get(meta, "labels"), false);
     if (!err)
@@ -124,7 +129,7 @@ enum wh_err wh_slicerec_collect(const cJSON *pod, struct wh_slicerec_tmp *t)
     return err;
 }
 
-void wh_slicerec_tmp_free(struct wh_slicerec_tmp *t)
+static void tmp_free(struct wh_slicerec_tmp *t)
 {
     for (size_t i = 0; i < t->n_owned; i++)
         cJSON_free(t->owned[i]);
@@ -133,8 +138,10 @@ void wh_slicerec_tmp_free(struct wh_slicerec_tmp *t)
     memset(t, 0, sizeof(*t));
 }
 
-enum wh_err wh_slicerec_intern(struct wh_htab *strings, const struct wh_slicerec_tmp *t,
-                               struct wh_sfield **out, unsigned short *n)
+static void release(struct wh_htab *strings, struct wh_sfield *f, unsigned short n);
+
+static enum wh_err intern_all(struct wh_htab *strings, const struct wh_slicerec_tmp *t,
+                              struct wh_sfield **out, unsigned short *n)
 {
     size_t nf = t->n > 0xffff ? 0xffff : t->n;
     struct wh_sfield *f = calloc(nf ? nf : 1, sizeof(*f));
@@ -149,7 +156,7 @@ enum wh_err wh_slicerec_intern(struct wh_htab *strings, const struct wh_slicerec
         if ((t->f[i].k && !f[i].k) || (t->f[i].v && !f[i].v)) {
             wh_unintern(strings, f[i].k);
             wh_unintern(strings, f[i].v);
-            wh_slicerec_release(strings, f, (unsigned short)i);
+            release(strings, f, (unsigned short)i);
             return WH_ERR_NOMEM;
         }
     }
@@ -158,7 +165,7 @@ enum wh_err wh_slicerec_intern(struct wh_htab *strings, const struct wh_slicerec
     return WH_OK;
 }
 
-void wh_slicerec_release(struct wh_htab *strings, struct wh_sfield *f, unsigned short n)
+static void release(struct wh_htab *strings, struct wh_sfield *f, unsigned short n)
 {
     for (unsigned short i = 0; f && i < n; i++) {
         wh_unintern(strings, f[i].k);
@@ -219,8 +226,8 @@ static enum wh_err put(cJSON *meta, cJSON *spec, cJSON *status, cJSON *cs, cJSON
     }
 }
 
-cJSON *wh_slicerec_pod(const char *ns, const char *name, int deleting, const struct wh_sfield *f,
-                       unsigned short n)
+static cJSON *as_pod(const char *ns, const char *name, bool deleting, const struct wh_sfield *f,
+                     unsigned short n)
 {
     cJSON *pod = cJSON_CreateObject(), *cur = NULL;
     cJSON *meta = pod ? child(pod, "metadata") : NULL;
@@ -243,4 +250,168 @@ cJSON *wh_slicerec_pod(const char *ns, const char *name, int deleting, const str
         return NULL;
     }
     return pod;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+/* One TPU pod's record. */
+struct srec {
+    struct wh_hnode h; /* by (ns, name) */
+    struct wh_sfield *f;
+    unsigned short n;
+    bool deleting;
+    uint32_t gen;
+    const char *ns; /* interned */
+    char name[];
+};
+
+struct wh_slicerecs {
+    pthread_mutex_t lock; /* guards the tables; version moves under it */
+    struct wh_htab recs, strings;
+    atomic_ullong version;
+};
+
+struct wh_slicerecs *wh_slicerecs_new(void)
+{
+    struct wh_slicerecs *t = calloc(1, sizeof(*t));
+    if (t)
+        pthread_mutex_init(&t->lock, NULL);
+    return t;
+}
+
+static void remove_rec(struct wh_slicerecs *t, struct srec *r)
+{
+    wh_htab_remove(&t->recs, &r->h);
+    release(&t->strings, r->f, r->n);
+    wh_unintern(&t->strings, r->ns);
+    free(r);
+    atomic_fetch_add(&t->version, 1);
+}
+
+static void sweep(struct wh_slicerecs *t, bool all, uint32_t gen)
+{
+    for (size_t i = 0; i < t->recs.nb; i++)
+        for (struct wh_hnode *e = t->recs.b[i], *next; e; e = next) {
+            next = e->next;
+            if (all || ((struct srec *)e)->gen != gen)
+                remove_rec(t, (struct srec *)e);
+        }
+}
+
+void wh_slicerecs_free(struct wh_slicerecs *t)
+{
+    if (!t)
+        return;
+    sweep(t, true, 0);
+    wh_htab_free(&t->recs);
+    wh_htab_free(&t->strings);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+static uint32_t rec_hash(const char *ns, const char *name)
+{
+    return wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), name);
+}
+
+static struct srec *find(const struct wh_slicerecs *t, const char *ns, const char *name)
+{
+    if (!t->recs.nb)
+        return NULL;
+    uint32_t h = rec_hash(ns, name);
+    for (struct wh_hnode *e = *wh_htab_slot(&t->recs, h); e; e = e->next) {
+        struct srec *r = (struct srec *)e;
+        if (e->hash == h && !strcmp(r->name, name) && !strcmp(r->ns, ns))
+            return r;
+    }
+    return NULL;
+}
+
+/* Insert or replace the record of ns/name; the lock is held. */
+static enum wh_err upsert(struct wh_slicerecs *t, const struct wh_slicerec_tmp *tmp, const char *ns,
+                          const char *name, bool deleting, uint32_t gen)
+{
+    struct wh_sfield *f;
+    unsigned short n;
+    if (intern_all(&t->strings, tmp, &f, &n))
+        return WH_ERR_NOMEM;
+    struct srec *r = find(t, ns, name);
+    if (!r) {
+        size_t nl = strlen(name) + 1;
+        if (!wh_htab_grow(&t->recs) || !(r = calloc(1, sizeof(*r) + nl)) ||
+            !(r->ns = wh_intern(&t->strings, ns))) {
+            free(r);
+            release(&t->strings, f, n);
+            return WH_ERR_NOMEM;
+        }
+        memcpy(r->name, name, nl);
+        r->h.hash = rec_hash(ns, name);
+        wh_htab_insert(&t->recs, &r->h);
+    } else {
+        release(&t->strings, r->f, r->n);
+    }
+    r->f = f;
+    r->n = n;
+    r->deleting = deleting;
+    r->gen = gen;
+    atomic_fetch_add(&t->version, 1);
+    return WH_OK;
+}
+
+enum wh_err wh_slicerecs_apply(struct wh_slicerecs *t, const cJSON *pod, const char *ns,
+                               const char *name, bool keep, bool deleting, uint32_t gen)
+{
+    struct wh_slicerec_tmp tmp = {0};
+    enum wh_err err = keep ? collect(pod, &tmp) : WH_OK;
+    if (!err) {
+        pthread_mutex_lock(&t->lock);
+        struct srec *r = keep ? NULL : find(t, ns, name);
+        if (keep)
+            err = upsert(t, &tmp, ns, name, deleting, gen);
+        else if (r)
+            remove_rec(t, r);
+        pthread_mutex_unlock(&t->lock);
+    }
+    tmp_free(&tmp);
+    return err;
+}
+
+void wh_slicerecs_sweep(struct wh_slicerecs *t, uint32_t gen)
+{
+    pthread_mutex_lock(&t->lock);
+    sweep(t, false, gen);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void wh_slicerecs_bump(struct wh_slicerecs *t)
+{
+    atomic_fetch_add(&t->version, 1);
+}
+
+unsigned long long wh_slicerecs_version(struct wh_slicerecs *t)
+{
+    return atomic_load(&t->version);
+}
+
+enum wh_err wh_slicerecs_pods(struct wh_slicerecs *t, cJSON *pods, unsigned long long *version)
+{
+    enum wh_err err = WH_OK;
+    pthread_mutex_lock(&t->lock);
+    *version = atomic_load(&t->version);
+    for (size_t i = 0; i < t->recs.nb && !err; i++)
+        for (const struct wh_hnode *e = t->recs.b[i]; e && !err; e = e->next) {
+            const struct srec *r = (const struct srec *)e;
+            cJSON *o = as_pod(r->ns, r->name, r->deleting, r->f, r->n);
+            err = o ? wh_json_add(pods, o) : WH_ERR_NOMEM;
+        }
+    pthread_mutex_unlock(&t->lock);
+    return err;
+}
+
+size_t wh_slicerecs_count(struct wh_slicerecs *t)
+{
+    pthread_mutex_lock(&t->lock);
+    size_t n = t->recs.n;
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }

@@ -1,5 +1,5 @@
-/* slicerec.h: the compact record the pod store keeps of a TPU pod for the
- * live slice check (docs/internals/threads.md, "slice check").
+/* slicerec.h: the compact records the pod store keeps of TPU pods for the
+ * live slice check (wh/slices.h; docs/internals/threads.md, "Slice check").
  *
  * Only what the doctor's slice rules read (wh/doctor.h), drift excepted:
  * name, namespace, deletion; the labels and annotations of the controllers
@@ -9,23 +9,29 @@
  * nodeName, hostname, subdomain, hostNetwork, dnsPolicy and nodeSelector;
  * each container's name, and for the TPU containers their google.com/tpu
  * requests and limits and their env entries named TPU_*, MEGASCALE_*,
- * TORCH_* or PET_*; status.phase. Every string is interned in the store's
- * table (the hostnames lists and labels of a slice are one copy), so a pod
- * costs about one struct wh_sfield per field plus what is its own
+ * TORCH_* or PET_*; status.phase. Every string is interned in the table's
+ * own string table (the hostnames lists and labels of a slice are one
+ * copy), so a pod costs one struct wh_sfield per field plus what is its own
  * (name, hostname, node). Pods without a TPU container get no record.
  *
- * Not thread-safe: the store calls it under its lock, except
- * wh_slicerec_collect(), which only reads the object.
+ * Thread-safe: one mutex of the table's own, apart from the store's reader-
+ * writer lock, so that the slice check's walk (wh_slicerecs_pods) holds up
+ * at most the pod watch's next write, never an admission. A pod's fields
+ * are collected outside the mutex.
+ *
+ * Ownership: the table copies everything it keeps; wh_slicerecs_free()
+ * frees it all. The Pod objects wh_slicerecs_pods() adds are the array's.
  */
 #ifndef WH_SLICEREC_H
 #define WH_SLICEREC_H
 
-#include <stddef.h> /* size_t */
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint32_t */
 
 #include <cjson/cJSON.h>
 
 #include "wh/err.h" /* enum wh_err */
-#include "htab.h"   /* struct wh_htab */
 
 struct wh_sfield {
     const char *k, *v;   /* interned; v NULL: an env entry without a value */
@@ -33,8 +39,7 @@ struct wh_sfield {
     unsigned char where; /* enum in slicerec.c */
 };
 
-/* Fields pointing into the object, before interning (outside the lock).
- * Owned by the caller: free with wh_slicerec_tmp_free(). */
+/* Fields pointing into the object, before interning. */
 struct wh_slicerec_tmp {
     struct wh_sfield *f; /* strings borrowed from the object or owned (res) */
     size_t n, cap;
@@ -42,21 +47,28 @@ struct wh_slicerec_tmp {
     size_t n_owned;
 };
 
-/* Collect pod's fields into tmp (emptied first). WH_ERR_NOMEM only. */
-WH_NODISCARD enum wh_err wh_slicerec_collect(const cJSON *pod, struct wh_slicerec_tmp *tmp);
-void wh_slicerec_tmp_free(struct wh_slicerec_tmp *tmp);
+struct wh_slicerecs;
 
-/* Intern tmp's fields into a new array (*out, *n; the caller's, released
- * with wh_slicerec_release). WH_ERR_NOMEM: nothing kept. */
-WH_NODISCARD enum wh_err wh_slicerec_intern(struct wh_htab *strings,
-                                            const struct wh_slicerec_tmp *tmp,
-                                            struct wh_sfield **out, unsigned short *n);
-/* Drop the references of a record and free it. NULL-safe. */
-void wh_slicerec_release(struct wh_htab *strings, struct wh_sfield *f, unsigned short n);
+struct wh_slicerecs *wh_slicerecs_new(void);    /* NULL on OOM */
+void wh_slicerecs_free(struct wh_slicerecs *t); /* NULL-safe */
 
-/* The pod the record describes, as a Pod object doctor reads (the
- * caller's); NULL on OOM. */
-cJSON *wh_slicerec_pod(const char *ns, const char *name, int deleting, const struct wh_sfield *f,
-                       unsigned short n);
+/* keep: ns/name is a TPU pod, not deleted: its record is (re)built from pod
+ * and tagged gen; else its record, if any, is dropped. WH_ERR_NOMEM (the old
+ * record stays). */
+WH_NODISCARD enum wh_err wh_slicerecs_apply(struct wh_slicerecs *t, const cJSON *pod,
+                                            const char *ns, const char *name, bool keep,
+                                            bool deleting, uint32_t gen);
+/* After a complete LIST tagged gen: drop the records it did not show. */
+void wh_slicerecs_sweep(struct wh_slicerecs *t, uint32_t gen);
+/* Something else the slice check reads changed (a node). */
+void wh_slicerecs_bump(struct wh_slicerecs *t);
+/* Moves with every change of a record and every bump; never waits. */
+unsigned long long wh_slicerecs_version(struct wh_slicerecs *t);
+/* Append every record to pods as a Pod object doctor reads; *version: the
+ * version they show. WH_ERR_NOMEM (pods then holds some). */
+WH_NODISCARD enum wh_err wh_slicerecs_pods(struct wh_slicerecs *t, cJSON *pods,
+                                           unsigned long long *version);
+/* Records held. */
+size_t wh_slicerecs_count(struct wh_slicerecs *t);
 
 #endif /* WH_SLICEREC_H */

@@ -295,15 +295,20 @@ enum wh_err wh_slices_metrics(struct wh_slices *s, struct wh_buf *out)
         "(docs/troubleshooting.md).\n"
         "# TYPE tpu_webhook_slices gauge\n"
         "tpu_webhook_slices{state=\"ok\"} %ld\ntpu_webhook_slices{state=\"broken\"} %ld\n"
-        "# HELP tpu_webhook_slice_problems Problems doctor's rules find in the cached TPU "
-        "slices, by namespace, slice kind and problem id; at most %d series, the rest summed "
-        "in namespace=kind=problem=\"" OTHER "\". Never service-* or drift (Services are not "
-        "cached; the cache is not the whole pod).\n"
-        "# TYPE tpu_webhook_slice_problems gauge\n%s"
         "# HELP tpu_webhook_slice_checks_total Slice checks run on the caches.\n"
         "# TYPE tpu_webhook_slice_checks_total counter\n"
         "tpu_webhook_slice_checks_total %lu\n",
-        s->ok, s->broken, WH_SLICES_MAX_SERIES, s->problems ? s->problems : "", s->checks);
+        s->ok, s->broken, s->checks);
+    /* No series, no family: an empty family would be a TYPE without samples. */
+    if (!err && s->problems && *s->problems)
+        err = wh_buf_addf(
+            out,
+            "# HELP tpu_webhook_slice_problems Problems doctor's rules find in the cached TPU "
+            "slices, by namespace, slice kind and problem id; at most %d series, the rest summed "
+            "in namespace=kind=problem=\"" OTHER "\". Never service-* or drift (Services are "
+            "not cached; the cache is not the whole pod).\n"
+            "# TYPE tpu_webhook_slice_problems gauge\n%s",
+            WH_SLICES_MAX_SERIES, s->problems);
     pthread_mutex_unlock(&s->lock);
     return err;
 }

@@ -1,16 +1,15 @@
 /* store.c: the pods and nodes the caches hold (see store.h). */
 #include "store.h"
 
-#include <pthread.h>   /* pthread_rwlock_t */
-#include <stdatomic.h> /* atomic_* */
-#include <stdlib.h>    /* calloc, realloc, free */
-#include <string.h>    /* strcmp, strdup, memcpy */
+#include <pthread.h> /* pthread_rwlock_t */
+#include <stdlib.h>  /* calloc, realloc, free */
+#include <string.h>  /* strcmp, strdup, memcpy */
 
 #include <cjson/cJSON.h>
 
 #include "wh/hash.h"  /* wh_hash_str */
 #include "htab.h"     /* wh_htab_*, wh_intern, wh_unintern */
-#include "slicerec.h" /* wh_slicerec_*, struct wh_sfield */
+#include "slicerec.h" /* wh_slicerecs_* */
 #include "wh/json.h" /* wh_json_get, wh_json_str, wh_json_path, wh_json_add, wh_json_set_lit, wh_json_set_str_lit, wh_json_set_str */
 
 /* A worker group: its pods are chained through cpod.gnext. */
@@ -27,9 +26,8 @@ struct cpod {
     struct cgroup *grp;
     const char *replica_label; /* interned, NULL when absent */
     long worker_id;
-    struct wh_sfield *sf; /* TPU pods: the slice check's record (slicerec.h) */
     uint32_t gen;
-    unsigned short n_tpu, n_sf;
+    unsigned short n_tpu;
     bool deleting;
     char name[];
 };
@@ -48,7 +46,9 @@ struct wh_store {
     struct wh_htab pods;
     struct node_entry *nodes;
     size_t n_nodes, cap_nodes;
-    atomic_ullong version; /* bumped by every change (wh_store_version) */
+    /* The TPU pods' slice records, behind a mutex of their own: the slice
+     * check's walk of them never holds the lock admissions read under. */
+    struct wh_slicerecs *recs;
 };
 
 /* ---- pods --------------------------------------------------------------- */
@@ -155,27 +155,17 @@ static void remove_pod(struct wh_store *s, struct cpod *p)
     wh_htab_remove(&s->pods, &p->h);
     unlink_from_group(p);
     wh_unintern(&s->strings, p->replica_label);
-    wh_slicerec_release(&s->strings, p->sf, p->n_sf);
     free(p);
     put_group(s, g);
-    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
 }
 
-/* Insert or update one pod (tmp: its slice record, NULL for none); caller
- * holds the write lock. */
-static enum wh_err upsert_pod(struct wh_store *s, const struct wh_pod_rec *r,
-                              const struct wh_slicerec_tmp *tmp, uint32_t gen)
+/* Insert or update one pod; caller holds the write lock. */
+static enum wh_err upsert_pod(struct wh_store *s, const struct wh_pod_rec *r, uint32_t gen)
 {
     struct cpod *p = find_pod(s, r->ns, r->name);
     const char *label = NULL;
-    struct wh_sfield *sf = NULL;
-    unsigned short n_sf = 0;
-    if (tmp && wh_slicerec_intern(&s->strings, tmp, &sf, &n_sf))
+    if (r->replica_label && !(label = wh_intern(&s->strings, r->replica_label)))
         return WH_ERR_NOMEM;
-    if (r->replica_label && !(label = wh_intern(&s->strings, r->replica_label))) {
-        wh_slicerec_release(&s->strings, sf, n_sf);
-        return WH_ERR_NOMEM;
-    }
     if (p && (strcmp(p->grp->cluster, r->cluster) || strcmp(p->grp->group, r->group))) {
         /* Relabelled into another group: start over. */
         remove_pod(s, p);
@@ -186,7 +176,6 @@ static enum wh_err upsert_pod(struct wh_store *s, const struct wh_pod_rec *r,
         size_t nl = strlen(r->name) + 1;
         if (!g || !wh_htab_grow(&s->pods) || !(p = calloc(1, sizeof(*p) + nl))) {
             wh_unintern(&s->strings, label);
-            wh_slicerec_release(&s->strings, sf, n_sf);
             if (g)
                 put_group(s, g);
             return WH_ERR_NOMEM;
@@ -197,16 +186,12 @@ static enum wh_err upsert_pod(struct wh_store *s, const struct wh_pod_rec *r,
         link_to_group(g, p);
     } else {
         wh_unintern(&s->strings, p->replica_label);
-        wh_slicerec_release(&s->strings, p->sf, p->n_sf);
     }
     p->replica_label = label;
-    p->sf = sf;
-    p->n_sf = n_sf;
     p->worker_id = r->worker_id;
     p->n_tpu = r->n_tpu_containers > 0xffff ? 0xffff : (unsigned short)r->n_tpu_containers;
     p->deleting = r->deleting;
     p->gen = gen;
-    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
     return WH_OK;
 }
 
@@ -289,8 +274,8 @@ static long find_node(const struct wh_store *s, const char *name)
 static enum wh_err upsert_node(struct wh_store *s, struct node_entry *ne, uint32_t gen)
 {
     ne->gen = gen;
+    wh_slicerecs_bump(s->recs);
     long i = find_node(s, ne->name);
-    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
     if (i >= 0) {
         node_clear(&s->nodes[i]);
         s->nodes[i] = *ne;
@@ -312,9 +297,9 @@ static enum wh_err upsert_node(struct wh_store *s, struct node_entry *ne, uint32
 
 static void delete_node_at(struct wh_store *s, size_t i)
 {
-    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
     node_clear(&s->nodes[i]);
     s->nodes[i] = s->nodes[--s->n_nodes];
+    wh_slicerecs_bump(s->recs);
 }
 
 static void sweep_nodes(struct wh_store *s, uint32_t gen)
@@ -329,8 +314,10 @@ static void sweep_nodes(struct wh_store *s, uint32_t gen)
 struct wh_store *wh_store_new(void)
 {
     struct wh_store *s = calloc(1, sizeof(*s));
-    if (!s)
+    if (!s || !(s->recs = wh_slicerecs_new())) {
+        free(s);
         return NULL;
+    }
     /* Writers first: a steady stream of admissions must not hold watch
      * events (and so confirmations) back; each write is short. */
     pthread_rwlockattr_t ra;
@@ -359,6 +346,7 @@ void wh_store_free(struct wh_store *s)
     for (size_t i = 0; i < s->n_nodes; i++)
         node_clear(&s->nodes[i]);
     free(s->nodes);
+    wh_slicerecs_free(s->recs);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
@@ -373,19 +361,16 @@ enum wh_err wh_store_apply_pod(struct wh_store *s, const cJSON *obj, bool delete
         return WH_OK;
     }
     pod->name = name; /* the key; generateName is never a pod's identity */
-    struct wh_slicerec_tmp tmp = {0};
-    bool rec = !deleted && pod->n_tpu_containers;
-    if (rec && (err = wh_slicerec_collect(obj, &tmp))) {
-        wh_slicerec_tmp_free(&tmp);
-        return err;
-    }
     pthread_rwlock_wrlock(&s->lock);
     if (deleted)
         delete_pod(s, pod->ns, pod->name);
     else
-        err = upsert_pod(s, pod, rec ? &tmp : NULL, gen);
+        err = upsert_pod(s, pod, gen);
     pthread_rwlock_unlock(&s->lock);
-    wh_slicerec_tmp_free(&tmp);
+    /* After the pod itself, outside its lock (the records have their own). */
+    if (!err)
+        err = wh_slicerecs_apply(s->recs, obj, pod->ns, pod->name,
+                                 !deleted && pod->n_tpu_containers, pod->deleting, gen);
     return err;
 }
 
@@ -417,6 +402,7 @@ void wh_store_sweep_pods(struct wh_store *s, uint32_t gen)
     pthread_rwlock_wrlock(&s->lock);
     sweep_pods(s, gen);
     pthread_rwlock_unlock(&s->lock);
+    wh_slicerecs_sweep(s->recs, gen);
 }
 
 void wh_store_sweep_nodes(struct wh_store *s, uint32_t gen)
@@ -478,21 +464,7 @@ void wh_store_counts(struct wh_store *s, size_t *pods, size_t *nodes, size_t *in
 
 unsigned long long wh_store_version(struct wh_store *s)
 {
-    return atomic_load_explicit(&s->version, memory_order_relaxed);
-}
-
-static enum wh_err slice_pods(const struct wh_store *s, cJSON *pods)
-{
-    for (size_t i = 0; i < s->pods.nb; i++)
-        for (const struct wh_hnode *e = s->pods.b[i]; e; e = e->next) {
-            const struct cpod *p = (const struct cpod *)e;
-            if (!p->sf)
-                continue;
-            cJSON *o = wh_slicerec_pod(p->grp->ns, p->name, p->deleting, p->sf, p->n_sf);
-            if (!o || wh_json_add(pods, o))
-                return WH_ERR_NOMEM;
-        }
-    return WH_OK;
+    return wh_slicerecs_version(s->recs);
 }
 
 static enum wh_err slice_nodes(const struct wh_store *s, cJSON *nodes)
@@ -518,13 +490,15 @@ enum wh_err wh_store_slice_lists(struct wh_store *s, cJSON **pods, cJSON **nodes
     *pods = cJSON_CreateArray();
     *nodes = cJSON_CreateArray();
     enum wh_err err = *pods && *nodes ? WH_OK : WH_ERR_NOMEM;
-    pthread_rwlock_rdlock(&s->lock);
-    *version = atomic_load_explicit(&s->version, memory_order_relaxed);
+    /* The version first (with the pods, under the records' mutex), the nodes
+     * after: a node change in between only makes the next check run. */
     if (!err)
-        err = slice_pods(s, *pods);
-    if (!err)
+        err = wh_slicerecs_pods(s->recs, *pods, version);
+    if (!err) {
+        pthread_rwlock_rdlock(&s->lock); /* the TPU nodes are few */
         err = slice_nodes(s, *nodes);
-    pthread_rwlock_unlock(&s->lock);
+        pthread_rwlock_unlock(&s->lock);
+    }
     if (err) {
         cJSON_Delete(*pods);
         cJSON_Delete(*nodes);

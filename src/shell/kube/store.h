@@ -4,7 +4,8 @@
  * Pods: only what the engine needs (struct wh_pod_rec), keyed by (namespace,
  * name) and chained per worker group (namespace, cluster, group); the
  * namespace, cluster, group and replicaIndex strings are interned. A TPU
- * pod also keeps the slice check's record (slicerec.h). Nodes:
+ * pod also gets a slice record (slicerec.h: its own table and mutex, so the
+ * slice check never holds the lock admissions read under). Nodes:
  * every label of the (few) TPU nodes.
  *
  * The reflectors (reflector.h) write: they apply objects of a LIST or a
@@ -59,14 +60,15 @@ int wh_store_each_group_pod(struct wh_store *s, const char *ns, const char *clus
                             const char *group, wh_pod_visit_fn fn, void *arg);
 int wh_store_each_node(struct wh_store *s, wh_node_visit_fn fn, void *arg);
 
-/* Changes applied so far (any pod or node added, updated or dropped): a
- * reader that saw this number has nothing new to read until it moves.
- * Never waits on the lock. */
+/* Changes applied so far to what the slice check reads (a TPU pod's
+ * record, a TPU node): a reader that saw this number has nothing new to
+ * read until it moves. Never waits on a lock. */
 unsigned long long wh_store_version(struct wh_store *s);
 
-/* The TPU pods (rebuilt from their slice records, slicerec.h) and TPU nodes
- * as JSON arrays of Pod and Node objects for doctor (wh/doctor.h), built
- * under the reader lock, and the version they show. *pods and *nodes are
+/* The TPU pods (rebuilt from their slice records under the records' mutex,
+ * slicerec.h) and the TPU nodes (under the reader lock: they are few) as
+ * JSON arrays of Pod and Node objects for doctor (wh/doctor.h), and the
+ * version the pods show. *pods and *nodes are
  * the caller's (cJSON_Delete); both NULL on WH_ERR_NOMEM. */
 WH_NODISCARD enum wh_err wh_store_slice_lists(struct wh_store *s, struct cJSON **pods,
                                               struct cJSON **nodes, unsigned long long *version);

@@ -203,13 +203,77 @@ static void test_intern(void **st)
     wh_htab_free(&t);
 }
 
+/* The slice records (slicerec.h): a TPU pod comes back from
+ * wh_store_slice_lists as a Pod with the fields doctor reads (a user's label,
+ * a non-TPU container's env and other resources left out, the TPU container
+ * at its index); an update replaces the record, a deletion drops it; a pod
+ * without a TPU container has none; the version moves with every change. */
+static void test_slice_records(void **st)
+{
+    (void)st;
+    struct wh_store *s = wh_store_new();
+    unsigned long long v0 = wh_store_version(s), v;
+    static const char text[] =
+        "{\"metadata\":{\"name\":\"p-0\",\"namespace\":\"ns\",\"deletionTimestamp\":null,"
+        "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\",\"mine\":\"x\"},"
+        "\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"2x2\",\"a\":\"b\"}},"
+        "\"spec\":{\"nodeName\":\"n1\",\"hostname\":\"h0\",\"subdomain\":\"sd\","
+        "\"hostNetwork\":true,\"dnsPolicy\":\"ClusterFirstWithHostNet\",\"nodeSelector\":{"
+        "\"k\":\"v\"},\"containers\":[{\"name\":\"side\",\"env\":[{\"name\":\"TPU_X\","
+        "\"value\":\"1\"}]},{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":4,"
+        "\"cpu\":\"1\"}},\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},{\"name\":"
+        "\"HOME\",\"value\":\"/\"},{\"name\":\"MEGASCALE_SLICE_ID\",\"valueFrom\":{}}]}]},"
+        "\"status\":{\"phase\":\"Running\"}}";
+    apply_pod(s, wh_test_parse(text), false, 1);
+    apply_pod(s,
+              wh_test_parse("{\"metadata\":{\"name\":\"cpu\",\"namespace\":\"ns\","
+                            "\"labels\":{\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\"}},"
+                            "\"spec\":{\"containers\":[{\"name\":\"w\"}]}}"),
+              false, 1);
+    cJSON *pods = NULL, *nodes = NULL;
+    assert_int_equal(wh_store_slice_lists(s, &pods, &nodes, &v), WH_OK);
+    assert_true(v > v0);
+    assert_int_equal(cJSON_GetArraySize(pods), 1);
+    assert_int_equal(cJSON_GetArraySize(nodes), 0);
+    char *got = cJSON_PrintUnformatted(cJSON_GetArrayItem(pods, 0));
+    assert_string_equal(
+        got,
+        "{\"metadata\":{\"name\":\"p-0\",\"namespace\":\"ns\",\"labels\":{"
+        "\"ray.io/cluster\":\"c\",\"ray.io/group\":\"g\"},\"annotations\":{"
+        "\"cloud.google.com/gke-tpu-slice-topology\":\"2x2\"}},\"spec\":{\"containers\":[{\"name\":\"side\"},{"
+        "\"name\":\"w\",\"env\":[{\"name\":\"TPU_WORKER_ID\",\"value\":\"0\"},{\"name\":"
+        "\"MEGASCALE_SLICE_ID\"}],\"resources\":{\"limits\":{\"google.com/tpu\":4}}}],"
+        "\"nodeName\":\"n1\",\"hostname\":\"h0\",\"subdomain\":\"sd\",\"dnsPolicy\":"
+        "\"ClusterFirstWithHostNet\",\"hostNetwork\":true,\"nodeSelector\":{\"k\":\"v\"}},"
+        "\"status\":{\"phase\":\"Running\"},\"kind\":\"Pod\"}");
+    cJSON_free(got);
+    cJSON_Delete(pods);
+    cJSON_Delete(nodes);
+    /* An update replaces the record; a deletion drops it. */
+    unsigned long long v1 = wh_store_version(s);
+    apply_pod(s, pod("p-0", "c", "g", "g-0", 3), false, 1);
+    assert_true(wh_store_version(s) > v1);
+    assert_int_equal(wh_store_slice_lists(s, &pods, &nodes, &v), WH_OK);
+    got = cJSON_PrintUnformatted(cJSON_GetArrayItem(pods, 0));
+    assert_non_null(strstr(got, "\"TPU_WORKER_ID\",\"value\":\"3\""));
+    assert_null(strstr(got, "nodeName"));
+    cJSON_free(got);
+    cJSON_Delete(pods);
+    cJSON_Delete(nodes);
+    apply_pod(s, pod("p-0", "c", "g", "g-0", 3), true, 1);
+    assert_int_equal(wh_store_slice_lists(s, &pods, &nodes, &v), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(pods), 0);
+    cJSON_Delete(pods);
+    cJSON_Delete(nodes);
+    wh_store_free(s); /* the CPU pod and every record string: nothing leaks (ASan) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pods),
-        cmocka_unit_test(test_nodes),
-        cmocka_unit_test(test_many),
-        cmocka_unit_test(test_intern),
+        cmocka_unit_test(test_pods),          cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_many),          cmocka_unit_test(test_intern),
+        cmocka_unit_test(test_slice_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

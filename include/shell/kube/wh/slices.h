@@ -27,7 +27,8 @@
 #include "wh/err.h"   /* enum wh_err */
 
 /* How often the checker looks for changes by default; a check costs a
- * walk of the cache under its reader lock and doctor's linear pass. */
+ * walk of the TPU pods' records (under their own mutex, not the lock
+ * admissions read under) and doctor's linear pass. */
 #define WH_SLICES_DEFAULT_INTERVAL_MS 5000L
 /* Series of tpu_webhook_slice_problems at most; the rest are summed into
  * one series labelled namespace="(other)", kind="(other)",
