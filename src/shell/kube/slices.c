@@ -135,7 +135,7 @@ static enum wh_err debug_doc(cJSON *report, unsigned long checks, char **out)
         err = wh_json_add(broken, cJSON_DetachItemViaPointer(slices, s));
         listed++;
     }
-    static const char *const copied[] = {"pods", "ok", "broken", "notes"};
+    static const char *const copied[] = {"pods", "ok", "warning", "broken", "notes"};
     if (wh_json_set_lit(doc, "slices", broken) || err)
         err = WH_ERR_NOMEM;
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]) && !err; i++)
@@ -251,7 +251,9 @@ struct wh_slices *wh_slices_start(struct wh_cache *cache, long interval_ms, char
         return NULL;
     }
     s->cache = cache;
-    s->interval_ms = interval_ms > 0 ? interval_ms : WH_SLICES_DEFAULT_INTERVAL_MS;
+    s->interval_ms = interval_ms <= 0                          ? WH_SLICES_DEFAULT_INTERVAL_MS
+                     : interval_ms < WH_SLICES_MIN_INTERVAL_MS ? WH_SLICES_MIN_INTERVAL_MS
+                                                               : interval_ms;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -30,6 +30,8 @@
  * walk of the TPU pods' records (under their own mutex, not the lock
  * admissions read under) and doctor's linear pass. */
 #define WH_SLICES_DEFAULT_INTERVAL_MS 5000L
+/* Shorter intervals are raised to this (a check walks every TPU pod). */
+#define WH_SLICES_MIN_INTERVAL_MS 100L
 /* Series of tpu_webhook_slice_problems at most; the rest are summed into
  * one series labelled namespace="(other)", kind="(other)",
  * problem="(other)". */
@@ -39,7 +41,8 @@
 
 struct wh_slices;
 
-/* Start the checker thread; interval_ms <= 0: the default. NULL with the
+/* Start the checker thread; interval_ms <= 0: the default; below the
+ * minimum: the minimum. NULL with the
  * reason in errbuf. */
 struct wh_slices *wh_slices_start(struct wh_cache *cache, long interval_ms, char *errbuf);
 /* Stop the thread (waits for a check in progress) and free. NULL-safe. */
@@ -50,7 +53,8 @@ void wh_slices_free(struct wh_slices *s);
  * the first. */
 WH_NODISCARD enum wh_err wh_slices_metrics(struct wh_slices *s, struct wh_buf *out);
 /* Append the /debug/slices document: {"checked": bool, "checks": N,
- * "pods": N, "ok": N, "broken": N, "truncated": bool, "notes": [...],
+ * "pods": N, "ok": N, "warning": N, "broken": N (doctor's counts),
+ * "truncated": bool, "notes": [...],
  * "slices": [doctor's slice objects of the broken slices]}. */
 WH_NODISCARD enum wh_err wh_slices_debug(struct wh_slices *s, struct wh_buf *out);
 
