@@ -11,6 +11,8 @@ deploylib.check_install (names, selectors, the Secret and CA chain, the
 flags this image knows); exactly one mutating and one validating webhook
 are called for a KubeRay TPU pod and a RayCluster, evaluated from every
 webhook configuration stored (a second one would inject twice).
+MoveToHelm: the documented marking loops before `helm install` over a
+kubectl install cover every object Helm would otherwise refuse to adopt.
 """
 import json
 import os
@@ -240,6 +242,58 @@ class UpgradeFromManifests(unittest.TestCase):
         self.assertIn("tests/deploy/test_upgrade_manifests.py", self.doc)
         self.assertIn("`kubectl apply -f deployments/`", self.doc)
 
+
+# kubectl's resource names for the kinds the installs hold.
+RESOURCE_KIND = {"namespace": "Namespace", "serviceaccount": "ServiceAccount", "clusterrole": "ClusterRole",
+                 "clusterrolebinding": "ClusterRoleBinding", "role": "Role", "rolebinding": "RoleBinding",
+                 "mutatingwebhookconfiguration": "MutatingWebhookConfiguration",
+                 "validatingwebhookconfiguration": "ValidatingWebhookConfiguration",
+                 "deployment": "Deployment", "service": "Service", "poddisruptionbudget": "PodDisruptionBudget",
+                 "issuer": "Issuer", "certificate": "Certificate"}
+
+
+def doc_helm_adoption_loops():
+    """[(namespaced, {(kind, name)})] of the two marking loops in
+    docs/deploy.md ("Installed with `kubectl`, now moving to Helm")."""
+    with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
+        doc = f.read()
+    item = doc.split("* **Installed with `kubectl`, now moving to Helm**", 1)[1].split("\nWhat changes", 1)[0]
+    out = []
+    for m in re.finditer(r"for o in (.*?); do\n(.*?)\n\s*done", item, re.S):
+        names = set()
+        for ref in m.group(1).replace("\\", " ").split():
+            res, name = ref.split("/", 1)
+            names.add((RESOURCE_KIND[res], name.replace("$NS", "ray-system")))
+        out.append(("kubectl -n $NS annotate" in m.group(2), names))
+    return out
+
+
+class MoveToHelm(unittest.TestCase):
+    """Helm refuses to take over objects it did not create: the documented
+    loops must mark every object that the chart renders and the earlier
+    install created (the reference's manifests, or this project's
+    kustomize), cluster-scoped objects without -n, namespaced with it."""
+
+    def test_marking_loops_cover_what_helm_would_refuse(self):
+        import test_helm as th
+        loops = doc_helm_adoption_loops()
+        self.assertEqual([ns for ns, _ in loops], [False, True])
+        marked = loops[0][1] | loops[1][1]
+        chart, _ = th.render(th.tv(workloads={"enabled": True}))
+        rendered = {(o["kind"], o["metadata"]["name"]): o for o in chart}
+        for ns, names in loops:
+            for k in names:
+                with self.subTest(marked=k):
+                    self.assertIn(k, rendered, "the loop marks an object the chart does not render")
+                    self.assertEqual("namespace" in rendered[k]["metadata"], ns,
+                                     "%s is in the wrong loop" % (k,))
+        starts = [("reference", play("reference"))]
+        for b in ("default", "workloads"):
+            starts.append(("kustomize " + b, dl.kustomize_render(os.path.join(KUSTOMIZE, b))))
+        for what, objs in starts:
+            with self.subTest(installed=what):
+                existing = {(o["kind"], o["metadata"]["name"]) for o in objs}
+                self.assertEqual((existing & set(rendered)) - marked, set())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
