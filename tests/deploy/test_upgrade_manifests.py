@@ -279,7 +279,9 @@ class MoveToHelm(unittest.TestCase):
         loops = doc_helm_adoption_loops()
         self.assertEqual([ns for ns, _ in loops], [False, True])
         marked = loops[0][1] | loops[1][1]
-        chart, _ = th.render(th.tv(workloads={"enabled": True}))
+        # Everything the chart can render: the workloads, and the Namespace
+        # (namespace.create, off by default; marking it is then harmless).
+        chart, _ = th.render(th.tv(workloads={"enabled": True}, namespace={"create": True}))
         rendered = {(o["kind"], o["metadata"]["name"]): o for o in chart}
         for ns, names in loops:
             for k in names:
