@@ -111,9 +111,9 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     wh_decision_init(&d);
     enum wh_err err = WH_OK;
     if (in->kind == WH_KIND_POD && route == WH_ROUTE_MUTATE_WORKLOAD)
-        err = wh_mutate_workload(wh_review_request(rv), state, &d, errbuf);
+        err = wh_mutate_workload(rv, state, &d, errbuf);
     else if (in->kind == WH_KIND_POD)
-        err = wh_mutate_pod(wh_review_request(rv), state, &d, errbuf);
+        err = wh_mutate_pod(rv, state, &d, errbuf);
     else if (in->kind == WH_KIND_WORKLOAD)
         err = wh_ratchet_workload(wh_review_request(rv), &d, errbuf);
     else if (in->kind == WH_KIND_RAYCLUSTER)

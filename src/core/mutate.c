@@ -115,6 +115,16 @@ static enum wh_err check_identity(struct pod_ctx *c)
                                 "TPU worker pods must be created by KubeRay, which sets it to the "
                                 "worker group name",
                                 who, c->cluster, WH_LABEL_GROUP);
+    /* The KubeRay path's topology rule (wh_slice_topology): the slice
+     * annotation wins when present, even empty, and no topology is a
+     * denial. The workload path (workload.c, read_topology) differs on
+     * purpose: an empty annotation falls through to the nodeSelector, then
+     * to the node pool's TPU nodes, and an unknown topology admits the pod
+     * unchanged with a warning (docs/workloads.md). A KubeRay worker group
+     * states its topology (the reference fails without the nodeSelector
+     * one: docs/internals/reference-behaviour.md), so a missing or empty one
+     * is an authoring mistake to refuse; a pod of any other controller is
+     * rather left as it is than blocked. */
     bool from_ann;
     c->topology = wh_slice_topology(c->pod, c->spec, &from_ann);
     if (!c->topology || !*c->topology)
@@ -747,13 +757,13 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     return err;
 }
 
-enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struct wh_decision *d,
-                          char *errbuf)
+enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
+                          struct wh_decision *d, char *errbuf)
 {
-    const char *op = wh_json_str0(request, "operation");
-    if (strcmp(op, "CREATE"))
+    const struct wh_review_info *in = wh_review_info(rv);
+    if (strcmp(in->operation, "CREATE"))
         return WH_OK; /* D4: only creation is mutated */
-    const cJSON *pod = wh_json_get(request, "object");
+    const cJSON *pod = wh_json_get(wh_review_request(rv), "object");
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
     const cJSON *meta = wh_json_get(pod, "metadata");
@@ -764,12 +774,12 @@ enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st, struc
         .d = d,
     };
     c.selector = wh_json_get(c.spec, "nodeSelector");
-    c.ns = wh_json_str(meta, "namespace");
-    if (!c.ns || !*c.ns)
-        c.ns = wh_json_str0(request, "namespace");
+    c.ns = in->ns;
+    /* The pod's own name or generateName, not in->name, which falls back to
+     * request.name: messages name the pod as its metadata does. */
     c.name = wh_meta_name(meta);
-    c.cluster = wh_json_str0(c.labels, WH_LABEL_CLUSTER);
-    c.group = wh_json_str0(c.labels, WH_LABEL_GROUP);
+    c.cluster = in->cluster;
+    c.group = in->group;
     enum wh_err err = mutate(&c, st, errbuf);
     wh_tpu_containers_free(&c.tc);
     if (err) {

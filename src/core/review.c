@@ -10,8 +10,8 @@
 #include "wh/utf8.h"              /* wh_utf8_cut, wh_utf8_is_ascii */
 
 struct wh_review {
-    cJSON *root;                /* owned: the whole AdmissionReview */
-    const cJSON *request;       /* borrowed from root */
+    cJSON *root;          /* owned: the whole AdmissionReview; NULL for wh_review_of_request */
+    const cJSON *request; /* borrowed from root */
     struct wh_review_info info; /* strings borrowed from root */
 };
 
@@ -30,6 +30,8 @@ static const char *owner_cluster_uid(const cJSON *meta, const char *cluster)
     }
     return "";
 }
+
+static void read_info(struct wh_review *rv);
 
 enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out, char *errbuf)
 {
@@ -75,6 +77,29 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     }
     rv->root = root;
     rv->request = req;
+    read_info(rv);
+    *out = rv;
+    return WH_OK;
+}
+
+enum wh_err wh_review_of_request(const cJSON *request, struct wh_review **out)
+{
+    *out = NULL;
+    if (!cJSON_IsObject(request))
+        return WH_ERR_INVALID;
+    struct wh_review *rv = wh_calloc(1, sizeof(*rv));
+    if (!rv)
+        return WH_ERR_NOMEM;
+    rv->request = request; /* borrowed: root stays NULL */
+    read_info(rv);
+    *out = rv;
+    return WH_OK;
+}
+
+/* rv->info from rv->request: who the review is about, read once. */
+static void read_info(struct wh_review *rv)
+{
+    const cJSON *req = rv->request;
     struct wh_review_info *in = &rv->info;
     const cJSON *obj = wh_json_get(req, "object");
     const cJSON *meta = wh_json_get(obj, "metadata");
@@ -103,8 +128,6 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
         in->group = "";
         in->cluster_uid = "";
     }
-    *out = rv;
-    return WH_OK;
 }
 
 void wh_review_free(struct wh_review *rv)

@@ -220,6 +220,10 @@ static const char *preset_topology(const struct wl *w)
     return lk.value;
 }
 
+/* The workload path's topology rule, which differs on purpose from the
+ * KubeRay path's (mutate.c, before wh_slice_topology, says why): an empty
+ * annotation counts as absent, the node pool's TPU nodes are asked last,
+ * and an unknown topology skips the pod (admitted unchanged, a warning). */
 static enum wh_err read_topology(struct wl *w, const struct wh_state *st, bool *skipped,
                                  char *errbuf)
 {
@@ -817,26 +821,25 @@ static enum wh_err decide(struct wl *w, const struct wh_state *st, char *errbuf)
     return err;
 }
 
-enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
+enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state *st,
                                struct wh_decision *d, char *errbuf)
 {
-    const cJSON *pod = wh_json_get(request, "object");
-    if (strcmp(wh_json_str0(request, "operation"), "CREATE"))
+    const struct wh_review_info *in = wh_review_info(rv);
+    const cJSON *pod = wh_json_get(wh_review_request(rv), "object");
+    if (strcmp(in->operation, "CREATE"))
         return WH_OK; /* only creation is mutated */
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
     struct wl w = {.pod = pod, .spec = wh_json_get(pod, "spec"), .d = d};
     w.kind = classify(pod);
     if (w.kind == WH_WL_KUBERAY)
-        return wh_mutate_pod(request, st, d, errbuf);
+        return wh_mutate_pod(rv, st, d, errbuf);
     const char *optout = wh_meta_label(pod, WH_LABEL_INJECT);
     if (optout && !strcmp(optout, "disabled"))
         return WH_OK;
-    const cJSON *meta = wh_json_get(pod, "metadata");
-    w.ns = wh_json_str(meta, "namespace");
-    if (!w.ns || !*w.ns)
-        w.ns = wh_json_str0(request, "namespace");
-    w.pod_name = wh_meta_name(meta);
+    w.ns = in->ns;
+    /* As wh_mutate_pod's: the pod's own name or generateName. */
+    w.pod_name = wh_meta_name(wh_json_get(pod, "metadata"));
     describe(&w);
     /* Every value is part of the patch, which stops at its limit (patch.h). */
     wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);

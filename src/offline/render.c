@@ -19,6 +19,7 @@
 #include "wh/json.h"              /* wh_json_* */
 #include "wh/jsonpatch.h"         /* wh_jsonpatch_apply */
 #include "wh/mutate.h"            /* wh_mutate_pod */
+#include "wh/review.h"            /* wh_review_of_request, wh_review_free */
 #include "wh/podspec.h"           /* wh_env_lookup, wh_container_requests_tpu */
 #include "wh/render_env.h"        /* wh_render_env_origin */
 #include "wh/state.h"             /* wh_memstate */
@@ -103,12 +104,18 @@ static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq, const
     enum wh_err err = request_of(obj, pod, seq, &req);
     if (err)
         return wh_fail(errbuf, err, "out of memory building the admission request");
+    struct wh_review *rv = NULL;
+    if ((err = wh_review_of_request(req, &rv))) {
+        cJSON_Delete(req);
+        return wh_fail(errbuf, err, "out of memory building the admission request");
+    }
     switch (route) {
-    case WH_ROUTE_MUTATE: err = wh_mutate_pod(req, st, d, errbuf); break;
-    case WH_ROUTE_MUTATE_WORKLOAD: err = wh_mutate_workload(req, st, d, errbuf); break;
+    case WH_ROUTE_MUTATE: err = wh_mutate_pod(rv, st, d, errbuf); break;
+    case WH_ROUTE_MUTATE_WORKLOAD: err = wh_mutate_workload(rv, st, d, errbuf); break;
     case WH_ROUTE_VALIDATE_WORKLOAD: err = wh_validate_workload(req, d); break;
     default: err = wh_validate_raycluster_report(req, st, d, report, errbuf); break;
     }
+    wh_review_free(rv);
     cJSON_Delete(req);
     return err;
 }

@@ -45,7 +45,10 @@ static void decide_pick(const char *pod_json, const char *op, struct wh_memstate
     cJSON *req = cJSON_CreateObject();
     assert_non_null(req);
     assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
+    assert_int_equal(wh_json_set(req, "kind", wh_test_parse("{\"kind\":\"Pod\"}")), WH_OK);
     assert_int_equal(wh_json_set(req, "object", wh_test_parse(pod_json)), WH_OK);
+    struct wh_review *rv = NULL;
+    assert_int_equal(wh_review_of_request(req, &rv), WH_OK);
     struct wh_state st = wh_memstate_view(ms);
     struct wh_state_ops ops = *st.ops;
     if (pick) {
@@ -55,7 +58,8 @@ static void decide_pick(const char *pod_json, const char *op, struct wh_memstate
     }
     char errbuf[WH_ERRBUF_LEN];
     wh_decision_init(d);
-    assert_int_equal(wh_mutate_pod(req, &st, d, errbuf), WH_OK);
+    assert_int_equal(wh_mutate_pod(rv, &st, d, errbuf), WH_OK);
+    wh_review_free(rv);
     cJSON_Delete(req);
 }
 

@@ -4,10 +4,9 @@
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
 
-#include <cjson/cJSON.h>
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
 #include "wh/tpuenv.h"   /* the process port base, beside the ports below */
 
@@ -15,10 +14,11 @@
 #define WH_MEGASCALE_PORT 8081
 #define WH_DEVICE_PLUGIN_PORT 2112
 
-/* Decide about request (an AdmissionReview's request object whose kind is
- * Pod). d must be initialised; on WH_OK it holds the decision. Errors only
- * for OOM or a failing state callback. */
-WH_NODISCARD enum wh_err wh_mutate_pod(const cJSON *request, const struct wh_state *st,
+/* Decide about rv (an AdmissionReview whose kind is Pod; the pod's
+ * operation, namespace, cluster and group are its info's). d must be
+ * initialised; on WH_OK it holds the decision. Errors only for OOM or a
+ * failing state callback. */
+WH_NODISCARD enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
                                        struct wh_decision *d, char *errbuf);
 
 #endif

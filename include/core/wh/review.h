@@ -52,6 +52,12 @@ struct wh_review_info {
  * when the bytes are not a readable AdmissionReview v1 with a request. */
 WH_NODISCARD enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out,
                                          char *errbuf);
+/* A review over a request object the caller built (offline render, tests),
+ * with the same info as wh_review_parse would read: request is borrowed and
+ * must outlive *out, which the caller frees with wh_review_free (the
+ * request stays the caller's). WH_ERR_INVALID when request is not an
+ * object, WH_ERR_NOMEM. */
+WH_NODISCARD enum wh_err wh_review_of_request(const cJSON *request, struct wh_review **out);
 void wh_review_free(struct wh_review *rv); /* NULL-safe */
 /* Borrowed; valid while rv lives. */
 const struct wh_review_info *wh_review_info(const struct wh_review *rv);

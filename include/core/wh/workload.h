@@ -8,10 +8,9 @@
 #ifndef WH_WORKLOAD_H
 #define WH_WORKLOAD_H
 
-#include <cjson/cJSON.h>
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
 
 /* Opt-in/opt-out label of pods and namespaces ("enabled" / "disabled"). */
@@ -19,13 +18,13 @@
 /* torchrun's default static rendezvous port. */
 #define WH_TORCH_MASTER_PORT 29500
 
-/* Decide about request (an AdmissionReview request whose kind is Pod) on the
+/* Decide about rv (an AdmissionReview whose kind is Pod) on the
  * /mutate-workload route. d must be initialised; on WH_OK it holds the
  * decision (a patch that only adds env entries the TPU containers lack, a
  * denial, or nothing plus a warning and a note). Reads no state except the
  * TPU nodes (each_node) when the pod names a node pool but no accelerator
  * or topology. Errors only for OOM or a failing state callback. */
-WH_NODISCARD enum wh_err wh_mutate_workload(const cJSON *request, const struct wh_state *st,
+WH_NODISCARD enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state *st,
                                             struct wh_decision *d, char *errbuf);
 
 #endif
