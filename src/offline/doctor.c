@@ -1346,8 +1346,10 @@ static enum wh_err megascale_rules(struct dgroup *g)
                              "every slice must dial the same coordinator (slice 0, worker 0); "
                              "re-create the slice's pods through the webhook");
     }
+    /* torchrun's world is the slices MEGASCALE joins (docs/workloads.md, "One
+     * world"): without it each slice is its own (torch_rules). */
     static const char *const torch[] = {"PET_NNODES", "PET_MASTER_ADDR", "PET_MASTER_PORT"};
-    for (size_t i = 0; i < 3 && !err; i++)
+    for (size_t i = 0; i < 3 && !err && ns; i++)
         err = group_same(g, torch[i], "torchrun-differ",
                          "torchrun's nodes must agree on the rendezvous; re-create the pods "
                          "through the webhook");

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
@@ -142,6 +143,39 @@ class Physics(unittest.TestCase):
                 physics.check_slices(render(name))
         pods = render("lws-and-smoke-job.json")
         physics.check_slices(pods[:8])
+
+
+class DoctorAgrees(unittest.TestCase):
+    """doctor judges the rendered pods of a JobSet as render built them: with
+    MEGASCALE off (declared "") each slice is its own torchrun world, which
+    is no torchrun-differ (docs/workloads.md, "One world")."""
+
+    def doctor(self, pods):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "pods.json")
+            with open(path, "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": pods}, f)
+            p = run("doctor", "--pods", path, "-o", "json")
+        return p.returncode, json.loads(p.stdout)
+
+    def test_per_slice_worlds(self):
+        with open(os.path.join(FIX, "jobset-v5p-2x2x4-two-slices.yaml")) as f:
+            text = f.read()
+        for declared in (None, ""):
+            t = text if declared is None else text.replace(
+                "            - name: trainer\n",
+                "            - name: trainer\n              env: [{name: MEGASCALE_NUM_SLICES, value: \"\"}]\n")
+            self.assertEqual(t == text, declared is None)
+            p = run("render", "--output", "json", "-", stdin=t.encode())
+            self.assertEqual(p.returncode, 0, p.stderr)
+            pods = json.loads(p.stdout)["items"]
+            for i, q in enumerate(pods):  # as the API server names them
+                q["metadata"]["name"] = q["metadata"]["generateName"] + "x%04d" % i
+            physics.check_slices(pods)
+            rc, report = self.doctor(pods)
+            problems = [pr["problem"] for s in report["slices"] for pr in s["problems"]]
+            self.assertEqual(problems, [], declared)
+            self.assertEqual(rc, 0)
 
 
 class LwsSubdomainPolicy(unittest.TestCase):
