@@ -52,6 +52,7 @@ struct wh_arena {
     size_t spare_bytes;
     struct block *last; /* newest block, may grow in place */
     size_t held, peak;
+    size_t outside; /* bytes its owner holds on its behalf (wh_arena_hold) */
     enum wh_arena_end end;
 };
 
@@ -122,6 +123,7 @@ void wh_arena_reset(struct wh_arena *a)
     a->first->used = 0;
     POISON(a->first->data, payload(a->first));
     a->last = NULL;
+    a->outside = 0;
     a->end = WH_ARENA_OK;
 }
 
@@ -173,8 +175,9 @@ static bool grow(struct wh_arena *a, size_t need)
         return fail(a, WH_ARENA_BUDGET), false;
     size_t step = a->cur->size < CHUNK_STEP_MAX ? a->cur->size * 2 : CHUNK_STEP_MAX;
     size_t size = round_up(min > step ? min : step);
+    size_t used = a->held + a->outside;
     if (a->o.budget) {
-        size_t left = a->held < a->o.budget ? a->o.budget - a->held : 0;
+        size_t left = used < a->o.budget ? a->o.budget - used : 0;
         if (min > left)
             return fail(a, WH_ARENA_BUDGET), false;
         if (size > left)
@@ -182,7 +185,7 @@ static bool grow(struct wh_arena *a, size_t need)
     }
     if (size < min) /* round_up wrapped */
         return fail(a, WH_ARENA_BUDGET), false;
-    size_t max = a->o.budget ? a->o.budget - a->held : (size_t)-1;
+    size_t max = a->o.budget ? a->o.budget - used : (size_t)-1;
     struct chunk *c = take_spare(a, min, max);
     if (c)
         size = c->size;
@@ -253,6 +256,16 @@ bool wh_arena_owns(const struct wh_arena *a, const void *p)
         if (x >= (uintptr_t)c->data && x < (uintptr_t)(c->data + c->used))
             return true;
     return false;
+}
+
+bool wh_arena_hold(struct wh_arena *a, size_t n)
+{
+    if (a->end)
+        return false;
+    if (a->o.budget && (n > a->o.budget || a->held + a->outside > a->o.budget - n))
+        return fail(a, WH_ARENA_BUDGET), false;
+    a->outside += n;
+    return true;
 }
 
 enum wh_arena_end wh_arena_exhausted(const struct wh_arena *a)

@@ -1284,21 +1284,44 @@ static void case_body_memory(void)
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }
 
-/* --max-body-memory, the other way to run out: the request gets its arena
- * but its body does not fit in what the stalled upload leaves. It still
- * gets its 503 Status (not a closed connection) once the body is in. */
+/* --max-body-memory is charged as bodies arrive, not from their
+ * Content-Length: four uploads that promise 65,536 bytes and send one hold
+ * a first step each (4 KiB), so a 65,536-byte body is still read and
+ * answered (400: not an AdmissionReview; it was 503 while a header block
+ * reserved its whole body). An upload that has sent 60,000 bytes holds
+ * them: the same body then runs out of room half-way, and still gets its
+ * 503 Status once it is in (not a closed connection). The per-client cap is
+ * at its floor here, the whole budget (--max-body-bytes + 64 KiB). */
 static void case_body_memory_late(void)
 {
     char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072", NULL};
     start_server(extra);
-    struct tls_conn held;
-    CHECK(tls_open(&held, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
+    enum { N = 4 };
+    struct tls_conn held[N + 1];
     const char *head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
-                       "application/json\r\nContent-Length: 30000\r\n\r\n{";
-    CHECK(SSL_write(held.ssl, head, (int)strlen(head)) == (int)strlen(head), "headers");
-    sleep_ms(500); /* one arena held: its first chunk holds the 30,000-byte body */
+                       "application/json\r\nContent-Length: 65536\r\n\r\n{";
+    for (int i = 0; i < N; i++) {
+        CHECK(tls_open(&held[i], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake %d", i);
+        CHECK(SSL_write(held[i].ssl, head, (int)strlen(head)) == (int)strlen(head), "headers");
+    }
+    sleep_ms(500); /* the server has read the header blocks and one byte each */
+    char *junk = malloc(65536);
+    CHECK(junk, "malloc");
+    memset(junk, ' ', 65536);
+    struct resp r;
+    call("POST", "/mutate", junk, 65536, &r);
+    CHECK(r.status == 400 && strstr(r.body, "\"kind\":\"Status\""),
+          "a 65536-byte body next to %d uploads that sent one byte: %ld %.160s", N, r.status,
+          r.body);
+    enum { PART = 60000 };
+    CHECK(tls_open(&held[N], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
+    CHECK(SSL_write(held[N].ssl, head, (int)strlen(head)) == (int)strlen(head), "headers");
+    CHECK(SSL_write(held[N].ssl, junk, PART) == PART, "body");
+    sleep_ms(500); /* 60,001 bytes in: a 64 KiB step held */
     expect_busy(65536);
-    tls_close(&held);
+    for (int i = 0; i <= N; i++)
+        tls_close(&held[i]);
+    free(junk);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }
 

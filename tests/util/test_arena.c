@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,70 @@ static void test_budget_then_reset(void **unused)
     assert_null(wh_arena_alloc(a, (size_t)-1)); /* overflow is a budget failure */
     assert_int_equal(wh_arena_exhausted(a), WH_ARENA_BUDGET);
     wh_arena_free(a);
+}
+
+/* Bytes held outside the arena on its behalf (a request's body) count
+ * against its budget until the reset. */
+static void test_hold_outside(void **unused)
+{
+    (void)unused;
+    struct wh_arena_opts o = {.first_chunk = 4096, .budget = 64 * 1024};
+    struct wh_arena *a = wh_arena_new(&o);
+    assert_true(wh_arena_hold(a, 40 * 1024));
+    assert_null(wh_arena_alloc(a, 30 * 1024)); /* 4 + 40 + 30 KiB > 64 KiB */
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_BUDGET);
+    wh_arena_reset(a);
+    assert_non_null(wh_arena_alloc(a, 30 * 1024)); /* the hold went with the reset */
+    assert_false(wh_arena_hold(a, 40 * 1024));
+    assert_int_equal(wh_arena_exhausted(a), WH_ARENA_BUDGET);
+    wh_arena_reset(a);
+    assert_false(wh_arena_hold(a, (size_t)-1));
+    wh_arena_free(a);
+}
+
+/* A body grows in steps as it arrives, each charged to the total and to
+ * the client's share before it is allocated; a refused step appends
+ * nothing; freeing gives every byte back. */
+static void test_body_steps(void **unused)
+{
+    (void)unused;
+    struct wh_reqmem_opts ro = {.request_budget = 1 << 20, .total_budget = 1 << 20};
+    struct wh_reqmem *rm = wh_reqmem_new(&ro);
+    struct wh_reqmem_share sh = {.cap = 600 * 1024};
+    struct wh_reqmem_body b = {.share = &sh};
+    static char chunk[1000];
+    memset(chunk, 'x', sizeof(chunk));
+    assert_int_equal(wh_reqmem_body_add(rm, &b, chunk, 1, 3u << 20), WH_REQMEM_TAKEN);
+    assert_int_equal(b.cap, WH_REQMEM_BODY_STEP); /* one byte holds one step, not 3 MiB */
+    assert_int_equal(wh_reqmem_held(rm), WH_REQMEM_BODY_STEP);
+    assert_int_equal(atomic_load(&sh.held), WH_REQMEM_BODY_STEP);
+    size_t len = 1;
+    enum wh_reqmem_refusal r;
+    while ((r = wh_reqmem_body_add(rm, &b, chunk, sizeof(chunk), 3u << 20)) == WH_REQMEM_TAKEN) {
+        len += sizeof(chunk);
+        assert_true(b.cap <= 2 * (len + 1) + WH_REQMEM_BODY_STEP); /* steps, never ahead */
+    }
+    assert_int_equal(r, WH_REQMEM_OVER_SHARE);
+    assert_int_equal(b.len, len);
+    assert_true(atomic_load(&sh.held) <= sh.cap);
+    assert_int_equal(b.data[len], '\0');
+    wh_reqmem_body_free(rm, &b);
+    assert_int_equal(wh_reqmem_held(rm), 0);
+    assert_int_equal(atomic_load(&sh.held), 0);
+    /* the last step stops at the limit + 1 (its Content-Length) */
+    assert_int_equal(wh_reqmem_body_add(rm, &b, chunk, 1000, 1000), WH_REQMEM_TAKEN);
+    assert_int_equal(b.cap, 1001);
+    wh_reqmem_body_free(rm, &b);
+    /* the server's total refuses too */
+    struct wh_reqmem_body big = {0};
+    static char mb[300 * 1024];
+    assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_TAKEN);
+    assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_TAKEN);
+    assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_OVER_TOTAL);
+    assert_int_equal(big.len, 2 * sizeof(mb));
+    wh_reqmem_body_free(rm, &big);
+    assert_int_equal(wh_reqmem_held(rm), 0);
+    wh_reqmem_free(rm);
 }
 
 static void *refuse(void *ctx, size_t n)
@@ -240,6 +305,8 @@ int main(void)
         cmocka_unit_test(test_alloc_aligned_and_owned),
         cmocka_unit_test(test_realloc_in_place_then_copy),
         cmocka_unit_test(test_budget_then_reset),
+        cmocka_unit_test(test_hold_outside),
+        cmocka_unit_test(test_body_steps),
         cmocka_unit_test(test_chunk_source_refuses),
         cmocka_unit_test(test_retain_and_trim),
         cmocka_unit_test(test_engine_in_bound_arena),

@@ -61,6 +61,12 @@ void *wh_arena_realloc(struct wh_arena *a, void *p, size_t n);
 /* True when p points into one of the arena's blocks. */
 bool wh_arena_owns(const struct wh_arena *a, const void *p);
 
+/* Count n bytes that the arena's owner holds outside it on its behalf (a
+ * request's body, grown as it arrives) against its budget until the next
+ * reset. false, and exhausted (WH_ARENA_BUDGET), when that would put the
+ * arena over its budget. */
+bool wh_arena_hold(struct wh_arena *a, size_t n);
+
 enum wh_arena_end wh_arena_exhausted(const struct wh_arena *a);
 size_t wh_arena_budget(const struct wh_arena *a);
 /* Bytes of chunks in use now, and the most since wh_arena_new() (kept

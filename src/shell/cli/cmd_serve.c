@@ -65,6 +65,7 @@ struct config {
     const char *klog_str; /* klog flags we accept and ignore */
     bool standalone, klog_bool, version, debug_slices;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
+    long max_client_memory, min_body_rate;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
     long claim_lifetime_ms, slice_ms;
     const char *changed; /* the flags set to other than their default, a JSON object */
@@ -371,6 +372,7 @@ static void log_start(const struct config *c)
                "verbosity", WH_F_INT, (long long)c->v, "flags", WH_F_JSON, c->changed, (char *)NULL);
 }
 
+/* The server's limits, from the flags. */
 static struct wh_server_opts server_opts(const struct config *c)
 {
     return (struct wh_server_opts){.bind = c->bind,
@@ -383,7 +385,9 @@ static struct wh_server_opts server_opts(const struct config *c)
                                    .max_body = (size_t)c->max_body,
                                    .max_request_memory = (size_t)c->max_request_memory,
                                    .max_body_memory = (size_t)c->max_body_memory,
-                                   .debug_slices = c->debug_slices};
+                                   .debug_slices = c->debug_slices,
+                                   .max_client_memory = (size_t)c->max_client_memory,
+                                   .min_body_rate = c->min_body_rate};
 }
 
 static int serve(const struct config *c, const struct wh_tls_opts *topts,
@@ -492,14 +496,22 @@ static int run(struct config *c, const struct wh_flag *flags, size_t n,
     /* One body of the limit must fit, with room to parse and answer it (the
      * server's floor, wh/server.h): below it, say so rather than raise it. */
     long req_min = 2 * c->max_body + 1024 * 1024, all_min = c->max_body + 64 * 1024;
+    bool client_set = wh_flags_find(flags, n, "max-client-memory")->set;
     if ((wh_flags_find(flags, n, "max-request-memory")->set && c->max_request_memory < req_min) ||
-        (wh_flags_find(flags, n, "max-body-memory")->set && c->max_body_memory < all_min)) {
+        (wh_flags_find(flags, n, "max-body-memory")->set && c->max_body_memory < all_min) ||
+        (client_set && c->max_client_memory < all_min)) {
         bool req = c->max_request_memory < req_min;
+        bool client = !req && client_set && c->max_client_memory < all_min;
         char why[256];
         snprintf(why, sizeof(why),
                  "invalid value %ld for flag -%s: the minimum is %ld (%s with --max-body-bytes=%ld)",
-                 req ? c->max_request_memory : c->max_body_memory,
-                 req ? "max-request-memory" : "max-body-memory", req ? req_min : all_min,
+                 req      ? c->max_request_memory
+                 : client ? c->max_client_memory
+                          : c->max_body_memory,
+                 req      ? "max-request-memory"
+                 : client ? "max-client-memory"
+                          : "max-body-memory",
+                 req ? req_min : all_min,
                  req ? "2 x --max-body-bytes + 1 MiB" : "--max-body-bytes + 64 KiB", c->max_body);
         wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, why, (char *)NULL);
         return 2;
@@ -586,6 +598,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
                        .idle_ms = 90000,
                        .header_ms = 10000,
                        .request_ms = 30000,
+                       .min_body_rate = WH_SERVER_MIN_BODY_RATE_DEFAULT,
                        .shutdown_ms = 20000,
                        .poll_ms = 1000,
                        .slice_ms = WH_SLICES_DEFAULT_INTERVAL_MS};
@@ -603,6 +616,8 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"max-body-bytes", WH_FLAG_INT, &c.max_body, 1024, (long)WH_REVIEW_MAX_BYTES, "request body limit (default 3145728, the API server's)", false},
         {"max-body-memory", WH_FLAG_INT, &c.max_body_memory, 1024, 1L << 40, "memory of the requests in flight, all connections (bodies, parsed reviews, answers); more get 503 (default 134217728)", false},
         {"max-request-memory", WH_FLAG_INT, &c.max_request_memory, 1024, 1L << 40, "memory one request may use (body, parsed review, answer); more gets 500 (default 33554432, at least 2 x --max-body-bytes + 1 MiB)", false},
+        {"max-client-memory", WH_FLAG_INT, &c.max_client_memory, 1024, 1L << 40, "memory the request bodies of one client IP may hold at once; more get 503 (default: half of --max-body-memory)", false},
+        {"min-body-rate", WH_FLAG_INT, &c.min_body_rate, 0, 1L << 30, "bytes per second a request body must average after its first 5s, or the connection is cut; 0: no minimum (default 16384)", false},
         {"threads", WH_FLAG_INT, &c.threads, 1, 256, "request threads (default: CPUs, 2 to 16)", false},
         {"max-connections", WH_FLAG_INT, &c.max_conns, 1, 100000, "connections served at once; more wait in the listen queue (default 1024)", false},
         {"max-connections-per-client", WH_FLAG_INT, &c.max_conns_per_client, 1, 100000, "connections one client IP may hold; more are closed at once (default: 3/4 of --max-connections)", false},

@@ -5,7 +5,8 @@
 #include <stdatomic.h> /* atomic_size_t */
 #include <stdbool.h>   /* bool */
 #include <stdlib.h>    /* malloc, realloc, free */
-#include <sys/mman.h>  /* mmap, munmap */
+#include <string.h>    /* memcpy */
+#include <sys/mman.h>  /* mmap, mremap, munmap */
 
 #include "wh/clock.h" /* wh_clock_ms */
 #include "wh/mem.h"   /* wh_mem_install */
@@ -93,11 +94,16 @@ static bool charge(struct wh_reqmem *rm, size_t n)
     return false;
 }
 
+/* Chunks kept by idle arenas must not cost a request its answer. */
+static bool charge_total(struct wh_reqmem *rm, size_t n)
+{
+    return charge(rm, n) || (atomic_load(&rm->kept) && (trim_pool(rm), charge(rm, n)));
+}
+
 static void *chunk_alloc(void *ctx, size_t n)
 {
     struct wh_reqmem *rm = ctx;
-    /* Chunks kept by idle arenas must not cost a request its answer. */
-    if (!charge(rm, n) && (!atomic_load(&rm->kept) || (trim_pool(rm), !charge(rm, n))))
+    if (!charge_total(rm, n))
         return NULL;
     void *p;
     if (n >= MAP_MIN) {
@@ -203,4 +209,96 @@ void wh_reqmem_trim_idle(struct wh_reqmem *rm, long idle_ms)
 size_t wh_reqmem_held(const struct wh_reqmem *rm)
 {
     return atomic_load(&((struct wh_reqmem *)rm)->held);
+}
+
+/* ---- bodies, charged as they arrive -------------------------------------- */
+
+static bool share_charge(struct wh_reqmem_share *sh, size_t n)
+{
+    if (!sh)
+        return true;
+    size_t after = atomic_fetch_add(&sh->held, n) + n;
+    if (!sh->cap || after <= sh->cap)
+        return true;
+    atomic_fetch_sub(&sh->held, n);
+    return false;
+}
+
+static void share_refund(struct wh_reqmem_share *sh, size_t n)
+{
+    if (sh)
+        atomic_fetch_sub(&sh->held, n);
+}
+
+static size_t pages(size_t n)
+{
+    return (n + 4095) & ~(size_t)4095;
+}
+
+/* The buffer resized from b->cap to cap bytes (mapped from MAP_MIN on, so
+ * that it goes back to the system when freed and grows without a copy);
+ * NULL, b untouched, when the system refuses. */
+static char *body_resize(struct wh_reqmem_body *b, size_t cap)
+{
+    if (cap < MAP_MIN)
+        return realloc(b->data, cap);
+    if (b->cap >= MAP_MIN) {
+        void *q = mremap(b->data, b->cap, cap, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+    void *q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (b->len)
+        memcpy(q, b->data, b->len + 1);
+    free(b->data);
+    return q;
+}
+
+enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem_body *b,
+                                          const char *p, size_t n, size_t limit)
+{
+    size_t need = b->len + n + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : WH_REQMEM_BODY_STEP;
+        if (cap > limit + 1)
+            cap = limit + 1;
+        if (cap < need)
+            cap = need;
+        if (cap >= MAP_MIN)
+            cap = pages(cap);
+        size_t more = cap - b->cap;
+        if (!share_charge(b->share, more))
+            return WH_REQMEM_OVER_SHARE;
+        if (!charge_total(rm, more)) {
+            share_refund(b->share, more);
+            return WH_REQMEM_OVER_TOTAL;
+        }
+        char *q = body_resize(b, cap);
+        if (!q) {
+            share_refund(b->share, more);
+            atomic_fetch_sub(&rm->held, more);
+            return WH_REQMEM_NO_MEMORY;
+        }
+        b->data = q;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return WH_REQMEM_TAKEN;
+}
+
+void wh_reqmem_body_free(struct wh_reqmem *rm, struct wh_reqmem_body *b)
+{
+    if (b->data) {
+        if (b->cap >= MAP_MIN)
+            munmap(b->data, b->cap);
+        else
+            free(b->data);
+    }
+    share_refund(b->share, b->cap);
+    atomic_fetch_sub(&rm->held, b->cap);
+    b->data = NULL;
+    b->len = b->cap = 0;
 }

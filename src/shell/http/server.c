@@ -197,6 +197,12 @@ static void raise_budgets(struct wh_server_opts *o)
         o->max_request_memory = 2 * o->max_body + REQUEST_MEMORY_SLACK;
     if (o->max_body_memory < o->max_body + 64 * 1024)
         o->max_body_memory = o->max_body + 64 * 1024;
+    /* One client may hold half the bodies' memory (the API server, one
+     * address, still has the other half when a pod floods the webhook). */
+    if (!o->max_client_memory)
+        o->max_client_memory = o->max_body_memory / 2;
+    if (o->max_client_memory < o->max_body + 64 * 1024)
+        o->max_client_memory = o->max_body + 64 * 1024;
 }
 
 struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct wh_pipeline *pl,

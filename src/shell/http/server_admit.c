@@ -164,7 +164,7 @@ enum MHD_Result wh_srv_admit(struct wh_server *s, struct MHD_Connection *c, stru
         return answer(s, c, rq, err, errbuf);
     }
     rq->route = wh_routes[rq->path].engine;
-    err = wh_review_parse(rq->body ? rq->body : "", rq->body_len, &rq->rv, errbuf);
+    err = wh_review_parse(rq->body.data ? rq->body.data : "", rq->body.len, &rq->rv, errbuf);
     if (!err && s->pl.may_wait && s->pl.may_wait(s->pl.ctx, rq->rv, rq->route)) {
         /* It may wait on the API server: never on this thread. */
         if (!wh_srv_pool_submit(s->pool, c, rq))

@@ -5,8 +5,10 @@
 #include <netinet/in.h> /* sockaddr_in6 */
 #include <pthread.h>    /* pthread_mutex_lock */
 #include <stdatomic.h>  /* atomic_* */
+#include <stdbool.h>    /* bool */
+#include <stdint.h>     /* uint32_t */
 #include <stdlib.h>     /* calloc, free */
-#include <string.h>     /* memcpy */
+#include <string.h>     /* memcpy, memcmp, memset */
 #include <sys/socket.h> /* shutdown */
 
 #include <microhttpd.h>
@@ -27,6 +29,69 @@ void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
                                                           : sizeof(struct sockaddr_in);
     if (getnameinfo(ci->client_addr, sl, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
         out[0] = '\0';
+}
+
+/* The table's key of a peer address: 16 bytes, IPv4 as IPv4-mapped IPv6.
+ * false when the connection has no IP address. */
+static bool client_key(struct MHD_Connection *c, unsigned char key[16])
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return false;
+    if (ci->client_addr->sa_family == AF_INET6) {
+        memcpy(key, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, 16);
+        return true;
+    }
+    if (ci->client_addr->sa_family != AF_INET)
+        return false;
+    memset(key, 0, 10);
+    key[10] = key[11] = 0xff;
+    memcpy(key + 12, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, 4);
+    return true;
+}
+
+static unsigned client_bucket(const unsigned char key[16])
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (int i = 0; i < 16; i++)
+        h = (h ^ key[i]) * 16777619u;
+    return h & (CLIENT_BUCKETS - 1);
+}
+
+/* The client of key with one more connection, made if new; under s->lock.
+ * NULL when out of memory (the connection then has no memory cap). */
+static struct client *client_ref(struct wh_server *s, const unsigned char key[16])
+{
+    struct client **head = &s->clients[client_bucket(key)];
+    for (struct client *cl = *head; cl; cl = cl->next)
+        if (!memcmp(cl->addr, key, 16)) {
+            cl->conns++;
+            return cl;
+        }
+    struct client *cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return NULL;
+    memcpy(cl->addr, key, 16);
+    cl->conns = 1;
+    atomic_init(&cl->share.held, 0);
+    cl->share.cap = s->o.max_client_memory;
+    cl->next = *head;
+    *head = cl;
+    return cl;
+}
+
+/* One connection fewer; the last one frees it. Under s->lock. */
+static void client_unref(struct wh_server *s, struct client *cl)
+{
+    if (!cl || --cl->conns)
+        return;
+    for (struct client **p = &s->clients[client_bucket(cl->addr)]; *p; p = &(*p)->next)
+        if (*p == cl) {
+            *p = cl->next;
+            break;
+        }
+    free(cl);
 }
 
 struct conn *wh_srv_conn_of(struct MHD_Connection *c)
@@ -52,7 +117,10 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         cn->fd = ci->connect_fd;
         atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.header_timeout_ms);
         wh_srv_client_of(c, cn->client, sizeof(cn->client));
+        unsigned char key[16];
+        bool keyed = client_key(c, key);
         pthread_mutex_lock(&s->lock);
+        cn->cl = keyed ? client_ref(s, key) : NULL;
         cn->next = s->conns;
         if (s->conns)
             s->conns->prev = cn;
@@ -72,6 +140,7 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         s->conns = cn->next;
     if (cn->next)
         cn->next->prev = cn->prev;
+    client_unref(s, cn->cl);
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_sub(&s->n_conns, 1);
     *socket_context = NULL;
@@ -90,6 +159,7 @@ void wh_server_tick(struct wh_server *s)
     wh_reqmem_trim_idle(s->rm, ARENA_IDLE_MS);
     long long now = wh_clock_ms();
     char clients[TICK_LOG_MAX][ADDR_LEN];
+    bool slow_body[TICK_LOG_MAX];
     size_t n_cut = 0;
     pthread_mutex_lock(&s->lock);
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
@@ -99,8 +169,10 @@ void wh_server_tick(struct wh_server *s)
          * the fd is not closed here, so it cannot be reused under MHD. */
         shutdown(cn->fd, SHUT_RDWR);
         cn->cut = true;
-        if (n_cut < TICK_LOG_MAX)
+        if (n_cut < TICK_LOG_MAX) {
             memcpy(clients[n_cut], cn->client, ADDR_LEN);
+            slow_body[n_cut] = atomic_load(&cn->body_rate);
+        }
         n_cut++;
     }
     pthread_mutex_unlock(&s->lock);
@@ -110,7 +182,10 @@ void wh_server_tick(struct wh_server *s)
         wh_metrics_timeout(s->m);
         if (i < TICK_LOG_MAX)
             wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
-                   WH_F_STR, "request not received in time (slow or stalled client)", (char *)NULL);
+                   WH_F_STR,
+                   slow_body[i] ? "request body arrived slower than --min-body-rate"
+                                : "request not received in time (slow or stalled client)",
+                   (char *)NULL);
     }
     if (n_cut > TICK_LOG_MAX)
         wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,

@@ -24,6 +24,21 @@
 struct wh_srv_pool;
 
 #define ADDR_LEN 64
+/* Buckets of the clients table (a power of two). */
+#define CLIENT_BUCKETS 256
+
+/* One peer address with connections open: what its request bodies hold, for
+ * --max-client-memory. IPv4 addresses as IPv4-mapped IPv6 ones, so that a
+ * client counts once on the dual-stack socket. Made when its first
+ * connection opens, freed when its last one closes (under the server's
+ * lock); libmicrohttpd reports every request of a connection completed
+ * before the connection closed, so no body outlives its client. */
+struct client {
+    struct client *next;
+    unsigned char addr[16];
+    unsigned conns;
+    struct wh_reqmem_share share;
+};
 
 /* One open connection, for the slow-client deadline. Linked into the
  * server's list from MHD's connection-started to connection-closed
@@ -32,25 +47,39 @@ struct conn {
     struct conn *prev, *next;
     int fd;
     atomic_llong deadline_ms;
+    /* The deadline is the body's (--min-body-rate), not the request's: what
+     * the cut is logged as. */
+    atomic_bool body_rate;
     bool cut;
+    struct client *cl;          /* NULL when the address could not be read */
     const char *target_problem; /* of the request being read; static text */
     char client[ADDR_LEN];
 };
 
 /* One request; lives on MHD's con_cls from the first handler call to the
- * request-completed callback. Everything it makes (body, parsed review,
- * result, answer) is in its arena, bound to the thread while a handler runs
- * for it and reset once the answer has been sent: one parse, no copies. */
+ * request-completed callback. Its body grows as it arrives (wh/reqmem.h);
+ * everything else it makes (parsed review, result, answer) is in its arena,
+ * taken once the body is in, bound to the thread while a handler runs for
+ * it and reset once the answer has been sent: one parse, no copies. */
 struct request {
     enum wh_mpath path; /* its row of wh_routes (wh/routes.h) */
     long long start_us;
     struct wh_arena *arena; /* admissions only; NULL when the memory refused one */
-    char *body;             /* in the arena, sized from Content-Length */
-    size_t body_len, body_cap;
-    struct wh_review *rv; /* parsed body, kept until the answer is sent */
+    /* Grown as its bytes arrive (wh/reqmem.h), charged to the server, the
+     * client and, once the arena is taken, the arena's budget. */
+    struct wh_reqmem_body body;
+    size_t body_limit;      /* Content-Length, or max_body */
+    size_t received;        /* body bytes arrived, stored or discarded */
+    long long body_t0_ms;   /* the first call: when the body may start */
+    long long body_last_ms; /* when body bytes last arrived (body_t0_ms before) */
+    long long deadline_ms;  /* the request's: start + request_timeout_ms */
+    struct wh_review *rv;   /* parsed body, kept until the answer is sent */
     struct wh_engine_result res;
     bool too_big;
-    bool busy;        /* over the server's request memory: refused with 503 */
+    /* over the server's request memory (or, share, the client's): refused
+     * with 503 */
+    bool busy;
+    bool busy_share;
     size_t discarded; /* body bytes dropped after too_big or busy */
     unsigned status;  /* answer queued, 0 until then */
     bool close;       /* the answer closes the connection */
@@ -97,8 +126,9 @@ struct wh_server {
     atomic_llong n_conns;
     struct wh_reqmem *rm;     /* request arenas and their budgets */
     struct wh_srv_pool *pool; /* decides the reviews that may wait (server_pool.h) */
-    pthread_mutex_t lock;     /* the conn list */
+    pthread_mutex_t lock;     /* the conn list and the clients table */
     struct conn *conns;
+    struct client *clients[CLIENT_BUCKETS];
 };
 
 #endif /* WH_SERVER_IMPL_H */

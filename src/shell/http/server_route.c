@@ -10,13 +10,13 @@
 
 #include <microhttpd.h>
 
-#include "wh/buf.h"        /* wh_buf */
-#include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
-#include "httpreq.h"       /* wh_http_framing, wh_http_target_problem */
-#include "wh/routes.h"     /* wh_routes, wh_route_find, wh_route_allows, wh_routes_not_found */
-#include "wh/log.h"        /* wh_log */
-#include "wh/metrics.h"    /* wh_metrics_render, wh_metrics_begin, wh_metrics_end */
-#include "wh/reqmem.h"     /* wh_reqmem_get, wh_reqmem_put, wh_arena */
+#include "wh/buf.h"     /* wh_buf */
+#include "wh/clock.h"   /* wh_clock_us, wh_clock_ms */
+#include "httpreq.h"    /* wh_http_framing, wh_http_target_problem */
+#include "wh/routes.h"  /* wh_routes, wh_route_find, wh_route_allows, wh_routes_not_found */
+#include "wh/log.h"     /* wh_log */
+#include "wh/metrics.h" /* wh_metrics_render, wh_metrics_begin, wh_metrics_end */
+#include "wh/reqmem.h" /* wh_reqmem_get, wh_reqmem_put, wh_reqmem_body_add, wh_reqmem_body_free, wh_arena_hold */
 #include "server_admit.h"  /* wh_srv_admit */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error, wh_srv_reply_text */
 #include "server_conn.h"   /* wh_srv_conn_of */
@@ -81,6 +81,7 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     enum MHD_Result ret;
     live.ready = !atomic_load(&s->unready) && s->pl.ready(s->pl.ctx, NULL, 0);
     live.connections = atomic_load(&s->n_conns);
+    live.request_memory = (long long)wh_reqmem_held(s->rm);
     enum wh_err err = wh_metrics_render(s->m, &st, &live, &b);
     if (!err && s->pl.slices && (err = s->pl.slices(s->pl.ctx, false, &b)) == WH_ERR_UNAVAILABLE)
         err = WH_OK; /* no slice check, no slice metrics */
@@ -100,9 +101,10 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
         return NULL;
     rq->path = wh_route_find(url);
     rq->start_us = wh_clock_us();
+    rq->deadline_ms = wh_clock_ms() + s->o.request_timeout_ms;
     struct conn *cn = wh_srv_conn_of(c);
     if (cn)
-        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.request_timeout_ms);
+        atomic_store(&cn->deadline_ms, rq->deadline_ms);
     atomic_fetch_add(&s->active, 1);
     atomic_fetch_add(&s->accepted, 1);
     wh_metrics_begin(s->m);
@@ -146,7 +148,38 @@ static const char *hostile_request(struct MHD_Connection *c)
     return wh_http_framing_problem(&f);
 }
 
-/* First call for a request: answer what needs no body, vet what does. */
+/* The connection's deadline while a body arrives: the request's, or sooner
+ * for a body slower than --min-body-rate (WH_SERVER_BODY_GRACE_MS to start,
+ * then each byte buys 1/rate s) or one that pauses for longer than the
+ * grace, so that a header block followed by a trickle, or by most of its
+ * body and then nothing, is cut long before --request-timeout. Bytes that
+ * are discarded (a refused body) count as arriving. */
+static void pace_body(struct wh_server *s, struct MHD_Connection *c, const struct request *rq)
+{
+    struct conn *cn = wh_srv_conn_of(c);
+    if (!cn || s->o.min_body_rate <= 0)
+        return;
+    long long due = rq->body_t0_ms + WH_SERVER_BODY_GRACE_MS +
+                    (long long)(rq->received * 1000 / (unsigned long long)s->o.min_body_rate);
+    if (due > rq->body_last_ms + WH_SERVER_BODY_GRACE_MS)
+        due = rq->body_last_ms + WH_SERVER_BODY_GRACE_MS;
+    bool sooner = due < rq->deadline_ms;
+    atomic_store(&cn->body_rate, sooner);
+    atomic_store(&cn->deadline_ms, sooner ? due : rq->deadline_ms);
+}
+
+/* The body is in: the request's own deadline again. */
+static void body_done(struct MHD_Connection *c, const struct request *rq)
+{
+    struct conn *cn = wh_srv_conn_of(c);
+    if (!cn)
+        return;
+    atomic_store(&cn->body_rate, false);
+    atomic_store(&cn->deadline_ms, rq->deadline_ms);
+}
+
+/* First call for a request: answer what needs no body, vet what does. No
+ * memory is taken for the body yet: it is charged as it arrives. */
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                                   const char *method)
 {
@@ -162,10 +195,10 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
         return wh_srv_reply_error(s, c, rq, 405, route->method_hint, route->allow);
     if (!route->admission)
         return serve_get(s, c, rq); /* probes and metrics take no request memory */
-    rq->arena = wh_reqmem_get(s->rm);
-    if (!rq->arena)
-        return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
-    wh_reqmem_bind(rq->arena); /* wh_srv_on_request restores the binding */
+    struct conn *cn = wh_srv_conn_of(c);
+    rq->body.share = cn && cn->cl ? &cn->cl->share : NULL;
+    rq->body_limit = s->o.max_body;
+    rq->body_t0_ms = rq->body_last_ms = wh_clock_ms();
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end = NULL;
@@ -188,43 +221,66 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
                 return wh_srv_reply_error(s, c, rq, 413, msg, NULL);
             }
             rq->too_big = true;
-        } else if (n) {
-            /* The whole body in one block, allocated once. */
-            rq->body = wh_arena_alloc(rq->arena, (size_t)n + 1);
-            rq->body_cap = rq->body ? (size_t)n + 1 : 0;
-            rq->busy = !rq->body;
+        } else {
+            rq->body_limit = (size_t)n; /* what the steps of the body stop at */
         }
     }
+    pace_body(s, c, rq);
     return MHD_YES;
 }
 
-/* Append n body bytes: into the block sized from Content-Length, or (no
- * Content-Length) a block that doubles, in place while it is the arena's
- * newest. false when the body is over max_body or the memory refuses. */
+/* Append n body bytes to the body, which grows in steps as they arrive
+ * (wh/reqmem.h). false when the body is over its limit or the memory
+ * refuses; a refused body gives back what it held at once. */
 static bool add_body(struct wh_server *s, struct request *rq, const char *p, size_t n)
 {
-    if (n > s->o.max_body - rq->body_len) {
+    if (n > rq->body_limit - rq->body.len) {
         rq->too_big = true;
         return false;
     }
-    if (rq->body_len + n + 1 > rq->body_cap) {
-        size_t cap = rq->body_cap ? rq->body_cap : 4096;
-        while (cap < rq->body_len + n + 1)
-            cap *= 2;
-        if (cap > s->o.max_body + 1)
-            cap = s->o.max_body + 1;
-        char *b = wh_arena_realloc(rq->arena, rq->body, cap);
-        if (!b) {
-            rq->busy = true;
-            return false;
-        }
-        rq->body = b;
-        rq->body_cap = cap;
+    enum wh_reqmem_refusal r = wh_reqmem_body_add(s->rm, &rq->body, p, n, rq->body_limit);
+    if (r == WH_REQMEM_TAKEN)
+        return true;
+    rq->busy = true;
+    rq->busy_share = r == WH_REQMEM_OVER_SHARE;
+    wh_reqmem_body_free(s->rm, &rq->body);
+    return false;
+}
+
+static enum MHD_Result refuse_busy_body(struct wh_server *s, struct MHD_Connection *c,
+                                        struct request *rq)
+{
+    if (!rq->busy_share)
+        return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "the webhook holds too many request bodies at once from this client (more than "
+             "%zu bytes, --max-client-memory); retry",
+             s->o.max_client_memory);
+    return wh_srv_reply_error(s, c, rq, 503, msg, NULL);
+}
+
+/* The whole body is in: the request's arena, charged for the body too. */
+static enum MHD_Result body_in(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
+{
+    body_done(c, rq);
+    if (rq->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
+        return wh_srv_reply_error(s, c, rq, 413, msg, NULL);
     }
-    memcpy(rq->body + rq->body_len, p, n);
-    rq->body_len += n;
-    rq->body[rq->body_len] = '\0';
-    return true;
+    if (rq->busy)
+        return refuse_busy_body(s, c, rq);
+    if (!rq->arena) {
+        rq->arena = wh_reqmem_get(s->rm);
+        if (!rq->arena)
+            return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
+        /* Over the request's budget: the arena is exhausted, and the
+         * review fails whole with the budget named (server_admit.c). */
+        (void)wh_arena_hold(rq->arena, rq->body.cap);
+        wh_reqmem_bind(rq->arena); /* wh_srv_on_request restores the binding */
+    }
+    return wh_srv_admit(s, c, rq);
 }
 
 static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
@@ -241,19 +297,15 @@ static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, str
         /* A body that outgrows the limit: MHD cannot answer mid-upload, so
          * the rest is discarded (never stored) up to twice the limit, then
          * the connection is closed without an answer. */
+        rq->received += *upload_size;
+        rq->body_last_ms = wh_clock_ms();
         if (rq->too_big || rq->busy || !add_body(s, rq, upload, *upload_size))
             rq->discarded += *upload_size;
         *upload_size = 0;
+        pace_body(s, c, rq);
         return rq->discarded > 2 * s->o.max_body ? MHD_NO : MHD_YES;
     }
-    if (rq->too_big) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
-        return wh_srv_reply_error(s, c, rq, 413, msg, NULL);
-    }
-    if (rq->busy)
-        return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
-    return wh_srv_admit(s, c, rq);
+    return body_in(s, c, rq);
 }
 
 enum MHD_Result wh_srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -317,6 +369,7 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
      * wh_server_start installed put everything allocated while it is bound
      * there): the reset releases them without walking the tree. */
     wh_reqmem_put(s->rm, rq->arena);
+    wh_reqmem_body_free(s->rm, &rq->body);
     free(rq);
     atomic_fetch_sub(&s->active, 1);
 }

@@ -319,6 +319,11 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
         err = gauge(b, "tpu_webhook_http_open_connections", "gauge",
                     "Client connections open (TLS handshakes and idle keep-alives included).",
                     live->connections);
+    if (!err && live)
+        err = gauge(b, "tpu_webhook_http_request_memory_bytes", "gauge",
+                    "Memory of the requests in flight: bodies as they arrive, parsed reviews, "
+                    "answers (the --max-body-memory budget).",
+                    live->request_memory);
     if (!err)
         err = gauge(b, "tpu_webhook_http_connections_timed_out_total", "counter",
                     "Connections cut off for sending their request too slowly.", get(&m->timeouts));

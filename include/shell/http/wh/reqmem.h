@@ -1,7 +1,7 @@
 /* reqmem.h: request-scoped memory for the server (shell).
  *
- * Each request takes an arena (arena.h) from a small pool when it starts and
- * gives it back, reset, when its answer has been sent: the body, the parsed
+ * Each request takes an arena (arena.h) from a small pool once its body is
+ * in and gives it back, reset, when its answer has been sent: the parsed
  * review, the decision, the answer and the log line are carved out of it,
  * and nothing is freed piece by piece. While a request is being handled its
  * arena is bound to the thread (wh_reqmem_bind), and the heap functions of
@@ -16,8 +16,18 @@
  * wh-bench-engine: a 16-host review makes 1 allocation instead of 356 and
  * takes 0.019 ms instead of 0.031.
  *
- * Budgets: one request's arena never holds more than request_budget bytes,
- * and all arenas together (bodies included) never more than total_budget.
+ * Bodies are not in the arena: a body is read into a buffer of its own
+ * (struct wh_reqmem_body) that grows in steps as its bytes arrive, each step
+ * charged before it is allocated, so that a header block that promises 3 MiB
+ * and sends one byte holds 4 KiB, not 3 MiB. The body's bytes then count
+ * against its request's arena too (wh_arena_hold), from the moment it is
+ * handed to the arena.
+ *
+ * Budgets: one request (its body and its arena) never holds more than
+ * request_budget bytes, and all requests together (bodies, arenas, pooled
+ * arenas) never more than total_budget; the bodies of one client's requests
+ * (a struct wh_reqmem_share: the server keeps one per peer address) never
+ * more than that share's cap.
  * An arena that runs out fails every later allocation, and the server
  * answers that request 500 (its own budget) or 503 (the server's), never a
  * partial answer. A pooled arena keeps up to 4 MiB of chunks for the next
@@ -37,7 +47,8 @@
 #ifndef WH_REQMEM_H
 #define WH_REQMEM_H
 
-#include <stddef.h> /* size_t */
+#include <stdatomic.h> /* atomic_size_t */
+#include <stddef.h>    /* size_t */
 
 #include "wh/arena.h" /* struct wh_arena */
 
@@ -79,7 +90,45 @@ struct wh_arena *wh_reqmem_bind(struct wh_arena *a);
  * request has finished for idle_ms: the memory of a burst goes back. */
 void wh_reqmem_trim_idle(struct wh_reqmem *rm, long idle_ms);
 
-/* Bytes of chunks held by all arenas (pooled ones and kept chunks included). */
+/* Bytes of chunks held by all arenas (pooled ones and kept chunks included)
+ * and of all bodies. */
 size_t wh_reqmem_held(const struct wh_reqmem *rm);
+
+/* One client's bodies: the bytes they hold now, against cap (0: no cap).
+ * Owned by the server (one per peer address); it outlives every body
+ * charged to it. */
+struct wh_reqmem_share {
+    atomic_size_t held;
+    size_t cap;
+};
+
+/* A request body, zeroed to start. The request owns it (and data) until
+ * wh_reqmem_body_free; share is borrowed. */
+struct wh_reqmem_body {
+    char *data;                    /* len bytes and a NUL; NULL before the first byte */
+    size_t len, cap;               /* cap: bytes allocated, all charged */
+    struct wh_reqmem_share *share; /* charged as well; NULL: none */
+};
+
+enum wh_reqmem_refusal {
+    WH_REQMEM_TAKEN,      /* the bytes are in */
+    WH_REQMEM_OVER_TOTAL, /* the step would put the server over total_budget */
+    WH_REQMEM_OVER_SHARE, /* ... the client over its share's cap */
+    WH_REQMEM_NO_MEMORY,  /* the system refused */
+};
+
+/* The step a body's buffer starts with; each later one doubles it. */
+#define WH_REQMEM_BODY_STEP ((size_t)4 * 1024)
+
+/* Append n bytes of p. The buffer grows to twice its size (at least
+ * WH_REQMEM_BODY_STEP, at least what the bytes need, at most limit + 1:
+ * limit is its Content-Length or the server's body limit, which the caller
+ * has checked len + n against). On a refusal nothing is appended and the
+ * body keeps what it had. Thread-safe across bodies. */
+enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem_body *b,
+                                          const char *p, size_t n, size_t limit);
+/* Free the buffer and give its charge back; b is zeroed (share kept).
+ * NULL-safe for b->data. */
+void wh_reqmem_body_free(struct wh_reqmem *rm, struct wh_reqmem_body *b);
 
 #endif /* WH_REQMEM_H */

@@ -8,15 +8,17 @@
  * 413 body over max_body (refused from Content-Length before reading it),
  * 500/503 when the pipeline cannot answer, 500 when answering would take a
  * request over max_request_memory, 503 when the requests in flight (all
- * connections) would hold more than max_body_memory.
+ * connections) would hold more than max_body_memory or one client's
+ * bodies more than max_client_memory. Bodies are charged as they arrive,
+ * not from their Content-Length.
  *
  * Threads: a fixed pool of libmicrohttpd threads, each with its own epoll
  * set; connections are kept alive and no thread is created per request.
  * Each request owns one struct on MHD's per-request pointer, freed in the
  * request-completed callback. A connection that does not deliver its
  * request headers within header_timeout_ms (or its whole request within
- * request_timeout_ms) is cut off by wh_server_tick(), so byte-by-byte slow
- * clients cannot hold connections.
+ * request_timeout_ms, or its body at min_body_rate) is cut off by
+ * wh_server_tick(), so byte-by-byte slow clients cannot hold connections.
  *
  * The server knows the admission pipeline only through struct wh_pipeline
  * (below): the command that starts it wires the real pipeline in
@@ -53,7 +55,18 @@ struct wh_server_opts {
     /* Serve GET /debug/slices (the pipeline's slices call, debug true);
      * off: it answers 404 saying how to turn it on. */
     bool debug_slices;
+    /* The bodies of one peer address's requests at once; 0: half of
+     * max_body_memory. Raised to max_body + 64 KiB. */
+    size_t max_client_memory;
+    /* A body must arrive at this many bytes a second on average, after a
+     * grace of WH_SERVER_BODY_GRACE_MS from its header block, and pause no
+     * longer than that grace; slower ones are cut. 0: no minimum
+     * (request_timeout_ms still holds). */
+    long min_body_rate;
 };
+
+#define WH_SERVER_BODY_GRACE_MS 5000
+#define WH_SERVER_MIN_BODY_RATE_DEFAULT 16384
 
 /* The admission pipeline as the server sees it. Every call gets ctx back;
  * all three are called from many request threads at once (thread-safe) and

@@ -98,8 +98,9 @@ struct wh_mgauges {
 
 /* What the server knows at scrape time. */
 struct wh_mlive {
-    bool ready;            /* /readyz answers 200 */
-    long long connections; /* client connections open */
+    bool ready;               /* /readyz answers 200 */
+    long long connections;    /* client connections open */
+    long long request_memory; /* bytes of request bodies and arenas held */
 };
 
 /* Append the exposition text; g (may be NULL) adds the pipeline's gauges,
