@@ -329,11 +329,6 @@ enum MHD_Result wh_srv_on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
-/* How long wh_srv_on_completed waits for a client to take a corked answer:
- * the queue was empty when it was corked, so only a client that stopped reading
- * (or a dead peer) waits at all. */
-#define FLUSH_TIMEOUT_MS 1000
-
 void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -350,12 +345,14 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     /* Flushed whatever the outcome: an answer queued before the request
      * ended early (a refused body, then the connection closes) must still
      * leave. */
-    if (rq->corked && !wh_tlsrec_flush(rq->corked, rq->corked_fd, FLUSH_TIMEOUT_MS)) {
-        /* The client took nothing for that long: the answer is lost, and
-         * the connection with it (MHD sees the shutdown on its next read). */
+    if (rq->corked && !wh_tlsrec_flush(rq->corked, rq->corked_fd)) {
+        /* The socket did not take a record it had room for when it was
+         * corked (a dead peer, a full socket): waiting would stall every
+         * connection of this thread, so the answer is lost, and the
+         * connection with it (MHD sees the shutdown on its next read). */
         shutdown(rq->corked_fd, SHUT_RDWR);
         wh_log(WH_LOG_WARN, "answer_unsent", "path", WH_F_STR, wh_metrics_path_label(rq->path),
-               "reason", WH_F_STR, "the client did not take the answer in time", (char *)NULL);
+               "reason", WH_F_STR, "the client's socket did not take the answer", (char *)NULL);
     }
     /* Sent (flushed included) or given up: what libmicrohttpd writes on the
      * session from now on is its own again. */

@@ -3,7 +3,6 @@
 #include "mhderr.h"
 
 #include <dlfcn.h>     /* dlsym, RTLD_NEXT */
-#include <poll.h>      /* poll */
 #include <pthread.h>   /* pthread_once, pthread_mutex_t */
 #include <stdatomic.h> /* atomic_int */
 #include <stdbool.h>   /* bool */
@@ -12,7 +11,7 @@
 #include <string.h>    /* memchr, memcmp */
 
 #include <curl/curl.h>     /* curl_version_info */
-#include <gnutls/gnutls.h> /* gnutls_session_t, gnutls_transport_get_int */
+#include <gnutls/gnutls.h> /* gnutls_session_t */
 
 #include "wh/log.h" /* wh_log */
 
@@ -50,36 +49,63 @@ bool wh_mhderr_install(bool *reads_guarded)
 /* Sessions whose answer was replaced: what libmicrohttpd still writes on
  * them is dropped until they close. Few at a time (each closes right after
  * its answer); when the table is full the answer goes out as libmicrohttpd
- * wrote it. */
+ * wrote it. `unsent`: the replacement is still buffered in GnuTLS (the
+ * socket was full), and libmicrohttpd was told EAGAIN: its retry, when its
+ * event loop finds the socket writable, flushes it. */
 #define MUTED_MAX 64
 static pthread_mutex_t muted_lock = PTHREAD_MUTEX_INITIALIZER;
 static gnutls_session_t muted[MUTED_MAX];
+static bool unsent[MUTED_MAX];
 static atomic_int n_muted;
 
-static bool is_muted(gnutls_session_t s)
+/* s's slot in the table, or -1. */
+static int muted_slot(gnutls_session_t s)
 {
     if (atomic_load(&n_muted) == 0) /* the common case: no lock */
-        return false;
-    bool found = false;
+        return -1;
+    int found = -1;
     pthread_mutex_lock(&muted_lock);
-    for (int i = 0; i < MUTED_MAX && !found; i++)
-        found = muted[i] == s;
+    for (int i = 0; i < MUTED_MAX && found < 0; i++)
+        if (muted[i] == s)
+            found = i;
     pthread_mutex_unlock(&muted_lock);
     return found;
 }
 
-static bool mute(gnutls_session_t s)
+static bool is_muted(gnutls_session_t s)
 {
-    bool done = false;
+    return muted_slot(s) >= 0;
+}
+
+/* s's new slot, or -1 when the table is full. */
+static int mute(gnutls_session_t s)
+{
+    int slot = -1;
     pthread_mutex_lock(&muted_lock);
-    for (int i = 0; i < MUTED_MAX && !done; i++)
+    for (int i = 0; i < MUTED_MAX && slot < 0; i++)
         if (!muted[i]) {
             muted[i] = s;
+            unsent[i] = false;
             atomic_fetch_add(&n_muted, 1);
-            done = true;
+            slot = i;
         }
     pthread_mutex_unlock(&muted_lock);
-    return done;
+    return slot;
+}
+
+static void set_unsent(int slot, bool v)
+{
+    pthread_mutex_lock(&muted_lock);
+    unsent[slot] = v;
+    pthread_mutex_unlock(&muted_lock);
+}
+
+static bool is_unsent(int slot)
+{
+    pthread_mutex_lock(&muted_lock);
+    bool v = unsent[slot];
+    pthread_mutex_unlock(&muted_lock);
+    return v;
 }
 
 /* The connection of `s` is gone: a later session may reuse the address. */
@@ -208,25 +234,26 @@ static const struct answer fallback =
      "the HTTP layer refused the request before the webhook saw it; send a well-formed "
      "HTTP/1.1 request"};
 
-/* Write all of text on the session (non-blocking socket: wait for
- * writability at most a second in total, as for any answer). */
-static bool send_all(gnutls_session_t s, const char *text, size_t len)
+/* Hand text (one TLS record: under 1 KiB) to GnuTLS, never waiting for
+ * the socket: on a serving thread a wait stalls every connection of the
+ * thread. GNUTLS_E_AGAIN: the record stays buffered in GnuTLS until a
+ * retry (send_pending); otherwise what real_send said. */
+static ssize_t send_once(gnutls_session_t s, const char *text, size_t len)
 {
-    int waited_ms = 0;
-    while (len > 0) {
-        ssize_t n = real_send(s, text, len);
-        if (n > 0) {
-            text += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if ((n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) || waited_ms >= 1000)
-            return false;
-        struct pollfd p = {.fd = gnutls_transport_get_int(s), .events = POLLOUT};
-        (void)poll(&p, 1, 100);
-        waited_ms += 100;
-    }
-    return true;
+    ssize_t n = real_send(s, text, len);
+    return n == GNUTLS_E_INTERRUPTED ? real_send(s, NULL, 0) : n;
+}
+
+/* libmicrohttpd's retry of a write that was told EAGAIN while the
+ * replacement of slot was still buffered: flush it (no wait), and drop
+ * libmicrohttpd's own bytes once it is out. */
+static ssize_t send_pending(gnutls_session_t s, int slot, size_t data_size)
+{
+    ssize_t n = real_send(s, NULL, 0);
+    if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+        return n;
+    set_unsent(slot, false);
+    return n < 0 ? n : (ssize_t)data_size;
 }
 
 static const struct answer *answer_for(unsigned code)
@@ -237,7 +264,9 @@ static const struct answer *answer_for(unsigned code)
     return &fallback;
 }
 
-static void replace(gnutls_session_t s, const struct answer *a)
+/* Send a's answer on s in place of libmicrohttpd's; false when it is
+ * still buffered in GnuTLS (the socket is full: slot marked unsent). */
+static bool replace(gnutls_session_t s, int slot, const struct answer *a)
 {
     unsigned code = a->code;
     char body[768], text[1024];
@@ -249,10 +278,16 @@ static void replace(gnutls_session_t s, const struct answer *a)
                       "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
                       "X-Content-Type-Options: nosniff\r\nContent-Length: %d\r\n\r\n%s",
                       code, a->reason, nb, body);
-    bool sent = nb > 0 && (size_t)nb < sizeof(body) && nt > 0 && (size_t)nt < sizeof(text) &&
-                send_all(s, text, (size_t)nt);
+    ssize_t n = nb > 0 && (size_t)nb < sizeof(body) && nt > 0 && (size_t)nt < sizeof(text)
+                    ? send_once(s, text, (size_t)nt)
+                    : GNUTLS_E_INTERNAL_ERROR;
+    bool waits = n == GNUTLS_E_AGAIN;
+    if (waits)
+        set_unsent(slot, true);
     wh_log(WH_LOG_INFO, "http_refused", "code", WH_F_INT, (long long)code, "reason", WH_F_STR,
-           a->status_reason, "sent", WH_F_BOOL, sent, (char *)NULL);
+           a->status_reason, "sent", WH_F_BOOL, (int)(n > 0), "socket_full", WH_F_BOOL, (int)waits,
+           (char *)NULL);
+    return !waits;
 }
 
 /* GnuTLS sends at most one record (16 KiB) per call, and libmicrohttpd
@@ -285,13 +320,14 @@ ssize_t gnutls_record_send(gnutls_session_t session, const void *data, size_t da
     pthread_once(&resolve_once, resolve);
     if (!real_send)
         return GNUTLS_E_INTERNAL_ERROR;
-    if (is_muted(session))
-        return (ssize_t)data_size; /* what follows a replaced answer */
+    int slot = muted_slot(session);
+    if (slot >= 0) /* what follows a replaced answer, once that is out */
+        return is_unsent(slot) ? send_pending(session, slot, data_size) : (ssize_t)data_size;
     unsigned code = error_status(data, data_size);
-    if (code && !webhook_writes(session) && mute(session)) {
-        replace(session, answer_for(code));
-        return (ssize_t)data_size;
-    }
+    if (code && !webhook_writes(session) && (slot = mute(session)) >= 0)
+        /* libmicrohttpd retries an EAGAIN when its event loop finds the
+         * socket writable: the replacement's flush, not a wait here. */
+        return replace(session, slot, answer_for(code)) ? (ssize_t)data_size : GNUTLS_E_AGAIN;
     return send_burst(session, data, data_size);
 }
 
@@ -315,8 +351,9 @@ ssize_t gnutls_record_recv(gnutls_session_t session, void *data, size_t data_siz
     if (n > 0 && memchr(data, 0, (size_t)n)) {
         /* With the muted table full, no answer (libmicrohttpd's writes
          * could not be dropped after it), but still the end of stream. */
-        if (mute(session))
-            replace(session, &nul_byte);
+        int slot = mute(session);
+        if (slot >= 0) /* a full socket: the answer stays buffered and is lost */
+            (void)replace(session, slot, &nul_byte);
         return 0;
     }
     return n;

@@ -3,22 +3,29 @@
 
 #include <netinet/in.h>  /* IPPROTO_TCP */
 #include <netinet/tcp.h> /* TCP_CORK */
-#include <poll.h>        /* poll */
 #include <sys/socket.h>  /* getsockopt, setsockopt */
 #include <sys/ioctl.h>   /* ioctl */
 
 #include <linux/sockios.h> /* SIOCOUTQ */
 
-#include "wh/clock.h" /* wh_clock_ms */
+/* What one corked answer costs the socket's send buffer at most: a record
+ * of the body, the header block (WH_TLSREC_HEAD_ROOM) and TLS's overhead,
+ * twice for the kernel's own bookkeeping of the bytes it queues. */
+#define SOCKET_COST(body_len) (2 * ((body_len) + WH_TLSREC_HEAD_ROOM + 256))
 
 bool wh_tlsrec_hold(gnutls_session_t session, int fd, size_t body_len)
 {
-    int queued = 0;
+    int queued = 0, sndbuf = 0;
+    socklen_t len = sizeof(sndbuf);
     if (!session || fd < 0 || body_len > WH_TLSREC_MAX_BODY)
         return false;
     /* Bytes sent but not yet acknowledged, or not yet sent: an empty queue
-     * means the one write of the flush goes straight into the socket. */
+     * and a send buffer with room for the whole record mean the one write
+     * of the flush goes straight into the socket, never waits. */
     if (ioctl(fd, SIOCOUTQ, &queued) != 0 || queued != 0)
+        return false;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0 || sndbuf < 0 ||
+        (size_t)sndbuf < SOCKET_COST(body_len))
         return false;
     gnutls_record_cork(session);
     return true;
@@ -39,22 +46,15 @@ static void push(int fd)
     }
 }
 
-bool wh_tlsrec_flush(gnutls_session_t session, int fd, int timeout_ms)
+bool wh_tlsrec_flush(gnutls_session_t session, int fd)
 {
-    long until = wh_clock_ms() + timeout_ms;
-    for (;;) {
-        int r = gnutls_record_uncork(session, 0);
-        if (r >= 0 && gnutls_record_check_corked(session) == 0) {
-            push(fd);
-            return true;
-        }
-        if (r < 0 && r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED)
-            return false;
-        long left = until - wh_clock_ms();
-        if (left <= 0)
-            return false;
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        if (poll(&p, 1, (int)left) < 0)
-            return false;
-    }
+    /* One try, no wait: the socket had room for all of it when it was
+     * corked (wh_tlsrec_hold), and nothing else was written since. */
+    int r = gnutls_record_uncork(session, 0);
+    if (r == GNUTLS_E_INTERRUPTED)
+        r = gnutls_record_uncork(session, 0);
+    if (r < 0 || gnutls_record_check_corked(session) != 0)
+        return false;
+    push(fd);
+    return true;
 }
