@@ -693,7 +693,23 @@ static enum wh_err one_world(struct wl *w)
                         "sets %ld), or set it to \"\" for independent slices",
                         name, w->tc.items[i].index, declared, meta_value(w->pod, KEY_JS_RJOB, false),
                         w->n_slices, KEY_JS_RJOB_REPLICAS, w->n_slices);
-        if (world == WH_MS_SLICE || !per_container_ports(w))
+        if (world == WH_MS_SLICE)
+            continue;
+        /* Every slice of the replicated job is made from one template: a
+         * literal slice id is the same in all of them. One equal to the job
+         * index is this pod's own (the webhook's, on reinvocation). */
+        struct wh_env_lookup id;
+        long idn;
+        wh_env_lookup(env, "MEGASCALE_SLICE_ID", &id);
+        if (w->n_slices > 1 && *id.value && !(wh_parse_long(id.value, &idn) && idn == w->slice))
+            return deny(w,
+                        "container \"%s\" (spec.containers[%d]) sets MEGASCALE_SLICE_ID \"%.32s\" "
+                        "but the %ld slices of replicated job \"%s\" share one template, so "
+                        "they all get that id; remove it (the webhook sets the job index), or "
+                        "set it with a valueFrom",
+                        name, w->tc.items[i].index, id.value, w->n_slices,
+                        meta_value(w->pod, KEY_JS_RJOB, false));
+        if (!per_container_ports(w))
             continue;
         for (unsigned k = 0; k < i; k++)
             if (megascale_port(w, k) == megascale_port(w, i))

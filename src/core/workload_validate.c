@@ -288,14 +288,24 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
         const char *value;
         wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
         declared |= lk.first_index >= 0;
+        /* fill as the pod path: alone in the JobSet, the pods know the count */
+        bool fill = replicas > 1 && all_replicas == replicas;
         enum wh_ms_world world = hosts * replicas > 1 ? wh_megascale_world(wh_json_get(c, "env"),
-                                                                           replicas, false, &value)
+                                                                           replicas, fill, &value)
                                                       : WH_MS_SLICE;
         if (world == WH_MS_OWN) { /* the pod path's warning (podwarn.h) */
             char text[WH_WARNING_MAX + 1];
             wh_megascale_own_text(text, sizeof(text), wh_json_str0(c, "name"));
             WH_TRY(wh_decision_warn_text(v->d, text));
         }
+        wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_SLICE_ID", &lk);
+        if (world != WH_MS_SLICE && replicas > 1 && *lk.value) /* the pod path's denial */
+            WH_TRY(problem(v,
+                           "container \"%.63s\" (%s.spec.containers[%d]) sets "
+                           "MEGASCALE_SLICE_ID \"%.32s\" but the %ld replicas of replicated job "
+                           "\"%.63s\" share this template, so all its slices get that id; remove "
+                           "it (the webhook sets the job index), or set it with a valueFrom",
+                           wh_json_str0(c, "name"), field, i, lk.value, replicas, rj));
         if (world == WH_MS_CONFLICT)
             WH_TRY(problem(v,
                            "container \"%.63s\" (%s.spec.containers[%d]) sets "

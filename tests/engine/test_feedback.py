@@ -59,7 +59,8 @@ def workload_of(kind, tmpl, **kw):
         return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                 "metadata": {"name": "llm", "namespace": "default", "annotations": {
                     "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}},
-                "spec": {"replicatedJobs": [{"name": "slice", "replicas": 2, "template": {"spec": {
+                "spec": {"replicatedJobs": [{"name": "slice", "replicas": kw.get("replicas", 2),
+                                             "template": {"spec": {
                     "parallelism": 4, "completions": 4, "template": tmpl}}}]}}
     lwt = {"size": 4, "workerTemplate": tmpl}
     if "subgroup" in kw:
@@ -123,8 +124,10 @@ CASES = {
                                                                  env=TORCH))),
     ],
     "megascale-own-world": [
-        (T.jobset_pod(env=OWN_WORLD), workload_of("JobSet", template("tpu-v5p-slice", "2x2x4",
-                                                                     env=OWN_WORLD))),
+        # One slice per replicated job: a literal slice id in a template of
+        # several slices is denied (every slice would get it).
+        (T.jobset_pod(env=OWN_WORLD, replicas=1, job=0, global_replicas=3),
+         workload_of("JobSet", template("tpu-v5p-slice", "2x2x4", env=OWN_WORLD), replicas=1)),
     ],
 }
 

@@ -194,12 +194,37 @@ class PodDenials(unittest.TestCase):
                 self.assertIn(part, r.message)
 
     def test_own_slice_ids_keep_torchrun_to_the_user(self):
+        # one slice per replicated job, each template with its own id
         env = [{"name": "MEGASCALE_NUM_SLICES", "value": "4"}, {"name": "MEGASCALE_SLICE_ID", "value": "3"}]
-        r = W.run(review_of(T.jobset_pod(env=env)), workload=True)
+        r = W.run(review_of(T.jobset_pod(env=env, replicas=1, job=0, global_replicas=4)),
+                  workload=True)
         self.assertTrue(r.allowed, r.message)
         self.assertIn("PET_NNODES", r.warnings[0])
         for k in ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR"):
             self.assertNotIn(k, r.env())
+
+    def test_literal_slice_id_in_a_template_of_several_slices(self):
+        # The replicas of a replicated job share its template: a literal id
+        # is every slice's (two slices "1", MEGASCALE cannot start).
+        for env in ([{"name": "MEGASCALE_SLICE_ID", "value": "1"}],
+                    [{"name": "MEGASCALE_NUM_SLICES", "value": "2"},
+                     {"name": "MEGASCALE_SLICE_ID", "value": "1"}],
+                    [{"name": "MEGASCALE_NUM_SLICES", "value": "4"},
+                     {"name": "MEGASCALE_SLICE_ID", "value": "3"}]):
+            for job in (0, 1):  # slice 1's own id is its pods' (reinvocation)
+                if env[-1]["value"] == "1" and job == 1:
+                    continue
+                r = W.run(review_of(T.jobset_pod(env=env, job=job)), workload=True)
+                self.assertFalse(r.allowed, env)
+                for part in ('container "trainer"', 'MEGASCALE_SLICE_ID "%s"' % env[-1]["value"],
+                             '2 slices of replicated job "slice"', "remove it"):
+                    self.assertIn(part, r.message)
+        # a valueFrom (per pod), or MEGASCALE off, is the user's to set
+        ref = [{"name": "MEGASCALE_SLICE_ID", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.labels['jobset.sigs.k8s.io/job-index']"}}}]
+        off = [{"name": "MEGASCALE_NUM_SLICES", "value": ""}, {"name": "MEGASCALE_SLICE_ID", "value": "0"}]
+        for env in (ref, off):
+            self.assertTrue(W.run(review_of(T.jobset_pod(env=env)), workload=True).allowed, env)
 
     def test_tpu7x_shared_declared_port(self):
         env = [{"name": "MEGASCALE_PORT", "value": "8081"}]
@@ -240,6 +265,19 @@ class JobSetObject(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("rejected", out)
         self.assertEqual(check(tpu_jobset(env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]))[0], 0)
+
+    def test_literal_slice_id_of_several_slices_is_denied(self):
+        bad = tpu_jobset(env=[{"name": "MEGASCALE_SLICE_ID", "value": "1"}], driver=False)
+        r = judge(bad)
+        self.assertFalse(r.allowed)
+        self.assertIn('MEGASCALE_SLICE_ID "1" but the 2 replicas of replicated job "slice"',
+                      r.message)
+        self.assertEqual(check(bad)[0], 1)
+        self.assertTrue(judge(bad, op="UPDATE", old=copy.deepcopy(bad)).allowed)  # ratchet
+        one = tpu_jobset(replicas=1, env=[{"name": "MEGASCALE_NUM_SLICES", "value": "2"},
+                                          {"name": "MEGASCALE_SLICE_ID", "value": "1"}])
+        r = judge(one)
+        self.assertTrue(r.allowed, r.message)
 
     def test_ratchet(self):
         bad = tpu_jobset(env=[{"name": "MEGASCALE_NUM_SLICES", "value": "3"}])
