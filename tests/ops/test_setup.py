@@ -125,6 +125,10 @@ class Runs(unittest.TestCase):
         shutil.copy(SETUP, os.path.join(self.repo, "scripts", "setup.sh"))
         self.log = os.path.join(self.tmp, "calls.log")
         open(self.log, "w").close()
+        # setup.sh's test part runs scripts/fetch-test-helm.sh (its own test
+        # is deploy.helm_real); here a stand-in that records the call.
+        with open(os.path.join(self.repo, "scripts", "fetch-test-helm.sh"), "w") as f:
+            f.write('echo "fetch-test-helm $*" >>"$SHIM_LOG"\n')
         for name, body in SHIMS.items():
             path = os.path.join(self.shims, name)
             with open(path, "w") as f:
@@ -153,7 +157,8 @@ class Runs(unittest.TestCase):
         missing = " ".join(listing("build") + sorted(test))
         p, calls = self.run_setup("build", FAKE_MISSING=missing, FAKE_KUBECTL="")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertFalse([c for c in calls if c.split()[0] in ("npm", "kubectl")], calls)
+        self.assertFalse([c for c in calls if c.split()[0] in ("npm", "kubectl", "fetch-test-helm")],
+                         calls)
         installs = [c.split()[5:] for c in calls if c.startswith("apt-get install")]
         self.assertEqual(len(installs), 1, calls)
         self.assertEqual(set(installs[0]), set(listing("build")))
@@ -165,6 +170,7 @@ class Runs(unittest.TestCase):
         p, calls = self.run_setup("test", FAKE_MISSING="nginx-light")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("apt-get install -y -qq --no-install-recommends nginx-light", calls)
+        self.assertIn("fetch-test-helm ", calls)
         self.assertNotIn("started nginx", calls)
         self.assertFalse(self.wants("nginx.service"))
         self.assertEqual(sorted(os.listdir(os.path.join(self.root, "etc/rc2.d"))), ["K01nginx"])
