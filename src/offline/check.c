@@ -448,14 +448,23 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
             err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),
                               cJSON_IsString(w) ? w->valuestring : "?");
     }
-    /* Rows of group "-" stand for a whole file or object, not a group. */
-    size_t groups = 0;
-    for (const cJSON *r = rows->child; r; r = r->next)
-        groups += strcmp(wh_json_str0(r, "group"), "-") != 0;
+    /* Rows of group "-" stand for a whole file or object, not a group: a
+     * Job, JobSet or LeaderWorkerSet row is one TPU workload. */
+    size_t groups = 0, workloads = 0;
+    for (const cJSON *r = rows->child; r; r = r->next) {
+        const char *kind = wh_json_str0(r, "kind");
+        if (strcmp(wh_json_str0(r, "group"), "-"))
+            groups++;
+        else if (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet"))
+            workloads++;
+    }
+    char wl[48] = "";
+    if (workloads)
+        snprintf(wl, sizeof(wl), ", %zu TPU workload(s)", workloads);
     if (!err)
         err = wh_buf_addf(out,
-                          "\n%zu file(s), %zu object(s), %zu TPU worker group(s): "
+                          "\n%zu file(s), %zu object(s), %zu TPU worker group(s)%s: "
                           "%zu rejected, %zu error(s)\n",
-                          st->files, st->objects, groups, st->rejected, st->errors);
+                          st->files, st->objects, groups, wl, st->rejected, st->errors);
     return err;
 }

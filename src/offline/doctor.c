@@ -1023,8 +1023,10 @@ static enum wh_err selects_pods(struct dslice *s, const cJSON *svc, const char *
                 continue;
             snprintf(want, sizeof(want), "%s=%s (Service \"%s\" selects it)", kv->string,
                      cJSON_IsString(kv) ? kv->valuestring : "?", name);
-            struct pfields f = {"service-not-selecting", p->name, "metadata.labels",
-                                v ? v : "(no such label)", want};
+            char field[160]; /* the label the selector reads, not "metadata.labels holds x" */
+            snprintf(field, sizeof(field), "metadata.labels[%.120s]", kv->string);
+            struct pfields f = {"service-not-selecting", p->name, field, v ? v : "(no such label)",
+                                want};
             return problem(s, true, &f,
                            "the pod's name does not resolve, so its peers wait for it; make "
                            "the Service's selector match the pods");

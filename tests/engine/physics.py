@@ -12,7 +12,12 @@ naming the first broken rule:
   dense over that world and PET_MASTER_ADDR is its first host (the
   MEGASCALE coordinator's host when MEGASCALE is on);
 - the processes of one pod (one network) bind distinct MEGASCALE and TPU
-  process ports, and the coordinator's port is slice 0 worker 0's."""
+  process ports, and the coordinator's port is slice 0 worker 0's.
+Env fieldRefs to the pod's own labels and annotations are resolved first,
+as the kubelet does."""
+
+import copy
+import re
 
 JS = "jobset.sigs.k8s.io/"
 
@@ -47,7 +52,26 @@ def fqdn(pod):
     return "%s.%s" % (pod["spec"]["hostname"], pod["spec"]["subdomain"])
 
 
+def resolve_field_refs(pod):
+    """The pod with each env valueFrom.fieldRef to one of its own labels or
+    annotations replaced by the value, as the kubelet resolves it at start
+    (GKE's TPU_WORKER_ID fieldRef to the completion index, xpk's
+    MEGASCALE_NUM_SLICES fieldRef to replicatedjob-replicas); others stay."""
+    pod = copy.deepcopy(pod)
+    md = pod["metadata"]
+    for c in pod["spec"]["containers"]:
+        for e in c.get("env") or []:
+            path = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
+            m = re.match(r"^metadata\.(labels|annotations)\['([^']+)'\]$", path)
+            v = m and (md.get(m.group(1)) or {}).get(m.group(2))
+            if v is not None and m:
+                del e["valueFrom"]
+                e["value"] = v
+    return pod
+
+
 def check_slices(pods):
+    pods = [resolve_field_refs(p) for p in pods]
     slices = {}
     for p in pods:
         slices.setdefault(slice_of(p), []).append(p)

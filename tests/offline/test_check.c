@@ -216,6 +216,46 @@ static void test_long_cluster_name(void **state)
     cJSON_Delete(rows);
 }
 
+/* Issue 24 audit: a file of workloads only said "0 TPU worker group(s): 1
+ * rejected"; the summary counts the Job, JobSet and LWS rows as workloads
+ * and keeps its RayCluster-only form (docs/cli.md). */
+static void test_summary_counts_workloads(void **state)
+{
+    (void)state;
+    static const char jobs[] =
+        "apiVersion: batch/v1\n"
+        "kind: Job\n"
+        "metadata: {name: train}\n"
+        "spec:\n"
+        "  completionMode: Indexed\n"
+        "  parallelism: 2\n"
+        "  completions: 2\n"
+        "  template:\n"
+        "    spec:\n"
+        "      subdomain: train\n"
+        "      nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice,\n"
+        "                     cloud.google.com/gke-tpu-topology: 4x4}\n"
+        "      containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
+        "---\n"
+        "apiVersion: batch/v1\n"
+        "kind: Job\n"
+        "metadata: {name: cpu}\n"
+        "spec: {template: {spec: {containers: [{name: w}]}}}\n";
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_check_text("j.yaml", jobs, strlen(jobs), rows, &st, errbuf), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(rows), 1); /* the CPU Job is not a TPU workload */
+    assert_string_equal(wh_json_str0(rows->child, "verdict"), "rejected");
+    struct wh_buf t;
+    wh_buf_init(&t, 1 << 16);
+    assert_int_equal(wh_check_table(rows, &st, &t), WH_OK);
+    assert_non_null(
+        strstr(wh_buf_ptr(&t), "0 TPU worker group(s), 1 TPU workload(s): 1 rejected, 0 error(s)"));
+    wh_buf_free(&t);
+    cJSON_Delete(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_inputs),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_long_cluster_name),
+        cmocka_unit_test(test_summary_counts_workloads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,67 @@ class Physics(unittest.TestCase):
         pods = render("lws-and-smoke-job.json")
         physics.check_slices(pods[:8])
 
+    def test_allowed_variants(self):
+        """The shapes of issue 24 that are admitted: GKE's per-pod
+        TPU_WORKER_ID (a fieldRef to the completion index), hostNetwork with
+        ClusterFirstWithHostNet, a kept TORCH_TPU_TOPOLOGY on a 2-host TPU7x
+        slice (warned, not denied), TPU7x pods of two TPU containers in a
+        JobSet with a CPU driver and a declared slice count. Each rendered,
+        validated and judged as a whole."""
+        def sub(text, *pairs):
+            for old, new in zip(pairs[::2], pairs[1::2]):
+                self.assertIn(old, text)
+                text = text.replace(old, new)
+            return text
+
+        with open(os.path.join(FIX, "indexed-job-v6e-4x4.yaml")) as f:
+            job = f.read()
+        with open(os.path.join(FIX, "jobset-v5p-2x2x4-two-slices.yaml")) as f:
+            jobset = f.read()
+        trainer = "      - name: trainer\n"
+        gke_id = sub(job, trainer, trainer + (
+            "        env: [{name: TPU_WORKER_ID, valueFrom: {fieldRef: {fieldPath:"
+            " \"metadata.annotations['batch.kubernetes.io/job-completion-index']\"}}}]\n"))
+        host_network = sub(job, "      subdomain: train-v6e\n",
+                           "      subdomain: train-v6e\n      hostNetwork: true\n"
+                           "      dnsPolicy: ClusterFirstWithHostNet\n")
+        tpu7x = sub(job, "tpu-v6e-slice", "tpu7x", "topology: 4x4", "topology: 2x2x2",
+                    "parallelism: 4", "parallelism: 2", "completions: 4", "completions: 2",
+                    trainer, trainer + "        env: [{name: TORCH_TPU_TOPOLOGY, value: \"2,2,1,2\"}]\n")
+        driver = ("  replicatedJobs:\n  - name: driver\n    replicas: 1\n    template:\n"
+                  "      spec: {parallelism: 1, completions: 1,\n"
+                  "             template: {spec: {containers: [{name: d, image: IMAGE}]}}}\n")
+        numa = "".join("            - name: numa%d\n              image: IMAGE\n"
+                       "              env: [{name: MEGASCALE_NUM_SLICES, value: \"2\"}]\n"
+                       "              resources: {limits: {google.com/tpu: 2}}\n" % i for i in (0, 1))
+        two_containers = sub(jobset, "  replicatedJobs:\n", driver, "tpu-v5p-slice", "tpu7x",
+                             "2x2x4\n", "2x2x2\n", "parallelism: 4", "parallelism: 2",
+                             "completions: 4", "completions: 2")
+        two_containers = two_containers.split("            - name: trainer\n")[0] + numa
+        variants = {
+            "gke-worker-id": (gke_id, 4, None),
+            "host-network": (host_network, 4, None),
+            "kept-torch-topology": (tpu7x, 2, 'TORCH_TPU_TOPOLOGY "2,2,1,2" kept'),
+            "tpu7x-two-containers-beside-a-driver": (two_containers, 5, None),
+        }
+        rendered = {}
+        for name, (text, n, warning) in variants.items():
+            with self.subTest(variant=name):
+                p = run("render", "--output", "json", "-", stdin=text.encode())
+                self.assertEqual(p.returncode, 0, p.stderr.decode())
+                notes = [l for l in p.stderr.decode().splitlines() if "warning: " in l]
+                self.assertEqual(len(notes), 1 if warning else 0, notes)
+                if warning:
+                    self.assertIn(warning, notes[0])
+                pods = rendered[name] = json.loads(p.stdout)["items"]
+                self.assertEqual(len(pods), n)
+                physics.check_slices([q for q in pods if physics.tpu_containers(q)])
+        # physics judged the resolved fieldRef; the pods keep GKE's form
+        self.assertIn("fieldRef", tpu_env(rendered["gke-worker-id"][2])["TPU_WORKER_ID"])
+        pod = rendered["tpu7x-two-containers-beside-a-driver"][1]
+        self.assertEqual([physics.env_of(c)["MEGASCALE_PORT"] for c in physics.tpu_containers(pod)],
+                         ["8081", "8082"])
+
 
 class DoctorAgrees(unittest.TestCase):
     """doctor judges the rendered pods of a JobSet as render built them: with
@@ -285,7 +346,7 @@ class Services(unittest.TestCase):
 
     def test_not_selecting(self):
         self.assertOne(JOB + SERVICE % ("train", "None", "true", "trian"), "[service-not-selecting]",
-                       "job-name=trian")
+                       "metadata.labels[job-name] holds train", "job-name=trian")
 
     def test_not_publishing(self):
         self.assertOne(JOB + SERVICE % ("train", "None", "false", "train"),
