@@ -28,3 +28,11 @@ long wh_megascale_declared_port(const cJSON *env)
     wh_env_lookup(env, "MEGASCALE_PORT", &lk);
     return *lk.value && wh_parse_long(lk.value, &port) && port >= 0 ? port : -1;
 }
+
+bool wh_megascale_shared_slice_id(const cJSON *env, bool on, long slices, const char **value)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(env, "MEGASCALE_SLICE_ID", &lk);
+    *value = lk.value;
+    return on && slices > 1 && *lk.value;
+}

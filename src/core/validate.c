@@ -11,16 +11,17 @@
 #include <stdint.h> /* INT32_MIN, INT32_MAX */
 #include <string.h> /* strcmp, memset */
 
-#include "wh/affinity.h" /* wh_subslice_find_memo, wh_subslice_memo */
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/decision.h" /* WH_MESSAGE_MAX */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/mem.h"      /* wh_realloc, wh_strdup, wh_free */
-#include "wh/names.h"    /* wh_names_group_ok */
-#include "wh/podspec.h"  /* keys, wh_container_tpu */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_env_duplicate */
-#include "wh/utf8.h"     /* wh_utf8_trim_cut */
+#include "wh/affinity.h"  /* wh_subslice_find_memo, wh_subslice_memo */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/decision.h"  /* WH_MESSAGE_MAX */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/mem.h"       /* wh_realloc, wh_strdup, wh_free */
+#include "wh/megascale.h" /* wh_megascale_shared_slice_id */
+#include "wh/names.h"     /* wh_names_group_ok */
+#include "wh/podspec.h"   /* keys, wh_container_tpu */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_env_duplicate */
+#include "wh/utf8.h"      /* wh_utf8_trim_cut */
 
 /* The problems listed in a denial; more are counted, not listed, so that the
  * message stays under WH_MESSAGE_MAX. */
@@ -456,12 +457,20 @@ static long count_field(const cJSON *spec, const char *key, long def)
     return wh_json_whole(wh_json_get(spec, key), 0, INT32_MAX, &n) ? n : def;
 }
 
+/* The replicas KubeRay keeps: replicas (absent: minReplicas) clamped into
+ * [minReplicas, maxReplicas] (docs/kuberay-pods.md §4). */
+static long kept_replicas(const cJSON *spec, long *min, long *max)
+{
+    *min = count_field(spec, "minReplicas", 0);
+    *max = count_field(spec, "maxReplicas", INT32_MAX);
+    long replicas = count_field(spec, "replicas", *min);
+    return replicas < *min ? *min : replicas > *max ? *max : replicas;
+}
+
 /* MEGASCALE's world is the group's slices (docs/workloads.md, "One world"):
  * the webhook gives replica r MEGASCALE_SLICE_ID r, so a declared count
  * other than the replicas leaves slices waiting for ones that never join,
- * or gives one an id past the count. The replicas KubeRay keeps:
- * replicas (absent: minReplicas) clamped into [minReplicas, maxReplicas]
- * (docs/kuberay-pods.md §4). */
+ * or gives one an id past the count. */
 static enum wh_err check_megascale(struct group_ctx *g)
 {
     struct wh_env_lookup lk = {.value = ""};
@@ -470,10 +479,7 @@ static enum wh_err check_megascale(struct group_ctx *g)
             wh_env_lookup(wh_json_get(k, "env"), "MEGASCALE_NUM_SLICES", &lk);
     if (!*lk.value)
         return WH_OK; /* absent, empty (the webhook's lookup: unset) or a valueFrom */
-    long min = count_field(g->spec, "minReplicas", 0);
-    long max = count_field(g->spec, "maxReplicas", INT32_MAX);
-    long replicas = count_field(g->spec, "replicas", min);
-    replicas = replicas < min ? min : replicas > max ? max : replicas;
+    long min, max, replicas = kept_replicas(g->spec, &min, &max);
     bool autoscaled = cJSON_IsTrue(
         wh_json_path(g->cluster_obj, "spec", "enableInTreeAutoscaling", NULL));
     char n1[24], n2[24];
@@ -495,6 +501,40 @@ static enum wh_err check_megascale(struct group_ctx *g)
                       "which get MEGASCALE_SLICE_ID 0..%ld, so slices would wait for ones that "
                       "never join; set MEGASCALE_NUM_SLICES to \"%ld\" or replicas to it",
                       lk.value, replicas, replicas - 1, replicas);
+}
+
+/* A literal MEGASCALE_SLICE_ID (megascale.h, the JobSet's rule too): the
+ * pod path keeps a user's value (docs/internals/reference-behaviour.md
+ * §2.7.4), so every replica of the group would claim it. MEGASCALE is on
+ * for a container that has MEGASCALE_NUM_SLICES (any deciding entry, as
+ * mutate.c reads it); the replicas counted are the most the group may have
+ * (maxReplicas when it autoscales). */
+static enum wh_err check_slice_id(struct group_ctx *g)
+{
+    long min, max, replicas = kept_replicas(g->spec, &min, &max);
+    if (cJSON_IsTrue(wh_json_path(g->cluster_obj, "spec", "enableInTreeAutoscaling", NULL)))
+        replicas = max > replicas ? max : replicas;
+    int i = 0;
+    for (const cJSON *k = g->containers->child; k; k = k->next, i++) {
+        struct wh_env_lookup lk;
+        const char *id;
+        wh_env_lookup(wh_json_get(k, "env"), "MEGASCALE_NUM_SLICES", &lk);
+        if (!wh_container_requests_tpu(k) ||
+            !wh_megascale_shared_slice_id(wh_json_get(k, "env"), lk.exists, replicas, &id))
+            continue;
+        char n1[24];
+        WH_TRY(
+            problem_at(g,
+                       (struct about){"template.spec.containers[].env[MEGASCALE_SLICE_ID]", id, ""},
+                       "container \"%.63s\" (template.spec.containers[%d]) sets "
+                       "MEGASCALE_SLICE_ID \"%.32s\" but the group's %s replicas (slices) "
+                       "share this template, so every replica gets that id and MEGASCALE "
+                       "never starts; remove it (the webhook sets MEGASCALE_SLICE_ID per "
+                       "replica: replica r gets r)",
+                       wh_json_str0(k, "name"), i, id,
+                       replicas == INT32_MAX ? "autoscaled" : lstr(replicas, n1, sizeof(n1))));
+    }
+    return WH_OK;
 }
 
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
@@ -526,6 +566,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         err = check_subslice(g, st, errbuf);
     if (!err)
         err = check_megascale(g);
+    if (!err)
+        err = check_slice_id(g);
     if (!err)
         err = warnings(g);
     return err;

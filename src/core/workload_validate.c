@@ -10,15 +10,16 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"       /* wh_buf */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/megascale.h" /* wh_megascale_world */
-#include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
-#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
-#include "wh/ratchet.h"   /* wh_violations_add */
-#include "wh/topology.h"  /* wh_topology */
-#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology */
-#include "wh/workload.h"  /* WH_LABEL_INJECT */
+#include "wh/buf.h"  /* wh_buf */
+#include "wh/json.h" /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_shared_slice_id, wh_megascale_declared_port */
+#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
+#include "wh/podspec.h"  /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
+#include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
+#include "wh/ratchet.h"  /* wh_violations_add */
+#include "wh/topology.h" /* wh_topology */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology */
+#include "wh/workload.h" /* WH_LABEL_INJECT */
 
 #define PROBLEMS_MAX (64 * 1024)
 #define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -74,6 +75,8 @@ struct tmpl_hosts {
     const char *label; /* in: how warnings name the template ("" for a Job's) */
     long hosts, chips;
     const char *topology;
+    bool tpu7x;     /* two devices per chip (the generation, or a 4-field TORCH_TPU_TOPOLOGY) */
+    unsigned n_tpu; /* TPU containers */
 };
 
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -95,6 +98,7 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
     if (err)
         return err;
     out->chips = tc.chips;
+    out->n_tpu = tc.n;
     err = out->chips ? template_shape(v, tmpl, field, &tc, out) : WH_OK;
     wh_tpu_containers_free(&tc);
     return err;
@@ -174,6 +178,15 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     struct wh_shape_problem sp;
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
         return problem(v, "%s", sp.text);
+    out->tpu7x = gen && gen->devices_per_chip == 2;
+    const char *pool = wh_node_selector(spec, WH_KEY_NODEPOOL);
+    if (!(shape.accel && *shape.accel) &&
+        !(pool && *pool)) { /* as the pod path: a 4-field preset tells TPU7x */
+        struct wh_env_lookup lk;
+        long product;
+        wh_env_lookup(wh_json_get(tc->items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+        out->tpu7x = wh_torch_fields(lk.value, &product) == 4;
+    }
     WH_TRY(shape_warnings(v, spec, out, tc, &topo, gen));
     if (!topo.ndims)
         return WH_OK;
@@ -270,42 +283,77 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
     return err;
 }
 
+/* TPU7x with several TPU containers: each libtpu binds its own
+ * MEGASCALE_PORT in the pod's one network, declared or base + TPU container
+ * index (the pod path's megascale_port, workload.c). */
+static long template_port(const cJSON *c, int ci)
+{
+    long p = wh_megascale_declared_port(wh_json_get(c, "env"));
+    return p >= 0 ? p : WH_MEGASCALE_PORT + ci;
+}
+
+/* The pod path's denial of two TPU containers of one pod on one MEGASCALE
+ * port (workload.c, one_world): container `c` (TPU container `ci`) against
+ * the TPU containers before it. */
+static enum wh_err shared_port(struct vctx *v, const cJSON *cs, const cJSON *c, int ci, int i,
+                               const char *field, const char *rj)
+{
+    int k = 0, ki = 0;
+    long port = template_port(c, ci);
+    for (const cJSON *o = cs->child; o && o != c; o = o->next, ki++) {
+        if (!wh_container_requests_tpu(o))
+            continue;
+        if (template_port(o, k++) == port)
+            return problem(v,
+                           "TPU containers \"%.63s\" (%s.spec.containers[%d]) and \"%.63s\" "
+                           "(containers[%d]) of replicated job \"%.63s\" both use MEGASCALE_PORT "
+                           "%ld in the pod's one network, so its pods are refused; remove "
+                           "MEGASCALE_PORT (the webhook gives %ld + the TPU container's index) "
+                           "or give each its own",
+                           wh_json_str0(o, "name"), field, ki, wh_json_str0(c, "name"), i, rj, port,
+                           (long)WH_MEGASCALE_PORT);
+    }
+    return WH_OK;
+}
+
 /* One world (docs/workloads.md): a literal MEGASCALE_NUM_SLICES other than
  * the replicas is refused, as its pods are; with other replicated jobs
  * beside it (the pods' global-replicas differ from their replicas) the pods
  * cannot tell the slice count, so a replicated job of several slices that
  * does not declare it is told how to join them. */
 static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const char *field,
-                                    const char *rj, long replicas, long all_replicas, long hosts)
+                                    const char *rj, long replicas, long all_replicas,
+                                    const struct tmpl_hosts *th)
 {
     const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
     bool declared = false;
-    int i = 0;
+    int i = 0, ci = 0;
     for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
         if (!wh_container_requests_tpu(c))
             continue;
         struct wh_env_lookup lk;
-        const char *value;
+        const char *value, *id;
         wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
         declared |= lk.first_index >= 0;
         /* fill as the pod path: alone in the JobSet, the pods know the count */
         bool fill = replicas > 1 && all_replicas == replicas;
-        enum wh_ms_world world = hosts * replicas > 1 ? wh_megascale_world(wh_json_get(c, "env"),
-                                                                           replicas, fill, &value)
-                                                      : WH_MS_SLICE;
+        enum wh_ms_world world = th->hosts * replicas > 1
+                                     ? wh_megascale_world(wh_json_get(c, "env"), replicas, fill,
+                                                          &value)
+                                     : WH_MS_SLICE;
         if (world == WH_MS_OWN) { /* the pod path's warning (podwarn.h) */
             char text[WH_WARNING_MAX + 1];
             wh_megascale_own_text(text, sizeof(text), wh_json_str0(c, "name"));
             WH_TRY(wh_decision_warn_text(v->d, text));
         }
-        wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_SLICE_ID", &lk);
-        if (world != WH_MS_SLICE && replicas > 1 && *lk.value) /* the pod path's denial */
+        if (wh_megascale_shared_slice_id(wh_json_get(c, "env"), world != WH_MS_SLICE, replicas,
+                                         &id)) /* the pod path's denial */
             WH_TRY(problem(v,
                            "container \"%.63s\" (%s.spec.containers[%d]) sets "
                            "MEGASCALE_SLICE_ID \"%.32s\" but the %ld replicas of replicated job "
                            "\"%.63s\" share this template, so all its slices get that id; remove "
                            "it (the webhook sets the job index), or set it with a valueFrom",
-                           wh_json_str0(c, "name"), field, i, lk.value, replicas, rj));
+                           wh_json_str0(c, "name"), field, i, id, replicas, rj));
         if (world == WH_MS_CONFLICT)
             WH_TRY(problem(v,
                            "container \"%.63s\" (%s.spec.containers[%d]) sets "
@@ -313,6 +361,9 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
                            "replicas, so its slices would wait for ones that never join; remove "
                            "it (the webhook sets %ld), or set it to \"\" for independent slices",
                            wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
+        if (world != WH_MS_SLICE && th->tpu7x && th->n_tpu > 1)
+            WH_TRY(shared_port(v, cs, c, ci, i, field, rj));
+        ci++;
     }
     if (replicas > 1 && all_replicas != replicas && !declared)
         return wh_decision_warn(v->d,
@@ -362,7 +413,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
                                    wh_json_str0(rj, "name"), replicas, EXCLUSIVE_TOPOLOGY);
         if (!err)
             err = jobset_megascale(v, wh_json_get(jspec, "template"), tfield,
-                                   wh_json_str0(rj, "name"), replicas, all_replicas, th.hosts);
+                                   wh_json_str0(rj, "name"), replicas, all_replicas, &th);
     }
     return err;
 }

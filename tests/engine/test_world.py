@@ -238,6 +238,50 @@ class PodDenials(unittest.TestCase):
         self.assertTrue(W.run(review_of(p), workload=True).allowed)
 
 
+    def test_tpu7x_shared_port_denied_at_the_jobset(self):
+        # Item 2 of the megascale review: the JobSet whose pods the pod path
+        # refuses (above) is refused itself, naming both containers and the port.
+        for env0, env1, port in (([{"name": "MEGASCALE_PORT", "value": "9000"}],
+                                  [{"name": "MEGASCALE_PORT", "value": "9000"}], 9000),
+                                 (None, [{"name": "MEGASCALE_PORT", "value": "8081"}], 8081)):
+            bad = tpu7x_jobset([T.tpu_container("c0", chips=2, env=env0),
+                                T.tpu_container("c1", chips=2, env=env1)])
+            pod = jobset_pods(hosts=2, accel="tpu7x", topo="2x2x2",
+                              containers=bad["spec"]["replicatedJobs"][0]["template"]["spec"]
+                              ["template"]["spec"]["containers"])[0]
+            pr = W.run(review_of(pod), workload=True)
+            self.assertFalse(pr.allowed)  # the pod path's verdict
+            r = judge(bad)
+            self.assertFalse(r.allowed)
+            for part in ('JobSet "default/llm"', 'TPU containers "c0"', '"c1" (containers[1])',
+                         'replicated job "slice"', "MEGASCALE_PORT %d" % port,
+                         "remove MEGASCALE_PORT"):
+                self.assertIn(part, r.message)
+            self.assertEqual(check(bad)[0], 1)
+            self.assertTrue(judge(bad, op="UPDATE", old=copy.deepcopy(bad)).allowed)  # ratchet
+        # distinct ports, the webhook's defaults, or MEGASCALE off: admitted, as the pods are
+        for env1 in ([{"name": "MEGASCALE_PORT", "value": "8090"}], None,
+                     [{"name": "MEGASCALE_PORT", "value": "8081"},
+                      {"name": "MEGASCALE_NUM_SLICES", "value": ""}]):
+            env0 = [{"name": "MEGASCALE_NUM_SLICES", "value": ""}] if env1 and len(env1) > 1 else None
+            ok = tpu7x_jobset([T.tpu_container("c0", chips=2, env=env0),
+                               T.tpu_container("c1", chips=2, env=env1)])
+            r = judge(ok)
+            self.assertTrue(r.allowed, r.message)
+            self.assertEqual(check(ok)[0], 0)
+
+
+def tpu7x_jobset(containers):
+    """One replicated job of 2 slices of TPU7x 2x2x2, two TPU containers of
+    2 chips per pod (2 hosts per slice)."""
+    js = tpu_jobset(driver=False)
+    spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]
+    spec.update(parallelism=2, completions=2)
+    spec["template"]["spec"]["nodeSelector"] = T.selector("tpu7x", "2x2x2")
+    spec["template"]["spec"]["containers"] = copy.deepcopy(containers)
+    return js
+
+
 class JobSetObject(unittest.TestCase):
     """/validate-workload and check on the JobSet itself."""
 
@@ -336,6 +380,51 @@ class RayClusterObject(unittest.TestCase):
         # scaling a fixed world away from its count is new: denied
         r = judge(bad, op="UPDATE", old=raycluster("2", 2))
         self.assertFalse(r.allowed)
+
+    def test_literal_slice_id_denied(self):
+        # Item 1: KubeRay keeps a user's MEGASCALE_SLICE_ID (reference
+        # behaviour 2.7.4), so every replica of the group would claim it.
+        bad = raycluster()
+        c = bad["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+        c["env"].append({"name": "MEGASCALE_SLICE_ID", "value": "1"})
+        # the pods as KubeRay 1.6 creates them: both replicas keep "1"
+        for replica in (0, 1):
+            pr = W.run(review_of(W.pod(cluster="v6e-multislice", group="slices",
+                                       native=(replica, 0), env=c["env"])))
+            self.assertTrue(pr.allowed, pr.message)
+            self.assertEqual(pr.env()["MEGASCALE_SLICE_ID"], "1")
+        r = judge(bad)
+        self.assertFalse(r.allowed)
+        for part in ('RayCluster "v6e-multislice" worker group "slices"', 'container "ray-worker"',
+                     'MEGASCALE_SLICE_ID "1"', "2 replicas", "remove it",
+                     "the webhook sets MEGASCALE_SLICE_ID per replica"):
+            self.assertIn(part, r.message)
+        code, out = check(bad)
+        self.assertEqual(code, 1, out)
+        self.assertIn('MEGASCALE_SLICE_ID \\"1\\"', out)
+        # ratchet: an UPDATE that does not change it is admitted; adding it is not
+        r = judge(bad, op="UPDATE", old=copy.deepcopy(bad))
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any("already broken" in w and "MEGASCALE_SLICE_ID" in w for w in r.warnings))
+        self.assertFalse(judge(bad, op="UPDATE", old=raycluster()).allowed)
+        # autoscaling up to several replicas shares it too
+        auto = raycluster("2", 1, autoscale=True, minReplicas=1, maxReplicas=2)
+        auto["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"].append(
+            {"name": "MEGASCALE_SLICE_ID", "value": "0"})
+        self.assertFalse(judge(auto).allowed)
+        # one replica, MEGASCALE off, or a valueFrom: the user's own
+        for env, replicas in (([{"name": "MEGASCALE_NUM_SLICES", "value": "1"},
+                                {"name": "MEGASCALE_SLICE_ID", "value": "0"}], 1),
+                              ([{"name": "MEGASCALE_SLICE_ID", "value": "1"}], 2),
+                              ([{"name": "MEGASCALE_NUM_SLICES", "value": "2"},
+                                {"name": "MEGASCALE_SLICE_ID", "valueFrom": {"fieldRef": {
+                                    "fieldPath": "metadata.labels['ray.io/worker-group-replica-index']"}}}],
+                               2)):
+            ok = raycluster(None, replicas)
+            ok["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"] = env
+            r = judge(ok)
+            self.assertTrue(r.allowed, r.message)
+            self.assertEqual(check(ok)[0], 0)
 
     def test_autoscaled_count_warned(self):
         r = judge(raycluster("2", 2, autoscale=True, minReplicas=1, maxReplicas=4))

@@ -24,6 +24,15 @@ enum wh_ms_world {
  * them all. *declared: the literal value, "" when none (env's text). */
 enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared);
 
+/* The one rule of a literal MEGASCALE_SLICE_ID in a pod template (issue
+ * 24): the `slices` slices made from one template all get it, so with
+ * MEGASCALE on (`on`: the template's pods join slices) and more than one
+ * slice, every slice claims that id and MEGASCALE never starts. True then;
+ * *value: the literal ("" when absent, empty or a valueFrom, env's text).
+ * Used by the JobSet rule (workload_validate.c) and the RayCluster rule
+ * (validate.c); a pod alone cannot tell its template's slice count. */
+bool wh_megascale_shared_slice_id(const cJSON *env, bool on, long slices, const char **value);
+
 /* env's literal MEGASCALE_PORT, -1 when absent, empty, a valueFrom or not a number. */
 long wh_megascale_declared_port(const cJSON *env);
 
