@@ -19,7 +19,7 @@
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* free */
 #include <string.h>  /* strcmp, memset */
-#include <time.h>    /* clock_gettime */
+#include <time.h>    /* struct timespec */
 #include <unistd.h>  /* sysconf */
 
 #include "wh/admit.h"     /* wh_admit_new, wh_admit_decide, wh_admit_ready, wh_admit_stats */
@@ -27,6 +27,7 @@
 #include "wh/reqmem.h"    /* wh_reqmem_install */
 #include "wh/b64.h"       /* wh_b64_decode */
 #include "wh/claims.h"    /* WH_CLAIMS_MIN_LIFETIME_S */
+#include "wh/clock.h"     /* wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/commands.h"  /* wh_cmd_serve, struct wh_serve_pipeline */
 #include "flags.h"        /* wh_flags_command_logged */
 #include "wh/log.h"       /* wh_log */
@@ -159,27 +160,14 @@ struct cert_watch {
     pthread_t th;
 };
 
-static void deadline_in(struct timespec *ts, long ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *cert_watch_main(void *arg)
 {
     struct cert_watch *w = arg;
     pthread_mutex_lock(&w->lock);
     while (!w->stop) {
         struct timespec until;
-        deadline_in(&until, w->poll_ms);
-        while (!w->stop && pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0) {
-        }
-        if (w->stop)
+        wh_clock_deadline(&until, w->poll_ms);
+        if (wh_clock_wait_flag(&w->wake, &w->lock, &w->stop, &until))
             break;
         pthread_mutex_unlock(&w->lock);
         int r = wh_tls_poll(w->tls);
@@ -226,13 +214,11 @@ static bool cert_watch_stop(struct cert_watch *w, long wait_ms)
     if (!w)
         return true;
     struct timespec until;
-    deadline_in(&until, wait_ms);
+    wh_clock_deadline(&until, wait_ms);
     pthread_mutex_lock(&w->lock);
     w->stop = true;
     pthread_cond_broadcast(&w->wake);
-    while (!w->done && pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0) {
-    }
-    bool done = w->done;
+    bool done = wh_clock_wait_flag(&w->wake, &w->lock, &w->done, &until);
     pthread_mutex_unlock(&w->lock);
     if (!done) {
         wh_log(WH_LOG_WARN, "tls_watch_stuck", "reason", WH_F_STR,

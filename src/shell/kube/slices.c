@@ -4,10 +4,11 @@
 #include <pthread.h> /* pthread_* */
 #include <stdlib.h>  /* calloc, free, qsort */
 #include <string.h>  /* strcmp, strdup */
-#include <time.h>    /* clock_gettime */
+#include <time.h>    /* struct timespec */
 
 #include <cjson/cJSON.h>
 
+#include "wh/clock.h"  /* wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/doctor.h" /* wh_doctor_run */
 #include "wh/json.h"   /* wh_json_get, wh_json_str0, wh_json_print, wh_json_set_lit, wh_json_add */
 #include "wh/log.h"    /* wh_log */
@@ -208,27 +209,14 @@ static void check(struct wh_slices *s, unsigned long long version)
                (long long)ok, "broken", WH_F_INT, (long long)broken, (char *)NULL);
 }
 
-static void deadline_in(struct timespec *ts, long ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *slices_main(void *arg)
 {
     struct wh_slices *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         struct timespec until;
-        deadline_in(&until, s->interval_ms);
-        while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0) {
-        }
-        if (s->stop)
+        wh_clock_deadline(&until, s->interval_ms);
+        if (wh_clock_wait_flag(&s->wake, &s->lock, &s->stop, &until))
             break;
         /* Debounced: changes that arrive within one interval make one
          * check. */

@@ -11,10 +11,22 @@
 #include <pthread.h>   /* pthread_mutex_t, pthread_cond_t */
 #include <stdatomic.h> /* atomic_bool */
 #include <stdbool.h>   /* bool */
+#include <time.h>      /* struct timespec */
 
 /* Microseconds / milliseconds since an arbitrary start, never going back. */
 long long wh_clock_us(void);
 long wh_clock_ms(void);
+
+/* *ts = now + ms on CLOCK_MONOTONIC: the absolute deadline that
+ * pthread_cond_timedwait() takes for a condition variable set to that clock
+ * (pthread_condattr_setclock). ms >= 0. */
+void wh_clock_deadline(struct timespec *ts, long ms);
+
+/* With mu held: wait on cv (a CLOCK_MONOTONIC one) until *flag is true or
+ * the deadline until passes; returns *flag. Spurious wake-ups wait again.
+ * *flag is read under mu only. */
+bool wh_clock_wait_flag(pthread_cond_t *cv, pthread_mutex_t *mu, const bool *flag,
+                        const struct timespec *until);
 
 struct wh_nap {
     atomic_bool stop; /* set for good by wh_nap_stop(); may be polled (wh_kube takes it) */
