@@ -25,7 +25,6 @@ Exit 0 = pass.
 import json
 import os
 import re
-import shutil
 import socket
 import ssl
 import sys
@@ -33,6 +32,7 @@ import tempfile
 import time
 
 import servelib
+from servelib import check
 
 BIN, FIXTURES = sys.argv[1], sys.argv[2]
 if not os.environ.get("WH_TEST_SERVER_PRELOAD"):
@@ -40,20 +40,6 @@ if not os.environ.get("WH_TEST_SERVER_PRELOAD"):
 WORK = tempfile.mkdtemp(prefix="wh-fullsock-")
 SHIM_LOG = os.path.join(WORK, "shim.log")
 os.environ["WH_FULL_SOCKET_LOG"] = SHIM_LOG
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    return cond
-
-
 CTX = servelib.make_certs(BIN, WORK)
 # TLS 1.2: the handshake's records are not application data, which the shim
 # lets through (in TLS 1.3 they are wrapped as application data).
@@ -65,8 +51,7 @@ server, PORT, LOG = servelib.start_server(
 
 
 def connect(source, ctx=CTX):
-    raw = socket.create_connection(("127.0.0.1", PORT), timeout=10, source_address=(source, 0))
-    return ctx.wrap_socket(raw)
+    return servelib.tls_connect(ctx, PORT, source)
 
 
 def exchange(data):
@@ -141,13 +126,7 @@ check(closed == 12, "only %d of 12 full clients were closed by the server" % clo
 log = open(LOG, errors="replace").read()
 check(log.count('"event":"answer_unsent"') >= 6,
       "%d answer_unsent lines for 6 corked answers" % log.count('"event":"answer_unsent"'))
-server.terminate()
-try:
-    rc = server.wait(15)
-except Exception:
-    server.kill()
-    rc = -1
-check(rc == 0, "exit status %s after SIGTERM" % rc)
+servelib.stop_server(server)
 shim = open(SHIM_LOG).read() if os.path.exists(SHIM_LOG) else ""
 m = re.match(r"pollout_waits (\d+) refused (\d+)", shim)
 if check(m, "no report from the shim: %r" % shim):
@@ -155,9 +134,4 @@ if check(m, "no report from the shim: %r" % shim):
     check(int(m.group(2)) >= 12, "the shim refused only %s writes" % m.group(2))
     check(int(m.group(1)) == 0, "the server polled %s times for a socket to take an answer"
           % m.group(1))
-if failures:
-    sys.stderr.write("--- server log (tail) ---\n")
-    sys.stderr.write("".join(open(LOG, errors="replace").readlines()[-20:]))
-shutil.rmtree(WORK, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+servelib.finish(LOG, WORK)

@@ -31,8 +31,6 @@ Exit 0 = pass.
 import json
 import os
 import re
-import shutil
-import socket
 import ssl
 import sys
 import tempfile
@@ -40,24 +38,11 @@ import threading
 import time
 
 import servelib
+from servelib import check
 
 BIN, FIXTURES = sys.argv[1], sys.argv[2]
 WORK = tempfile.mkdtemp(prefix="wh-halfsent-")
 MiB = 1024 * 1024
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    return cond
-
-
 CTX = servelib.make_certs(BIN, WORK)
 server, PORT, LOG = servelib.start_server(
     BIN, WORK, ["--max-body-memory=%d" % (32 * MiB), "--request-timeout=60s",
@@ -66,9 +51,7 @@ UNDER_ASAN = b"libasan" in open("/proc/%d/maps" % server.pid, "rb").read()
 
 
 def connect(source, timeout=10.0):
-    raw = socket.create_connection(("127.0.0.1", PORT), timeout=timeout,
-                                   source_address=(source, 0))
-    return CTX.wrap_socket(raw)
+    return servelib.tls_connect(CTX, PORT, source, timeout)
 
 
 def read_response(s):
@@ -260,16 +243,5 @@ if not UNDER_ASAN:
     check(rss1 - rss0 < 96 * 1024, "RSS grew from %d to %d kB" % (rss0, rss1))
 
 check(server.poll() is None, "server exited")
-server.terminate()
-try:
-    rc = server.wait(15)
-except Exception:
-    server.kill()
-    rc = -1
-check(rc == 0, "exit status %s after SIGTERM" % rc)
-if failures:
-    sys.stderr.write("--- server log (tail) ---\n")
-    sys.stderr.write("".join(open(LOG, errors="replace").readlines()[-20:]))
-shutil.rmtree(WORK, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+servelib.stop_server(server)
+servelib.finish(LOG, WORK)

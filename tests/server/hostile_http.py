@@ -20,34 +20,19 @@ Exit 0 = pass.
 import json
 import os
 import re
-import shutil
 import socket
 import ssl
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 
 import servelib
+from servelib import check, fail
 
 BIN = sys.argv[1]
 WORK = tempfile.mkdtemp(prefix="wh-hostile-")
 PER_CLIENT = 16
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    return cond
-
-
 CTX = servelib.make_certs(BIN, WORK)
 server, PORT, LOG = servelib.start_server(
     BIN, WORK, ["--header-timeout=2s", "--request-timeout=3s", "--max-connections=128",
@@ -55,9 +40,7 @@ server, PORT, LOG = servelib.start_server(
 
 
 def connect(source="127.0.0.1", timeout=5.0):
-    raw = socket.create_connection(("127.0.0.1", PORT), timeout=timeout,
-                                   source_address=(source, 0))
-    return CTX.wrap_socket(raw)
+    return servelib.tls_connect(CTX, PORT, source, timeout)
 
 
 def complete_response(data):
@@ -447,16 +430,5 @@ if not UNDER_ASAN:
 healthz("memory loop")
 
 check(server.poll() is None, "server exited")
-server.terminate()
-try:
-    rc = server.wait(15)
-except subprocess.TimeoutExpired:
-    server.kill()
-    rc = -1
-check(rc == 0, "exit status %s after SIGTERM" % rc)
-if failures:
-    sys.stderr.write("--- server log (tail) ---\n")
-    sys.stderr.write("".join(open(LOG, errors="replace").readlines()[-20:]))
-shutil.rmtree(WORK, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+servelib.stop_server(server)
+servelib.finish(LOG, WORK)

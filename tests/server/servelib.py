@@ -1,7 +1,11 @@
 """servelib.py: what the Python server tests share: certificates made by
-`BINARY certs`, and `BINARY serve` started on 127.0.0.1, port 0."""
+`BINARY certs`, `BINARY serve` started on 127.0.0.1, port 0, TLS clients
+from a chosen source address, and the failure list with the end of a test
+(the server stopped, its exit status checked, the verdict)."""
 import os
 import re
+import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -43,3 +47,48 @@ def start_server(binary, work, extra):
         time.sleep(0.01)
     sys.stderr.write(open(log_path, errors="replace").read())
     sys.exit("server did not start")
+
+
+# The failures of the test that imports this module (one test a process).
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg, flush=True)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def tls_connect(ctx, port, source="127.0.0.1", timeout=10.0):
+    """A TLS client of the server on 127.0.0.1:port from the loopback
+    address source (the server counts clients by address)."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                   source_address=(source, 0))
+    return ctx.wrap_socket(raw)
+
+
+def stop_server(server):
+    """SIGTERM, then a failure unless it exits 0 within 15 s (killed then)."""
+    server.terminate()
+    try:
+        rc = server.wait(15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        rc = -1
+    check(rc == 0, "exit status %s after SIGTERM" % rc)
+
+
+def finish(log_path, work):
+    """The end of a test: the server log's tail on failure, work removed,
+    exit 1 when anything failed, else 0."""
+    if failures:
+        sys.stderr.write("--- server log (tail) ---\n")
+        sys.stderr.write("".join(open(log_path, errors="replace").readlines()[-20:]))
+    shutil.rmtree(work, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    sys.exit(1 if failures else 0)
