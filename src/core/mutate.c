@@ -117,8 +117,8 @@ static enum wh_err check_identity(struct pod_ctx *c)
                                 who, c->cluster, WH_LABEL_GROUP);
     /* The KubeRay path's topology rule (wh_slice_topology): the slice
      * annotation wins when present, even empty, and no topology is a
-     * denial. The workload path (workload.c, read_topology) differs on
-     * purpose: an empty annotation falls through to the nodeSelector, then
+     * denial. The workload path (wh_wl_read_topology, workload_topology.c)
+     * differs on purpose: an empty annotation falls through to the nodeSelector, then
      * to the node pool's TPU nodes, and an unknown topology admits the pod
      * unchanged with a warning (docs/workloads.md). A KubeRay worker group
      * states its topology (the reference fails without the nodeSelector

@@ -1374,7 +1374,7 @@ static enum wh_err torch_rules(struct dslice *s)
 
 /* ---- drift: what the webhook would write now -------------------------------- */
 
-/* Every variable a mutation path writes (mutate.c, workload.c). */
+/* Every variable a mutation path writes (mutate.c, workload_env.c). */
 static const char *const injected[] = {
     "TPU_WORKER_ID",
     "TPU_NAME",

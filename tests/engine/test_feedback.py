@@ -150,11 +150,12 @@ class Feedback(unittest.TestCase):
         self.assertGreaterEqual(len(t), 5)
 
     def test_pod_path_warns_only_through_the_table(self):
-        """Each warning of the pod path's sources (workload.c, and the
+        """Each warning of the pod path's sources (workload*.c, and the
         KubeRay path mutate.c, tpuenv.c, affinity.c, patch.c, names.c,
         legacy.c, which give none) records an Event note of a table kind."""
-        for name in ("workload.c", "mutate.c", "tpuenv.c", "affinity.c", "patch.c", "names.c",
-                     "legacy.c"):
+        for name in ("workload.c", "workload_pod.c", "workload_topology.c",
+                     "workload_identity.c", "workload_env.c", "mutate.c", "tpuenv.c",
+                     "affinity.c", "patch.c", "names.c", "legacy.c"):
             with open(os.path.join(ROOT, "src/core", name)) as f:
                 lines = f.read().split("\n")
             for i, line in enumerate(lines):

@@ -1,0 +1,23 @@
+/* workload_identity.h: a TPU pod's place in its slice and its peers, per
+ * controller kind (docs/workloads.md, the decision table): Indexed Job,
+ * JobSet, LeaderWorkerSet and a single host. Each reads w->pod's labels and
+ * annotations and fills w->identity, w->host, w->slice, w->n_slices,
+ * w->hosts (owned by w), w->master, w->slice_master and, for JobSets,
+ * w->megascale and w->coordinator; or denies (w->d) naming the label and the
+ * fix. w->n_hosts and w->topology must be set. Errors only for OOM. Pure. */
+#ifndef WH_WORKLOAD_IDENTITY_H
+#define WH_WORKLOAD_IDENTITY_H
+
+#include <stdbool.h> /* bool */
+
+#include "wh/err.h"          /* enum wh_err */
+#include "wh/workload_pod.h" /* struct wh_wl */
+
+/* One host: "localhost"; the identity is ours except on LWS pods. */
+WH_NODISCARD enum wh_err wh_wl_single_host(struct wh_wl *w);
+WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_wl *w);
+WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_wl *w);
+/* Sets *skipped (a warning, admitted unchanged) for LWS subgroups. */
+WH_NODISCARD enum wh_err wh_wl_lws(struct wh_wl *w, bool *skipped);
+
+#endif

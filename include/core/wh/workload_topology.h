@@ -1,0 +1,23 @@
+/* workload_topology.h: the slice topology and TPU generation of a pod on
+ * the workload path (docs/workloads.md, steps 2 and 3). Pure. */
+#ifndef WH_WORKLOAD_TOPOLOGY_H
+#define WH_WORKLOAD_TOPOLOGY_H
+
+#include <stdbool.h> /* bool */
+
+#include "wh/err.h"          /* enum wh_err */
+#include "wh/state.h"        /* struct wh_state */
+#include "wh/workload_pod.h" /* struct wh_wl */
+
+/* Fill w->topology, w->accel, w->topo_from, w->topo and w->tpu7x from the
+ * pod's annotation and node selectors, and from the node pool's TPU nodes
+ * (st->ops->each_node) when the pod names only its pool. The workload path's
+ * topology rule, which differs on purpose from the KubeRay path's (mutate.c,
+ * before wh_slice_topology, says why): an empty annotation counts as absent,
+ * the node pool's TPU nodes are asked last, and an unknown topology skips the
+ * pod (*skipped, admitted unchanged with a warning). A bad shape denies
+ * (w->d). Errors only for OOM or a failing state callback (errbuf). */
+WH_NODISCARD enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st,
+                                             bool *skipped, char *errbuf);
+
+#endif

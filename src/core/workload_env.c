@@ -1,0 +1,259 @@
+/* workload_env.c: one TPU container's variables on the workload path
+ * (workload_env.h). */
+#include "wh/workload_env.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp */
+
+#include "wh/buf.h"       /* wh_buf_ptr */
+#include "wh/decision.h"  /* WH_PATCH_MAX_BYTES */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_declared_port */
+#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
+#include "wh/patch.h"     /* wh_env_writer */
+#include "wh/podspec.h"   /* wh_env_lookup */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
+#include "wh/text.h"      /* wh_text */
+#include "wh/tpuenv.h"    /* wh_tpu_worker_id, wh_port_list_get */
+#include "wh/workload.h"  /* WH_TORCH_MASTER_PORT */
+
+struct cenv {
+    struct wh_wl *w;
+    unsigned ci;
+    const cJSON *env;
+    struct wh_env_writer wr;
+};
+
+/* Add name=value unless the container has an entry of that name. */
+static enum wh_err add(struct cenv *c, const char *name, const char *value)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, name, &lk);
+    return lk.first_index >= 0 ? WH_OK : wh_env_set(&c->wr, name, value);
+}
+
+static enum wh_err addl(struct cenv *c, const char *name, long v)
+{
+    char s[24];
+    struct wh_text t;
+    wh_text_init(&t, s, sizeof(s));
+    wh_text_addl(&t, v);
+    return add(c, name, s);
+}
+
+static enum wh_err identity_env(struct cenv *c)
+{
+    struct wh_wl *w = c->w;
+    if (!w->identity)
+        return WH_OK;
+    enum wh_err err = addl(c, "TPU_WORKER_ID", wh_tpu_worker_id(w->host, w->tc.n, c->ci, w->tpu7x));
+    if (!err)
+        err = add(c, "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&w->hosts));
+    if (err || !w->tpu7x || (w->n_hosts == 1 && w->tc.n < 2))
+        return err;
+    /* TPU7x: one JAX process per TPU container (as on the KubeRay path,
+     * docs/internals/reference-behaviour.md §2.7.5). */
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "TPU_PROCESS_ADDRESSES", &lk);
+    if (lk.first_index < 0) {
+        const char *addrs;
+        bool too_many;
+        err = wh_port_list_get(&w->proc_addrs, w->d, wh_buf_ptr(&w->hosts), (long)w->tc.n,
+                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
+        if (!err && !too_many)
+            err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
+    }
+    if (!err)
+        err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
+    return err;
+}
+
+/* The slices a TPU container's MEGASCALE_* joins (megascale.h); the
+ * torchrun world (PET_*) is the same set of slices. */
+static enum wh_ms_world world_of(const struct wh_wl *w, const cJSON *env, const char **declared)
+{
+    *declared = "";
+    if (w->kind != WH_WL_JOBSET || !*w->coordinator)
+        return WH_MS_SLICE;
+    return wh_megascale_world(env, w->n_slices, w->megascale, declared);
+}
+
+/* TPU7x with several TPU containers: each libtpu process binds its own
+ * MEGASCALE_PORT in the pod's one network, base + container index as on
+ * the KubeRay path (docs/internals/reference-behaviour.md §2.7.4). */
+static bool per_container_ports(const struct wh_wl *w)
+{
+    return w->tpu7x && w->tc.n > 1;
+}
+
+static long megascale_port(const struct wh_wl *w, unsigned ci)
+{
+    long p = wh_megascale_declared_port(wh_json_get(w->tc.items[ci].obj, "env"));
+    return p >= 0 ? p : WH_MEGASCALE_PORT + (long)ci;
+}
+
+/* MEGASCALE_* (docs/workloads.md, JobSet): filled when the replicated job
+ * has more than one slice, or when the user declared MEGASCALE_NUM_SLICES
+ * with a value; a declared empty MEGASCALE_NUM_SLICES turns them off. */
+static enum wh_err megascale_env(struct cenv *c)
+{
+    struct wh_wl *w = c->w;
+    const char *declared;
+    if (world_of(w, c->env, &declared) == WH_MS_SLICE)
+        return WH_OK;
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "MEGASCALE_NUM_SLICES", &lk);
+    enum wh_err err = lk.first_index < 0 ? addl(c, "MEGASCALE_NUM_SLICES", w->n_slices) : WH_OK;
+    if (!err)
+        err = addl(c, "MEGASCALE_SLICE_ID", w->slice);
+    if (err || !per_container_ports(w))
+        return err ? err : add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+    /* The coordinator is slice 0's worker 0: container 0, on its port. */
+    char coordinator[WH_WL_NAME_MAX + 24];
+    snprintf(coordinator, sizeof(coordinator), "%s:%ld", w->coordinator, megascale_port(w, 0));
+    err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
+    if (!err)
+        err = addl(c, "MEGASCALE_PORT", megascale_port(w, c->ci));
+    return err;
+}
+
+static enum wh_err torch_env(struct cenv *c)
+{
+    struct wh_wl *w = c->w;
+    char topo[96];
+    wh_torch_topology(&w->topo, w->tpu7x, topo, sizeof(topo));
+    long per_chip = w->tpu7x ? 2 : 1;
+    long per_host = w->topo.chips / w->n_hosts * per_chip; /* processes of the pod */
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "TORCH_TPU_TOPOLOGY", &lk);
+    enum wh_err err = WH_OK;
+    if (lk.first_index < 0) {
+        err = add(c, "TORCH_TPU_TOPOLOGY", topo);
+    } else if (*lk.value && strcmp(lk.value, topo)) {
+        /* Kept: the user's grid is what torch_tpu will use, so the address
+         * list follows it when it divides over the hosts. */
+        long product;
+        if (wh_torch_fields(lk.value, &product) && product % w->n_hosts == 0)
+            per_host = product / w->n_hosts;
+        if (*w->accel) {
+            const char *cname = wh_json_str0(w->tc.items[c->ci].obj, "name");
+            char text[WH_WARNING_MAX + 1];
+            wh_torch_kept_text(text, sizeof(text), cname, lk.value, w->topology, topo);
+            err = wh_decision_warn_text(w->d, text);
+            if (!err)
+                err = wh_decision_note(w->d,
+                                       "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY "
+                                       "\"%s\" kept although topology %s gives \"%s\"",
+                                       w->who, cname, lk.value, w->topology, topo);
+            wh_decision_event(w->d, wh_pod_warnings[WH_PW_TORCH_TOPOLOGY].reason,
+                              "%s: container \"%s\": preset TORCH_TPU_TOPOLOGY \"%.32s\" kept "
+                              "although topology %s gives \"%s\"; remove it from the "
+                              "template or set \"%s\"",
+                              w->who, cname, lk.value, w->topology, topo, topo);
+        }
+    }
+    wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
+    if (!err && lk.first_index < 0) {
+        const char *addrs;
+        bool too_many;
+        err = wh_port_list_get(&w->torch_addrs, w->d, wh_buf_ptr(&w->hosts), per_host,
+                               WH_PATCH_MAX_BYTES, &addrs, &too_many);
+        if (!err && too_many)
+            err = wh_wl_deny(w,
+                             "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
+                             "more than %ld entries; set it in the container to skip it",
+                             w->topology, WH_MAX_TORCH_ADDRESSES);
+        else if (!err)
+            err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+    }
+    if (err || wh_wl_denied(w))
+        return err;
+    /* torchrun defaults (PET_*). Each TPU container of a multi-container
+     * pod is one torchrun node, as it is one TPU worker. Never WORLD_SIZE,
+     * RANK or LOCAL_RANK: torch_tpu turns distributed when WORLD_SIZE is set. */
+    long n = (long)w->tc.n;
+    long nproc = n > 1 ? w->tc.items[c->ci].chips * per_chip : per_host;
+    const char *declared;
+    enum wh_ms_world world = world_of(w, c->env, &declared);
+    if (world == WH_MS_OWN) { /* the slices and their order are the user's */
+        char text[WH_WARNING_MAX + 1];
+        wh_megascale_own_text(text, sizeof(text), wh_json_str0(w->tc.items[c->ci].obj, "name"));
+        err = wh_decision_warn_text(w->d, text);
+        wh_decision_event(w->d, wh_pod_warnings[WH_PW_MEGASCALE_OWN].reason,
+                          "%s: %s; torchrun's world is then not the webhook's to set", w->who, text);
+    }
+    /* torchrun's world is the slices MEGASCALE joins: one slice without it. */
+    bool all = world == WH_MS_REPLICAS;
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NNODES", w->n_hosts * (all ? w->n_slices : 1) * n);
+    if (!err && world != WH_MS_OWN)
+        err = addl(c, "PET_NODE_RANK",
+                   ((all ? w->slice * w->n_hosts : 0) + w->host) * n + (long)c->ci);
+    if (!err && world != WH_MS_OWN)
+        err = add(c, "PET_MASTER_ADDR", all ? w->master : w->slice_master);
+    if (!err)
+        err = addl(c, "PET_MASTER_PORT", WH_TORCH_MASTER_PORT);
+    if (!err)
+        err = addl(c, "PET_NPROC_PER_NODE", nproc);
+    return err;
+}
+
+/* One world (docs/workloads.md): the slice count MEGASCALE is given is the
+ * replicated job's, and the libtpu processes of one pod bind distinct
+ * MEGASCALE ports. */
+enum wh_err wh_wl_one_world(struct wh_wl *w)
+{
+    for (unsigned i = 0; i < w->tc.n; i++) {
+        const cJSON *env = wh_json_get(w->tc.items[i].obj, "env");
+        const char *declared, *name = wh_json_str0(w->tc.items[i].obj, "name");
+        enum wh_ms_world world = world_of(w, env, &declared);
+        if (world == WH_MS_CONFLICT)
+            return wh_wl_deny(w,
+                              "container \"%s\" (spec.containers[%d]) sets MEGASCALE_NUM_SLICES "
+                              "\"%.32s\" but replicated job \"%s\" has %ld slices (label %s), so its "
+                              "slices would wait for ones that never join; remove it (the webhook "
+                              "sets %ld), or set it to \"\" for independent slices",
+                              name, w->tc.items[i].index, declared,
+                              wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false), w->n_slices,
+                              WH_KEY_JS_RJOB_REPLICAS, w->n_slices);
+        if (world == WH_MS_SLICE)
+            continue;
+        /* Every slice of the replicated job is made from one template: a
+         * literal slice id is the same in all of them. One equal to the job
+         * index is this pod's own (the webhook's, on reinvocation). */
+        struct wh_env_lookup id;
+        long idn;
+        wh_env_lookup(env, "MEGASCALE_SLICE_ID", &id);
+        if (w->n_slices > 1 && *id.value && !(wh_parse_long(id.value, &idn) && idn == w->slice))
+            return wh_wl_deny(w,
+                              "container \"%s\" (spec.containers[%d]) sets MEGASCALE_SLICE_ID \"%.32s\" "
+                              "but the %ld slices of replicated job \"%s\" share one template, so "
+                              "they all get that id; remove it (the webhook sets the job index), or "
+                              "set it with a valueFrom",
+                              name, w->tc.items[i].index, id.value, w->n_slices,
+                              wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false));
+        if (!per_container_ports(w))
+            continue;
+        for (unsigned k = 0; k < i; k++)
+            if (megascale_port(w, k) == megascale_port(w, i))
+                return wh_wl_deny(w,
+                                  "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
+                                  "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
+                                  "%ld + the container's index) or give each its own",
+                                  wh_json_str0(w->tc.items[k].obj, "name"), name,
+                                  megascale_port(w, i), (long)WH_MEGASCALE_PORT);
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_wl_container_env(struct wh_wl *w, unsigned ci)
+{
+    struct cenv c = {.w = w, .ci = ci, .env = wh_json_get(w->tc.items[ci].obj, "env")};
+    wh_env_writer_init(&c.wr, w->d, w->tc.items[ci].index, c.env);
+    enum wh_err err = identity_env(&c);
+    if (!err)
+        err = megascale_env(&c);
+    if (!err)
+        err = torch_env(&c);
+    return err;
+}

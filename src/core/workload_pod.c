@@ -1,0 +1,87 @@
+/* workload_pod.c: how the workload path names a pod and its workload
+ * (workload_pod.h). */
+#include "wh/workload_pod.h"
+
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* snprintf, vsnprintf */
+#include <string.h> /* strlen */
+
+#include "wh/podspec.h" /* wh_meta_* */
+#include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_trim_cut */
+
+/* Label first, then annotation (or the other way round). */
+const char *wh_wl_meta_value(const cJSON *pod, const char *key, bool annotation_first)
+{
+    const char *a = wh_meta_annotation(pod, key), *l = wh_meta_label(pod, key);
+    return annotation_first ? (a ? a : l) : (l ? l : a);
+}
+
+const char *wh_wl_job_name(const cJSON *pod)
+{
+    const char *j = wh_meta_label(pod, WH_KEY_JOB_NAME);
+    return j && *j ? j : wh_meta_label(pod, WH_KEY_JOB_NAME_OLD);
+}
+
+void wh_wl_describe(struct wh_wl *w)
+{
+    const char *owner = NULL, *kind = "Pod";
+    switch (w->kind) {
+    case WH_WL_LWS:
+        owner = wh_meta_label(w->pod, WH_KEY_LWS_NAME);
+        kind = "LeaderWorkerSet";
+        break;
+    case WH_WL_JOBSET:
+        owner = wh_wl_meta_value(w->pod, WH_KEY_JS_NAME, false);
+        kind = "JobSet";
+        break;
+    case WH_WL_INDEXED_JOB:
+        owner = wh_wl_job_name(w->pod);
+        kind = "Indexed Job";
+        break;
+    default:
+        owner = wh_wl_job_name(w->pod);
+        kind = owner ? "Job" : "Pod";
+        break;
+    }
+    wh_event_subject_of(&w->d->subject, w->pod, w->ns, kind, owner);
+    /* Cut on a character boundary: a split character makes the answer
+     * invalid UTF-8. */
+    int pl = (int)wh_utf8_cut(w->pod_name, 253);
+    if (owner && *owner)
+        snprintf(w->who, sizeof(w->who), "%s \"%s/%.*s\" (pod \"%.*s\")", kind, w->ns,
+                 (int)wh_utf8_cut(owner, 253), owner, pl, w->pod_name);
+    else
+        snprintf(w->who, sizeof(w->who), "Pod \"%s/%.*s\"", w->ns, pl, w->pod_name);
+    wh_utf8_trim_cut(w->who, sizeof(w->who)); /* a long namespace */
+}
+
+bool wh_wl_denied(const struct wh_wl *w)
+{
+    return !w->d->allowed;
+}
+
+/* "<who>: <message>". */
+enum wh_err wh_wl_deny(struct wh_wl *w, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    wh_utf8_trim_cut(msg, sizeof(msg));
+    return wh_decision_deny(w->d, "%s: %s", w->who, msg);
+}
+
+/* Admit unchanged: a short warning (what to do) for the user, the full
+ * text (who, why, what to do) for the log and the workload's Event. */
+enum wh_err wh_wl_skip(struct wh_wl *w, bool *skipped, enum wh_pod_warning k, const char *why)
+{
+    *skipped = true;
+    const char *todo = wh_pod_warnings[k].fix + strlen("no TPU env injected: ");
+    enum wh_err err = wh_decision_warn(w->d, "%s", wh_pod_warnings[k].fix);
+    if (!err)
+        err = wh_decision_note(w->d, "%s: no TPU variables injected: %s; %s", w->who, why, todo);
+    wh_decision_event(w->d, wh_pod_warnings[k].reason, "%s: no TPU variables injected: %s; %s",
+                      w->who, why, todo);
+    return err;
+}

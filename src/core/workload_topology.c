@@ -1,0 +1,108 @@
+/* workload_topology.c: topology and generation of a workload's TPU pod
+ * (workload_topology.h). */
+#include "wh/workload_topology.h"
+
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strcmp */
+
+#include "wh/json.h"     /* wh_json_get */
+#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
+#include "wh/podwarn.h"  /* WH_PW_*, wh_torch_fields */
+#include "wh/topology.h" /* wh_topology_parse, wh_tpu_shape_check */
+
+struct pool_scan {
+    const char *pool;
+    char accel[96], topology[64];
+};
+
+static int pool_node(void *arg, const struct wh_node_rec *n)
+{
+    struct pool_scan *ps = arg;
+    const char *pool = wh_node_label(n, WH_KEY_NODEPOOL);
+    if (!pool || strcmp(pool, ps->pool))
+        return 0;
+    const char *a = wh_node_label(n, WH_SEL_ACCELERATOR), *t = wh_node_label(n, WH_SEL_TOPOLOGY);
+    snprintf(ps->accel, sizeof(ps->accel), "%s", a ? a : "");
+    snprintf(ps->topology, sizeof(ps->topology), "%s", t ? t : "");
+    return 1;
+}
+
+/* Step 3 of docs/workloads.md: a pod that names its node pool but not its
+ * accelerator or topology gets them from the pool's TPU nodes. */
+static enum wh_err from_node_pool(struct wh_wl *w, const struct wh_state *st, char *errbuf)
+{
+    const char *pool = wh_node_selector(w->spec, WH_KEY_NODEPOOL);
+    if (!pool || !*pool || !st || !st->ops || !st->ops->each_node)
+        return WH_OK;
+    struct pool_scan ps = {.pool = pool};
+    enum wh_err err = st->ops->each_node(st->impl, pool_node, &ps, errbuf);
+    if (err)
+        return err;
+    if (!*w->accel)
+        snprintf(w->accel, sizeof(w->accel), "%s", ps.accel);
+    if (!*w->topology && *ps.topology) {
+        snprintf(w->topology, sizeof(w->topology), "%s", ps.topology);
+        w->topo_from = "the TPU nodes of node pool";
+    }
+    return WH_OK;
+}
+
+/* The first TPU container's preset TORCH_TPU_TOPOLOGY, "" when none. */
+static const char *preset_topology(const struct wh_wl *w)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(wh_json_get(w->tc.items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+    return lk.value;
+}
+
+/* The rule of workload_topology.h. */
+enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st, bool *skipped,
+                                char *errbuf)
+{
+    const char *t = wh_meta_annotation(w->pod, WH_ANN_SLICE_TOPOLOGY);
+    w->topo_from = "annotation \"" WH_ANN_SLICE_TOPOLOGY "\"";
+    if (!t || !*t) {
+        t = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
+        w->topo_from = "spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]";
+    }
+    snprintf(w->topology, sizeof(w->topology), "%s", t ? t : "");
+    const char *a = wh_node_selector(w->spec, WH_SEL_ACCELERATOR);
+    snprintf(w->accel, sizeof(w->accel), "%s", a ? a : "");
+    enum wh_err err = WH_OK;
+    if (!*w->topology || !*w->accel)
+        err = from_node_pool(w, st, errbuf);
+    if (err)
+        return err;
+    if (!*w->topology)
+        return wh_wl_skip(w, skipped, WH_PW_TOPOLOGY_UNKNOWN, "the TPU topology is unknown");
+    char why[WH_ERRBUF_LEN];
+    if (wh_topology_parse(w->topology, &w->topo, why))
+        return wh_wl_deny(w, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
+                          w->topo_from, why);
+    if (*w->accel) {
+        /* The generation table's rules (topology.h); a pod of a workload the
+         * validating entry did not see is refused here, before it hangs. */
+        struct wh_tpu_shape shape = {.accel = w->accel,
+                                     .accel_field = "spec.nodeSelector[\"" WH_SEL_ACCELERATOR "\"]",
+                                     .topology = w->topology,
+                                     .topo_field = w->topo_from,
+                                     .chips = w->tc.chips,
+                                     .chips_field = "the TPU containers' google.com/tpu"};
+        struct wh_topology parsed;
+        const struct wh_tpu_gen_info *gen;
+        struct wh_shape_problem p;
+        if (!wh_tpu_shape_check(&shape, &parsed, &gen, &p))
+            return wh_wl_deny(w, "%s", p.text);
+        w->tpu7x = gen->devices_per_chip == 2;
+        return WH_OK;
+    }
+    /* No accelerator: a preset TorchTPU topology still tells TPU7x (4
+     * fields, two devices per chip) from the others (3 fields). */
+    long product;
+    int fields = wh_torch_fields(preset_topology(w), &product);
+    if (fields == 4 || fields == 3) {
+        w->tpu7x = fields == 4;
+        return WH_OK;
+    }
+    return wh_wl_skip(w, skipped, WH_PW_GENERATION_UNKNOWN, "the TPU generation is unknown");
+}
