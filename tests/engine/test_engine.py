@@ -5,7 +5,6 @@ Each test names the rule it checks: a section of
 the reference webhook's behaviour (anchor, e.g. "§2.4") or a deliberate
 difference of issue 2 (D1..D9). Reviews go through the real binary; every
 patch is applied with python3-jsonpatch (see whreview.run)."""
-import argparse
 import base64
 import copy
 import glob
@@ -999,16 +998,11 @@ class Contract(unittest.TestCase):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", required=True)
-    ap.add_argument("--samples", required=True)
-    ap.add_argument("--fixtures", required=True)
-    args, rest = ap.parse_known_args()
     global SAMPLES, FIXTURES
-    W.BINARY = args.binary
+    args, rest = W.parse_args("--samples", "--fixtures")
     SAMPLES = args.samples
     FIXTURES = args.fixtures
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
+    W.unittest_main(rest)
 
 
 if __name__ == "__main__":

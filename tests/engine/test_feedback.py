@@ -13,7 +13,6 @@ builders) and the workload object the user applies, and checks that the
 pod's warning text ends a warning of the object (or the object's denial
 names the rule), on CREATE and on an UPDATE that changes nothing (the
 ratchet keeps a warning a warning, and admits a denial already there)."""
-import argparse
 import copy
 import os
 import re
@@ -213,13 +212,5 @@ class Feedback(unittest.TestCase):
         self.assertEqual(judge(workload_of("Job", tm)).warnings, [])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", required=True)
-    args, rest = ap.parse_known_args()
-    W.BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
-
-
 if __name__ == "__main__":
-    main()
+    W.main()

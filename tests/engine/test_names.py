@@ -10,7 +10,6 @@ hostname, subdomain, written label values and env var names pass the API
 server's rules. Which of the two is expected is computed here, from the
 rules, independently of the C code. The RayCluster of the same group is
 denied by /validate (CREATE and UPDATE) and by `check` with the same text."""
-import argparse
 import json
 import os
 import re
@@ -256,13 +255,5 @@ class RayClusters(unittest.TestCase):
                         self.assertIn(why(v.message), row["message"])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", required=True)
-    args, rest = ap.parse_known_args()
-    W.BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
-
-
 if __name__ == "__main__":
-    main()
+    W.main()

@@ -7,7 +7,6 @@ The worked examples and their expected values are those of
 docs/workloads.md (copied there from the project's TPU-workloads reference,
 §10). Every patch is applied with python3-jsonpatch by whreview.run, and the
 resulting pod is checked against the API server's rules for env entries."""
-import argparse
 import copy
 import re
 import sys
@@ -899,13 +898,5 @@ class Routing(unittest.TestCase):
         self.assertIn("/mutate-workload", err)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", required=True)
-    args, rest = ap.parse_known_args()
-    W.BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
-
-
 if __name__ == "__main__":
-    main()
+    W.main()

@@ -10,7 +10,6 @@ entry i is worker i's hostname.subdomain, torchrun world = MEGASCALE world,
 distinct ports per pod network. The objects the user applies (JobSet,
 RayCluster) are judged by /validate-workload and /validate, on CREATE and
 on UPDATE (the ratchet), and by `check`, which must agree."""
-import argparse
 import copy
 import json
 import os
@@ -438,13 +437,9 @@ class RayClusterObject(unittest.TestCase):
 
 def main():
     global FIXTURES
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", required=True)
-    ap.add_argument("--fixtures", required=True)
-    args, rest = ap.parse_known_args()
-    W.BINARY = args.binary
+    args, rest = W.parse_args("--fixtures")
     FIXTURES = args.fixtures
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
+    W.unittest_main(rest)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,44 @@ Builds Pod / RayCluster AdmissionReviews the way KubeRay and the API server
 would, runs them through the binary, decodes the JSON patch and applies it
 with python3-jsonpatch, checking the invariants every response must hold.
 """
+import argparse
 import base64
 import copy
 import json
 import os
 import subprocess
+import sys
 import tempfile
+import unittest
 
 import jsonpatch
 
-BINARY = None  # set by the test runner
+BINARY = None  # set by the test runner (parse_args)
+
+
+def parse_args(*extra):
+    """The command line of a test program: --binary (sets BINARY) and each
+    option of extra (e.g. "--fixtures"), all required; (args, rest), rest
+    for unittest_main (a class name there runs that class only)."""
+    global BINARY
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    for opt in extra:
+        ap.add_argument(opt, required=True)
+    args, rest = ap.parse_known_args()
+    BINARY = args.binary
+    return args, rest
+
+
+def unittest_main(rest):
+    """The test classes of the program run as __main__, with the arguments
+    parse_args left."""
+    unittest.main(module="__main__", argv=[sys.argv[0]] + rest, verbosity=1)
+
+
+def main():
+    """A test program that takes --binary only."""
+    unittest_main(parse_args()[1])
 
 UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
 
