@@ -263,7 +263,17 @@ static const struct wh_cache_opts fast = {.trust_ms = 1500,
                                           .max_backoff_ms = 400,
                                           .page_size = 7};
 
-static struct wh_cache *start_cache(const char *kubeconfig, const struct wh_cache_hooks *hooks)
+/* fast, but trusting the cache for 10 minutes while the API server is
+ * away: a watch that comes back resumes rather than relists, however long
+ * the fake server takes to restart on a loaded machine (a relist drops
+ * vanished pods without a pod_changed call, see cache.h). */
+static const struct wh_cache_opts trusting = {.trust_ms = 600000,
+                                              .watch_timeout_s = 5,
+                                              .max_backoff_ms = 400,
+                                              .page_size = 7};
+
+static struct wh_cache *start_cache_opts(const char *kubeconfig, const struct wh_cache_hooks *hooks,
+                                         const struct wh_cache_opts *opts)
 {
     char p[512], errbuf[WH_ERRBUF_LEN] = "";
     path_in(p, sizeof(p), kubeconfig);
@@ -272,9 +282,14 @@ static struct wh_cache *start_cache(const char *kubeconfig, const struct wh_cach
     struct wh_kube *k = wh_kube_new(&cfg, errbuf);
     assert_non_null(k);
     wh_kube_config_clear(&cfg);
-    struct wh_cache *c = wh_cache_new(k, hooks, &fast, errbuf);
+    struct wh_cache *c = wh_cache_new(k, hooks, opts, errbuf);
     assert_non_null(c);
     return c;
+}
+
+static struct wh_cache *start_cache(const char *kubeconfig, const struct wh_cache_hooks *hooks)
+{
+    return start_cache_opts(kubeconfig, hooks, &fast);
 }
 
 static int count_fn(void *arg, const struct wh_pod_rec *pod)
@@ -400,7 +415,11 @@ static void test_cache_restart_and_gone(void **st)
                                 "\"ray.io/node-type\":\"head\"}},\"spec\":{\"containers\":[]}}]",
                                 NULL),
                      0);
-    struct wh_cache *c = start_cache("kc-cache", &hooks);
+    /* trusting: the watch must resume after the restart below (the pod
+     * deletions after it reach the hooks only through the watch); with
+     * fast's 1.5 s a restart slowed by load made it relist, and the
+     * deletions count below came up short. */
+    struct wh_cache *c = start_cache_opts("kc-cache", &hooks, &trusting);
     atomic_store(&hl.c, c);
     assert_true(wait_synced(c, 30000));
     assert_true(wait_group(c, "ns", "restart", "tpu", 20, 30000));
@@ -833,6 +852,7 @@ static void test_reservation_lifecycle(void **st)
 {
     (void)st;
     char p[512], errbuf[WH_ERRBUF_LEN];
+    assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
     path_in(p, sizeof(p), "kc-admit");
     /* The ledger alone: worker-id claims (tested by test_replicas.py) would
      * hold ids for their own lifetime. */
@@ -871,6 +891,7 @@ static void test_silent_watch_keeps_reservations(void **st)
 {
     (void)st;
     char p[512], errbuf[WH_ERRBUF_LEN];
+    assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
     path_in(p, sizeof(p), "kc-admit");
     /* The ledger alone: worker-id claims (tested by test_replicas.py) would
      * hold ids for their own lifetime. */
@@ -910,6 +931,7 @@ static void test_silent_watch_keeps_reservations(void **st)
 static void test_1024_hosts_back_to_back(void **st)
 {
     (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
     struct wh_admit *ad = start_admit("kc-admit", false);
     assert_true(wait_ready(ad, 30000));
     char *body = kh_review(tmpl1024, "big", "tpu");
@@ -1561,6 +1583,7 @@ static void test_no_api_server(void **st)
 static void test_api_server_lost_after_sync(void **st)
 {
     (void)st;
+    assert_int_equal(kh_kubeconfig(&srv, "kc-admit", NULL), 0);
     struct wh_admit *ad = start_admit("kc-admit", false);
     assert_true(wait_ready(ad, 30000));
     expect_review(ad, tmpl16, true, NULL);
