@@ -41,6 +41,8 @@ class Chain(unittest.TestCase):
         out.append(("helm", objs))
         return out
 
+
+class ChainStructure(Chain):
     def test_structure(self):
         for what, objs in self.renders():
             with self.subTest(render=what):
@@ -50,6 +52,8 @@ class Chain(unittest.TestCase):
                         self.assertEqual(cfg["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
                                          "ray-system/" + dl.CA_CERT)
 
+
+class ChainRenderings(Chain):
     def test_every_rendering(self):
         # The quality bar over every shipped rendering, kustomize and
         # chart, with and without cert-manager and the workload webhooks: the
@@ -92,6 +96,8 @@ class Chain(unittest.TestCase):
                 else:
                     self.assertEqual(dl.find(objs, "Certificate"), [])
 
+
+class ChainRenewal(Chain):
     def test_ca_bundle_verifies_renewed_leaves(self):
         for what, objs in self.renders():
             with self.subTest(render=what), tempfile.TemporaryDirectory() as d:

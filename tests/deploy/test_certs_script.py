@@ -86,6 +86,8 @@ class CertsScript(unittest.TestCase):
         with open(os.path.join(self.certs, "ca.crt"), "rb") as f:
             return base64.b64encode(f.read()).decode()
 
+
+class CertsScriptChecks(CertsScript):
     def test_syntax_and_shellcheck(self):
         subprocess.run(["bash", "-n", SCRIPT], check=True)
         self.assertIsNotNone(shutil.which("shellcheck"), "shellcheck not found: run scripts/setup.sh")
@@ -115,6 +117,8 @@ class CertsScript(unittest.TestCase):
             self.assertEqual(patch, [{"op": "add", "path": "/webhooks/0/clientConfig/caBundle",
                                       "value": self.ca_b64()}])
 
+
+class CertsScriptRuns(CertsScript):
     def verbs(self):
         return [c[0] if c[0] != "-n" else c[2] for c in self.calls()]
 
@@ -171,6 +175,8 @@ class CertsScript(unittest.TestCase):
         for patch in self.patches().values():
             self.assertEqual(base64.b64decode(patch[0]["value"]), new_pem)
 
+
+class CertsScriptRefusals(CertsScript):
     def test_missing_configuration_is_a_clear_error(self):
         p = self.run_script("--cert-dir", self.certs, FAKE_GET_FAILS="1")
         self.assertNotEqual(p.returncode, 0)
@@ -207,6 +213,8 @@ class CertsScript(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0, args)
             self.assertIn(msg, p.stderr, args)
 
+
+class CertsScriptGenerate(CertsScript):
     def test_generates_certificates_with_tpu_webhook(self):
         binary = os.environ.get("WH_BINARY")
         self.assertTrue(binary and os.access(binary, os.X_OK), "WH_BINARY=%r" % binary)

@@ -106,6 +106,8 @@ class Chart(unittest.TestCase):
         self.assertEqual(dl.check_install(objs, **kw), [])
         self.assertEqual(dl.schema_errors(objs), [])
 
+
+class ChartDefaults(Chart):
     def test_chart_metadata(self):
         meta = chart_meta()
         self.assertEqual(meta["apiVersion"], "v2")
@@ -178,6 +180,8 @@ class Chart(unittest.TestCase):
         objs, _ = render(tv(workloads={"enabled": True}, namespace={"name": "tpu"}))
         tm.check_workload_entries(self, objs, ns="tpu")
 
+
+class ChartVariants(Chart):
     def test_without_cert_manager(self):
         objs, notes = render(tv(certManager={"enabled": False}))
         self.valid(objs, cert_manager=False)
@@ -245,6 +249,8 @@ class Chart(unittest.TestCase):
         mwc = dl.find(objs, "MutatingWebhookConfiguration")[0]
         self.assertEqual(mwc["webhooks"][0]["reinvocationPolicy"], "Never")
 
+
+class ChartValues(Chart):
     def test_reference_values_file(self):
         # A values file written for the reference chart (its keys and
         # defaults, capabilities included) still gives a consistent install.

@@ -141,6 +141,8 @@ class Real(unittest.TestCase):
                 if check is not None:
                     self.assertEqual(dl.check_install(objs, **check), [])
 
+
+class RealSettings(Real):
     def test_settings(self):
         for name, values, check in SETTINGS:
             self.good(name, rh.value_args(values), check)
@@ -168,6 +170,8 @@ class Real(unittest.TestCase):
             _, objs, _ = rh.template(helm, no_ns)
             self.assertEqual(dl.find(objs, "Namespace"), [], label)
 
+
+class RealRefusals(Real):
     def test_issue_typos_refused_with_set(self):
         # The three of issue 25, as a user types them.
         for s, key in (("tpuWebhook.deployment.replica=3", "replica"),
@@ -202,6 +206,8 @@ class Real(unittest.TestCase):
                     self.assertNotEqual(rc, 0, "helm template accepted %s" % name)
                     self.assertIn(want[label], err)
 
+
+class RealSchema(Real):
     def test_every_value_is_in_the_schema(self):
         # The schema names every key of values.yaml, with a type, and
         # refuses unknown keys wherever values.yaml has fixed keys.

@@ -188,6 +188,8 @@ class Image(unittest.TestCase):
         cls.stages = [arg for _, w, arg in cls.insts if w == "FROM"]
         cls.final = len(cls.stages) - 1
 
+
+class ImageStages(Image):
     def test_stages(self):
         self.assertEqual(len(self.stages), 2, self.stages)
         self.assertEqual(self.stages[0].split()[0], "debian:12")
@@ -219,6 +221,8 @@ class Image(unittest.TestCase):
             ignored = {line.strip() for line in f if line.strip() and not line.startswith("#")}
         self.assertLessEqual({".git", "build", "build-*", "certs/dev", "**/*.key"}, ignored)
 
+
+class ImageBuildStage(Image):
     def test_build_stage_matches_scripts(self):
         build_pkgs = set(apt_packages(self.insts, 0))
         # Every library CMake looks up with pkg-config comes from a package the
@@ -256,6 +260,8 @@ class Image(unittest.TestCase):
         self.assertEqual(dbuild[0][dbuild[0].index("--build") + 1], tcfg[0][tcfg[0].index("-B") + 1])
         self.assertIn("tpu-webhook", dbuild[0])
 
+
+class ImageRuntime(Image):
     def test_runtime_packages_cover_the_binary(self):
         binary = os.environ.get("WH_BINARY")
         self.assertTrue(binary and os.access(binary, os.X_OK), "WH_BINARY=%r is not a built binary" % binary)

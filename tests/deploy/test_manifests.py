@@ -76,7 +76,7 @@ def check_workload_entries(test, objs, ns="ray-system"):
                     test.assertEqual(r["operations"], ["CREATE", "UPDATE"])
 
 
-class Manifests(unittest.TestCase):
+class ManifestsParse(unittest.TestCase):
     def test_workloads_overlay(self):
         self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
         objs = dl.kustomize_render(WORKLOADS)
@@ -114,6 +114,8 @@ class Manifests(unittest.TestCase):
                     n += 1
         self.assertGreaterEqual(n, 5)  # default's two, match-conditions' two, prometheus-annotations'
 
+
+class ManifestsKustomize(unittest.TestCase):
     def test_kustomizations_structurally(self):
         # Independent of kubectl: every listed file exists and parses, and the
         # union of resources is a complete install (patches merged by hand).
@@ -146,6 +148,8 @@ class Manifests(unittest.TestCase):
                                  ("Certificate", dl.CA_CERT, "ray-system"),
                                  ("Certificate", dl.SECRET, "ray-system")})
 
+
+class ManifestsChecker(unittest.TestCase):
     def test_checker_catches_breakage(self):
         objs = dl.kustomize_render(DEFAULT) if dl.kubectl() else None
         self.assertIsNotNone(objs, "kubectl not found: run scripts/setup.sh")

@@ -180,6 +180,8 @@ class RBAC(unittest.TestCase):
     def setUpClass(cls):
         cls.code = code_calls()
 
+
+class RBACExtractor(RBAC):
     def test_extractor_reads_the_known_calls(self):
         # What the extractor must at least find today (a check of the
         # extractor itself; the comparisons below use whatever it finds).
@@ -193,6 +195,8 @@ class RBAC(unittest.TestCase):
         with open(CLIENT, encoding="utf-8") as f:
             self.assertIsNone(API_LITERAL.search(f.read()))
 
+
+class RBACGrants(RBAC):
     def test_chart_grants_exactly_the_calls(self):
         for label, helm in rh.helms():
             for name, vargs in (("defaults", []), ("workloads", ["--set", "tpuWebhook.workloads.enabled=true"])):
@@ -215,6 +219,8 @@ class RBAC(unittest.TestCase):
         self.assertEqual(sorted(rules), sorted(doctor_calls()))
         self.assertLessEqual({v for _, _, v in rules}, {"get", "list", "watch"})
 
+
+class RBACNewCall(RBAC):
     def test_extractor_sees_a_new_call(self):
         # A POST of Events in a new file is demanded as "create events".
         import tempfile

@@ -151,6 +151,8 @@ class Healthy(unittest.TestCase):
         self.assertNotIn("warning:", p.stdout)
 
 
+# A healthy cluster broken one way per test; the subclasses group the tests
+# by what is broken, one ctest entry each (tests/doctor/CMakeLists.txt).
 class Broken(unittest.TestCase):
     def expect(self, c, slice_name, problem, pod, also=()):
         rc, rep, err = doctor(c)
@@ -163,6 +165,8 @@ class Broken(unittest.TestCase):
         self.assertTrue(all(f[0] == slice_name for f in found), found)
         return rep
 
+
+class BrokenHosts(Broken):
     def test_missing_host(self):
         c = cluster("job")
         c["pods"] = [p for p in c["pods"] if p["spec"]["hostname"] != "train-v6e-2"]
@@ -176,6 +180,8 @@ class Broken(unittest.TestCase):
         self.expect(c, "train-v6e", "extra-host", "train-v6e-1-again",
                     also=("duplicate-worker-id",))
 
+
+class BrokenWorkerIds(Broken):
     def test_duplicate_worker_id_legacy(self):
         c = cluster("kuberay-legacy")
         pods = [p for p in c["pods"] if p["metadata"]["labels"].get("replicaIndex") == "slices-1"]
@@ -215,6 +221,8 @@ class Broken(unittest.TestCase):
         self.expect(c, "tpu7x-numa/numa/0", "tpu7x-container-ids", p["metadata"]["name"],
                     also=("drift",))
 
+
+class BrokenHostnames(Broken):
     def test_hostnames_differ(self):
         c = cluster("lws")
         p = by_name(c, "vllm-1-2")
@@ -243,6 +251,8 @@ class Broken(unittest.TestCase):
         self.expect(c, "llm/slice/0", "hostname-missing", p["metadata"]["name"],
                     also=("drift", "hostnames-entry", "slicebuilder-entry"))
 
+
+class BrokenTorch(Broken):
     def test_slicebuilder_differ(self):
         c = cluster("job")
         p = by_name(c, "train-v6e-3")
@@ -268,6 +278,8 @@ class Broken(unittest.TestCase):
         self.expect(c, "llm/slice/1", "torchrun-differ",
                     by_name(c, "llm-slice-1-0")["metadata"]["name"], also=("drift",))
 
+
+class BrokenServices(Broken):
     def test_service_missing(self):
         c = cluster("job")
         c["services"] = []
@@ -309,6 +321,8 @@ class Broken(unittest.TestCase):
         self.assertEqual(drift, [("train-v6e", "drift", p["metadata"]["name"])])
         self.assertIn("ClusterFirstWithHostNet", json.dumps(rep))
 
+
+class BrokenPlacement(Broken):
     def test_mixed_node_pools(self):
         c = cluster("kuberay-native")
         p = by_name(c, "slices-1-2")
@@ -338,6 +352,8 @@ class Broken(unittest.TestCase):
         p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
         self.expect(c, "train-v6e", "unschedulable", p["metadata"]["name"], also=("drift",))
 
+
+class BrokenMegascale(Broken):
     def test_megascale_num_slices(self):
         c = cluster("jobset")
         for p in c["pods"]:
@@ -365,6 +381,8 @@ class Broken(unittest.TestCase):
         self.expect(c, "v6e-multislice/slices/1", "megascale-coordinator",
                           first["metadata"]["name"], also=("drift",))
 
+
+class BrokenOther(Broken):
     def test_drift_with_the_diff(self):
         c = cluster("kuberay-native")
         p = by_name(c, "slices-0-1")
@@ -460,4 +478,4 @@ class BadInput(unittest.TestCase):
 
 if __name__ == "__main__":
     BINARY, FIX = sys.argv[1], sys.argv[2]
-    unittest.main(argv=sys.argv[:1], verbosity=1)
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=1)

@@ -66,7 +66,10 @@ def captured_cluster(test):
     td.doctor = spy
     try:
         cls, meth = test.split(".")
-        r = unittest.TextTestRunner(stream=open(os.devnull, "w")).run(getattr(td, cls)(meth))
+        # Broken's tests sit in its subclasses (one ctest entry each).
+        base = getattr(td, cls)
+        case = next(c for c in [base] + base.__subclasses__() if meth in vars(c))
+        r = unittest.TextTestRunner(stream=open(os.devnull, "w")).run(case(meth))
         assert r.wasSuccessful(), (test, r.failures, r.errors)
     finally:
         td.doctor = orig

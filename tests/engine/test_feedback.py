@@ -142,7 +142,7 @@ def judge(obj, op="CREATE", old=None):
     return W.run(rv)
 
 
-class Feedback(unittest.TestCase):
+class FeedbackTable(unittest.TestCase):
     def test_every_kind_has_a_case(self):
         t = table()
         self.assertEqual(sorted(t), sorted(CASES), "a pod-path warning kind without a case")
@@ -163,6 +163,8 @@ class Feedback(unittest.TestCase):
                     self.assertRegex(near, r"wh_decision_event\(\s*w->d,\s*wh_pod_warnings\[",
                                      "%s:%d warns without an Event note of the table" % (name, i + 1))
 
+
+class FeedbackWorkloads(unittest.TestCase):
     def test_workload_object_gets_the_pod_warning(self):
         t = table()
         for key, cases in CASES.items():

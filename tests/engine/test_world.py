@@ -97,6 +97,8 @@ def tpu_jobset(replicas=2, env=None, driver=True):
 class PodWorlds(unittest.TestCase):
     """The pods of each shape, mutated, judged as a whole."""
 
+
+class PodWorldsMultislice(PodWorlds):
     def test_two_slices_one_world(self):
         pods = mutate_all(jobset_pods())
         physics.check_slices(pods)
@@ -139,6 +141,8 @@ class PodWorlds(unittest.TestCase):
         self.assertEqual(sorted(int(e["PET_NODE_RANK"]) for e in envs), list(range(8)))
         self.assertEqual({e["MEGASCALE_SLICE_ID"] for e in envs[4:]}, {"1"})
 
+
+class PodWorldsShapes(PodWorlds):
     def test_single_host_slices(self):
         pods = mutate_all(jobset_pods(replicas=3, hosts=1, accel="tpu-v6e-slice", topo="2x2"))
         physics.check_slices(pods)

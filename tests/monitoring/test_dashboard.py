@@ -28,6 +28,8 @@ class Dashboard(unittest.TestCase):
         cls.dash = ml.dashboard()
         cls.panels = ml.dashboard_panels(cls.dash)
 
+
+class DashboardLayout(Dashboard):
     def test_top_level(self):
         d = self.dash
         self.assertIsInstance(d.get("schemaVersion"), int)
@@ -66,6 +68,8 @@ class Dashboard(unittest.TestCase):
                     self.assertNotIn((x, y), cells, "%r overlaps %r" % (p["title"], cells.get((x, y))))
                     cells[(x, y)] = p["title"]
 
+
+class DashboardQueries(Dashboard):
     def test_variables_defined(self):
         names = {v["name"] for v in self.dash["templating"]["list"]}
         self.assertIn("datasource", names)

@@ -52,6 +52,8 @@ class Runbooks(unittest.TestCase):
     def want(self, base):
         return {a: "%s#%s" % (base, s) for a, s in self.sections.items()}
 
+
+class RunbooksRulesFile(Runbooks):
     def test_rules_file(self):
         anchors = ml.doc_anchors(ml.TROUBLESHOOTING)
         self.assertGreaterEqual(len(self.sections), 14)
@@ -75,6 +77,8 @@ class Runbooks(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+
+class RunbooksChart(Runbooks):
     def test_chart(self):
         on = {"enabled": True}
         custom = {"enabled": True, "runbookBaseURL": CUSTOM}
@@ -98,6 +102,8 @@ class Runbooks(unittest.TestCase):
                                 r["annotations"]["runbook_url"] = self.want(base)[r["alert"]]
                     self.assertEqual(rule["spec"], src)
 
+
+class RunbooksKustomize(Runbooks):
     def overlay(self, base):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "kustomization.yaml"), "w") as f:

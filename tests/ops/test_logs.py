@@ -107,6 +107,8 @@ class Logs(unittest.TestCase):
         with open(log_path, encoding="utf-8") as f:
             return parse_lines(self, f.read(), "serve --v=%d" % verbosity)
 
+
+class LogsDefault(Logs):
     def test_default_verbosity(self):
         lines = self.full_run(0)
         events = [l["event"] for l in lines]
@@ -127,6 +129,8 @@ class Logs(unittest.TestCase):
         self.assertTrue(lines[-1]["clean"])
         self.assertEqual(len(events), len(set(events)), "a line written twice: %s" % events)
 
+
+class LogsAdmission(Logs):
     def test_admission_lines(self):
         lines = self.full_run(1)
         adm = [l for l in lines if l["event"] == "admission"]
@@ -137,6 +141,8 @@ class Logs(unittest.TestCase):
             self.assertEqual(a["decision"], "allowed")
         self.assertIn("dry run", adm[1]["message"])
 
+
+class LogsStartupFailure(Logs):
     def test_bad_flag_and_startup_failure(self):
         for args, status, event in (
                 (["--no-such-flag"], 2, "bad_flag"),

@@ -152,6 +152,8 @@ class Runs(unittest.TestCase):
     def wants(self, unit):
         return os.path.lexists(os.path.join(self.root, "etc/systemd/system/multi-user.target.wants", unit))
 
+
+class RunsBuildPart(Runs):
     def test_build_part_never_reaches_npm_nor_a_test_package(self):
         test = set(listing("test"))
         missing = " ".join(listing("build") + sorted(test))
@@ -163,6 +165,8 @@ class Runs(unittest.TestCase):
         self.assertEqual(len(installs), 1, calls)
         self.assertEqual(set(installs[0]), set(listing("build")))
 
+
+class RunsDaemons(Runs):
     def test_install_leaves_no_daemon_started_or_enabled(self):
         wants = os.path.join(self.root, "etc/systemd/system/multi-user.target.wants")
         os.makedirs(wants)
@@ -185,6 +189,8 @@ class Runs(unittest.TestCase):
         self.assertIn("enabled nginx.service sysv:nginx at boot", p.stderr)
         self.assertIn("systemctl disable UNIT", p.stderr)
 
+
+class RunsFailures(Runs):
     def test_apt_failure_says_what_and_what_to_do(self):
         p, _ = self.run_setup("build", FAKE_MISSING="cmake", FAKE_APT_RC="100")
         self.assertEqual(p.returncode, 1)
@@ -206,6 +212,8 @@ class Runs(unittest.TestCase):
             self.assertIn(text, p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.repo, "build-tools", "kubectl")))
 
+
+class RunsKubectl(Runs):
     def test_present_test_kubectl_skips_npm(self):
         os.makedirs(os.path.join(self.repo, "build-tools"))
         kubectl = os.path.join(self.repo, "build-tools", "kubectl")
@@ -218,4 +226,4 @@ class Runs(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest.main(argv=sys.argv[:1] + sys.argv[2:], verbosity=2)

@@ -47,6 +47,8 @@ class Version(unittest.TestCase):
         cls.version = cmake_version()
         cls.info = json.loads(run("version", "--json").stdout)
 
+
+class VersionSources(Version):
     def test_sources_agree(self):
         v = self.version
         self.assertRegex(v, r"^\d+\.\d+\.\d+$")
@@ -64,6 +66,8 @@ class Version(unittest.TestCase):
             self.assertIn("org.opencontainers.image.%s=" % key, labels)
         self.assertIn('org.opencontainers.image.version="$VERSION"', labels)
 
+
+class VersionBinary(Version):
     def test_binary(self):
         self.assertEqual(self.info["version"], self.version)
         libs = self.info["libraries"]
@@ -90,6 +94,8 @@ class Version(unittest.TestCase):
                 for lib in ("libmicrohttpd", "GnuTLS", "libcurl", "cJSON", "libyaml", "OpenSSL"):
                     self.assertRegex(out, r"\n%s: \S" % lib)
 
+
+class VersionFirstLogLine(Version):
     def test_first_log_line_and_build_info(self):
         work = tempfile.mkdtemp(prefix="whver.")
         try:

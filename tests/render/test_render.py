@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Integration tests of `tpu-webhook render`, `check` and YAML `review`.
 
-usage: test_render.py BINARY SAMPLES_DIR FIXTURES_DIR
+usage: test_render.py BINARY SAMPLES_DIR FIXTURES_DIR [unittest arguments]
 
 Renders every KubeRay TPU sample and our own manifests with native (1.6)
 and legacy (1.4) KubeRay, and checks what must hold for TPU workloads to
@@ -17,6 +17,7 @@ import sys
 import shutil
 import tempfile
 import time
+import unittest
 
 import yaml
 
@@ -397,16 +398,51 @@ def test_argv():
         check(rc == 0 and out.startswith("usage: tpu-webhook " + cmd) and flag in out,
               "%s --help: %d %s" % (cmd, rc, out))
 
-def main():
-    for t in (test_renders, test_sample_details, test_summary, test_rejections_and_errors,
-              test_check, test_review_yaml, test_argv):
-        print("==", t.__name__)
-        t()
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES))
-        sys.exit(1)
-    print("all render/check tests passed")
+class Checked(unittest.TestCase):
+    """Runs one of the test functions above, which report through check();
+    the test fails when the function added a failure."""
+
+    def checked(self, fn):
+        before = len(FAILURES)
+        fn()
+        self.assertEqual(FAILURES[before:], [], fn.__name__)
+
+
+# One class per test function, one ctest entry each (tests/render/CMakeLists.txt).
+class Renders(Checked):
+    def test_renders(self):
+        self.checked(test_renders)
+
+
+class SampleDetails(Checked):
+    def test_sample_details(self):
+        self.checked(test_sample_details)
+
+
+class Summary(Checked):
+    def test_summary(self):
+        self.checked(test_summary)
+
+
+class RejectionsAndErrors(Checked):
+    def test_rejections_and_errors(self):
+        self.checked(test_rejections_and_errors)
+
+
+class Check(Checked):
+    def test_check(self):
+        self.checked(test_check)
+
+
+class ReviewYaml(Checked):
+    def test_review_yaml(self):
+        self.checked(test_review_yaml)
+
+
+class Argv(Checked):
+    def test_argv(self):
+        self.checked(test_argv)
 
 
 if __name__ == "__main__":
-    main()
+    unittest.main(argv=sys.argv[:1] + sys.argv[4:], verbosity=1)

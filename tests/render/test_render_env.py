@@ -56,7 +56,7 @@ def sources(rec):
     return {v["name"]: v["source"] for v in rec["containers"][0]["env"]}
 
 
-class RenderEnv(unittest.TestCase):
+class RenderEnvJob(unittest.TestCase):
     def test_job_all_injected(self):
         recs = records(job())
         # generateName: the API server names the pods.
@@ -79,6 +79,8 @@ class RenderEnv(unittest.TestCase):
             self.assertEqual(s["PET_MASTER_PORT"], "user")
             self.assertEqual(s["TPU_WORKER_HOSTNAMES"], "injected")
 
+
+class RenderEnvLws(unittest.TestCase):
     def test_lws_values_and_contradiction(self):
         recs = records(lws())
         self.assertEqual(len(recs), 4)
@@ -103,6 +105,8 @@ class RenderEnv(unittest.TestCase):
             self.assertTrue(any(l.split()[:2] == [v["name"], v["source"]] for l in lines), v)
         self.assertEqual(sum(1 for l in lines if l.startswith("  ! ")), 4)
 
+
+class RenderEnvRefused(unittest.TestCase):
     def test_contradicting_worker_id_is_refused(self):
         """A literal TPU_WORKER_ID that contradicts the index is not kept
         (item 2): render prints the denial naming the container."""

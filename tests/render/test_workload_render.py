@@ -493,7 +493,7 @@ spec:
 def main():
     global BINARY, FIX
     BINARY, FIX = sys.argv[1], sys.argv[2]
-    unittest.main(argv=[sys.argv[0]], verbosity=1)
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=1)
 
 
 if __name__ == "__main__":
