@@ -15,10 +15,10 @@ import sys
 import tempfile
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAKE = os.path.join(HERE, "..", "kube", "fake_apiserver.py")
+sys.path.insert(0, HERE)
+import fakeapi  # noqa: E402  (the fake API server, its kubeconfig)
 BINARY = None
 TOKEN = "doctor-token"
 SLICES, HOSTS = 1000, 10
@@ -45,11 +45,7 @@ spec:
 
 
 def control(port, what, body):
-    req = urllib.request.Request("http://127.0.0.1:%d/_control/%s" % (port, what),
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read())
+    return fakeapi.control(port, what, body, timeout=120)
 
 
 class Cluster(unittest.TestCase):
@@ -57,20 +53,7 @@ class Cluster(unittest.TestCase):
     def setUpClass(cls):
         t0 = time.monotonic()
         cls.tmp = tempfile.mkdtemp(prefix="doctor-cluster-")
-        port_file = os.path.join(cls.tmp, "port")
-        cls.api = subprocess.Popen(["/usr/bin/python3", FAKE, "--port-file", port_file,
-                                    "--token", TOKEN], stdout=subprocess.DEVNULL)
-        end = time.monotonic() + 30
-        while not os.path.exists(port_file) and time.monotonic() < end:
-            time.sleep(0.05)
-        with open(port_file) as f:
-            cls.port = int(f.read())
-        cls.kubeconfig = os.path.join(cls.tmp, "kubeconfig")
-        with open(cls.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                    "contexts:\n- name: t\n  context: {cluster: fake, user: u}\n"
-                    "clusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:%d\n"
-                    "users:\n- name: u\n  user:\n    token: %s\n" % (cls.port, TOKEN))
+        cls.api, cls.port, cls.kubeconfig = fakeapi.start(cls.tmp, TOKEN)
         man = os.path.join(cls.tmp, "job.yaml")
         with open(man, "w") as f:
             f.write(JOB)

@@ -27,13 +27,12 @@ import sys
 import tempfile
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_doctor as td  # noqa: E402  (cluster(), env(): the fixtures' slices)
 
-FAKE = os.path.join(HERE, "..", "kube", "fake_apiserver.py")
+import fakeapi  # noqa: E402  (the fake API server, its kubeconfig)
 TOKEN = "live-token"
 BINARY = None
 NOT_LIVE = ("drift",)  # never judged live; service-* cannot appear (no Services cached)
@@ -42,11 +41,7 @@ SERIES = re.compile(r'^tpu_webhook_slice_problems\{namespace="([^"]*)",kind="([^
 
 
 def control(port, what, body):
-    req = urllib.request.Request("http://127.0.0.1:%d/_control/%s" % (port, what),
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
+    return fakeapi.control(port, what, body, timeout=60)
 
 
 def in_namespace(c, ns, prefix):
@@ -67,21 +62,9 @@ class Live(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="doctor-live-")
         cls.procs = []
-        port_file = os.path.join(cls.tmp, "port")
-        cls.api = subprocess.Popen([sys.executable, FAKE, "--port-file", port_file, "--token", TOKEN,
-                                    "--bookmark-interval", "0.5"], stdout=subprocess.DEVNULL)
+        cls.api, cls.port, cls.kubeconfig = fakeapi.start(cls.tmp, TOKEN, "--bookmark-interval",
+                                                          "0.5")
         cls.procs.append(cls.api)
-        end = time.monotonic() + 30
-        while not os.path.exists(port_file) and time.monotonic() < end:
-            time.sleep(0.05)
-        with open(port_file) as f:
-            cls.port = int(f.read())
-        cls.kubeconfig = os.path.join(cls.tmp, "kubeconfig")
-        with open(cls.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                    "contexts:\n- name: t\n  context: {cluster: fake, user: u}\n"
-                    "clusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:%d\n"
-                    "users:\n- name: u\n  user:\n    token: %s\n" % (cls.port, TOKEN))
         parts = [in_namespace(td.cluster("kuberay-native"), "live-native", "n"),
                  in_namespace(td.cluster("kuberay-legacy"), "live-legacy", "l"),
                  in_namespace(td.cluster("tpu7x"), "live-tpu7x", "t")]
