@@ -7,7 +7,7 @@
  * one review (CLOCK_PROCESS_CPUTIME_ID), the sizes and the warnings:
  *
  *  - a ~4 MB RayCluster of 8,000 single-host tpu7x worker groups with two
- *    warnings each (MEGASCALE_NUM_SLICES on one host; TPU=2x chips without
+ *    warnings each (MEGASCALE_NUM_SLICES=2 on one host, 2 replicas; TPU=2x chips without
  *    RAY_TPU_RESOURCE_PER_CHIP), 16,000 in all (issue 22: 3.4 s of CPU before; target < 100 ms);
  *  - 1,000 TPU nodes (tpu7x, 4x4x4 pools of 16 hosts: blocks, subblocks,
  *    20 other labels each) and a RayCluster of 400 subslice groups
@@ -16,6 +16,12 @@
  *    same nodeSelector in every group (a real cluster's shape) and once
  *    with a different gke-nodepool in each (400 distinct selectors, the
  *    worst case: one walk over the nodes each). Target < 200 ms.
+ *  - scaling: n = 2,500 nodes and n/5 = 500 groups with a selector each
+ *    of its own (node pool and subblock: 4 nodes), then 4n = 10,000 nodes
+ *    and 2,000 groups, once with the nodes walked per selector (before the
+ *    index of nodes by label, issue 22) and once looked up in it; printed
+ *    with the ratio of 4n to n (16 for a cost of nodes x selectors, 4 for a
+ *    linear one), which load on the machine disturbs less than the times.
  *
  * A benchmark, not a test: it prints figures and fails only when a review
  * does not get the expected answer.
@@ -36,6 +42,7 @@
 #define REVIEW_MAX ((size_t)8 << 20)
 #define NODES 1000
 #define POOL_HOSTS 16
+#define SCALE_NODES 2500
 
 static double cpu_ms(void)
 {
@@ -85,7 +92,7 @@ static char *warnings_review(size_t *len)
     review_head(&b);
     for (int i = 0; i < 8000; i++)
         if (wh_buf_addf(&b,
-                        "%s{\"groupName\":\"group-%d\",\"replicas\":1,\"minReplicas\":0,\"maxReplicas\":1,"
+                        "%s{\"groupName\":\"group-%d\",\"replicas\":2,\"minReplicas\":0,\"maxReplicas\":2,"
                         "\"numOfHosts\":1,\"rayStartParams\":{\"resources\":\"{\\\"TPU\\\": 8}\"},"
                         "\"template\":{\"spec\":{\"nodeSelector\":{"
                         "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","
@@ -133,14 +140,41 @@ static char *subslice_review(bool distinct, size_t *len)
     return wh_buf_take(&b, len);
 }
 
-/* 1,000 tpu7x nodes in pools of 16 (one block, four subblocks of 4 each). */
-static struct wh_memstate *nodes_state(void)
+/* groups subslice groups of 4 hosts, each with a selector of its own: the
+ * node pool and the subblock of its 4 nodes. */
+static char *distinct_review(int groups, size_t *len)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, REVIEW_MAX);
+    review_head(&b);
+    for (int i = 0; i < groups; i++)
+        if (wh_buf_addf(
+                &b,
+                "%s{\"groupName\":\"sub-%d\",\"replicas\":1,\"minReplicas\":0,\"maxReplicas\":1,"
+                "\"numOfHosts\":4,\"rayStartParams\":{},\"template\":{\"metadata\":{"
+                "\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x4\"}},"
+                "\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","
+                "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","
+                "\"cloud.google.com/gke-nodepool\":\"pool-%d\","
+                "\"cloud.google.com/gce-topology-subblock\":\"sub-%d-%d\"},"
+                "\"containers\":[{\"name\":"
+                "\"ray-worker\",\"image\":\"rayproject/ray:2.52.0-py310\",\"resources\":{"
+                "\"limits\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"},"
+                "\"requests\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"}}}]}}}",
+                i ? "," : "", i, i / 4, i / 4, i % 4))
+            die("out of memory");
+    review_tail(&b);
+    return wh_buf_take(&b, len);
+}
+
+/* n_nodes tpu7x nodes in pools of 16 (one block, four subblocks of 4 each). */
+static struct wh_memstate *nodes_state(int n_nodes)
 {
     struct wh_memstate *ms = wh_memstate_new();
     struct wh_buf b;
     wh_buf_init(&b, (size_t)64 << 20);
     enum wh_err err = ms ? wh_buf_add(&b, "[") : WH_ERR_NOMEM;
-    for (int i = 0; !err && i < NODES; i++) {
+    for (int i = 0; !err && i < n_nodes; i++) {
         int pool = i / POOL_HOSTS;
         err = wh_buf_addf(&b,
                           "%s{\"metadata\":{\"name\":\"gke-node-%d\",\"labels\":{"
@@ -161,7 +195,7 @@ static struct wh_memstate *nodes_state(void)
     cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
     size_t added = 0;
     char errbuf[WH_ERRBUF_LEN];
-    if (!j || wh_memstate_add_nodes(ms, j, &added, errbuf) || added != NODES)
+    if (!j || wh_memstate_add_nodes(ms, j, &added, errbuf) || added != (size_t)n_nodes)
         die("cannot build the nodes");
     cJSON_Delete(j);
     wh_buf_free(&b);
@@ -178,7 +212,7 @@ static size_t count_warnings(const char *body)
 }
 
 static int run(const char *name, const char *body, size_t len, const struct wh_state *st, int runs,
-               double target_ms, struct wh_arena *arena)
+               double target_ms, struct wh_arena *arena, double *median)
 {
     double *t = calloc((size_t)runs, sizeof(double));
     if (!t)
@@ -206,10 +240,45 @@ static int run(const char *name, const char *body, size_t len, const struct wh_s
     }
     if (!rc) {
         qsort(t, (size_t)runs, sizeof(double), cmp_double);
-        printf("%-44s %7zu KB %7zu B %6zu %6zu %9.1f %9.1f   < %.0f\n", name, len / 1024, resp_len,
-               found, warnings, t[runs / 2], t[runs - 1], target_ms);
+        if (median)
+            *median = t[runs / 2];
+        printf("%-44s %7zu KB %7zu B %6zu %6zu %9.1f %9.1f", name, len / 1024, resp_len, found,
+               warnings, t[runs / 2], t[runs - 1]);
+        if (target_ms > 0)
+            printf("   < %.0f", target_ms);
+        printf("\n");
     }
     free(t);
+    return rc;
+}
+
+/* The distinct-selector review at n and 4n nodes, walked and indexed. */
+static int scaling(int runs, struct wh_arena *arena)
+{
+    static const char *const how[] = {"walk per selector (before)", "index by label (after)"};
+    double ms[2][2] = {{0}};
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        int n = k ? 4 * SCALE_NODES : SCALE_NODES;
+        struct wh_memstate *ms_nodes = nodes_state(n);
+        struct wh_state indexed = wh_memstate_view(ms_nodes);
+        struct wh_state_ops walk_ops = *indexed.ops;
+        walk_ops.each_node_with = NULL; /* what the engine did before the index */
+        struct wh_state walked = {.ops = &walk_ops, .impl = indexed.impl};
+        size_t len;
+        char *body = distinct_review(n / 5, &len);
+        for (int h = 0; h < 2 && !rc; h++) {
+            char name[96];
+            snprintf(name, sizeof(name), "%d nodes x %d selectors, %s", n, n / 5,
+                     h ? "index" : "walk");
+            rc = run(name, body, len, h ? &indexed : &walked, runs, 0, arena, &ms[h][k]);
+        }
+        free(body);
+        wh_memstate_free(ms_nodes);
+    }
+    for (int h = 0; h < 2 && !rc; h++)
+        printf("scaling, %-30s n %9.1f ms   4n %9.1f ms   4n/n %5.1f (linear: 4, quadratic: 16)\n",
+               how[h], ms[h][0], ms[h][1], ms[h][0] > 0 ? ms[h][1] / ms[h][0] : 0);
     return rc;
 }
 
@@ -226,7 +295,7 @@ int main(int argc, char **argv)
                                .budget = (size_t)256 << 20,
                                .retain = WH_REQMEM_RETAIN};
     struct wh_arena *arena = wh_arena_new(&ao);
-    struct wh_memstate *empty = wh_memstate_new(), *nodes = nodes_state();
+    struct wh_memstate *empty = wh_memstate_new(), *nodes = nodes_state(NODES);
     if (!arena || !empty)
         die("out of memory");
     struct wh_state st0 = wh_memstate_view(empty), st1 = wh_memstate_view(nodes);
@@ -235,14 +304,15 @@ int main(int argc, char **argv)
            "cpu ms", "max ms", "target");
     size_t len;
     char *body = warnings_review(&len);
-    int rc = run("8,000 groups, 16,000 warnings", body, len, &st0, runs, 100, arena);
+    int rc = run("8,000 groups, 16,000 warnings", body, len, &st0, runs, 100, arena, NULL);
     free(body);
     body = subslice_review(false, &len);
-    rc |= run("1,000 nodes x 400 subslice groups", body, len, &st1, runs, 200, arena);
+    rc |= run("1,000 nodes x 400 subslice groups", body, len, &st1, runs, 200, arena, NULL);
     free(body);
     body = subslice_review(true, &len);
-    rc |= run("1,000 nodes x 400 groups, 62 node pools", body, len, &st1, runs, 200, arena);
+    rc |= run("1,000 nodes x 400 groups, 62 node pools", body, len, &st1, runs, 200, arena, NULL);
     free(body);
+    rc |= scaling(runs, arena);
     wh_memstate_free(empty);
     wh_memstate_free(nodes);
     wh_arena_free(arena);

@@ -296,14 +296,7 @@ struct node_scan {
 
 static bool node_matches(const struct wh_node_rec *node, const struct node_scan *sc)
 {
-    if (sc->never)
-        return false;
-    for (size_t i = 0; i < sc->n_pairs; i++) {
-        const char *v = wh_node_label(node, sc->pairs[2 * i]);
-        if (!v || strcmp(v, sc->pairs[2 * i + 1]))
-            return false;
-    }
-    return true;
+    return !sc->never && wh_node_has_labels(node, sc->pairs, sc->n_pairs);
 }
 
 /* Offsets into the pool; NO_VALUE for a missing or empty label. */
@@ -465,6 +458,19 @@ static enum wh_err table_room(struct wh_subslice_memo *m)
     return WH_OK;
 }
 
+/* The nodes the selector matches into the scan: looked up in the state's
+ * index of nodes by label when it has one (the selector's rarest pair
+ * gives the candidates), else a walk over every node. A selector with a
+ * value that is not a string matches none. */
+static enum wh_err walk_nodes(const struct wh_state *st, struct node_scan *sc, char *errbuf)
+{
+    if (sc->never)
+        return WH_OK;
+    if (st->ops->each_node_with && sc->n_pairs)
+        return st->ops->each_node_with(st->impl, sc->pairs, sc->n_pairs, scan_node, sc, errbuf);
+    return st->ops->each_node(st->impl, scan_node, sc, errbuf);
+}
+
 /* The answer for the scan's nodes, from the values copied into the pool. */
 static enum wh_err answer(struct wh_subslice_memo *m, const struct node_scan *sc, long n_hosts,
                           struct wh_subslice_index *out)
@@ -510,7 +516,7 @@ enum wh_err wh_subslice_find_memo(struct wh_subslice_memo *m, const struct wh_st
     /* The scratch of the last scan is reused: its memory goes back here,
      * not at the end of the request. */
     wh_buf_reset(&m->pool);
-    err = st->ops->each_node(st->impl, scan_node, &sc, errbuf);
+    err = walk_nodes(st, &sc, errbuf);
     if (!err && sc.oom)
         err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     if (!err && answer(m, &sc, n_hosts, out))

@@ -3,13 +3,16 @@
  * only read during one; it is not locked. */
 #include "wh/state.h"
 
+#include <stdint.h> /* UINT32_MAX */
 #include <string.h> /* strcmp */
 
 #include <cjson/cJSON.h>
 
-#include "wh/json.h"    /* wh_json_* */
-#include "wh/podspec.h" /* label keys, wh_env_lookup */
-#include "wh/mem.h"     /* wh_free */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/podspec.h"   /* label keys, wh_env_lookup */
+#include "wh/hash.h"      /* wh_hash_str, WH_HASH_INIT */
+#include "wh/mem.h"       /* wh_free */
+#include "wh/nodeindex.h" /* wh_nodeindex_* */
 
 const char *wh_node_label(const struct wh_node_rec *node, const char *key)
 {
@@ -17,6 +20,16 @@ const char *wh_node_label(const struct wh_node_rec *node, const char *key)
         if (!strcmp(node->keys[i], key))
             return node->values[i];
     return NULL;
+}
+
+bool wh_node_has_labels(const struct wh_node_rec *node, const char *const *pairs, size_t n_pairs)
+{
+    for (size_t i = 0; i < n_pairs; i++) {
+        const char *v = wh_node_label(node, pairs[2 * i]);
+        if (!v || strcmp(v, pairs[2 * i + 1]))
+            return false;
+    }
+    return true;
 }
 
 /* docs/internals/reference-behaviour.md §2.4 step 3: the first TPU container
@@ -68,16 +81,35 @@ struct mem_node {
     struct wh_node_rec rec; /* name, keys, values owned */
 };
 
+/* The pods of one worker group (namespace, cluster, group), as indices into
+ * wh_memstate.pods in the order added: a group's walk visits its pods, not
+ * every pod (render adds each pod it admits, and the next one's mutation
+ * walks its group: issue 22). */
+struct mem_group {
+    struct mem_group *next; /* chain of its bucket */
+    uint32_t hash;
+    size_t *pods;
+    size_t n, cap;
+};
+
 struct wh_memstate {
     struct mem_pod *pods;
     size_t n_pods, cap_pods;
+    struct mem_group **groups; /* n_buckets (a power of 2) chains */
+    size_t n_buckets, n_groups;
     struct mem_node *nodes;
     size_t n_nodes, cap_nodes;
+    struct wh_nodeindex *ix; /* the nodes by label, id = their slot */
 };
 
 struct wh_memstate *wh_memstate_new(void)
 {
-    return wh_calloc(1, sizeof(struct wh_memstate));
+    struct wh_memstate *ms = wh_calloc(1, sizeof(struct wh_memstate));
+    if (ms && !(ms->ix = wh_nodeindex_new())) {
+        wh_free(ms);
+        ms = NULL;
+    }
+    return ms;
 }
 
 static void free_pod(struct mem_pod *p)
@@ -108,8 +140,16 @@ void wh_memstate_free(struct wh_memstate *ms)
         free_pod(&ms->pods[i]);
     for (size_t i = 0; i < ms->n_nodes; i++)
         free_node(&ms->nodes[i]);
+    for (size_t i = 0; i < ms->n_buckets; i++)
+        for (struct mem_group *g = ms->groups[i], *next; g; g = next) {
+            next = g->next;
+            wh_free(g->pods);
+            wh_free(g);
+        }
+    wh_free(ms->groups);
     wh_free(ms->pods);
     wh_free(ms->nodes);
+    wh_nodeindex_free(ms->ix);
     wh_free(ms);
 }
 
@@ -131,6 +171,67 @@ static char *dup_or_null(const char *s)
     return s ? wh_strdup(s) : NULL;
 }
 
+static uint32_t group_hash(const char *ns, const char *cluster, const char *group)
+{
+    return wh_hash_str(wh_hash_str(wh_hash_str(WH_HASH_INIT, ns), cluster), group);
+}
+
+static struct mem_group *find_group(const struct wh_memstate *ms, const char *ns,
+                                    const char *cluster, const char *group, uint32_t h)
+{
+    for (struct mem_group *g = ms->n_buckets ? ms->groups[h & (ms->n_buckets - 1)] : NULL; g;
+         g = g->next) {
+        if (!g->n)
+            continue; /* left empty by a failed allocation */
+        const struct wh_pod_rec *r = &ms->pods[g->pods[0]].rec;
+        if (g->hash == h && !strcmp(r->group, group) && !strcmp(r->cluster, cluster) &&
+            !strcmp(r->ns, ns))
+            return g;
+    }
+    return NULL;
+}
+
+/* Room for one more group in the buckets (load at most 1). */
+static bool group_buckets(struct wh_memstate *ms)
+{
+    if (ms->n_groups < ms->n_buckets)
+        return true;
+    size_t nb = ms->n_buckets ? 2 * ms->n_buckets : 16;
+    struct mem_group **b = wh_calloc(nb, sizeof(*b));
+    if (!b)
+        return false;
+    for (size_t i = 0; i < ms->n_buckets; i++)
+        for (struct mem_group *g = ms->groups[i], *next; g; g = next) {
+            next = g->next;
+            g->next = b[g->hash & (nb - 1)];
+            b[g->hash & (nb - 1)] = g;
+        }
+    wh_free(ms->groups);
+    ms->groups = b;
+    ms->n_buckets = nb;
+    return true;
+}
+
+/* Pod i (its record complete) into its group's list. */
+static enum wh_err group_pod(struct wh_memstate *ms, size_t i)
+{
+    const struct wh_pod_rec *r = &ms->pods[i].rec;
+    uint32_t h = group_hash(r->ns, r->cluster, r->group);
+    struct mem_group *g = find_group(ms, r->ns, r->cluster, r->group, h);
+    if (!g) {
+        if (!group_buckets(ms) || !(g = wh_calloc(1, sizeof(*g))))
+            return WH_ERR_NOMEM;
+        g->hash = h;
+        g->next = ms->groups[h & (ms->n_buckets - 1)];
+        ms->groups[h & (ms->n_buckets - 1)] = g;
+        ms->n_groups++;
+    }
+    if (!grow((void **)&g->pods, &g->cap, g->n, sizeof(*g->pods)))
+        return WH_ERR_NOMEM; /* an empty new group stays: found by no pod, freed at the end */
+    g->pods[g->n++] = i;
+    return WH_OK;
+}
+
 enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec *rec)
 {
     if (!grow((void **)&ms->pods, &ms->cap_pods, ms->n_pods, sizeof(*ms->pods)))
@@ -143,7 +244,7 @@ enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec 
     p->rec.group = wh_strdup(rec->group ? rec->group : "");
     p->rec.replica_label = dup_or_null(rec->replica_label);
     if (!p->rec.name || !p->rec.ns || !p->rec.cluster || !p->rec.group ||
-        (rec->replica_label && !p->rec.replica_label)) {
+        (rec->replica_label && !p->rec.replica_label) || group_pod(ms, ms->n_pods)) {
         free_pod(p);
         return WH_ERR_NOMEM;
     }
@@ -232,6 +333,10 @@ static enum wh_err add_node(struct wh_memstate *ms, const cJSON *node)
             return WH_ERR_NOMEM;
         }
     }
+    if (ms->n_nodes > UINT32_MAX || wh_nodeindex_add(ms->ix, (uint32_t)ms->n_nodes, &mn->rec)) {
+        free_node(mn);
+        return WH_ERR_NOMEM;
+    }
     ms->n_nodes++;
     return WH_OK;
 }
@@ -262,13 +367,10 @@ static enum wh_err mem_each_group_pod(const void *impl, const char *ns, const ch
 {
     (void)errbuf;
     const struct wh_memstate *ms = impl;
-    for (size_t i = 0; i < ms->n_pods; i++) {
-        const struct wh_pod_rec *r = &ms->pods[i].rec;
-        if (strcmp(r->ns, ns) || strcmp(r->cluster, cluster) || strcmp(r->group, group))
-            continue;
-        if (fn(arg, r))
+    const struct mem_group *g = find_group(ms, ns, cluster, group, group_hash(ns, cluster, group));
+    for (size_t i = 0; g && i < g->n; i++)
+        if (fn(arg, &ms->pods[g->pods[i]].rec))
             break;
-    }
     return WH_OK;
 }
 
@@ -282,9 +384,25 @@ static enum wh_err mem_each_node(const void *impl, wh_node_visit_fn fn, void *ar
     return WH_OK;
 }
 
+static enum wh_err mem_each_node_with(const void *impl, const char *const *pairs, size_t n_pairs,
+                                      wh_node_visit_fn fn, void *arg, char *errbuf)
+{
+    (void)errbuf;
+    const struct wh_memstate *ms = impl;
+    size_t n;
+    const uint32_t *ids = wh_nodeindex_candidates(ms->ix, pairs, n_pairs, &n);
+    for (size_t i = 0; i < n; i++) {
+        const struct wh_node_rec *r = &ms->nodes[ids[i]].rec;
+        if (wh_node_has_labels(r, pairs, n_pairs) && fn(arg, r))
+            break;
+    }
+    return WH_OK;
+}
+
 static const struct wh_state_ops mem_ops = {
     .each_group_pod = mem_each_group_pod,
     .each_node = mem_each_node,
+    .each_node_with = mem_each_node_with,
     .legacy_unavailable = NULL,
 };
 

@@ -10,7 +10,7 @@
 #include "wh/kuberay.h"       /* wh_kuberay_cluster_of, wh_kuberay_apply_defaults */
 #include "wh/podspec.h"       /* wh_container_tpu, wh_slice_topology, WH_SEL_* */
 #include "wh/render.h"        /* wh_render_validate */
-#include "wh/validate.h"      /* wh_validation_problems */
+#include "wh/validate.h"      /* struct wh_validation */
 #include "wh/topology.h"      /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/doctor.h"        /* wh_doctor_service_warnings, wh_doctor_collect_services */
@@ -63,15 +63,71 @@ enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st, const cha
     return finish_row(rows, new_row(&o, "-"), st, "error", message, NULL);
 }
 
+/* The findings by group: group i's are items[order[start[i]]] up to
+ * items[order[start[i + 1]]], in the order found (a counting sort, so that
+ * the rows of G groups cost G + findings, not G x findings: issue 22). */
+struct by_group {
+    const struct wh_validation *f;
+    size_t *order, *start; /* n_groups + 1 starts */
+    int n_groups;
+    int own_warnings; /* of every group */
+};
+
+static enum wh_err by_group_init(struct by_group *bg, const struct wh_validation *f, int n_groups)
+{
+    *bg = (struct by_group){.f = f, .n_groups = n_groups};
+    bg->order = calloc(f->n ? f->n : 1, sizeof(size_t));
+    bg->start = calloc((size_t)n_groups + 2, sizeof(size_t));
+    if (!bg->order || !bg->start)
+        return WH_ERR_NOMEM;
+    for (size_t k = 0; k < f->n; k++) {
+        int i = f->items[k].index;
+        bg->own_warnings += f->items[k].warning;
+        if (i >= 0 && i < n_groups)
+            bg->start[i + 2]++;
+    }
+    for (int i = 0; i < n_groups; i++)
+        bg->start[i + 2] += bg->start[i + 1];
+    for (size_t k = 0; k < f->n; k++) {
+        int i = f->items[k].index;
+        if (i >= 0 && i < n_groups)
+            bg->order[bg->start[i + 1]++] = k;
+    }
+    return WH_OK;
+}
+
+static void by_group_free(struct by_group *bg)
+{
+    free(bg->order);
+    free(bg->start);
+}
+
+/* Group index's k-th finding, NULL past its last. */
+static const struct wh_group_finding *finding(const struct by_group *bg, int index, size_t k)
+{
+    if (index < 0 || index >= bg->n_groups || bg->start[index] + k >= bg->start[index + 1])
+        return NULL;
+    return &bg->f->items[bg->order[bg->start[index] + k]];
+}
+
+static size_t group_problems(const struct by_group *bg, int index)
+{
+    size_t problems = 0;
+    const struct wh_group_finding *x;
+    for (size_t k = 0; (x = finding(bg, index, k)); k++)
+        problems += !x->warning;
+    return problems;
+}
+
 /* The denial's text about group index, from the validation's findings:
  * "worker group "g" (spec.workerGroupSpecs[i]): problem[; problem...]". */
-static enum wh_err group_message(const struct wh_validation *f, int index, struct wh_buf *out)
+static enum wh_err group_message(const struct by_group *bg, int index, struct wh_buf *out)
 {
     enum wh_err err = WH_OK;
     bool first = true;
-    for (size_t k = 0; !err && k < f->n; k++) {
-        const struct wh_group_finding *x = &f->items[k];
-        if (x->warning || x->index != index)
+    const struct wh_group_finding *x;
+    for (size_t k = 0; !err && (x = finding(bg, index, k)); k++) {
+        if (x->warning)
             continue;
         if (first)
             err = wh_buf_addf(out, "worker group \"%s\" (spec.workerGroupSpecs[%d]): %s", x->group,
@@ -86,17 +142,15 @@ static enum wh_err group_message(const struct wh_validation *f, int index, struc
 /* The warnings of group index: its own findings, then those the verdict
  * carries beyond the validation's (a failed render, which concerns every
  * group). */
-static cJSON *group_warnings(const struct wh_render_verdict *v, int index)
+static cJSON *group_warnings(const struct wh_render_verdict *v, const struct by_group *bg, int index)
 {
     cJSON *out = cJSON_CreateArray();
     enum wh_err err = out ? WH_OK : WH_ERR_NOMEM;
-    int own = 0;
-    for (size_t k = 0; !err && k < v->findings.n; k++) {
-        const struct wh_group_finding *x = &v->findings.items[k];
-        own += x->warning;
-        if (x->warning && x->index == index)
+    int own = bg->own_warnings;
+    const struct wh_group_finding *x;
+    for (size_t k = 0; !err && (x = finding(bg, index, k)); k++)
+        if (x->warning)
             err = wh_json_add(out, cJSON_CreateString(x->message));
-    }
     /* The validation's own in the verdict: WH_WARNINGS_MAX at most, then
      * the "and N more" line. */
     int listed = own > WH_WARNINGS_MAX ? WH_WARNINGS_MAX + 1 : own;
@@ -182,7 +236,8 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
     int i = 0;
     struct wh_buf part;
     wh_buf_init(&part, 64 * 1024);
-    enum wh_err err = WH_OK;
+    struct by_group bg;
+    enum wh_err err = by_group_init(&bg, &v->findings, groups ? cJSON_GetArraySize(groups) : 0);
     for (const cJSON *g = groups ? groups->child : NULL; !err && g; g = g->next, i++) {
         if (!is_tpu_group(g))
             continue;
@@ -198,9 +253,9 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
         if (!v->allowed && !named) {
             verdict = "rejected"; /* a denial that names no group rejects every row */
             message = v->message ? v->message : "";
-        } else if (!v->allowed && wh_validation_problems(&v->findings, i)) {
+        } else if (!v->allowed && group_problems(&bg, i)) {
             verdict = "rejected";
-            err = group_message(&v->findings, i, &part);
+            err = group_message(&bg, i, &part);
             message = wh_buf_ptr(&part);
         } else if (v->allowed && pd->group && !strcmp(pd->group, gname)) {
             verdict = "rejected";
@@ -209,8 +264,9 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
         if (err)
             cJSON_Delete(r);
         else
-            err = finish_row(rows, r, st, verdict, message, group_warnings(v, i));
+            err = finish_row(rows, r, st, verdict, message, group_warnings(v, &bg, i));
     }
+    by_group_free(&bg);
     wh_buf_free(&part);
     if (err)
         return err;

@@ -25,13 +25,14 @@
 #include <stdlib.h> /* calloc, free, qsort, realloc */
 #include <string.h> /* strcmp, strlen, strcspn, strncmp */
 
-#include "wh/hash.h"     /* wh_hash_str, WH_HASH_INIT */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/podspec.h"  /* wh_meta_*, wh_env_lookup, WH_* keys */
-#include "wh/render.h"   /* wh_render_admit_pod */
-#include "wh/state.h"    /* wh_memstate_* */
-#include "wh/topology.h" /* wh_topology_*, wh_is_tpu7x */
-#include "wh/tpuenv.h"   /* wh_tpu_containers_*, wh_tpu_worker_id */
+#include "wh/hash.h"      /* wh_hash_str, WH_HASH_INIT */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/nodeindex.h" /* wh_nodeindex_* */
+#include "wh/podspec.h"   /* wh_meta_*, wh_env_lookup, WH_* keys */
+#include "wh/render.h"    /* wh_render_admit_pod */
+#include "wh/state.h"     /* wh_memstate_* */
+#include "wh/topology.h"  /* wh_topology_*, wh_is_tpu7x */
+#include "wh/tpuenv.h"    /* wh_tpu_containers_*, wh_tpu_worker_id */
 
 #define K_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
 #define K_LWS_WORKER "leaderworkerset.sigs.k8s.io/worker-index"
@@ -179,6 +180,7 @@ struct doc {
     bool have_nodes, have_services;
     struct wh_node_rec *nrecs; /* every node, labels borrowed from the input */
     size_t n_nrecs;
+    struct wh_nodeindex *by_label; /* nrecs by label (id: the index in nrecs) */
     char *errbuf;
 };
 
@@ -1109,6 +1111,25 @@ static bool node_matches(const cJSON *selector, const struct wh_node_rec *n)
     return true;
 }
 
+/* The nodes that may carry every pair of sel (a superset; none when a
+ * value is not a string: such a selector matches no node). */
+static const uint32_t *selector_candidates(const struct doc *d, const cJSON *sel, size_t *n)
+{
+    const char *pairs[2 * 32];
+    size_t k = 0;
+    *n = 0;
+    for (const cJSON *kv = sel->child; kv; kv = kv->next) {
+        if (!cJSON_IsString(kv))
+            return NULL;
+        if (k < 32) { /* the first 32 pairs narrow enough; node_matches checks all */
+            pairs[2 * k] = kv->string;
+            pairs[2 * k + 1] = kv->valuestring;
+            k++;
+        }
+    }
+    return wh_nodeindex_candidates(d->by_label, pairs, k, n);
+}
+
 /* A pending pod that no listed node can take. Pods of one slice share a
  * selector, so each distinct selector is tried against the nodes once. */
 static enum wh_err unschedulable(struct doc *d, struct dslice *s, struct dpod *p)
@@ -1129,8 +1150,17 @@ static enum wh_err unschedulable(struct doc *d, struct dslice *s, struct dpod *p
     const char *memo = dmap_get(&d->selectors, key);
     if (!memo) {
         bool any = false;
-        for (size_t i = 0; i < d->n_nrecs && !any; i++)
-            any = node_matches(sel, &d->nrecs[i]);
+        if (d->by_label) {
+            /* The candidates of the selector's rarest pair, not every node
+             * per distinct selector (issue 22). */
+            size_t n = 0;
+            const uint32_t *ids = selector_candidates(d, sel, &n);
+            for (size_t i = 0; i < n && !any; i++)
+                any = node_matches(sel, &d->nrecs[ids[i]]);
+        } else {
+            for (size_t i = 0; i < d->n_nrecs && !any; i++)
+                any = node_matches(sel, &d->nrecs[i]);
+        }
         memo = any ? yes : no;
         if (dmap_put(&d->selectors, key, (void *)memo))
             return WH_ERR_NOMEM;
@@ -1556,6 +1586,10 @@ static enum wh_err read_nodes(struct doc *d, const cJSON *items)
             }
         r->keys = kv_arr;
         r->values = kv_arr + nl;
+        if (!d->by_label && !(d->by_label = wh_nodeindex_new()))
+            return WH_ERR_NOMEM;
+        if (wh_nodeindex_add(d->by_label, (uint32_t)d->n_nrecs, r))
+            return WH_ERR_NOMEM;
         d->n_nrecs++;
         if (!dmap_get(&d->nodes, r->name) && dmap_put(&d->nodes, r->name, r))
             return WH_ERR_NOMEM;
@@ -1702,6 +1736,7 @@ static void doc_free(struct doc *d)
     for (size_t i = 0; i < d->n_nrecs; i++)
         free((void *)d->nrecs[i].keys);
     free(d->nrecs);
+    wh_nodeindex_free(d->by_label);
     free(d->pods);
     free(d->sl);
     free(d->gr);

@@ -399,6 +399,15 @@ static enum wh_err counting_each_node(const void *impl, wh_node_visit_fn fn, voi
     return c->inner.ops->each_node(c->inner.impl, fn, arg, errbuf);
 }
 
+static enum wh_err counting_each_node_with(const void *impl, const char *const *pairs,
+                                           size_t n_pairs, wh_node_visit_fn fn, void *arg,
+                                           char *errbuf)
+{
+    struct counting *c = (struct counting *)impl;
+    c->walks++;
+    return c->inner.ops->each_node_with(c->inner.impl, pairs, n_pairs, fn, arg, errbuf);
+}
+
 static void test_subslice_memo_one_walk_per_selector(void **unused)
 {
     (void)unused;
@@ -406,6 +415,7 @@ static void test_subslice_memo_one_walk_per_selector(void **unused)
     struct counting c = {.inner = wh_memstate_view(ms)};
     struct wh_state_ops ops = *c.inner.ops;
     ops.each_node = counting_each_node;
+    ops.each_node_with = counting_each_node_with;
     struct wh_state st = {.ops = &ops, .impl = &c};
     cJSON *a = wh_test_parse(SEL7X);
     cJSON *b = wh_test_parse("{\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","
@@ -445,6 +455,82 @@ static void test_subslice_memo_one_walk_per_selector(void **unused)
     wh_memstate_free(ms);
 }
 
+/* The answers looked up in the state's index of nodes by label are those
+ * of a walk over every node, on random nodes and selectors (values drawn
+ * from small sets, so that groups of every size occur). */
+static cJSON *random_nodes(uint64_t *x, int n)
+{
+    static const char *const lv[][2] = {{"cloud.google.com/gke-tpu-accelerator", "v"},
+                                        {POOL, "p"},
+                                        {BLOCK, "b"},
+                                        {SUBBLOCK, "s"},
+                                        {HOST, "h"},
+                                        {"example.com/rack", "r"}};
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *labels = cJSON_CreateObject();
+        for (size_t l = 0; l < sizeof(lv) / sizeof(lv[0]); l++) {
+            *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+            unsigned r = (unsigned)(*x >> 33);
+            if (l && r % 5 == 0)
+                continue; /* now and then a label missing (never the accelerator) */
+            char v[16];
+            snprintf(v, sizeof(v), "%s%u", lv[l][1], (r >> 3) % (l == 4 ? 12u : 3u));
+            cJSON_AddStringToObject(labels, lv[l][0], v);
+        }
+        cJSON *node = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(node, "metadata");
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", i);
+        cJSON_AddStringToObject(meta, "name", name);
+        cJSON_AddItemToObject(meta, "labels", labels);
+        cJSON_AddItemToArray(arr, node);
+    }
+    return arr;
+}
+
+static void test_subslice_index_is_the_walk(void **unused)
+{
+    (void)unused;
+    uint64_t x = 42;
+    int keyed = 0;
+    static const char *const sel_keys[] = {"cloud.google.com/gke-tpu-accelerator", POOL, BLOCK,
+                                           "example.com/rack"};
+    for (int round = 0; round < 40; round++) {
+        struct wh_memstate *ms = wh_memstate_new();
+        cJSON *arr = random_nodes(&x, 20 + round * 5);
+        char errbuf[WH_ERRBUF_LEN];
+        assert_int_equal(wh_memstate_add_nodes(ms, arr, NULL, errbuf), WH_OK);
+        cJSON_Delete(arr);
+        struct wh_state indexed = wh_memstate_view(ms);
+        assert_non_null(indexed.ops->each_node_with);
+        struct wh_state_ops walk_ops = *indexed.ops;
+        walk_ops.each_node_with = NULL;
+        struct wh_state walked = {.ops = &walk_ops, .impl = indexed.impl};
+        for (int q = 0; q < 50; q++) {
+            cJSON *sel = cJSON_CreateObject();
+            for (size_t k = 0; k < sizeof(sel_keys) / sizeof(sel_keys[0]); k++) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                unsigned r = (unsigned)(x >> 33);
+                char v[16];
+                snprintf(v, sizeof(v), "%c%u", "vpbr"[k], (r >> 2) % 3);
+                if (r % 3 == 0)
+                    cJSON_AddStringToObject(sel, sel_keys[k], v);
+            }
+            long hosts = 1 + (long)(x >> 40) % 8;
+            struct wh_subslice_index a, b;
+            assert_int_equal(wh_subslice_find(&indexed, sel, hosts, &a, errbuf), WH_OK);
+            assert_int_equal(wh_subslice_find(&walked, sel, hosts, &b, errbuf), WH_OK);
+            assert_int_equal(a.n_nodes, b.n_nodes);
+            assert_ptr_equal(a.key, b.key);
+            assert_int_equal(a.pool_only, b.pool_only);
+            keyed += a.key != NULL;
+            cJSON_Delete(sel);
+        }
+        wh_memstate_free(ms);
+    }
+    assert_true(keyed > 100); /* the inputs make answers with a key, not only "none" */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_subslice_pool_only),
         cmocka_unit_test(test_subslice_many_nodes),
         cmocka_unit_test(test_subslice_memo_one_walk_per_selector),
+        cmocka_unit_test(test_subslice_index_is_the_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -302,16 +302,65 @@ static void test_node_label(void **unused)
     assert_null(wh_node_label(&n, "A"));
 }
 
+/* A group's walk visits exactly its pods, in the order added, however the
+ * pods of many groups are interleaved (the state keeps a list per group). */
+struct walk {
+    char names[64][16];
+    size_t n;
+};
+
+static int walk_pod(void *arg, const struct wh_pod_rec *pod)
+{
+    struct walk *w = arg;
+    assert_true(w->n < 64);
+    snprintf(w->names[w->n++], sizeof(w->names[0]), "%s", pod->name);
+    return 0;
+}
+
+static void test_memstate_group_walk(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    static const char *const ns[] = {"a", "b"}, *cl[] = {"c", "d"}, *gr[] = {"g", "h", "i"};
+    struct walk want[2][2][3] = {0};
+    uint64_t x = 3;
+    for (int i = 0; i < 300; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        unsigned r = (unsigned)(x >> 33);
+        int a = r % 2, b = (r >> 1) % 2, c = (r >> 2) % 3;
+        char name[16];
+        snprintf(name, sizeof(name), "p%d", i);
+        struct wh_pod_rec rec = {.name = name, .ns = ns[a], .cluster = cl[b], .group = gr[c]};
+        assert_int_equal(wh_memstate_add_rec(ms, &rec), WH_OK);
+        struct walk *w = &want[a][b][c];
+        if (w->n < 64)
+            snprintf(w->names[w->n++], sizeof(w->names[0]), "%s", name);
+        else
+            continue;
+        struct wh_state st = wh_memstate_view(ms);
+        struct walk got = {0};
+        char errbuf[WH_ERRBUF_LEN];
+        assert_int_equal(st.ops->each_group_pod(st.impl, ns[a], cl[b], gr[c], walk_pod, &got, errbuf),
+                         WH_OK);
+        assert_int_equal(got.n, w->n);
+        assert_memory_equal(got.names, w->names, sizeof(got.names));
+    }
+    struct wh_state st = wh_memstate_view(ms);
+    struct walk none = {0};
+    char errbuf[WH_ERRBUF_LEN];
+    assert_int_equal(st.ops->each_group_pod(st.impl, "a", "c", "nope", walk_pod, &none, errbuf),
+                     WH_OK);
+    assert_int_equal(none.n, 0);
+    wh_memstate_free(ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rec_fields),
-        cmocka_unit_test(test_worker_id_rules),
-        cmocka_unit_test(test_memstate_pod_filter),
-        cmocka_unit_test(test_memstate_pod_shapes),
-        cmocka_unit_test(test_memstate_add_rec_copies),
-        cmocka_unit_test(test_memstate_nodes),
-        cmocka_unit_test(test_node_label),
+        cmocka_unit_test(test_rec_fields),          cmocka_unit_test(test_worker_id_rules),
+        cmocka_unit_test(test_memstate_pod_filter), cmocka_unit_test(test_memstate_group_walk),
+        cmocka_unit_test(test_memstate_pod_shapes), cmocka_unit_test(test_memstate_add_rec_copies),
+        cmocka_unit_test(test_memstate_nodes),      cmocka_unit_test(test_node_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

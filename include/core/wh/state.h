@@ -57,6 +57,13 @@ struct wh_state_ops {
                                   const char *group, wh_pod_visit_fn fn, void *arg, char *errbuf);
     /* Visit every known TPU node. */
     enum wh_err (*each_node)(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf);
+    /* Optional (NULL: the engine walks each_node and filters). Visit every
+     * known TPU node carrying all n_pairs labels (pairs[2i] the key,
+     * pairs[2i + 1] the value; n_pairs >= 1), in any order, looked up in an
+     * index of the nodes by label (nodeindex.h) rather than found by a walk
+     * over them all. */
+    enum wh_err (*each_node_with)(const void *impl, const char *const *pairs, size_t n_pairs,
+                                  wh_node_visit_fn fn, void *arg, char *errbuf);
     /* NULL when pod state can be trusted for legacy index assignment; else a
      * static or impl-owned reason (e.g. "the pod cache has not synced yet").
      * The callback itself may be NULL, meaning always trusted. */
@@ -77,6 +84,9 @@ struct wh_state {
 
 /* Label value of a node record, or NULL. */
 const char *wh_node_label(const struct wh_node_rec *node, const char *key);
+/* Does node carry every one of the n_pairs labels (pairs as each_node_with
+ * takes them)? */
+bool wh_node_has_labels(const struct wh_node_rec *node, const char *const *pairs, size_t n_pairs);
 
 /* Fill rec from a Pod object. Strings in rec borrow from pod; rec is valid
  * while pod is. Returns false when pod is not an object. */
@@ -103,7 +113,8 @@ WH_NODISCARD enum wh_err wh_memstate_add_nodes(struct wh_memstate *ms, const str
 /* Add one pod record (strings are copied). */
 WH_NODISCARD enum wh_err wh_memstate_add_rec(struct wh_memstate *ms, const struct wh_pod_rec *rec);
 
-/* A wh_state view of ms; borrowed, valid while ms lives and is not changed. */
+/* A wh_state view of ms; borrowed, valid while ms lives and is not changed.
+ * Its each_node_with looks the nodes up in an index kept as they are added. */
 struct wh_state wh_memstate_view(const struct wh_memstate *ms);
 
 #endif /* WH_STATE_H */

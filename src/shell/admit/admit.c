@@ -107,6 +107,16 @@ static enum wh_err view_each_node(const void *impl, wh_node_visit_fn fn, void *a
     return wh_cache_each_node(v->ad->cache, fn, arg, &stopped, errbuf);
 }
 
+static enum wh_err view_each_node_with(const void *impl, const char *const *pairs, size_t n_pairs,
+                                       wh_node_visit_fn fn, void *arg, char *errbuf)
+{
+    const struct view *v = impl;
+    if (!v->ad->cache)
+        return WH_OK;
+    int stopped = 0;
+    return wh_cache_each_node_with(v->ad->cache, pairs, n_pairs, fn, arg, &stopped, errbuf);
+}
+
 static const char *view_legacy_unavailable(const void *impl)
 {
     const struct view *v = impl;
@@ -138,6 +148,7 @@ static unsigned long view_legacy_pick(const void *impl)
 static const struct wh_state_ops view_ops = {
     .each_group_pod = view_each_group_pod,
     .each_node = view_each_node,
+    .each_node_with = view_each_node_with,
     .legacy_unavailable = view_legacy_unavailable,
     .legacy_pick = view_legacy_pick,
 };

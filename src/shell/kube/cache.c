@@ -86,17 +86,34 @@ enum wh_err wh_cache_each_group_pod(struct wh_cache *c, const char *ns, const ch
     return WH_OK;
 }
 
-enum wh_err wh_cache_each_node(struct wh_cache *c, wh_node_visit_fn fn, void *arg, int *stopped,
-                               char *errbuf)
+static enum wh_err nodes_synced(struct wh_cache *c, char *errbuf)
 {
-    *stopped = 0;
     if (!wh_reflector_synced(c->nodes))
         return wh_fail(errbuf, WH_ERR_UNAVAILABLE,
                        "the TPU node cache has not synced with the Kubernetes API server (%s) "
                        "yet, so subslice placement cannot be decided; KubeRay will retry",
                        wh_kube_source(c->kube));
-    *stopped = wh_store_each_node(c->store, fn, arg);
     return WH_OK;
+}
+
+enum wh_err wh_cache_each_node(struct wh_cache *c, wh_node_visit_fn fn, void *arg, int *stopped,
+                               char *errbuf)
+{
+    *stopped = 0;
+    enum wh_err err = nodes_synced(c, errbuf);
+    if (!err)
+        *stopped = wh_store_each_node(c->store, fn, arg);
+    return err;
+}
+
+enum wh_err wh_cache_each_node_with(struct wh_cache *c, const char *const *pairs, size_t n_pairs,
+                                    wh_node_visit_fn fn, void *arg, int *stopped, char *errbuf)
+{
+    *stopped = 0;
+    enum wh_err err = nodes_synced(c, errbuf);
+    if (!err)
+        *stopped = wh_store_each_node_with(c->store, pairs, n_pairs, fn, arg);
+    return err;
 }
 
 const char *wh_cache_pods_unavailable(struct wh_cache *c)

@@ -7,9 +7,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/hash.h"  /* wh_hash_str */
-#include "htab.h"     /* wh_htab_*, wh_intern, wh_unintern */
-#include "slicerec.h" /* wh_slicerecs_* */
+#include "wh/hash.h"      /* wh_hash_str */
+#include "wh/nodeindex.h" /* wh_nodeindex_* */
+#include "htab.h"         /* wh_htab_*, wh_intern, wh_unintern */
+#include "slicerec.h"     /* wh_slicerecs_* */
 #include "wh/json.h" /* wh_json_get, wh_json_str, wh_json_path, wh_json_add, wh_json_set_lit, wh_json_set_str_lit, wh_json_set_str */
 
 /* A worker group: its pods are chained through cpod.gnext. */
@@ -32,11 +33,18 @@ struct cpod {
     char name[];
 };
 
+/* A node's name in the table of names, by which a watch event finds it. */
+struct node_name {
+    struct wh_hnode h;
+    size_t slot; /* in wh_store.nodes */
+};
+
 struct node_entry {
     char *name;
     size_t n;
     char **keys, **values;
     uint32_t gen;
+    struct node_name *byname; /* the store's, NULL while outside it */
 };
 
 struct wh_store {
@@ -46,6 +54,8 @@ struct wh_store {
     struct wh_htab pods;
     struct node_entry *nodes;
     size_t n_nodes, cap_nodes;
+    struct wh_htab node_names;     /* struct node_name, by name */
+    struct wh_nodeindex *by_label; /* the nodes by label, id = their slot */
     /* The TPU pods' slice records, behind a mutex of their own: the slice
      * check's walk of them never holds the lock admissions read under. */
     struct wh_slicerecs *recs;
@@ -218,6 +228,7 @@ static void sweep_pods(struct wh_store *s, uint32_t gen)
 
 /* ---- nodes -------------------------------------------------------------- */
 
+/* Frees what the entry owns but its byname (the store's). */
 static void node_clear(struct node_entry *n)
 {
     for (size_t i = 0; i < n->n; i++) {
@@ -264,10 +275,57 @@ oom:
 
 static long find_node(const struct wh_store *s, const char *name)
 {
-    for (size_t i = 0; i < s->n_nodes; i++)
-        if (!strcmp(s->nodes[i].name, name))
-            return (long)i;
+    if (!s->node_names.nb)
+        return -1;
+    uint32_t h = wh_hash_str(WH_HASH_INIT, name);
+    for (struct wh_hnode *e = *wh_htab_slot(&s->node_names, h); e; e = e->next) {
+        const struct node_name *nn = (const struct node_name *)e;
+        if (e->hash == h && !strcmp(s->nodes[nn->slot].name, name))
+            return (long)nn->slot;
+    }
     return -1;
+}
+
+static struct wh_node_rec node_rec(const struct node_entry *n)
+{
+    return (struct wh_node_rec){
+        .name = n->name,
+        .n_labels = n->n,
+        .keys = (const char *const *)n->keys,
+        .values = (const char *const *)n->values,
+    };
+}
+
+/* ne into slot i (free, below n_nodes or at it), its labels indexed. */
+static enum wh_err place_node(struct wh_store *s, size_t i, struct node_entry *ne)
+{
+    struct wh_node_rec rec = node_rec(ne);
+    if (i > UINT32_MAX || wh_nodeindex_add(s->by_label, (uint32_t)i, &rec))
+        return WH_ERR_NOMEM;
+    s->nodes[i] = *ne;
+    s->nodes[i].byname->slot = i;
+    return WH_OK;
+}
+
+/* Slot i emptied: the last node moves into it. */
+static void close_gap(struct wh_store *s, size_t i)
+{
+    size_t last = --s->n_nodes;
+    if (i == last)
+        return;
+    s->nodes[i] = s->nodes[last];
+    s->nodes[i].byname->slot = i;
+    wh_nodeindex_move(s->by_label, (uint32_t)last, (uint32_t)i);
+}
+
+static void delete_node_at(struct wh_store *s, size_t i)
+{
+    wh_nodeindex_remove(s->by_label, (uint32_t)i);
+    wh_htab_remove(&s->node_names, &s->nodes[i].byname->h);
+    free(s->nodes[i].byname);
+    node_clear(&s->nodes[i]);
+    close_gap(s, i);
+    wh_slicerecs_bump(s->recs);
 }
 
 /* Takes ne's memory; caller holds the write lock. */
@@ -277,9 +335,18 @@ static enum wh_err upsert_node(struct wh_store *s, struct node_entry *ne, uint32
     wh_slicerecs_bump(s->recs);
     long i = find_node(s, ne->name);
     if (i >= 0) {
+        ne->byname = s->nodes[i].byname;
+        wh_nodeindex_remove(s->by_label, (uint32_t)i);
+        s->nodes[i].byname = NULL;
         node_clear(&s->nodes[i]);
-        s->nodes[i] = *ne;
-        return WH_OK;
+        if (place_node(s, (size_t)i, ne) == WH_OK)
+            return WH_OK;
+        /* Not indexed, so not kept: the slot is given up. */
+        s->nodes[i] = (struct node_entry){.byname = ne->byname};
+        ne->byname = NULL;
+        delete_node_at(s, (size_t)i);
+        node_clear(ne);
+        return WH_ERR_NOMEM;
     }
     if (s->n_nodes == s->cap_nodes) {
         size_t cap = s->cap_nodes ? s->cap_nodes * 2 : 16;
@@ -291,15 +358,19 @@ static enum wh_err upsert_node(struct wh_store *s, struct node_entry *ne, uint32
         s->nodes = nn;
         s->cap_nodes = cap;
     }
-    s->nodes[s->n_nodes++] = *ne;
+    if (!wh_htab_grow(&s->node_names) || !(ne->byname = calloc(1, sizeof(*ne->byname)))) {
+        node_clear(ne);
+        return WH_ERR_NOMEM;
+    }
+    ne->byname->h.hash = wh_hash_str(WH_HASH_INIT, ne->name);
+    if (place_node(s, s->n_nodes, ne)) {
+        free(ne->byname);
+        node_clear(ne);
+        return WH_ERR_NOMEM;
+    }
+    wh_htab_insert(&s->node_names, &s->nodes[s->n_nodes].byname->h);
+    s->n_nodes++;
     return WH_OK;
-}
-
-static void delete_node_at(struct wh_store *s, size_t i)
-{
-    node_clear(&s->nodes[i]);
-    s->nodes[i] = s->nodes[--s->n_nodes];
-    wh_slicerecs_bump(s->recs);
 }
 
 static void sweep_nodes(struct wh_store *s, uint32_t gen)
@@ -314,7 +385,9 @@ static void sweep_nodes(struct wh_store *s, uint32_t gen)
 struct wh_store *wh_store_new(void)
 {
     struct wh_store *s = calloc(1, sizeof(*s));
-    if (!s || !(s->recs = wh_slicerecs_new())) {
+    if (!s || !(s->recs = wh_slicerecs_new()) || !(s->by_label = wh_nodeindex_new())) {
+        if (s)
+            wh_slicerecs_free(s->recs);
         free(s);
         return NULL;
     }
@@ -343,9 +416,13 @@ void wh_store_free(struct wh_store *s)
     wh_htab_free(&s->pods);
     wh_htab_free(&s->groups);
     wh_htab_free(&s->strings);
-    for (size_t i = 0; i < s->n_nodes; i++)
+    for (size_t i = 0; i < s->n_nodes; i++) {
+        free(s->nodes[i].byname);
         node_clear(&s->nodes[i]);
+    }
     free(s->nodes);
+    wh_htab_free(&s->node_names);
+    wh_nodeindex_free(s->by_label);
     wh_slicerecs_free(s->recs);
     pthread_rwlock_destroy(&s->lock);
     free(s);
@@ -440,14 +517,24 @@ int wh_store_each_node(struct wh_store *s, wh_node_visit_fn fn, void *arg)
     int stopped = 0;
     pthread_rwlock_rdlock(&s->lock);
     for (size_t i = 0; i < s->n_nodes && !stopped; i++) {
-        const struct node_entry *n = &s->nodes[i];
-        struct wh_node_rec rec = {
-            .name = n->name,
-            .n_labels = n->n,
-            .keys = (const char *const *)n->keys,
-            .values = (const char *const *)n->values,
-        };
+        struct wh_node_rec rec = node_rec(&s->nodes[i]);
         stopped = fn(arg, &rec);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return stopped;
+}
+
+int wh_store_each_node_with(struct wh_store *s, const char *const *pairs, size_t n_pairs,
+                            wh_node_visit_fn fn, void *arg)
+{
+    int stopped = 0;
+    size_t n;
+    pthread_rwlock_rdlock(&s->lock);
+    const uint32_t *ids = wh_nodeindex_candidates(s->by_label, pairs, n_pairs, &n);
+    for (size_t i = 0; i < n && !stopped; i++) {
+        struct wh_node_rec rec = node_rec(&s->nodes[ids[i]]);
+        if (wh_node_has_labels(&rec, pairs, n_pairs))
+            stopped = fn(arg, &rec);
     }
     pthread_rwlock_unlock(&s->lock);
     return stopped;

@@ -6,7 +6,8 @@
  * namespace, cluster, group and replicaIndex strings are interned. A TPU
  * pod also gets a slice record (slicerec.h: its own table and mutex, so the
  * slice check never holds the lock admissions read under). Nodes:
- * every label of the (few) TPU nodes.
+ * every label of the TPU nodes, found by name in a hash table and by label
+ * in an index (nodeindex.h), both kept by the writers under the lock.
  *
  * The reflectors (reflector.h) write: they apply objects of a LIST or a
  * watch event, tagged with the LIST's generation, and after a LIST drop
@@ -59,6 +60,12 @@ void wh_store_sweep_nodes(struct wh_store *s, uint32_t gen);
 int wh_store_each_group_pod(struct wh_store *s, const char *ns, const char *cluster,
                             const char *group, wh_pod_visit_fn fn, void *arg);
 int wh_store_each_node(struct wh_store *s, wh_node_visit_fn fn, void *arg);
+/* The nodes carrying every one of n_pairs labels (n_pairs >= 1; pairs as
+ * struct wh_state_ops.each_node_with takes them), looked up in the index of
+ * the nodes by label (nodeindex.h) that the writers keep with the nodes,
+ * under the same lock; in no set order. */
+int wh_store_each_node_with(struct wh_store *s, const char *const *pairs, size_t n_pairs,
+                            wh_node_visit_fn fn, void *arg);
 
 /* Changes applied so far to what the slice check reads (a TPU pod's
  * record, a TPU node): a reader that saw this number has nothing new to

@@ -163,6 +163,68 @@ static void test_nodes(void **st)
     wh_store_free(s);
 }
 
+/* The nodes looked up by label are those a walk finds, through random
+ * LISTs (applies tagged with a generation, then a sweep), watch events
+ * that change or delete a node or take its TPU label away. */
+struct by_label {
+    const char *const *pairs;
+    size_t n_pairs;
+    char seen[64];
+    int n;
+};
+
+static int see_labelled(void *arg, const struct wh_node_rec *n)
+{
+    struct by_label *b = arg;
+    if (wh_node_has_labels(n, b->pairs, b->n_pairs)) {
+        int id = atoi(n->name + 1);
+        assert_int_equal(b->seen[id], 0);
+        b->seen[id] = 1;
+        b->n++;
+    }
+    return 0;
+}
+
+static void test_nodes_by_label(void **st)
+{
+    (void)st;
+    struct wh_store *s = wh_store_new();
+    uint64_t x = 7;
+    int checks = 0;
+    for (int round = 0; round < 3000; round++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        unsigned r = (unsigned)(x >> 33);
+        uint32_t gen = 1 + (uint32_t)round / 500;
+        if (round % 500 == 499) {
+            wh_store_sweep_nodes(s, gen);
+            continue;
+        }
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"name\":\"n%u\",\"labels\":{\"pool\":\"p%u\","
+                 "\"rack\":\"r%u\"%s}}}",
+                 r % 64, (r >> 6) % 4, (r >> 8) % 3,
+                 (r >> 10) % 8 ? ",\"" WH_STORE_NODE_LABEL "\":\"tpu7x\"" : "");
+        cJSON *obj = wh_test_parse(text);
+        assert_int_equal(wh_store_apply_node(s, obj, (r >> 13) % 6 == 0, gen), WH_OK);
+        cJSON_Delete(obj);
+        char pool[8], rack[8];
+        snprintf(pool, sizeof(pool), "p%u", (r >> 16) % 4);
+        snprintf(rack, sizeof(rack), "r%u", (r >> 18) % 3);
+        const char *pairs[] = {"pool", pool, "rack", rack};
+        size_t n_pairs = 1 + (r >> 20) % 2;
+        struct by_label walked = {.pairs = pairs, .n_pairs = n_pairs};
+        struct by_label looked = {.pairs = pairs, .n_pairs = n_pairs};
+        assert_int_equal(wh_store_each_node(s, see_labelled, &walked), 0);
+        assert_int_equal(wh_store_each_node_with(s, pairs, n_pairs, see_labelled, &looked), 0);
+        assert_int_equal(walked.n, looked.n);
+        assert_memory_equal(walked.seen, looked.seen, sizeof(walked.seen));
+        checks += walked.n > 0;
+    }
+    assert_true(checks > 1000);
+    wh_store_free(s); /* names, labels and the index: nothing leaks (ASan) */
+}
+
 /* Many pods: the tables grow past their first bucket arrays and every pod
  * stays reachable; freeing a full store leaks nothing (ASan build). */
 static void test_many(void **st)
@@ -273,7 +335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pods),          cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_many),          cmocka_unit_test(test_intern),
-        cmocka_unit_test(test_slice_records),
+        cmocka_unit_test(test_slice_records), cmocka_unit_test(test_nodes_by_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,13 @@ WH_NODISCARD enum wh_err wh_cache_each_group_pod(struct wh_cache *c, const char 
  * synced (an empty answer would silently change subslice affinity). */
 WH_NODISCARD enum wh_err wh_cache_each_node(struct wh_cache *c, wh_node_visit_fn fn, void *arg,
                                             int *stopped, char *errbuf);
+/* The cached TPU nodes carrying every one of n_pairs labels (n_pairs >= 1;
+ * pairs as struct wh_state_ops.each_node_with takes them), looked up in the
+ * cache's index of nodes by label, in no set order; otherwise as
+ * wh_cache_each_node(). */
+WH_NODISCARD enum wh_err wh_cache_each_node_with(struct wh_cache *c, const char *const *pairs,
+                                                 size_t n_pairs, wh_node_visit_fn fn, void *arg,
+                                                 int *stopped, char *errbuf);
 
 /* NULL when the pod cache can be trusted for legacy index assignment, else
  * a static reason. */

@@ -1,0 +1,317 @@
+/* bench_scaling.c: paths whose cost could grow faster than their input
+ * (issue 22, item 4), each timed at a size n and at 4n in the same run.
+ *
+ *   wh-bench-scaling [RUNS]
+ *
+ * Each case prints the median CPU time (CLOCK_PROCESS_CPUTIME_ID) of RUNS
+ * runs (default 3) at n and at 4n and their ratio: about 4 for a cost
+ * linear in n, 16 for a quadratic one. The ratio is the figure to read on
+ * a loaded machine: load slows both sizes alike. Each run is a child
+ * process of its own (a fresh heap: glibc's bins, left fragmented by the
+ * runs before, made one case look quadratic when it was not).
+ *
+ *  - node cache: a LIST of n TPU nodes applied to the store (the node
+ *    watch's work, store.h), then a relist of the same n (every node
+ *    updated) and the sweep. Each apply finds the node by name.
+ *  - check: `tpu-webhook check` (wh_check_text) of a RayCluster of n worker
+ *    groups, each with a problem and a warning: one row per group, its
+ *    message and warnings taken from the validation's findings.
+ *  - doctor: n TPU nodes and n/4 pending TPU pods, each with a nodeSelector
+ *    of its own (node pool and subblock), judged by doctor's rules
+ *    (wh_doctor_run: is some node able to take each pod?).
+ *  - render state: n worker pods in groups of 8 added to the in-memory
+ *    state (wh_memstate, what render and the CLI use) and, after each, its
+ *    group's pods visited, as the next pod's mutation does.
+ *
+ * A benchmark, not a test: it prints figures and fails only when a case
+ * does not get the expected answer.
+ */
+#include <stdio.h>  /* printf, snprintf */
+#include <stdlib.h> /* qsort, free, atoi, exit */
+#include <string.h> /* strstr */
+#include <time.h>   /* clock_gettime */
+
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* fork, pipe */
+
+#include <cjson/cJSON.h>
+
+#include "wh/buf.h"    /* wh_buf_* */
+#include "wh/check.h"  /* wh_check_text */
+#include "wh/doctor.h" /* wh_doctor_run */
+#include "wh/json.h"   /* wh_json_* */
+#include "wh/state.h"  /* wh_memstate_* */
+#include "store.h"     /* wh_store_* (the kube room's, private) */
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "wh-bench-scaling: %s\n", what);
+    exit(1);
+}
+
+/* ---- node cache ---------------------------------------------------------- */
+
+static cJSON *node_list(int n)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, (size_t)256 << 20);
+    enum wh_err err = wh_buf_add(&b, "[");
+    for (int i = 0; !err && i < n; i++) {
+        err = wh_buf_addf(&b,
+                          "%s{\"metadata\":{\"name\":\"gke-tpu-node-%d\",\"labels\":{"
+                          "\"" WH_STORE_NODE_LABEL "\":\"tpu7x\","
+                          "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","
+                          "\"cloud.google.com/gke-nodepool\":\"pool-%d\","
+                          "\"cloud.google.com/gce-topology-subblock\":\"sub-%d\","
+                          "\"kubernetes.io/hostname\":\"gke-tpu-node-%d\"",
+                          i ? "," : "", i, i / 16, i / 4, i);
+        for (int k = 0; !err && k < 20; k++)
+            err = wh_buf_addf(&b, ",\"example.com/label-%d\":\"value-%d\"", k, k);
+        if (!err)
+            err = wh_buf_add(&b, "}}}");
+    }
+    if (!err)
+        err = wh_buf_add(&b, "]");
+    cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
+    wh_buf_free(&b);
+    if (!j)
+        die("cannot build the nodes");
+    return j;
+}
+
+static double node_cache(int n)
+{
+    cJSON *list = node_list(n);
+    struct wh_store *s = wh_store_new();
+    if (!s)
+        die("out of memory");
+    double t0 = cpu_ms();
+    for (uint32_t gen = 1; gen <= 2; gen++) {
+        for (const cJSON *o = list->child; o; o = o->next)
+            if (wh_store_apply_node(s, o, false, gen))
+                die("out of memory");
+        wh_store_sweep_nodes(s, gen);
+    }
+    double t = cpu_ms() - t0;
+    size_t pods, nodes, interned;
+    wh_store_counts(s, &pods, &nodes, &interned);
+    if (nodes != (size_t)n)
+        die("the store does not hold every node");
+    wh_store_free(s);
+    cJSON_Delete(list);
+    return t;
+}
+
+/* ---- check --------------------------------------------------------------- */
+
+/* n single-host tpu7x groups: numOfHosts 2 where the topology has 1 host (a
+ * problem) and MEGASCALE_NUM_SLICES on it (a warning). */
+static char *check_text(int n, size_t *len)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, (size_t)64 << 20);
+    enum wh_err err =
+        wh_buf_add(&b, "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{"
+                       "\"name\":\"rc\",\"namespace\":\"default\"},\"spec\":{\"headGroupSpec\":{"
+                       "\"rayStartParams\":{},\"template\":{\"spec\":{\"containers\":[{\"name\":"
+                       "\"ray-head\",\"image\":\"rayproject/ray:2.52.0\"}]}}},"
+                       "\"workerGroupSpecs\":[");
+    for (int i = 0; !err && i < n; i++)
+        err = wh_buf_addf(
+            &b,
+            "%s{\"groupName\":\"group-%d\",\"replicas\":2,\"minReplicas\":0,\"maxReplicas\":2,"
+            "\"numOfHosts\":2,\"rayStartParams\":{},\"template\":{\"spec\":{\"nodeSelector\":{"
+            "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","
+            "\"cloud.google.com/gke-tpu-topology\":\"2x2x1\"},\"containers\":[{\"name\":"
+            "\"ray-worker\",\"image\":\"rayproject/ray:2.52.0-py310\",\"resources\":{"
+            "\"limits\":{\"google.com/tpu\":\"4\"},\"requests\":{\"google.com/tpu\":\"4\"}},"
+            "\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]}]}}}",
+            i ? "," : "", i);
+    if (!err)
+        err = wh_buf_add(&b, "]}}\n");
+    if (err)
+        die("out of memory");
+    return wh_buf_take(&b, len);
+}
+
+static double check(int n)
+{
+    size_t len;
+    char *text = check_text(n, &len);
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN];
+    double t0 = cpu_ms();
+    if (!rows || wh_check_text("bench.yaml", text, len, rows, &st, errbuf))
+        die("check failed");
+    double t = cpu_ms() - t0;
+    if (st.rows != (size_t)n || st.rejected != (size_t)n)
+        die("check: not one rejected row per group");
+    cJSON_Delete(rows);
+    free(text);
+    return t;
+}
+
+/* ---- doctor -------------------------------------------------------------- */
+
+static cJSON *pending_pods(int n)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, (size_t)64 << 20);
+    enum wh_err err = wh_buf_add(&b, "[");
+    for (int i = 0; !err && i < n; i++)
+        err = wh_buf_addf(&b,
+                          "%s{\"metadata\":{\"name\":\"tpu-pod-%d\",\"namespace\":\"default\"},"
+                          "\"spec\":{\"nodeSelector\":{"
+                          "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","
+                          "\"cloud.google.com/gke-tpu-topology\":\"4x4x4\","
+                          "\"cloud.google.com/gke-nodepool\":\"pool-%d\","
+                          "\"cloud.google.com/gce-topology-subblock\":\"sub-%d\"},"
+                          "\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{"
+                          "\"google.com/tpu\":\"4\"}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                          i ? "," : "", i, i / 4, i);
+    if (!err)
+        err = wh_buf_add(&b, "]");
+    cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
+    wh_buf_free(&b);
+    if (!j)
+        die("cannot build the pods");
+    return j;
+}
+
+static double doctor(int n)
+{
+    cJSON *nodes = node_list(n), *pods = pending_pods(n / 4), *report = NULL;
+    struct wh_doctor_input in = {.pods = pods, .nodes = nodes, .no_drift = true};
+    char errbuf[WH_ERRBUF_LEN];
+    double t0 = cpu_ms();
+    if (wh_doctor_run(&in, &report, errbuf))
+        die(errbuf);
+    double t = cpu_ms() - t0;
+    char *text = cJSON_PrintUnformatted(report);
+    if (!text || strstr(text, "unschedulable"))
+        die("doctor: a pod that a node can take was found unschedulable");
+    free(text);
+    cJSON_Delete(report);
+    cJSON_Delete(pods);
+    cJSON_Delete(nodes);
+    return t;
+}
+
+/* ---- render state -------------------------------------------------------- */
+
+static int count_pod(void *arg, const struct wh_pod_rec *pod)
+{
+    (void)pod;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+static double render_state(int n)
+{
+    struct wh_memstate *ms = wh_memstate_new();
+    char name[64], group[64];
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "rc-tpu-%d-worker-%d", i / 8, i % 8);
+        snprintf(group, sizeof(group), "tpu-%d", i / 8);
+        struct wh_pod_rec r = {.name = name,
+                               .ns = "default",
+                               .cluster = "rc",
+                               .group = group,
+                               .n_tpu_containers = 1,
+                               .worker_id = i % 8};
+        double t0 = cpu_ms();
+        if (!ms || wh_memstate_add_rec(ms, &r))
+            die("out of memory");
+        struct wh_state st = wh_memstate_view(ms);
+        size_t seen = 0;
+        char errbuf[WH_ERRBUF_LEN];
+        if (st.ops->each_group_pod(st.impl, "default", "rc", group, count_pod, &seen, errbuf) ||
+            seen != (size_t)(i % 8) + 1)
+            die("render state: the group's pods not all seen");
+        t += cpu_ms() - t0;
+    }
+    wh_memstate_free(ms);
+    return t;
+}
+
+/* ---- driver -------------------------------------------------------------- */
+
+/* One run in a child process of its own: a fresh heap, so that what the
+ * runs before left in the allocator's bins does not weigh on this one. */
+static double isolated(double (*fn)(int), int n)
+{
+    int fd[2];
+    if (pipe(fd))
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (!pid) {
+        close(fd[0]);
+        double t = fn(n);
+        _exit(write(fd[1], &t, sizeof(t)) == (ssize_t)sizeof(t) ? 0 : 1);
+    }
+    close(fd[1]);
+    double t = -1;
+    ssize_t got = read(fd[0], &t, sizeof(t));
+    close(fd[0]);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) ||
+        got != (ssize_t)sizeof(t))
+        die("a run failed");
+    return t;
+}
+
+static double median(double (*fn)(int), int n, int runs)
+{
+    double t[32];
+    for (int i = 0; i < runs; i++)
+        t[i] = isolated(fn, n);
+    qsort(t, (size_t)runs, sizeof(double), cmp_double);
+    return t[runs / 2];
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 3;
+    if (runs < 1 || runs > 32) {
+        fprintf(stderr, "usage: wh-bench-scaling [RUNS (1-32, default 3)]\n");
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        double (*fn)(int);
+        int n;
+    } cases[] = {
+        {"node cache: LIST + relist of n nodes", node_cache, 5000},
+        {"check: RayCluster of n denied groups", check, 1000},
+        {"doctor: n nodes, n/4 pending selectors", doctor, 4000},
+        {"render state: n pods, groups of 8", render_state, 2000},
+    };
+    printf("wh-bench-scaling: CPU ms, median of %d runs; 4n/n is ~4 when linear, ~16 when "
+           "quadratic\n",
+           runs);
+    printf("%-40s %8s %10s %8s %10s %6s\n", "case", "n", "ms", "4n", "ms", "4n/n");
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        double a = median(cases[c].fn, cases[c].n, runs);
+        double b = median(cases[c].fn, 4 * cases[c].n, runs);
+        printf("%-40s %8d %10.1f %8d %10.1f %6.1f\n", cases[c].name, cases[c].n, a, 4 * cases[c].n,
+               b, a > 0 ? b / a : 0);
+    }
+    return 0;
+}
