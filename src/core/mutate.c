@@ -763,7 +763,7 @@ enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
     const struct wh_review_info *in = wh_review_info(rv);
     if (strcmp(in->operation, "CREATE"))
         return WH_OK; /* D4: only creation is mutated */
-    const cJSON *pod = wh_json_get(wh_review_request(rv), "object");
+    const cJSON *pod = wh_review_object(rv);
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
     const cJSON *meta = wh_json_get(pod, "metadata");
@@ -777,7 +777,7 @@ enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
     c.ns = in->ns;
     /* The pod's own name or generateName, not in->name, which falls back to
      * request.name: messages name the pod as its metadata does. */
-    c.name = wh_meta_name(meta);
+    c.name = in->object_name;
     c.cluster = in->cluster;
     c.group = in->group;
     enum wh_err err = mutate(&c, st, errbuf);

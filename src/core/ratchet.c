@@ -5,7 +5,8 @@
 #include <stdlib.h> /* bsearch, qsort */
 #include <string.h> /* strcmp, memset */
 
-#include "wh/json.h"              /* wh_json_get, wh_json_path, wh_json_str0 */
+#include "wh/json.h"              /* wh_json_path */
+#include "wh/review.h"            /* wh_review_of_old, wh_review_object, wh_review_info */
 #include "wh/mem.h"               /* wh_realloc, wh_strdup, wh_free */
 #include "wh/validate.h"          /* wh_validate_raycluster_report */
 #include "wh/workload_validate.h" /* wh_validate_workload_report */
@@ -66,31 +67,10 @@ static bool has_key(const struct wh_violations *v, const struct wh_violation *x)
     return v->n && bsearch(x, v->items, v->n, sizeof(*v->items), key_cmp);
 }
 
-/* One policy, judging request's object into d and listing its problems in
- * out (NULL: not asked for). */
-typedef enum wh_err (*judge_fn)(const cJSON *request, const void *ctx, struct wh_decision *d,
+/* One policy, judging rv's object into d and listing its problems in out
+ * (NULL: not asked for). */
+typedef enum wh_err (*judge_fn)(const struct wh_review *rv, const void *ctx, struct wh_decision *d,
                                 struct wh_violations *out, char *errbuf);
-
-/* The request as it would have been for oldObject: the same fields, with
- * "object" referring to oldObject (no copy; cJSON_Delete leaves referents). */
-static enum wh_err old_request(const cJSON *request, const cJSON *old, cJSON **out)
-{
-    cJSON *r = cJSON_CreateObject();
-    bool ok = r != NULL;
-    for (const cJSON *c = request->child; c && ok; c = c->next) {
-        if (!c->string || !strcmp(c->string, "object") || !strcmp(c->string, "oldObject"))
-            continue;
-        ok = cJSON_AddItemReferenceToObject(r, c->string, (cJSON *)c);
-    }
-    if (ok)
-        ok = cJSON_AddItemReferenceToObject(r, "object", (cJSON *)old);
-    if (!ok) {
-        cJSON_Delete(r);
-        return WH_ERR_NOMEM;
-    }
-    *out = r;
-    return WH_OK;
-}
 
 static bool deleting(const cJSON *obj)
 {
@@ -123,16 +103,16 @@ static enum wh_err name_fresh(struct wh_decision *d, const struct wh_violations 
 
 /* d denied the object: judge oldObject too and admit when every problem
  * was there before. */
-static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judge, const void *ctx,
+static enum wh_err ratchet(const struct wh_review *rv, judge_fn judge, const void *ctx,
                            struct wh_decision *d, struct wh_violations *now, char *errbuf)
 {
     struct wh_violations before = {0};
     struct wh_decision od;
     wh_decision_init(&od);
-    cJSON *oreq = NULL;
-    enum wh_err err = old_request(request, old, &oreq);
+    struct wh_review *old = NULL; /* the same request, about oldObject */
+    enum wh_err err = wh_review_of_old(rv, &old);
     if (!err)
-        err = judge(oreq, ctx, &od, &before, errbuf);
+        err = judge(old, ctx, &od, &before, errbuf);
     if (!err && before.n)
         qsort(before.items, before.n, sizeof(*before.items), key_cmp);
     size_t fresh = 0;
@@ -157,36 +137,35 @@ static enum wh_err ratchet(const cJSON *request, const cJSON *old, judge_fn judg
             err = wh_decision_note(d, "update denied: %zu of its %zu problems are not in oldObject",
                                    fresh, now->n);
     }
-    cJSON_Delete(oreq);
+    wh_review_free(old);
     wh_decision_free(&od);
     wh_violations_free(&before);
     return err;
 }
 
-static enum wh_err decide(const cJSON *request, judge_fn judge, const void *ctx,
+static enum wh_err decide(const struct wh_review *rv, judge_fn judge, const void *ctx,
                           struct wh_decision *d, char *errbuf)
 {
-    const cJSON *old = wh_json_get(request, "oldObject");
-    if (strcmp(wh_json_str0(request, "operation"), "UPDATE") || !cJSON_IsObject(old))
-        return judge(request, ctx, d, NULL, errbuf);
-    if (deleting(wh_json_get(request, "object")))
+    if (strcmp(wh_review_info(rv)->operation, "UPDATE") || !cJSON_IsObject(wh_review_old_object(rv)))
+        return judge(rv, ctx, d, NULL, errbuf);
+    if (deleting(wh_review_object(rv)))
         return wh_decision_note(d, "update admitted: the object is being deleted");
     struct wh_violations now = {0};
-    enum wh_err err = judge(request, ctx, d, &now, errbuf);
+    enum wh_err err = judge(rv, ctx, d, &now, errbuf);
     if (!err && !d->allowed && now.n > 0)
-        err = ratchet(request, old, judge, ctx, d, &now, errbuf);
+        err = ratchet(rv, judge, ctx, d, &now, errbuf);
     wh_violations_free(&now);
     return err;
 }
 
-static enum wh_err judge_raycluster(const cJSON *request, const void *ctx, struct wh_decision *d,
-                                    struct wh_violations *out, char *errbuf)
+static enum wh_err judge_raycluster(const struct wh_review *rv, const void *ctx,
+                                    struct wh_decision *d, struct wh_violations *out, char *errbuf)
 {
     const struct wh_state *st = ctx;
     if (!out)
-        return wh_validate_raycluster(request, st, d, errbuf);
+        return wh_validate_raycluster(rv, st, d, errbuf);
     struct wh_validation rep = {0};
-    enum wh_err err = wh_validate_raycluster_report(request, st, d, &rep, errbuf);
+    enum wh_err err = wh_validate_raycluster_report(rv, st, d, &rep, errbuf);
     for (size_t i = 0; !err && i < rep.n; i++) {
         const struct wh_group_finding *f = &rep.items[i];
         if (f->warning)
@@ -202,21 +181,21 @@ static enum wh_err judge_raycluster(const cJSON *request, const void *ctx, struc
     return err;
 }
 
-enum wh_err wh_ratchet_raycluster(const cJSON *request, const struct wh_state *st,
+enum wh_err wh_ratchet_raycluster(const struct wh_review *rv, const struct wh_state *st,
                                   struct wh_decision *d, char *errbuf)
 {
-    return decide(request, judge_raycluster, st, d, errbuf);
+    return decide(rv, judge_raycluster, st, d, errbuf);
 }
 
-static enum wh_err judge_workload(const cJSON *request, const void *ctx, struct wh_decision *d,
-                                  struct wh_violations *out, char *errbuf)
+static enum wh_err judge_workload(const struct wh_review *rv, const void *ctx,
+                                  struct wh_decision *d, struct wh_violations *out, char *errbuf)
 {
     (void)ctx;
     (void)errbuf;
-    return wh_validate_workload_report(request, d, out);
+    return wh_validate_workload_report(rv, d, out);
 }
 
-enum wh_err wh_ratchet_workload(const cJSON *request, struct wh_decision *d, char *errbuf)
+enum wh_err wh_ratchet_workload(const struct wh_review *rv, struct wh_decision *d, char *errbuf)
 {
-    return decide(request, judge_workload, NULL, d, errbuf);
+    return decide(rv, judge_workload, NULL, d, errbuf);
 }

@@ -6,13 +6,14 @@
 #include "wh/json.h"              /* wh_json_* */
 #include "wh/workload_validate.h" /* wh_workload_kind_validated */
 #include "wh/podspec.h"           /* label keys, wh_pod_is_legacy */
-#include "wh/mem.h"               /* wh_free */
+#include "wh/mem.h"               /* wh_calloc, wh_free */
 #include "wh/utf8.h"              /* wh_utf8_cut, wh_utf8_is_ascii */
 
 struct wh_review {
     cJSON *root;          /* owned: the whole AdmissionReview; NULL for wh_review_of_request */
-    const cJSON *request; /* borrowed from root */
-    struct wh_review_info info; /* strings borrowed from root */
+    const cJSON *request; /* borrowed from root (or from the caller, or another review) */
+    const cJSON *object, *old_object; /* borrowed: request's, or (wh_review_of_old) its oldObject */
+    struct wh_review_info info;       /* strings borrowed from request and object */
 };
 
 /* See struct wh_review_info.cluster_uid. */
@@ -77,6 +78,8 @@ enum wh_err wh_review_parse(const char *body, size_t len, struct wh_review **out
     }
     rv->root = root;
     rv->request = req;
+    rv->object = wh_json_get(req, "object");
+    rv->old_object = wh_json_get(req, "oldObject");
     read_info(rv);
     *out = rv;
     return WH_OK;
@@ -91,17 +94,35 @@ enum wh_err wh_review_of_request(const cJSON *request, struct wh_review **out)
     if (!rv)
         return WH_ERR_NOMEM;
     rv->request = request; /* borrowed: root stays NULL */
+    rv->object = wh_json_get(request, "object");
+    rv->old_object = wh_json_get(request, "oldObject");
     read_info(rv);
     *out = rv;
     return WH_OK;
 }
 
-/* rv->info from rv->request: who the review is about, read once. */
+enum wh_err wh_review_of_old(const struct wh_review *rv, struct wh_review **out)
+{
+    *out = NULL;
+    if (!cJSON_IsObject(rv->old_object))
+        return WH_ERR_INVALID;
+    struct wh_review *old = wh_calloc(1, sizeof(*old));
+    if (!old)
+        return WH_ERR_NOMEM;
+    old->request = rv->request; /* borrowed: root stays NULL */
+    old->object = rv->old_object;
+    read_info(old); /* old_object stays NULL */
+    *out = old;
+    return WH_OK;
+}
+
+/* rv->info from rv->request and rv->object: who the review is about, read
+ * once. */
 static void read_info(struct wh_review *rv)
 {
     const cJSON *req = rv->request;
     struct wh_review_info *in = &rv->info;
-    const cJSON *obj = wh_json_get(req, "object");
+    const cJSON *obj = rv->object;
     const cJSON *meta = wh_json_get(obj, "metadata");
     in->uid = wh_json_str0(req, "uid");
     in->operation = wh_json_str0(req, "operation");
@@ -114,9 +135,8 @@ static void read_info(struct wh_review *rv)
     in->ns = wh_json_str0(meta, "namespace");
     if (!*in->ns)
         in->ns = wh_json_str0(req, "namespace");
-    in->name = wh_meta_name(meta);
-    if (!*in->name)
-        in->name = wh_json_str0(req, "name");
+    in->object_name = wh_meta_name(meta);
+    in->name = *in->object_name ? in->object_name : wh_json_str0(req, "name");
     const cJSON *labels = wh_json_get(meta, "labels");
     if (in->kind == WH_KIND_POD) {
         in->cluster = wh_json_str0(labels, WH_LABEL_CLUSTER);
@@ -124,7 +144,10 @@ static void read_info(struct wh_review *rv)
         in->cluster_uid = owner_cluster_uid(meta, in->cluster);
         in->legacy = !strcmp(in->operation, "CREATE") && wh_pod_is_legacy(obj);
     } else {
-        in->cluster = in->kind == WH_KIND_RAYCLUSTER ? in->name : "";
+        in->cluster = "";
+        if (in->kind == WH_KIND_RAYCLUSTER)
+            in->cluster = *wh_json_str0(meta, "name") ? wh_json_str0(meta, "name")
+                                                      : wh_json_str0(req, "name");
         in->group = "";
         in->cluster_uid = "";
     }
@@ -143,9 +166,14 @@ const struct wh_review_info *wh_review_info(const struct wh_review *rv)
     return &rv->info;
 }
 
-const cJSON *wh_review_request(const struct wh_review *rv)
+const cJSON *wh_review_object(const struct wh_review *rv)
 {
-    return rv->request;
+    return rv->object;
+}
+
+const cJSON *wh_review_old_object(const struct wh_review *rv)
+{
+    return rv->old_object;
 }
 
 const char *wh_review_api_version(const struct wh_review *rv)

@@ -141,19 +141,18 @@ static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt,
     return err ? err : report(g, true, a, fmt, text);
 }
 
-/* The template's TPU request; false when the group is not a TPU group. */
-static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu, bool *bad)
+/* The template's TPU request; false when the group is not a TPU group. A
+ * quantity that cannot be read is the group's problem (g->n_problems). */
+static enum wh_err tpu_request(struct group_ctx *g, bool *is_tpu)
 {
     char errbuf[WH_ERRBUF_LEN];
     *is_tpu = false;
-    *bad = false;
     for (const cJSON *k = g->containers ? g->containers->child : NULL; k; k = k->next) {
         struct wh_tpu_request rq;
         enum wh_err qerr = wh_container_tpu(k, &rq, errbuf);
         if (qerr == WH_ERR_NOMEM)
             return qerr;
         if (qerr) {
-            *bad = true;
             *is_tpu = true;
             return problem_at(g,
                               (struct about){"template.spec.containers[].resources", "",
@@ -231,6 +230,8 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           !nh || cJSON_IsNull(nh) ? "not set"
                           : g->num_hosts          ? "negative"
                                                   : "0");
+    /* The KubeRay path's topology rule, the one its pods get (mutate.c, before
+     * wh_slice_topology, says why the workload path's differs). */
     g->topology = wh_slice_topology(g->tmpl, g->tmpl_spec, &g->from_annotation);
     const char *topo_field = g->from_annotation
                                  ? "template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]"
@@ -547,10 +548,10 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
     const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
     if (!wh_json_whole(nh, INT32_MIN, INT32_MAX, &g->num_hosts))
         g->num_hosts = 0; /* check_match names the bad value */
-    bool is_tpu, bad, ok;
-    enum wh_err err = tpu_request(g, &is_tpu, &bad);
-    if (err || bad)
-        return err;
+    bool is_tpu, ok;
+    enum wh_err err = tpu_request(g, &is_tpu);
+    if (err || g->n_problems)
+        return err; /* a quantity that cannot be read: the rest would guess */
     if (cJSON_GetArraySize(g->containers) > 0 && !is_tpu)
         return WH_OK; /* CPU/GPU group */
     if (cJSON_GetArraySize(g->containers) == 0)
@@ -573,10 +574,10 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
     return err;
 }
 
-enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *st,
+enum wh_err wh_validate_raycluster(const struct wh_review *rv, const struct wh_state *st,
                                    struct wh_decision *d, char *errbuf)
 {
-    return wh_validate_raycluster_report(request, st, d, NULL, errbuf);
+    return wh_validate_raycluster_report(rv, st, d, NULL, errbuf);
 }
 
 void wh_validation_free(struct wh_validation *v)
@@ -599,22 +600,21 @@ size_t wh_validation_problems(const struct wh_validation *v, int index)
     return n;
 }
 
-enum wh_err wh_validate_raycluster_report(const cJSON *request, const struct wh_state *st,
+enum wh_err wh_validate_raycluster_report(const struct wh_review *rv, const struct wh_state *st,
                                           struct wh_decision *d, struct wh_validation *report,
                                           char *errbuf)
 {
-    const char *op = wh_json_str0(request, "operation");
+    const struct wh_review_info *in = wh_review_info(rv);
+    const char *op = in->operation;
     if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
         return WH_OK; /* D8: CREATE and UPDATE only */
-    const cJSON *rc = wh_json_get(request, "object");
+    const cJSON *rc = wh_review_object(rv);
     if (!cJSON_IsObject(rc))
         return wh_decision_deny(d,
                                 "request.object is not a RayCluster object; send the RayCluster "
                                 "being %s",
                                 strcmp(op, "CREATE") ? "updated" : "created");
-    const char *name = wh_json_str(wh_json_get(rc, "metadata"), "name");
-    if (!name || !*name)
-        name = wh_json_str0(request, "name");
+    const char *name = in->cluster; /* metadata.name, else request.name */
     const cJSON *groups = wh_json_path(rc, "spec", "workerGroupSpecs", NULL);
     struct wh_buf problems;
     wh_buf_init(&problems, PROBLEMS_MAX);

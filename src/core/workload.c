@@ -168,7 +168,7 @@ enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state
                                struct wh_decision *d, char *errbuf)
 {
     const struct wh_review_info *in = wh_review_info(rv);
-    const cJSON *pod = wh_json_get(wh_review_request(rv), "object");
+    const cJSON *pod = wh_review_object(rv);
     if (strcmp(in->operation, "CREATE"))
         return WH_OK; /* only creation is mutated */
     if (!cJSON_IsObject(pod))
@@ -181,8 +181,7 @@ enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state
     if (optout && !strcmp(optout, "disabled"))
         return WH_OK;
     w.ns = in->ns;
-    /* As wh_mutate_pod's: the pod's own name or generateName. */
-    w.pod_name = wh_meta_name(wh_json_get(pod, "metadata"));
+    w.pod_name = in->object_name; /* as wh_mutate_pod's */
     wh_wl_describe(&w);
     /* Every value is part of the patch, which stops at its limit (patch.h). */
     wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);

@@ -153,6 +153,10 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                                   const struct wh_tpu_containers *tc, struct tmpl_hosts *out)
 {
     const cJSON *spec = wh_json_get(tmpl, "spec");
+    /* The workload path's topology rule, the one its pods get
+     * (workload_topology.h; mutate.c says why the KubeRay path's differs): an
+     * empty annotation counts as absent, and a template naming a node pool is
+     * not warned about what the pool's TPU nodes tell its pods. */
     const char *t = wh_meta_annotation(tmpl, WH_ANN_SLICE_TOPOLOGY);
     bool from_annotation = t && *t;
     if (!from_annotation)
@@ -468,31 +472,29 @@ bool wh_workload_kind_validated(const char *kind)
     return !strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet");
 }
 
-enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d)
+enum wh_err wh_validate_workload(const struct wh_review *rv, struct wh_decision *d)
 {
-    return wh_validate_workload_report(request, d, NULL);
+    return wh_validate_workload_report(rv, d, NULL);
 }
 
-enum wh_err wh_validate_workload_report(const cJSON *request, struct wh_decision *d,
+enum wh_err wh_validate_workload_report(const struct wh_review *rv, struct wh_decision *d,
                                         struct wh_violations *out)
 {
-    const char *op = wh_json_str0(request, "operation");
-    if (strcmp(op, "CREATE") && strcmp(op, "UPDATE"))
+    const struct wh_review_info *in = wh_review_info(rv);
+    if (strcmp(in->operation, "CREATE") && strcmp(in->operation, "UPDATE"))
         return WH_OK;
-    const cJSON *obj = wh_json_get(request, "object");
-    const char *kind = wh_json_str0(wh_json_get(request, "kind"), "kind");
+    const cJSON *obj = wh_review_object(rv);
+    const char *kind = in->kind_name;
     if (!cJSON_IsObject(obj))
         return wh_decision_deny(d, "request.object is not a %s object; send the %s being written",
                                 kind, kind);
     const char *optout = wh_meta_label(obj, WH_LABEL_INJECT);
     if (optout && !strcmp(optout, "disabled"))
         return WH_OK;
-    const cJSON *meta = wh_json_get(obj, "metadata");
-    struct vctx v = {.kind = kind, .d = d, .out = out, .part = ""};
-    v.ns = wh_json_str0(meta, "namespace");
-    if (!*v.ns)
-        v.ns = wh_json_str0(request, "namespace");
-    v.name = wh_meta_name(meta);
+    /* The object's own name or generateName, not in->name, which falls back
+     * to request.name: answers name the object as its metadata does. */
+    struct vctx v =
+        {.kind = kind, .ns = in->ns, .name = in->object_name, .d = d, .out = out, .part = ""};
     wh_buf_init(&v.problems, PROBLEMS_MAX);
     enum wh_err err = !strcmp(kind, "Job")      ? validate_job(&v, obj)
                       : !strcmp(kind, "JobSet") ? validate_jobset(&v, obj)

@@ -88,6 +88,7 @@ static void test_info_pod(void **unused)
     /* the object's namespace wins (docs/internals/reference-behaviour.md §2.1) */
     assert_string_equal(in->ns, "obj-ns");
     assert_string_equal(in->name, "c-g-worker-");
+    assert_string_equal(in->object_name, "c-g-worker-");
     assert_string_equal(in->cluster, "c");
     assert_string_equal(in->group, "g");
     assert_true(in->legacy); /* TPU pod without both index labels */
@@ -102,6 +103,7 @@ static void test_info_pod(void **unused)
     assert_string_equal(in->uid, "");
     assert_string_equal(in->ns, "req-ns");
     assert_string_equal(in->name, "req-name");
+    assert_string_equal(in->object_name, ""); /* the pod names itself by nothing */
     assert_string_equal(in->cluster, "");
     assert_false(in->legacy);
     wh_review_free(rv);
@@ -171,9 +173,65 @@ static void test_info_raycluster(void **unused)
     assert_string_equal(in->group, "");
     assert_false(in->legacy);
     wh_review_free(rv);
+    /* generateName is only a prefix of the cluster's name: the cluster is
+     * request.name then, while the object names itself by the prefix */
+    rv = parse("{\"request\":{\"kind\":{\"kind\":\"RayCluster\"},\"name\":\"req\","
+               "\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"generateName\":\"rc-\"}}}}");
+    in = wh_review_info(rv);
+    assert_string_equal(in->cluster, "req");
+    assert_string_equal(in->object_name, "rc-");
+    assert_string_equal(in->name, "rc-");
+    wh_review_free(rv);
+    rv = parse("{\"request\":{\"kind\":{\"kind\":\"RayCluster\"},\"operation\":\"CREATE\","
+               "\"object\":{\"metadata\":{\"generateName\":\"rc-\"}}}}");
+    assert_string_equal(wh_review_info(rv)->cluster, "");
+    wh_review_free(rv);
     rv = parse("{\"request\":{\"kind\":{\"kind\":\"ConfigMap\"}}}");
     assert_int_equal(wh_review_info(rv)->kind, WH_KIND_OTHER);
     assert_string_equal(wh_review_info(rv)->kind_name, "ConfigMap");
+    wh_review_free(rv);
+}
+
+/* The ratchet's view of an UPDATE's oldObject: the same request, its
+ * object being oldObject, its info read from it; the policies read the
+ * request only through wh_review_object and wh_review_info. */
+static void test_review_of_old(void **unused)
+{
+    (void)unused;
+    struct wh_review *rv = parse(
+        "{\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"JobSet\"},\"operation\":\"UPDATE\","
+        "\"namespace\":\"req-ns\",\"name\":\"req\",\"dryRun\":true,"
+        "\"object\":{\"metadata\":{\"name\":\"new\",\"namespace\":\"new-ns\"}},"
+        "\"oldObject\":{\"metadata\":{\"generateName\":\"old-\"}}}}");
+    const cJSON *obj = wh_review_object(rv), *oldobj = wh_review_old_object(rv);
+    assert_string_equal(wh_json_str0(wh_json_get(obj, "metadata"), "name"), "new");
+    assert_true(cJSON_IsObject(oldobj));
+    struct wh_review *old = NULL;
+    assert_int_equal(wh_review_of_old(rv, &old), WH_OK);
+    assert_ptr_equal(wh_review_object(old), oldobj);
+    assert_null(wh_review_old_object(old));
+    const struct wh_review_info *in = wh_review_info(old);
+    assert_string_equal(in->uid, "u");
+    assert_string_equal(in->operation, "UPDATE");
+    assert_int_equal(in->kind, WH_KIND_WORKLOAD);
+    assert_string_equal(in->kind_name, "JobSet");
+    assert_true(in->dry_run);
+    assert_string_equal(in->ns, "req-ns"); /* oldObject has none: the request's */
+    assert_string_equal(in->object_name, "old-");
+    assert_string_equal(in->name, "old-");
+    /* of an old review, or of one without an oldObject object: none */
+    struct wh_review *none = (struct wh_review *)1;
+    assert_int_equal(wh_review_of_old(old, &none), WH_ERR_INVALID);
+    assert_null(none);
+    wh_review_free(old);
+    /* rv's own info is untouched */
+    assert_string_equal(wh_review_info(rv)->ns, "new-ns");
+    assert_string_equal(wh_review_info(rv)->name, "new");
+    wh_review_free(rv);
+    rv = parse("{\"request\":{\"operation\":\"UPDATE\",\"object\":{},\"oldObject\":[]}}");
+    none = (struct wh_review *)1;
+    assert_int_equal(wh_review_of_old(rv, &none), WH_ERR_INVALID);
+    assert_null(none);
     wh_review_free(rv);
 }
 
@@ -256,7 +314,7 @@ int main(void)
         cmocka_unit_test(test_not_a_review),     cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_info_pod),         cmocka_unit_test(test_info_raycluster),
         cmocka_unit_test(test_routes),           cmocka_unit_test(test_two_step),
-        cmocka_unit_test(test_info_cluster_uid),
+        cmocka_unit_test(test_info_cluster_uid), cmocka_unit_test(test_review_of_old),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

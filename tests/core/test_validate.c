@@ -14,6 +14,7 @@
 #include "testutil.h"
 #include "wh/decision.h"
 #include "wh/json.h"
+#include "wh/review.h"
 #include "wh/state.h"
 #include "wh/validate.h"
 
@@ -32,13 +33,17 @@ static void decide_report(const char *rc, const char *op, struct wh_decision *d,
     cJSON *req = cJSON_CreateObject();
     assert_non_null(req);
     assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
+    assert_int_equal(wh_json_set(req, "kind", wh_test_parse("{\"kind\":\"RayCluster\"}")), WH_OK);
     assert_int_equal(wh_json_set(req, "object", wh_test_parse(rc)), WH_OK);
+    struct wh_review *rv = NULL;
+    assert_int_equal(wh_review_of_request(req, &rv), WH_OK);
     struct wh_memstate *ms = wh_memstate_new();
     struct wh_state st = wh_memstate_view(ms);
     char errbuf[WH_ERRBUF_LEN];
     wh_decision_init(d);
-    assert_int_equal(wh_validate_raycluster_report(req, &st, d, report, errbuf), WH_OK);
+    assert_int_equal(wh_validate_raycluster_report(rv, &st, d, report, errbuf), WH_OK);
     wh_memstate_free(ms);
+    wh_review_free(rv);
     cJSON_Delete(req);
 }
 

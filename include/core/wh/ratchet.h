@@ -17,10 +17,9 @@
 
 #include <stddef.h> /* size_t */
 
-#include <cjson/cJSON.h>
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
 
 /* Longest message of a violation kept (a warning cuts it shorter; a
@@ -45,11 +44,13 @@ WH_NODISCARD enum wh_err wh_violations_add(struct wh_violations *v, const char *
                                            const char *part, const char *message);
 void wh_violations_free(struct wh_violations *v); /* v is left zeroed; NULL-safe */
 
-/* The /validate policy (validate.h) through the ratchet. */
-WH_NODISCARD enum wh_err wh_ratchet_raycluster(const cJSON *request, const struct wh_state *st,
+/* The /validate policy (validate.h) through the ratchet: rv and st are
+ * borrowed, d is initialised and the caller's. */
+WH_NODISCARD enum wh_err wh_ratchet_raycluster(const struct wh_review *rv, const struct wh_state *st,
                                                struct wh_decision *d, char *errbuf);
-/* The /validate-workload policy (workload_validate.h) through the ratchet. */
-WH_NODISCARD enum wh_err wh_ratchet_workload(const cJSON *request, struct wh_decision *d,
+/* The /validate-workload policy (workload_validate.h) through the ratchet,
+ * likewise. */
+WH_NODISCARD enum wh_err wh_ratchet_workload(const struct wh_review *rv, struct wh_decision *d,
                                              char *errbuf);
 
 #endif

@@ -37,8 +37,14 @@ struct wh_review_info {
     const char *kind_name; /* request.kind.kind as sent */
     const char *ns;        /* object's metadata.namespace, else request.namespace */
     const char *name;      /* object name, generateName, or request.name */
-    const char *cluster;   /* Pod: ray.io/cluster label; RayCluster: its name */
-    const char *group;     /* Pod: ray.io/group label */
+    /* The object's metadata.name, else its generateName; "" when neither
+     * (answers about a Pod or workload name the object as it names
+     * itself). */
+    const char *object_name;
+    /* Pod: ray.io/cluster label; RayCluster: its metadata.name, else
+     * request.name (a generateName is only a prefix of the name). */
+    const char *cluster;
+    const char *group; /* Pod: ray.io/group label */
     /* Pod: uid of the RayCluster instance that owns it (its controller
      * ownerReference of kind RayCluster named after the cluster label, as
      * KubeRay sets it: docs/kuberay-pods.md); "" when it has none. */
@@ -62,8 +68,18 @@ void wh_review_free(struct wh_review *rv); /* NULL-safe */
 /* Borrowed; valid while rv lives. */
 const struct wh_review_info *wh_review_info(const struct wh_review *rv);
 
-/* For the engine: the request object, borrowed; valid while rv lives. */
-const cJSON *wh_review_request(const struct wh_review *rv);
+/* For the policies: request.object and request.oldObject as sent (NULL
+ * when absent; maybe not objects), borrowed; valid while rv lives. The
+ * policies read the request only through these and wh_review_info. */
+const cJSON *wh_review_object(const struct wh_review *rv);
+const cJSON *wh_review_old_object(const struct wh_review *rv);
+/* For the ratchet (ratchet.h): the review as it would have been for rv's
+ * oldObject, with the same request fields (operation, kind, uid, dryRun,
+ * request.namespace...), its object being oldObject and its info read from
+ * it; it has no oldObject. It borrows from rv, which must outlive *out; the
+ * caller frees *out with wh_review_free. WH_ERR_INVALID when rv's oldObject
+ * is not an object, WH_ERR_NOMEM. */
+WH_NODISCARD enum wh_err wh_review_of_old(const struct wh_review *rv, struct wh_review **out);
 /* For the engine: the top-level apiVersion, NULL when absent or not a
  * string. */
 const char *wh_review_api_version(const struct wh_review *rv);

@@ -6,18 +6,21 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include <cjson/cJSON.h>
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
 
-/* Decide about request (kind RayCluster): CREATE and UPDATE are checked,
- * other operations admitted. Every failing TPU worker group is reported in
- * one denial message; admissible-but-likely-wrong settings become warnings.
- * Errors only for OOM or a failing state callback. */
-WH_NODISCARD enum wh_err wh_validate_raycluster(const cJSON *request, const struct wh_state *st,
-                                                struct wh_decision *d, char *errbuf);
+/* Decide about rv (an AdmissionReview whose kind is RayCluster; its
+ * operation and the cluster's name are its info's): CREATE and UPDATE are
+ * checked, other operations admitted. Every failing TPU worker group is
+ * reported in one denial message; admissible-but-likely-wrong settings
+ * become warnings. rv and st are borrowed; d must be initialised and is the
+ * caller's (wh_decision_free). Errors only for OOM or a failing state
+ * callback. */
+WH_NODISCARD enum wh_err wh_validate_raycluster(const struct wh_review *rv,
+                                                const struct wh_state *st, struct wh_decision *d,
+                                                char *errbuf);
 
 /* One finding about one worker group: a problem (the cluster is denied) or
  * a warning. The text is exactly what the denial carries after the group's
@@ -43,7 +46,7 @@ struct wh_validation {
 
 /* wh_validate_raycluster that also fills report (may be NULL) with the
  * findings of every worker group. The decision is the same either way. */
-WH_NODISCARD enum wh_err wh_validate_raycluster_report(const cJSON *request,
+WH_NODISCARD enum wh_err wh_validate_raycluster_report(const struct wh_review *rv,
                                                        const struct wh_state *st,
                                                        struct wh_decision *d,
                                                        struct wh_validation *report, char *errbuf);

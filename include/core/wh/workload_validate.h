@@ -10,24 +10,27 @@
 
 #include <stdbool.h> /* bool */
 
-#include <cjson/cJSON.h>
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
+#include "wh/review.h"   /* struct wh_review */
 
 /* True for the kinds this policy judges: Job, JobSet, LeaderWorkerSet. */
 bool wh_workload_kind_validated(const char *kind);
 
-/* Judge request (an AdmissionReview request whose kind is one of the
- * above) on CREATE and UPDATE; other operations are allowed. Every failing
- * part is reported in one denial, each naming kind/name, the field, its
- * value and the value expected. Errors only for OOM. */
-WH_NODISCARD enum wh_err wh_validate_workload(const cJSON *request, struct wh_decision *d);
+/* Judge rv (an AdmissionReview whose kind is one of the above; its
+ * operation, kind, namespace and the object's name are its info's) on
+ * CREATE and UPDATE; other operations are allowed. Every failing part is
+ * reported in one denial, each naming kind/name, the field, its value and
+ * the value expected. rv is borrowed; d must be initialised and is the
+ * caller's (wh_decision_free). Errors only for OOM. */
+WH_NODISCARD enum wh_err wh_validate_workload(const struct wh_review *rv, struct wh_decision *d);
 
 struct wh_violations; /* ratchet.h */
-/* wh_validate_workload that also lists each problem in out (may be NULL),
- * keyed by its rule and the replicated job it is about (ratchet.h). */
-WH_NODISCARD enum wh_err wh_validate_workload_report(const cJSON *request, struct wh_decision *d,
+/* wh_validate_workload that also lists each problem in out (may be NULL;
+ * the caller's, wh_violations_free), keyed by its rule and the replicated
+ * job it is about (ratchet.h). */
+WH_NODISCARD enum wh_err wh_validate_workload_report(const struct wh_review *rv,
+                                                     struct wh_decision *d,
                                                      struct wh_violations *out);
 
 #endif
