@@ -5,7 +5,7 @@
 #include <string.h> /* strcmp, strlen, memcpy */
 
 #include "wh/json.h"     /* wh_json_* */
-#include "wh/podspec.h"  /* WH_SEL_* */
+#include "wh/podspec.h"  /* WH_SEL_*, wh_meta_label, wh_meta_annotation */
 #include "wh/topology.h" /* WH_TOPOLOGY_MAX_CHIPS */
 #include "wh/utf8.h"     /* wh_utf8_trim_cut */
 
@@ -96,6 +96,16 @@ void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const cha
     snprintf(s->kind, sizeof(s->kind), "%s", kind);
     snprintf(s->ns, sizeof(s->ns), "%s", ns);
     snprintf(s->name, sizeof(s->name), "%s", owner);
-    const char *uid = !strcmp(kind, "Job") ? owner_uid(pod, kind, owner) : "";
+    /* A Job's pod names it in its controller ownerReference; a JobSet's pods
+     * carry its uid as label (and annotation) jobset.sigs.k8s.io/jobset-uid;
+     * an LWS's pods carry none (docs/workloads.md, "Events on the workload"). */
+    const char *uid = "";
+    if (!strcmp(kind, "Job")) {
+        uid = owner_uid(pod, kind, owner);
+    } else if (!strcmp(kind, "JobSet")) {
+        uid = wh_meta_label(pod, WH_KEY_JS_UID);
+        uid = uid ? uid : wh_meta_annotation(pod, WH_KEY_JS_UID);
+        uid = uid ? uid : "";
+    }
     snprintf(s->uid, sizeof(s->uid), "%s", strlen(uid) < sizeof(s->uid) ? uid : "");
 }

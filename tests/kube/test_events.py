@@ -14,6 +14,13 @@ One `tpu-webhook serve` replica (--threads=2) in Kubernetes mode:
   held       every Event POST held at the fake's gate: 100 warned pods of 100
              Jobs are each answered at once (none waits for the API server),
              those past the queue are counted as dropped; /healthz answers.
+  owners     the Event of a JobSet pod names the JobSet (jobset.x-k8s.io/v1alpha2, uid from
+             the pod's jobset.sigs.k8s.io/jobset-uid label); an LWS pod's names the LWS
+             (leaderworkerset.x-k8s.io/v1) without a uid (its pods carry none).
+  distinct   within the window: two Jobs with the same warning get one Event each; one
+             Job with two different warnings gets one Event per reason.
+  window     a second replica started with --events-window=1ms: a warning offered after
+             the window (the first Event has reached the fake) gets a new Event of count 1.
 Usage: test_events.py BINARY
 """
 import json
@@ -43,6 +50,35 @@ def job_pod(job, index=1, name=None, ns="team-a"):
                      "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"},
                      "containers": [{"name": "trainer", "image": "IMAGE", "resources": {
                          "limits": {"google.com/tpu": "4"}}}]}}
+
+
+def jobset_pod(js, uid, ns="team-a"):
+    """A JobSet pod as the Job controller creates it from the JobSet's child
+    Job (labels as the JobSet controller writes them, docs/workloads.md),
+    whose template lacks the topology."""
+    job = js + "-workers-0"
+    pod = job_pod(job, index=0, ns=ns)
+    md = pod["metadata"]
+    for k, v in (("jobset.sigs.k8s.io/jobset-name", js), ("jobset.sigs.k8s.io/jobset-uid", uid),
+                 ("jobset.sigs.k8s.io/replicatedjob-name", "workers"),
+                 ("jobset.sigs.k8s.io/replicatedjob-replicas", "1"),
+                 ("jobset.sigs.k8s.io/job-index", "0")):
+        md["labels"][k] = v
+        md["annotations"][k] = v
+    return pod
+
+
+def lws_pod(lws, ns="team-a"):
+    """An LWS leader pod (labels as LWS writes them), without a topology."""
+    pod = job_pod(lws, index=0, ns=ns, name=lws + "-0")
+    md = pod["metadata"]
+    md["labels"] = {"leaderworkerset.sigs.k8s.io/name": lws,
+                    "leaderworkerset.sigs.k8s.io/group-index": "0",
+                    "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    md["annotations"] = {"leaderworkerset.sigs.k8s.io/size": "1"}
+    md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": lws,
+                              "uid": str(uuid.uuid4()), "controller": True}]
+    return pod
 
 
 def review(pod):
@@ -182,6 +218,67 @@ def held(env):
     print("held: 100 admissions, slowest %.3f s, %d Events dropped and counted" % (worst, dropped))
 
 
+def owners(env):
+    uid = str(uuid.uuid4())
+    warned(admit(env, jobset_pod("js-a", uid))[0])
+    evs = wait_for("the Event of js-a", lambda: events_of(env, "js-a"))
+    want = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": "team-a",
+            "name": "js-a", "uid": uid}
+    if len(evs) != 1 or evs[0]["involvedObject"] != want:
+        R.fail("JobSet Event %r, expected one naming %r" % (evs, want))
+    warned(admit(env, lws_pod("lws-a"))[0])
+    evs = wait_for("the Event of lws-a", lambda: events_of(env, "lws-a"))
+    want = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "namespace": "team-a", "name": "lws-a"}
+    if len(evs) != 1 or evs[0]["involvedObject"] != want:
+        R.fail("LWS Event %r, expected one naming %r" % (evs, want))
+    print("owners: JobSet Event with the jobset-uid label's uid, LWS Event without uid")
+
+
+def generation_unknown_pod(job, index):
+    """A pod of job whose template names the topology but no accelerator
+    (another warning: TPUGenerationUnknown)."""
+    pod = job_pod(job, index=index, name="%s-%d-g" % (job, index))
+    pod["spec"]["nodeSelector"] = {"cloud.google.com/gke-tpu-topology": "4x4"}
+    return pod
+
+
+def distinct(env):
+    before = counters(env)
+    for job in ("train-x", "train-y"):
+        warned(admit(env, job_pod(job))[0])
+    resp = admit(env, generation_unknown_pod("train-x", 2))[0]
+    if not resp.get("allowed") or not resp.get("warnings"):
+        R.fail("expected an allowed, warned pod: %r" % resp)
+    wait_for("three Events", lambda: len(events_of(env, "train-x")) == 2 and
+             len(events_of(env, "train-y")) == 1)
+    reasons = sorted(e["reason"] for e in events_of(env, "train-x"))
+    if reasons != ["TPUGenerationUnknown", "TPUTopologyUnknown"]:
+        R.fail("train-x reasons %r" % reasons)
+    c = counters(env)
+    if c["deduplicated"] != before["deduplicated"] or c["sent"] - before["sent"] != 3:
+        R.fail("distinct: counters %r, before %r" % (c, before))
+    print("distinct: 2 Jobs x 1 warning and 1 Job x 2 warnings: 3 Events, none merged")
+
+
+def window(binary):
+    env = R.Env(binary, claims=True, replicas=1, threads=2, extra_args=["--events-window=1ms"])
+    try:
+        env.wait_ready()
+        warned(admit(env, job_pod("train-w", index=0))[0])
+        wait_for("the first Event of train-w", lambda: events_of(env, "train-w"))
+        warned(admit(env, job_pod("train-w", index=1))[0])
+        evs = wait_for("the second Event of train-w", lambda: len(events_of(env, "train-w")) == 2
+                       and events_of(env, "train-w"))
+        c = counters(env)
+        if [e["count"] for e in evs] != [1, 1] or c["deduplicated"] != 0 or c["sent"] != 2:
+            R.fail("window: Events %r, counters %r" % (evs, c))
+        env.stop_replicas()
+    finally:
+        env.close()
+    print("window: after the window, the same warning gets a new Event")
+
+
 def main():
     if len(sys.argv) != 2:
         R.fail(__doc__)
@@ -191,11 +288,14 @@ def main():
         delivered(env)
         burst(env)
         failing(env)
+        owners(env)
+        distinct(env)
         held(env)
         env.stop_replicas()
-        print("PASS")
     finally:
         env.close()
+    window(sys.argv[1])
+    print("PASS")
 
 
 if __name__ == "__main__":

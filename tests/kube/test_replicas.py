@@ -76,8 +76,9 @@ def die_with_parent():
 
 
 class Env:
-    def __init__(self, binary, claims=True, replicas=3, threads=8):
+    def __init__(self, binary, claims=True, replicas=3, threads=8, extra_args=()):
         self.binary = binary
+        self.extra_args = list(extra_args)  # more `serve` flags for every replica
         self.threads = threads
         self.dir = tempfile.mkdtemp(prefix="wh-replicas-")
         self.procs = []
@@ -149,7 +150,7 @@ class Env:
              "--tls-private-key-file=" + self.path("srv.key"),
              "--kube-config-path=" + self.path("kubeconfig"), "--claims-namespace=" + NS,
              "--claim-lifetime=%ds" % LIFETIME_S, "--reservation-ttl=%ds" % LIFETIME_S,
-             "--shutdown-delay=0s"],
+             "--shutdown-delay=0s"] + self.extra_args,
             env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), preexec_fn=die_with_parent)
         self.procs.append(p)
         end = time.monotonic() + 30

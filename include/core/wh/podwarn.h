@@ -48,10 +48,15 @@ void wh_megascale_own_text(char *out, size_t n, const char *container);
  * it is not a comma list of positive integers. */
 int wh_torch_fields(const char *s, long *product);
 
+/* The JobSet controller's label (and annotation) with the JobSet's uid, on
+ * its Jobs and their pods (docs/workloads.md). */
+#define WH_KEY_JS_UID "jobset.sigs.k8s.io/jobset-uid"
+
 /* The workload the user applied, for the Events of a pod's warnings: kind
  * "LeaderWorkerSet", "JobSet", "Indexed Job" or "Job" named owner in ns (s is
  * left empty when owner is NULL or "" or too long); the uid from the pod's
- * controller ownerReference when that is the Job itself. */
+ * controller ownerReference when that is the Job itself, from label (or
+ * annotation) WH_KEY_JS_UID for a JobSet, none for an LWS. */
 void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const char *ns,
                          const char *kind, const char *owner);
 

@@ -68,7 +68,7 @@ struct config {
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long max_client_memory, min_body_rate;
     long idle_ms, header_ms, request_ms, shutdown_ms, delay_ms, poll_ms, reservation_ttl_ms;
-    long claim_lifetime_ms, slice_ms;
+    long claim_lifetime_ms, slice_ms, events_window_ms;
     const char *changed; /* the flags set to other than their default, a JSON object */
 };
 
@@ -411,6 +411,7 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
                                   .claims_namespace = c->claims_ns,
                                   .claim_lifetime_s = (c->claim_lifetime_ms + 999) / 1000,
                                   .slice_check_interval_ms = c->slice_ms > 0 ? c->slice_ms : -1,
+                                  .events_window_ms = c->events_window_ms,
                                   .claims_off = getenv(CLAIMS_OFF_ENV) &&
                                                 !strcmp(getenv(CLAIMS_OFF_ENV), "1")};
     wh_memtune_server();
@@ -617,6 +618,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"claims-namespace", WH_FLAG_STR, &c.claims_ns, 0, 0, "namespace of the worker-id claim Leases (default: $POD_NAMESPACE, else the service account's)", false},
         {"claim-lifetime", WH_FLAG_DURATION, &c.claim_lifetime_ms, 1000, 3600000, "a legacy worker-id claim holds its id this long, whole seconds, at least 6s (default 60s)", false},
         {"slice-check-interval", WH_FLAG_DURATION, &c.slice_ms, 0, 3600000, "Kubernetes mode: how often the live slice check (doctor's rules on the caches) looks for changes; 0 turns it off (default 5s)", false},
+        {"events-window", WH_FLAG_DURATION, &c.events_window_ms, 1, 3600000, "Kubernetes mode: one Event per workload and warning reason in this window, later warnings counted into the next (default 1m)", false},
         {"debug-slices", WH_FLAG_BOOL, &c.debug_slices, 0, 0, "serve GET /debug/slices (the broken slices the live check found, JSON) on the HTTPS port, as /metrics is", false},
         {"version", WH_FLAG_BOOL, &c.version, 0, 0, "print the version, commit and library versions, and exit", false},
         /* klog flags the reference's manifests might pass: accepted, ignored. */
