@@ -261,6 +261,14 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "divides it (the machine type's chips per VM)",
                           g->chips_per_host, g->topo.chips, g->topology);
     long expected = wh_topology_hosts(&g->topo, g->chips_per_host);
+    if (expected > WH_MAX_HOSTS) /* the pod path's limit (mutate.c, check_identity) */
+        return problem_at(g,
+                          (struct about){"template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
+                                         lstr(g->chips_per_host, n1, sizeof(n1)), ""},
+                          "topology %s with %ld chips per pod gives %ld hosts; at most %ld hosts "
+                          "per slice are supported, so its pods are refused; request more "
+                          "google.com/tpu per pod",
+                          g->topology, g->chips_per_host, expected, WH_MAX_HOSTS);
     if (expected != g->num_hosts)
         return problem_at(g,
                           (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)),
@@ -451,6 +459,38 @@ static enum wh_err check_env_duplicates(struct group_ctx *g)
     return WH_OK;
 }
 
+/* The pod path's TorchTPU rule (mutate.c, torch_env): a user's
+ * TPU_WORKER_HOSTNAMES on a multi-host group is the list TorchTPU's
+ * addresses are built over, and one with more hosts than the topology has
+ * chips leaves none per host, so its pods are refused. */
+static enum wh_err check_peers(struct group_ctx *g)
+{
+    int i = 0;
+    for (const cJSON *k = g->containers->child; k && g->num_hosts > 1; k = k->next, i++) {
+        struct wh_env_lookup lk, torch;
+        wh_env_lookup(wh_json_get(k, "env"), "TPU_WORKER_HOSTNAMES", &lk);
+        wh_env_lookup(wh_json_get(k, "env"), "TORCH_TPU_TOPOLOGY", &torch);
+        if (!wh_container_requests_tpu(k) || torch.exists || !*lk.value ||
+            !strcmp(lk.value, "localhost"))
+            continue;
+        long hosts = wh_host_count(lk.value);
+        if (hosts <= g->topo.chips)
+            continue;
+        char n1[24];
+        WH_TRY(problem_at(g,
+                          (struct about){"template.spec.containers[].env[TPU_WORKER_HOSTNAMES]",
+                                         lstr(hosts, n1, sizeof(n1)), ""},
+                          "container \"%.63s\" (template.spec.containers[%d]) sets "
+                          "TPU_WORKER_HOSTNAMES to %ld hosts but topology %s has only %ld chips, "
+                          "so TorchTPU would get no address and its pods are refused; list the "
+                          "slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
+                          "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU injection",
+                          wh_json_str0(k, "name"), i, hosts, g->topology, g->topo.chips,
+                          g->num_hosts));
+    }
+    return WH_OK;
+}
+
 /* A replica count field; def when absent, not a number or negative. */
 static long count_field(const cJSON *spec, const char *key, long def)
 {
@@ -563,6 +603,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         err = check_match(g, &ok);
     if (!err && ok)
         err = check_names(g);
+    if (!err && ok)
+        err = check_peers(g);
     if (!err && ok)
         err = check_subslice(g, st, errbuf);
     if (!err)

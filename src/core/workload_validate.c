@@ -82,6 +82,25 @@ struct tmpl_hosts {
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
                                   const struct wh_tpu_containers *tc, struct tmpl_hosts *out);
 
+/* The pod path's first rule (workload.c, env_duplicates): a TPU container
+ * with two entries of a variable the webhook reads or writes. */
+static enum wh_err env_duplicates(struct vctx *v, const char *field,
+                                  const struct wh_tpu_containers *tc)
+{
+    for (unsigned i = 0; i < tc->n; i++) {
+        int first, second;
+        const char *name = wh_env_duplicate(wh_json_get(tc->items[i].obj, "env"), &first, &second);
+        if (name)
+            WH_TRY(problem(v,
+                           "container \"%.63s\" sets %s twice (%s.spec.containers[%d].env[%d] "
+                           "and env[%d]); the kubelet uses the last one and the webhook edits one "
+                           "of them, so its pods are refused; keep one %s entry",
+                           wh_json_str0(tc->items[i].obj, "name"), name, field, tc->items[i].index,
+                           first, second, name));
+    }
+    return WH_OK;
+}
+
 static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char *field,
                                   struct tmpl_hosts *out)
 {
@@ -99,7 +118,9 @@ static enum wh_err template_hosts(struct vctx *v, const cJSON *tmpl, const char 
         return err;
     out->chips = tc.chips;
     out->n_tpu = tc.n;
-    err = out->chips ? template_shape(v, tmpl, field, &tc, out) : WH_OK;
+    err = out->chips ? env_duplicates(v, field, &tc) : WH_OK;
+    if (!err && out->chips)
+        err = template_shape(v, tmpl, field, &tc, out);
     wh_tpu_containers_free(&tc);
     return err;
 }
@@ -143,6 +164,36 @@ static enum wh_err shape_warnings(struct vctx *v, const cJSON *spec, const struc
         wh_torch_kept_text(text, sizeof(text), wh_json_str0(tc->items[i].obj, "name"), lk.value,
                            th->topology, want);
         WH_TRY(wh_decision_warn_text(v->d, text));
+    }
+    return WH_OK;
+}
+
+/* The pod path's TorchTPU limit (workload.c, torch_env): a preset
+ * TORCH_TPU_TOPOLOGY whose grid divides over the hosts sizes the
+ * slicebuilder list (unless the container sets it), and one over
+ * WH_MAX_TORCH_ADDRESSES entries is refused. */
+static enum wh_err torch_addresses(struct vctx *v, const char *field,
+                                   const struct wh_tpu_containers *tc,
+                                   const struct wh_topology *topo, const struct tmpl_hosts *th)
+{
+    char want[96];
+    wh_torch_topology(topo, th->tpu7x, want, sizeof(want));
+    for (unsigned i = 0; i < tc->n; i++) {
+        struct wh_env_lookup lk, sb;
+        long product;
+        wh_env_lookup(wh_json_get(tc->items[i].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
+        wh_env_lookup(wh_json_get(tc->items[i].obj, "env"), "TORCH_TPU_SLICEBUILDER_ADDRESSES", &sb);
+        if (sb.first_index >= 0 || !*lk.value || !strcmp(lk.value, want) ||
+            !wh_torch_fields(lk.value, &product) || product % th->hosts ||
+            product <= WH_MAX_TORCH_ADDRESSES)
+            continue;
+        WH_TRY(problem(v,
+                       "container \"%.63s\" (%s.spec.containers[%d]) sets TORCH_TPU_TOPOLOGY "
+                       "\"%.32s\", so TORCH_TPU_SLICEBUILDER_ADDRESSES would have %ld entries, "
+                       "more than %ld, and its pods are refused; fix TORCH_TPU_TOPOLOGY, or set "
+                       "TORCH_TPU_SLICEBUILDER_ADDRESSES in the container to skip it",
+                       wh_json_str0(tc->items[i].obj, "name"), field, tc->items[i].index, lk.value,
+                       product, WH_MAX_TORCH_ADDRESSES));
     }
     return WH_OK;
 }
@@ -200,6 +251,16 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                        "divide the %ld chips of topology %s; expected a divisor of %ld",
                        field, out->chips, topo.chips, t, topo.chips);
     out->hosts = topo.chips / out->chips;
+    if (out->hosts > WH_MAX_HOSTS) { /* the pod path's limit (workload.c, decide) */
+        long hosts = out->hosts;
+        out->hosts = 0; /* nothing else to judge */
+        return problem(v,
+                       "%s.spec.containers request %ld google.com/tpu per pod, so topology %s "
+                       "gives %ld hosts; at most %ld are supported, so its pods are refused; "
+                       "request more google.com/tpu per pod",
+                       field, out->chips, t, hosts, WH_MAX_HOSTS);
+    }
+    WH_TRY(torch_addresses(v, field, tc, &topo, out));
     char dns[800], sf[330];
     snprintf(sf, sizeof(sf), "%s.spec", field);
     if (wh_hostnet_dns_conflict(spec, sf, out->hosts * out->slices, dns, sizeof(dns)))

@@ -203,9 +203,12 @@ static bool is_tpu_group(const cJSON *group)
     const cJSON *cs = wh_json_path(group, "template", "spec", "containers", NULL);
     if (!cJSON_IsArray(cs) || !cs->child)
         return true; /* the engine checks (and rejects) a group with no containers */
-    for (const cJSON *c = cs->child; c; c = c->next)
-        if (wh_container_requests_tpu(c))
+    char why[WH_ERRBUF_LEN];
+    for (const cJSON *c = cs->child; c; c = c->next) {
+        struct wh_tpu_request rq; /* a bad quantity counts: the engine denies it */
+        if (wh_container_tpu(c, &rq, why) != WH_OK || rq.requests_tpu)
             return true;
+    }
     return false;
 }
 

@@ -7,7 +7,7 @@
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/patch.h"   /* wh_env_entry */
-#include "wh/podspec.h" /* wh_container_requests_tpu */
+#include "wh/podspec.h" /* wh_container_tpu, wh_container_requests_tpu */
 
 #define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
 #define LWS "leaderworkerset.sigs.k8s.io/"
@@ -432,9 +432,14 @@ static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long w
 bool wh_workload_template_requests_tpu(const cJSON *tmpl)
 {
     const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
-    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
-        if (wh_container_requests_tpu(c))
+    char why[WH_ERRBUF_LEN];
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
+        /* A google.com/tpu that is not a quantity counts: the validation
+         * denies it, so check must judge the object (issue 24). */
+        struct wh_tpu_request rq;
+        if (wh_container_tpu(c, &rq, why) != WH_OK || rq.requests_tpu)
             return true;
+    }
     return false;
 }
 

@@ -15,8 +15,11 @@ names the rule), on CREATE and on an UPDATE that changes nothing (the
 ratchet keeps a warning a warning, and admits a denial already there)."""
 import copy
 import os
+import json
 import re
+import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -212,6 +215,346 @@ class FeedbackWorkloads(unittest.TestCase):
         tm = template("tpu-v6e-slice", None)
         tm["spec"]["nodeSelector"]["cloud.google.com/gke-nodepool"] = "pool-a"
         self.assertEqual(judge(workload_of("Job", tm)).warnings, [])
+
+
+# ---- Every pod-path denial, at the object the user applies ---------------
+#
+# Issue 24's rule: a mistake the webhook can see is refused on the object the
+# user applies. Each reason the pod path (src/core/mutate.c for KubeRay pods,
+# src/core/workload*.c for the others) denies a TPU pod is listed here: either
+# in DENIALS, with the workload objects that carry it (their pods built as the
+# controllers build them from the template), or in POD_ONLY with why no
+# template shows it. A deny call added to those sources that matches no
+# marker fails test_every_denial_is_listed.
+
+def rj_spec(obj):
+    return obj["spec"]["replicatedJobs"][0]["template"]["spec"]
+
+
+def obj_of(kind, tmpl, hosts=4, replicas=2, **kw):
+    """The workload the user applies, right for `hosts` hosts per slice."""
+    tmpl = copy.deepcopy(tmpl)
+    if kind == "Job":
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "train", "namespace": "default"},
+                "spec": {"completionMode": "Indexed", "parallelism": kw.get("n", hosts),
+                         "completions": kw.get("n", hosts), "template": tmpl}}
+    if kind == "JobSet":
+        js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "llm", "namespace": "default", "annotations": {
+                  "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}},
+              "spec": {"replicatedJobs": [{"name": "slice", "replicas": replicas, "template": {
+                  "spec": {"parallelism": hosts, "completions": hosts, "template": tmpl}}}]}}
+        if kw.get("dns") is False:
+            js["spec"]["network"] = {"enableDNSHostnames": False}
+        return js
+    if kind == "LeaderWorkerSet":
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                "metadata": {"name": "vllm", "namespace": "default"},
+                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": kw.get("n", hosts),
+                                                                 "workerTemplate": tmpl}}}
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "default"},
+            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "IMAGE"}]}}},
+                "workerGroupSpecs": [{"groupName": kw.get("group", "tpu-group"),
+                                      "replicas": replicas, "minReplicas": replicas,
+                                      "maxReplicas": replicas, "numOfHosts": kw.get("n", hosts),
+                                      "rayStartParams": {}, "template": tmpl}]}}
+
+
+def pod_from(builder_pod, tmpl, keep=("hostname", "subdomain")):
+    """builder_pod's metadata and controller-set fields, the template's spec
+    and metadata: what a controller creates from the template."""
+    p = copy.deepcopy(builder_pod)
+    spec = copy.deepcopy(tmpl["spec"])
+    for k in keep:
+        if k in p["spec"]:
+            spec[k] = p["spec"][k]
+        else:
+            spec.pop(k, None)
+    extra = [e for c in p["spec"]["containers"] for e in c.get("env", [])
+             if e["name"] in ("JOB_COMPLETION_INDEX",)]
+    for c in spec.get("containers") or []:
+        c.setdefault("env", []).extend(copy.deepcopy(extra))
+    p["spec"] = spec
+    for m in ("annotations", "labels"):
+        p["metadata"].setdefault(m, {}).update((tmpl.get("metadata") or {}).get(m) or {})
+    return p
+
+
+def pods_of(obj, indices):
+    """Pods of obj at (slice/replica, host) indices, as its controller
+    creates them (test_workload.py's builders for the controller's part)."""
+    kind = obj["kind"]
+    out = []
+    for j, i in indices:
+        if kind == "Job":
+            tmpl = obj["spec"]["template"]
+            b = T.indexed_job_pod(job="train", index=i, subdomain=tmpl["spec"].get("subdomain"))
+            out.append(pod_from(b, tmpl, keep=("hostname",)))
+        elif kind == "JobSet":
+            rj = obj["spec"]["replicatedJobs"][0]
+            dns = (obj["spec"].get("network") or {}).get("enableDNSHostnames", True)
+            b = T.jobset_pod(replicas=rj["replicas"], job=j, index=i,
+                             subdomain="llm" if dns else None)
+            out.append(pod_from(b, rj["template"]["spec"]["template"]))
+        elif kind == "LeaderWorkerSet":
+            lwt = obj["spec"]["leaderWorkerTemplate"]
+            b = T.lws_pod(worker=i, size=lwt["size"])
+            p = pod_from(b, lwt["workerTemplate"])
+            lws_env = b["spec"]["containers"][0]["env"]  # what LWS's pod webhook adds
+            for c in p["spec"]["containers"]:
+                have = {e["name"] for e in c.get("env", [])}
+                c["env"] = [e for e in lws_env if e["name"] not in have] + c.get("env", [])
+            out.append(p)
+        else:
+            g = obj["spec"]["workerGroupSpecs"][0]
+            b = W.pod(cluster="rc", group=g["groupName"], native=(j, i))
+            out.append(pod_from(b, g["template"], keep=()))
+    return out
+
+
+def tm(accel="tpu-v6e-slice", topo="4x4", chips=4, env=None, subdomain="train", containers=None,
+       **spec):
+    t = template(accel, topo, env=env, subdomain=subdomain)
+    t["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": str(chips)}}
+    if containers is not None:
+        t["spec"]["containers"] = copy.deepcopy(containers)
+    t["spec"].update(spec)
+    return t
+
+
+def envs(*pairs):
+    return [{"name": n, "value": v} for n, v in pairs]
+
+
+DUP = envs(("TPU_WORKER_ID", "0"), ("TPU_WORKER_ID", "1"))
+HOSTS17 = envs(("TPU_WORKER_HOSTNAMES", ",".join("h%d" % i for i in range(17))))
+BIG_TORCH = envs(("TORCH_TPU_TOPOLOGY", "256,256,2"))
+TPU7X_PORTS = [T.tpu_container("c0", chips=2, env=envs(("MEGASCALE_PORT", "9000"))),
+               T.tpu_container("c1", chips=2, env=envs(("MEGASCALE_PORT", "9000")))]
+FIRST_LAST = [(0, 0), (1, 3)]
+
+# key -> (source marker(s), [(object, pod indices, parts of the object's
+# denial, part of the pods' denial)]). A marker is text of the deny call in
+# src/core/mutate.c ("k:") or src/core/workload*.c ("w:").
+DENIALS = {
+    "env-duplicate": (["k:sets %s twice", "w:sets %s twice"], [
+        (obj_of("Job", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice", "keep one"], "twice"),
+        (obj_of("JobSet", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice"], "twice"),
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice", env=DUP)), [(0, 1)],
+         ["TPU_WORKER_ID twice"], "twice"),
+        (obj_of("RayCluster", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice"], "twice"),
+    ]),
+    "quantity": (["k:\"%s: %s\", who, errbuf", "w:deny(w, \"%s\", why"], [
+        (obj_of("Job", tm(chips="four")), FIRST_LAST, ["google.com/tpu"], "google.com/tpu"),
+        (obj_of("RayCluster", tm(chips="four")), FIRST_LAST, ["google.com/tpu"], "google.com/tpu"),
+    ]),
+    "topology-form": (["k:use the form AxB or AxBxC", "w:use the form AxB or AxBxC"], [
+        (obj_of("Job", tm(topo="4x4x")), FIRST_LAST, ['"4x4x"', "valid values"], "4x4x"),
+        (obj_of("JobSet", tm(topo="0x4")), FIRST_LAST, ['"0x4"'], "0x4"),
+        (obj_of("RayCluster", tm(topo="4x4x")), FIRST_LAST, ["4x4x", "AxB or AxBxC"], "4x4x"),
+    ]),
+    "topology-missing": (["k:requests google.com/tpu but %s; set"], [
+        (obj_of("RayCluster", tm(topo=None)), FIRST_LAST, ["TPU topology not specified"],
+         "has no TPU topology"),
+    ]),
+    "shape": (["w:deny(w, \"%s\", p.text"], [
+        (obj_of("Job", tm(accel="tpu-v6e-podslice")), FIRST_LAST,
+         ['"tpu-v6e-podslice", not a GKE TPU accelerator'], "not a GKE TPU accelerator"),
+        (obj_of("JobSet", tm(accel="tpu-v5p-slice", topo="2x2x4", chips=8), hosts=2), [(1, 1)],
+         ["no v5p VM has 8 chips"], "no v5p VM has 8 chips"),
+        (obj_of("LeaderWorkerSet", tm(accel="tpu-v6e-slice", topo="2x2x1")), [(0, 2)],
+         ["a 3-D topology"], "a 3-D topology"),
+    ]),
+    "chips-divide": (["w:which does not divide"], [
+        (obj_of("Job", tm(accel="tpu-v6e-slice", topo="2x2", chips=8)), [(0, 0)],
+         ["does not divide the 4 chips"], "does not divide the 4 chips"),
+    ]),
+    "too-many-hosts": (["k:at most %ld hosts per slice are supported",
+                        "w:at most %ld are supported"], [
+        (obj_of("Job", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1), hosts=8192),
+         [(0, 0)], ["8192 hosts", "at most 4096"], "at most 4096"),
+        (obj_of("RayCluster", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1),
+                hosts=8192), [(0, 0)], ["8192 hosts", "at most 4096"], "at most 4096"),
+    ]),
+    "host-index": (["k:has %ld hosts (0..%ld); check"], [
+        (obj_of("RayCluster", tm(), n=5), [(0, 4)], ["numOfHosts must be 4, not 5"],
+         "has 4 hosts (0..3)"),
+    ]),
+    "names": (["k:deny_pod(c, \": %s\", why"], [
+        (obj_of("RayCluster", tm(), group="TPUGroup"), [(0, 0)], ["TPUGroup"], "TPUGroup"),
+    ]),
+    "peers-beyond-chips": (["k:sets TPU_WORKER_HOSTNAMES to %ld hosts"], [
+        (obj_of("RayCluster", tm(env=HOSTS17)), FIRST_LAST,
+         ["TPU_WORKER_HOSTNAMES to 17 hosts", "only 16 chips"], "to 17 hosts"),
+    ]),
+    "job-subdomain": (["w:spec.subdomain is empty but topology"], [
+        (obj_of("Job", tm(subdomain=None)), FIRST_LAST, ["template.spec.subdomain is unset"],
+         "spec.subdomain is empty"),
+    ]),
+    "completion-index": (["w:chips per pod; set parallelism and completions to",
+                          "w:set parallelism and completions of replicated"], [
+        (obj_of("Job", tm(), n=5), [(0, 4)], ["parallelism is 5, expected 4"], "is beyond"),
+        (obj_of("JobSet", tm(), hosts=4), [], [], None),  # JobSet: below
+    ]),
+    "jobset-subdomain": (["w:must reach each other by name; do not set"], [
+        (obj_of("JobSet", tm(), dns=False), FIRST_LAST, ["enableDNSHostnames is false"],
+         "spec.subdomain is empty"),
+    ]),
+    "lws-size": (["w:size %ld gives %ld TPU hosts per group"], [
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice"), n=3), [(0, 1)],
+         ["size is 3, expected 4"], "size 3 gives 3 TPU hosts"),
+    ]),
+    "identity": (["w:(spec.containers[%d]) %s%s%s"], [
+        (obj_of("Job", tm(env=envs(("TPU_WORKER_ID", "0")))), [(0, 2)], ['container "trainer"',
+                                                                         "TPU_WORKER_ID"],
+         "TPU_WORKER_ID"),
+        (obj_of("JobSet", tm(env=envs(("TPU_WORKER_HOSTNAMES", "localhost")))), FIRST_LAST,
+         ["localhost"], "localhost"),
+    ]),
+    "hostnet-dns": (["w:deny(w, \"%s\", dns"], [
+        (obj_of("Job", tm(hostNetwork=True)), FIRST_LAST, ["hostNetwork", "ClusterFirstWithHostNet"],
+         "ClusterFirstWithHostNet"),
+    ]),
+    "megascale-count": (["w:sets MEGASCALE_NUM_SLICES"], [
+        (obj_of("JobSet", tm(accel="tpu-v5p-slice", topo="2x2x4",
+                             env=envs(("MEGASCALE_NUM_SLICES", "3")))), FIRST_LAST,
+         ['MEGASCALE_NUM_SLICES "3"', "has 2 replicas"], 'MEGASCALE_NUM_SLICES "3"'),
+    ]),
+    "megascale-slice-id": (["w:sets MEGASCALE_SLICE_ID"], [
+        # the pod whose job index the literal is not (slice 1 of "0")
+        (obj_of("JobSet", tm(accel="tpu-v5p-slice", topo="2x2x4",
+                             env=envs(("MEGASCALE_SLICE_ID", "0")))), [(1, 0), (1, 3)],
+         ['MEGASCALE_SLICE_ID "0"', "share this template"], 'MEGASCALE_SLICE_ID "0"'),
+    ]),
+    "megascale-port": (["w:both use MEGASCALE_PORT"], [
+        (obj_of("JobSet", tm(accel="tpu7x", topo="2x2x2", containers=TPU7X_PORTS), hosts=2),
+         [(0, 0), (1, 1)], ['"c0"', '"c1"', "MEGASCALE_PORT 9000"], "MEGASCALE_PORT 9000"),
+    ]),
+    "torch-addresses": (["k:TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more",
+                         "w:TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more"], [
+        (obj_of("Job", tm(env=BIG_TORCH)), FIRST_LAST, ["TORCH_TPU_TOPOLOGY \"256,256,2\"",
+                                                        "131072 entries"], "more than 65536"),
+    ]),
+}
+del DENIALS["completion-index"][1][1]  # see test_jobset_completion_index
+
+# Reasons no template shows, and why.
+POD_ONLY = {
+    "k:which sets it to the RayCluster name": "ray.io/cluster: KubeRay sets it, never the template",
+    "k:which sets it to the worker group name": "ray.io/group: set by KubeRay",
+    "k:not a whole number >= 0; KubeRay sets": "index labels: set by KubeRay per pod",
+    "k:needs a TPU worker id assigned": "legacy ids: the cluster's pods at creation time",
+    "k:already has two pods with the same": "legacy ids: the cluster's pods at creation time",
+    "k:schedule pod for subslice": ("the cluster's nodes at creation time (the RayCluster is "
+                                    "judged against the same nodes: check_subslice)"),
+    "k:the mutation patch is %zu bytes": "the patch's size is known once written, not estimated",
+    "k:the mutation patch would be": "the patch's size is known once written, not estimated",
+    "k:spec.containers is %s": "a pod without a container list: the API server refuses it",
+    "k:c->d->bad_name": "the patch writers' guard; the names are judged by the names rule",
+    "k:request.object is not a Pod": "not a pod",
+    "w:not a whole number >= 0; it is set by the controller": "controller-set labels",
+    "w:label \\\"%s\\\" is missing, so the names": "job-name: set by the Job controller",
+    "w:label \\\"%s\\\" is missing; let the JobSet": "replicatedjob-name: set by JobSet",
+    "w:\\\"%s\\\" is %ld but \\\"%s\\\" is %ld": "job-index: set by JobSet below the replicas",
+    "w:no label \\\"%s\\\" and the pod name": "worker-index: set by LWS",
+    "w:worker index %ld is outside": "worker-index: set by LWS below the size (size rule)",
+    "w:the %ld hosts of the group must reach": "subdomain: set by LWS on every pod",
+    "w:w->d->bad_name": "the patch writers' guard; the names are judged by the names rule",
+    "w:request.object is not a Pod": "not a pod",
+    "w:the mutation patch for topology": "the patch's size is known once written, not estimated",
+}
+
+
+def deny_sites():
+    """(file key, call text) of every deny call of the pod path's sources."""
+    files = [("k", "mutate.c")] + [("w", n) for n in sorted(os.listdir(os.path.join(ROOT, "src/core")))
+                                   if n.startswith("workload") and n.endswith(".c")
+                                   and n != "workload_validate.c"]
+    out = []
+    for key, name in files:
+        with open(os.path.join(ROOT, "src/core", name)) as f:
+            src = f.read()
+        for m in re.finditer(r"\b(deny|deny_pod|wh_decision_deny)\(\s*[\w&>.-]+\s*,\s*\"", src):
+            end = re.compile(r"\);[ \t]*(/\*.*)?\n").search(src, m.end()).start()
+            # adjacent literals joined, spaces collapsed: markers do not
+            # depend on where clang-format breaks a message
+            call = re.sub(r"\s+", " ", re.sub(r'"\s*\n\s*"', "", src[m.start():end]))
+            if re.search(r"wh_decision_deny\(\w+->d, \"%s(: %s)?\", (w->who, msg|text\.ptr)",
+                         src[m.start() - 7:end]):
+                continue  # the helpers deny() and deny_pod() themselves
+            out.append((key, name, src[:m.start()].count("\n") + 1, call))
+    return out
+
+
+def judge_any(obj, op="CREATE", old=None):
+    if obj["kind"] == "RayCluster":
+        rv = W.review_of(obj, op=op)
+        rv["request"]["oldObject"] = old
+        return W.run(rv)
+    return judge(obj, op=op, old=old)
+
+
+def check_code(obj):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "obj.json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        p = subprocess.run([W.BINARY, "check", path], capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode() + p.stderr.decode()
+
+
+class PodDenials(unittest.TestCase):
+    def test_every_denial_is_listed(self):
+        markers = [m for ms, _ in DENIALS.values() for m in ms] + list(POD_ONLY)
+        used = set()
+        for key, name, line, call in deny_sites():
+            hit = [m for m in markers if m[0] == key and m[2:] in call]
+            self.assertEqual(len(hit), 1, "%s:%d: %d markers for %r" % (name, line, len(hit), call))
+            used.add(hit[0])
+        self.assertEqual(sorted(set(markers) - used), [], "markers of no deny call")
+
+    def test_object_is_denied_as_its_pods_are(self):
+        for key, (_, cases) in DENIALS.items():
+            for obj, indices, parts, pod_part in cases:
+                with self.subTest(key=key, kind=obj["kind"]):
+                    r = judge_any(obj)
+                    self.assertFalse(r.allowed, "the %s is admitted" % obj["kind"])
+                    for part in parts:
+                        self.assertIn(part, r.message)
+                    code, out = check_code(obj)
+                    self.assertEqual(code, 1, out)  # check agrees
+                    u = judge_any(obj, op="UPDATE", old=copy.deepcopy(obj))
+                    self.assertTrue(u.allowed, u.message)  # the ratchet
+                    for p in pods_of(obj, indices):
+                        pr = W.run(W.review_of(p), workload=obj["kind"] != "RayCluster")
+                        self.assertFalse(pr.allowed, "pod %s admitted" % (p["metadata"],))
+                        self.assertIn(pod_part, pr.message)
+
+    def test_jobset_completion_index(self):
+        """A replicated job's completions over its hosts: the JobSet is
+        denied, and so is its pod past the hosts."""
+        obj = obj_of("JobSet", tm())
+        rj_spec(obj).update(parallelism=5, completions=5)
+        r = judge_any(obj)
+        self.assertFalse(r.allowed)
+        self.assertIn("parallelism is 5, expected 4", r.message)
+        pr = W.run(W.review_of(pods_of(obj, [(0, 4)])[0]), workload=True)
+        self.assertFalse(pr.allowed)
+        self.assertIn("is beyond the 4 hosts", pr.message)
+
+    def test_right_objects_and_pods_are_admitted(self):
+        """The counter-cases: the builders give admitted objects and pods."""
+        for obj in (obj_of("Job", tm()), obj_of("JobSet", tm()), obj_of("RayCluster", tm()),
+                    obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice"))):
+            with self.subTest(kind=obj["kind"]):
+                r = judge_any(obj)
+                self.assertTrue(r.allowed, r.message)
+                for p in pods_of(obj, [(0, 0), (1, 3)]):
+                    pr = W.run(W.review_of(p), workload=obj["kind"] != "RayCluster")
+                    self.assertTrue(pr.allowed, pr.message)
 
 
 if __name__ == "__main__":

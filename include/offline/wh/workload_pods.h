@@ -25,7 +25,8 @@
 /* True for Job, JobSet and LeaderWorkerSet. */
 bool wh_workload_pods_kind(const char *kind);
 
-/* True when a pod template's containers request google.com/tpu. */
+/* True when a pod template's containers request google.com/tpu (or carry one that is
+ * not a quantity, which the validation denies). */
 bool wh_workload_template_requests_tpu(const cJSON *tmpl);
 
 /* Build the pods of obj (a Job, JobSet or LeaderWorkerSet) in creation
