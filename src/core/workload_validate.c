@@ -18,7 +18,8 @@
 #include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
 #include "wh/ratchet.h"  /* wh_violations_add */
 #include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
+#include "wh/utf8.h"     /* wh_utf8_cut */
 #include "wh/workload.h" /* WH_LABEL_INJECT */
 
 #define PROBLEMS_MAX (64 * 1024)
@@ -57,9 +58,11 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
         v->full = true;
         return wh_buf_add(&v->problems, "; and more problems of the same kind");
     }
+    /* cut between characters: the answer must stay UTF-8 */
     enum wh_err err = wh_buf_addf(&v->problems,
-                                  "%s%.64s \"%.253s/%.253s\": ", v->n_problems > 1 ? "; " : "",
-                                  v->kind, v->ns, v->name);
+                                  "%s%.64s \"%.*s/%.*s\": ", v->n_problems > 1 ? "; " : "", v->kind,
+                                  (int)wh_utf8_cut(v->ns, 253), v->ns,
+                                  (int)wh_utf8_cut(v->name, 253), v->name);
     va_list ap;
     va_start(ap, fmt);
     if (!err)
@@ -92,9 +95,10 @@ static enum wh_err env_duplicates(struct vctx *v, const char *field,
         const char *name = wh_env_duplicate(wh_json_get(tc->items[i].obj, "env"), &first, &second);
         if (name)
             WH_TRY(problem(v,
-                           "container \"%.63s\" sets %s twice (%s.spec.containers[%d].env[%d] "
+                           "container \"%.*s\" sets %s twice (%s.spec.containers[%d].env[%d] "
                            "and env[%d]); the kubelet uses the last one and the webhook edits one "
                            "of them, so its pods are refused; keep one %s entry",
+                           (int)wh_utf8_cut(wh_json_str0(tc->items[i].obj, "name"), 63),
                            wh_json_str0(tc->items[i].obj, "name"), name, field, tc->items[i].index,
                            first, second, name));
     }

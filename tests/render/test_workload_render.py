@@ -452,8 +452,9 @@ spec:
             self.assertIn(part, row["message"])
 
     def test_pod_denial_of_a_long_non_ascii_name_is_utf8(self):
-        """A pod denial names the Job and the pod cut to 253 bytes; the cut
-        must fall between characters or the JSON report is not UTF-8."""
+        """A denial names the Job cut to 253 bytes (the Job's own denial since
+        issue 24, its pods' before); the cut must fall between characters or
+        the JSON report is not UTF-8."""
         name = "\u00e9" * 200  # 400 bytes: a byte cut at 253 splits a character
         job = """apiVersion: batch/v1
 kind: Job
@@ -479,14 +480,16 @@ spec:
         self.assertEqual(p.returncode, 1, p.stderr.decode())
         message = json.loads(p.stdout.decode("utf-8"))["rows"][0]["message"]  # strict UTF-8
         self.assertIn("sets TPU_NAME twice", message)
-        self.assertIn('Indexed Job "default/%s"' % ("\u00e9" * 126), message)
+        # the Job itself is denied now (issue 24: the pod path's reason, at the
+        # object), its name cut between characters as the pod denial's was
+        self.assertIn('Job "default/%s"' % ("\u00e9" * 126), message)
         self.assertNotIn("\ufffd", message)
         # A long container name makes the pod denial longer than check keeps.
         job = job.replace("- name: trainer", '- name: "%s"' % ("\u00e9" * 1000))
         p = run("check", "--output", "json", "-", stdin=job.encode())
         self.assertEqual(p.returncode, 1, p.stderr.decode())
         message = json.loads(p.stdout.decode("utf-8"))["rows"][0]["message"]
-        self.assertIn("denied: Indexed Job", message)
+        self.assertIn("sets TPU_NAME twice", message)
         self.assertNotIn("\ufffd", message)
 
 
