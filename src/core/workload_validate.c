@@ -172,7 +172,7 @@ static enum wh_err shape_warnings(struct vctx *v, const cJSON *spec, const struc
     return WH_OK;
 }
 
-/* The pod path's TorchTPU limit (workload.c, torch_env): a preset
+/* The pod path's TorchTPU limit (workload_env.c, torch_env): a preset
  * TORCH_TPU_TOPOLOGY whose grid divides over the hosts sizes the
  * slicebuilder list (unless the container sets it), and one over
  * WH_MAX_TORCH_ADDRESSES entries is refused. */
@@ -354,7 +354,7 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
 
 /* TPU7x with several TPU containers: each libtpu binds its own
  * MEGASCALE_PORT in the pod's one network, declared or base + TPU container
- * index (the pod path's megascale_port, workload.c). */
+ * index (the pod path's megascale_port, workload_env.c). */
 static long template_port(const cJSON *c, int ci)
 {
     long p = wh_megascale_declared_port(wh_json_get(c, "env"));
@@ -362,7 +362,7 @@ static long template_port(const cJSON *c, int ci)
 }
 
 /* The pod path's denial of two TPU containers of one pod on one MEGASCALE
- * port (workload.c, one_world): container `c` (TPU container `ci`) against
+ * port (workload_env.c, wh_wl_one_world): container `c` (TPU container `ci`) against
  * the TPU containers before it. */
 static enum wh_err shared_port(struct vctx *v, const cJSON *cs, const cJSON *c, int ci, int i,
                                const char *field, const char *rj)

@@ -477,7 +477,7 @@ def deny_sites():
     for key, name in files:
         with open(os.path.join(ROOT, "src/core", name)) as f:
             src = f.read()
-        for m in re.finditer(r"\b(deny|deny_pod|wh_decision_deny)\(\s*[\w&>.-]+\s*,\s*\"", src):
+        for m in re.finditer(r"\b(deny|deny_pod|wh_wl_deny|wh_decision_deny)\(\s*[\w&>.-]+\s*,\s*\"", src):
             end = re.compile(r"\);[ \t]*(/\*.*)?\n").search(src, m.end()).start()
             # adjacent literals joined, spaces collapsed: markers do not
             # depend on where clang-format breaks a message
