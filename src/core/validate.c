@@ -265,9 +265,8 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
         return problem_at(g,
                           (struct about){"template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
                                          lstr(g->chips_per_host, n1, sizeof(n1)), ""},
-                          "topology %s with %ld chips per pod gives %ld hosts; at most %ld hosts "
-                          "per slice are supported, so its pods are refused; request more "
-                          "google.com/tpu per pod",
+                          "topology %s with %ld chips per pod gives %ld hosts, over the %ld its "
+                          "pods may have (they are refused); request more google.com/tpu per pod",
                           g->topology, g->chips_per_host, expected, WH_MAX_HOSTS);
     if (expected != g->num_hosts)
         return problem_at(g,

@@ -377,7 +377,7 @@ DENIALS = {
         (obj_of("Job", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1), hosts=8192),
          [(0, 0)], ["8192 hosts", "at most 4096"], "at most 4096"),
         (obj_of("RayCluster", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1),
-                hosts=8192), [(0, 0)], ["8192 hosts", "at most 4096"], "at most 4096"),
+                hosts=8192), [(0, 0)], ["8192 hosts", "over the 4096"], "at most 4096"),
     ]),
     "host-index": (["k:has %ld hosts (0..%ld); check"], [
         (obj_of("RayCluster", tm(), n=5), [(0, 4)], ["numOfHosts must be 4, not 5"],
