@@ -93,19 +93,32 @@ static const char *const labels_v5e[] = {"tpu-v5-lite-podslice", "tpu-v5-lite-de
 static const char *const labels_v5p[] = {"tpu-v5p-slice", NULL};
 static const char *const labels_v6e[] = {"tpu-v6e-slice", NULL};
 static const char *const labels_tpu7x[] = {"tpu7x", NULL};
-static const long vm_4[] = {4, 0};
-static const long vm_1_4_8[] = {1, 4, 8, 0};
-static const long vm_tpu7x[] = {1, 4, 0}; /* tpu7x-standard-4t; -1t for 1x1x1 */
+/* GKE machine types: 1t only for 1x1, 8t only for the single-host 2x4 (a
+ * multi-host 2x4 is 2 x 4t), 4t for every slice of 4 chips or more. */
+static const struct wh_tpu_vm vm_v4[] = {{4, "ct4p-hightpu-4t", NULL}, {0, NULL, NULL}};
+static const struct wh_tpu_vm vm_v5e[] = {{1, "ct5lp-hightpu-1t", "1x1"},
+                                          {4, "ct5lp-hightpu-4t", NULL},
+                                          {8, "ct5lp-hightpu-8t", "2x4"},
+                                          {0, NULL, NULL}};
+static const struct wh_tpu_vm vm_v5p[] = {{4, "ct5p-hightpu-4t", NULL}, {0, NULL, NULL}};
+static const struct wh_tpu_vm vm_v6e[] = {{1, "ct6e-standard-1t", "1x1"},
+                                          {4, "ct6e-standard-4t", NULL},
+                                          {8, "ct6e-standard-8t", "2x4"},
+                                          {0, NULL, NULL}};
+/* tpu7x-standard-1t (xpk) for 1x1x1 only */
+static const struct wh_tpu_vm vm_tpu7x[] = {{1, "tpu7x-standard-1t", "1x1x1"},
+                                            {4, "tpu7x-standard-4t", NULL},
+                                            {0, NULL, NULL}};
 
 #define TOPOS_2D "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 
 static const struct wh_tpu_gen_info gens[] = {
-    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_4,
+    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_v4,
      "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8 and larger AxBxC"},
-    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_1_4_8, TOPOS_2D},
-    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_4,
+    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_v5e, TOPOS_2D},
+    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_v5p,
      "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4 and larger AxBxC up to 16x16x24"},
-    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_1_4_8, TOPOS_2D},
+    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_v6e, TOPOS_2D},
     {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x,
      "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, 8x8x16, 8x16x16"},
 };
@@ -136,8 +149,31 @@ const char *wh_tpu_accelerators(void)
 
 bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips)
 {
-    for (const long *c = g ? g->chips_per_vm : NULL; c && *c; c++)
-        if (*c == chips)
+    for (const struct wh_tpu_vm *v = g ? g->vms : NULL; v && v->chips; v++)
+        if (v->chips == chips)
+            return true;
+    return false;
+}
+
+/* True when VM v makes a slice of topology t. */
+static bool vm_serves(const struct wh_tpu_vm *v, const struct wh_topology *t)
+{
+    if (v->chips > t->chips || t->chips % v->chips)
+        return false;
+    struct wh_topology only;
+    char why[WH_ERRBUF_LEN];
+    if (!v->only)
+        return true;
+    if (wh_topology_parse(v->only, &only, why))
+        return false;
+    return only.ndims == t->ndims && only.dims[0] == t->dims[0] && only.dims[1] == t->dims[1] &&
+           only.dims[2] == t->dims[2];
+}
+
+bool wh_tpu_gen_fits(const struct wh_tpu_gen_info *g, const struct wh_topology *t, long chips)
+{
+    for (const struct wh_tpu_vm *v = g ? g->vms : NULL; v && v->chips; v++)
+        if (v->chips == chips && vm_serves(v, t))
             return true;
     return false;
 }
@@ -164,8 +200,27 @@ static void vm_list(const struct wh_tpu_gen_info *g, char *out, size_t n)
 {
     size_t len = 0;
     out[0] = '\0';
-    for (const long *c = g->chips_per_vm; *c && len < n; c++)
-        len += (size_t)snprintf(out + len, n - len, "%s%ld", len ? ", " : "", *c);
+    for (const struct wh_tpu_vm *v = g->vms; v->chips && len < n; v++)
+        len += (size_t)snprintf(out + len, n - len, "%s%ld", len ? ", " : "", v->chips);
+}
+
+/* For topology t: "4 chips per pod (4 VMs of ct6e-standard-4t) or 8 (1 VM of
+ * ct6e-standard-8t)" in *how and "4, 8" in *vals; false when no VM serves t. */
+static bool fit_list(const struct wh_tpu_gen_info *g, const struct wh_topology *t, char *how,
+                     size_t nhow, char *vals, size_t nvals)
+{
+    size_t lh = 0, lv = 0;
+    how[0] = vals[0] = '\0';
+    for (const struct wh_tpu_vm *v = g->vms; v->chips; v++) {
+        if (!vm_serves(v, t) || lh >= nhow || lv >= nvals)
+            continue;
+        long n = t->chips / v->chips;
+        lh += (size_t)snprintf(how + lh, nhow - lh, "%s%ld%s (%ld VM%s of %s)", lh ? " or " : "",
+                               v->chips, lh ? "" : " chips per pod", n, n == 1 ? "" : "s",
+                               v->machine);
+        lv += (size_t)snprintf(vals + lv, nvals - lv, "%s%ld", lv ? ", " : "", v->chips);
+    }
+    return lv > 0;
 }
 
 static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char *fmt, ...)
@@ -180,6 +235,31 @@ static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char 
     wh_utf8_trim_cut(p->text, sizeof(p->text));
     p->rule = rule;
     return false;
+}
+
+/* Chips that no VM of g has, or none that makes topology t. */
+static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
+                       const struct wh_tpu_gen_info *g, const struct wh_topology *t)
+{
+    char how[256], vals[48];
+    if (!t->ndims || !wh_tpu_gen_has_vm(g, s->chips)) {
+        vm_list(g, vals, sizeof(vals));
+        return shape_fail(p, WH_RULE_CHIPS_PER_VM,
+                          "%s is %ld per pod, but no %s VM has %ld chips (%s \"%s\"); valid "
+                          "values: %s (one VM's chips per pod)",
+                          s->chips_field, s->chips, g->name, s->chips, s->accel_field, s->accel,
+                          vals);
+    }
+    if (!fit_list(g, t, how, sizeof(how), vals, sizeof(vals)))
+        return shape_fail(p, WH_RULE_CHIPS_PER_VM,
+                          "%s is %ld per pod, but no %s VM makes topology %s (%s); valid "
+                          "topologies: %s",
+                          s->chips_field, s->chips, g->name, s->topology, s->topo_field,
+                          g->topologies);
+    return shape_fail(p, WH_RULE_CHIPS_PER_VM,
+                      "%s is %ld per pod, but %s topology %s takes %s; valid values: %s (the "
+                      "topology is %s)",
+                      s->chips_field, s->chips, g->name, s->topology, how, vals, s->topo_field);
 }
 
 bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
@@ -208,18 +288,12 @@ bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
                           "valid values: %s",
                           s->topo_field, s->topology, topo->ndims, g->name, s->accel_field,
                           s->accel, g->dims, g->topologies);
-    char vms[48];
     /* Chips that do not divide the topology's are the callers' divisor rule,
      * which names the topology too. */
     bool divides = !topo->ndims || (s->chips <= topo->chips && topo->chips % s->chips == 0);
-    if (g && s->chips > 0 && divides && !wh_tpu_gen_has_vm(g, s->chips)) {
-        vm_list(g, vms, sizeof(vms));
-        return shape_fail(p, WH_RULE_CHIPS_PER_VM,
-                          "%s is %ld per pod, but no %s VM has %ld chips (%s \"%s\"); valid "
-                          "values: %s (one VM's chips per pod)",
-                          s->chips_field, s->chips, g->name, s->chips, s->accel_field, s->accel,
-                          vms);
-    }
+    if (g && s->chips > 0 && divides &&
+        (topo->ndims ? !wh_tpu_gen_fits(g, topo, s->chips) : !wh_tpu_gen_has_vm(g, s->chips)))
+        return chips_fail(p, s, g, topo);
     return true;
 }
 

@@ -159,12 +159,93 @@ static void test_generations(void **unused)
     assert_false(wh_is_tpu7x(NULL));
 }
 
+/* The shape check's verdict for accel, topology topo and chips per pod, with
+ * the problem text in p. */
+static bool shape(const char *accel, const char *topo, long chips, struct wh_shape_problem *p)
+{
+    struct wh_tpu_shape s = {.accel = accel,
+                             .accel_field = "accel",
+                             .topology = topo,
+                             .topo_field = "topo",
+                             .chips = chips,
+                             .chips_field = "tpu"};
+    struct wh_topology t;
+    const struct wh_tpu_gen_info *gen;
+    return wh_tpu_shape_check(&s, &t, &gen, p);
+}
+
+static void shape_denied(const char *accel, const char *topo, long chips, const char *part)
+{
+    struct wh_shape_problem p;
+    if (shape(accel, topo, chips, &p))
+        fail_msg("%s %s with %ld chips per pod admitted", accel, topo, chips);
+    assert_string_equal(p.rule, WH_RULE_CHIPS_PER_VM);
+    if (!strstr(p.text, part))
+        fail_msg("%s %s with %ld: \"%s\" does not mention \"%s\"", accel, topo, chips, p.text, part);
+}
+
+/* Issue 24: chips per pod depend on the topology, not only on the generation
+ * (docs/workloads.md, "TPU generations"): 1-chip VMs make only 1x1, 8-chip VMs
+ * only the single-host 2x4, the rest is 4-chip VMs. */
+static void test_chips_per_topology(void **unused)
+{
+    (void)unused;
+    struct wh_shape_problem p;
+    const char *const two_d[] = {"tpu-v6e-slice", "tpu-v5-lite-podslice", "tpu-v5-lite-device"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(shape(two_d[i], "1x1", 1, &p));
+        assert_true(shape(two_d[i], "2x2", 4, &p));
+        assert_true(shape(two_d[i], "2x4", 8, &p)); /* one 8t VM */
+        assert_true(shape(two_d[i], "2x4", 4, &p)); /* two 4t VMs */
+        assert_true(shape(two_d[i], "4x4", 4, &p));
+        assert_true(shape(two_d[i], "16x16", 4, &p));
+        assert_true(shape(two_d[i], NULL, 8, &p)); /* no topology: any VM of the generation */
+        assert_true(shape(two_d[i], NULL, 1, &p));
+        assert_false(shape(two_d[i], NULL, 2, &p));
+    }
+    shape_denied("tpu-v6e-slice", "4x4", 8,
+                 "tpu is 8 per pod, but v6e topology 4x4 takes 4 chips per pod (4 VMs of "
+                 "ct6e-standard-4t); valid values: 4 (the topology is topo)");
+    shape_denied("tpu-v5-lite-podslice", "8x8", 8,
+                 "v5e topology 8x8 takes 4 chips per pod (16 VMs of ct5lp-hightpu-4t); valid "
+                 "values: 4");
+    shape_denied("tpu-v6e-slice", "2x4", 1,
+                 "tpu is 1 per pod, but v6e topology 2x4 takes 4 chips per pod (2 VMs of "
+                 "ct6e-standard-4t) or 8 (1 VM of ct6e-standard-8t); valid values: 4, 8");
+    shape_denied("tpu-v5-lite-podslice", "2x2", 1,
+                 "v5e topology 2x2 takes 4 chips per pod (1 VM of ct5lp-hightpu-4t)");
+    shape_denied("tpu-v6e-slice", "4x4", 1, "valid values: 4");
+    shape_denied("tpu-v6e-slice", "4x4", 2, "no v6e VM has 2 chips"); /* no such VM at all */
+    shape_denied("tpu-v6e-slice", "4x2", 8, "valid values: 4");       /* 8t is 2x4 only */
+    shape_denied("tpu-v6e-slice", "1x2", 1, "no v6e VM makes topology 1x2 (topo)");
+    assert_true(shape("tpu7x", "1x1x1", 1, &p));
+    assert_true(shape("tpu7x", "2x2x1", 4, &p));
+    assert_true(shape("tpu7x", "2x2x2", 4, &p));
+    shape_denied("tpu7x", "2x2x2", 1,
+                 "tpu7x topology 2x2x2 takes 4 chips per pod (2 VMs of tpu7x-standard-4t)");
+    assert_true(shape("tpu-v5p-slice", "2x2x4", 4, &p));
+    shape_denied("tpu-v5p-slice", "2x2x4", 1, "no v5p VM has 1 chips");
+    shape_denied("tpu-v4-podslice", "2x2x2", 8, "valid values: 4 (one VM's chips per pod)");
+    /* chips that do not divide the topology's: the callers' divisor rule */
+    assert_true(shape("tpu-v6e-slice", "2x2", 8, &p));
+    assert_true(shape("tpu-v6e-slice", "1x1", 4, &p));
+    /* the table's own answer */
+    const struct wh_tpu_gen_info *v6e = wh_tpu_gen_find("tpu-v6e-slice");
+    struct wh_topology t = parse_ok("2x4");
+    assert_true(wh_tpu_gen_fits(v6e, &t, 8));
+    assert_true(wh_tpu_gen_fits(v6e, &t, 4));
+    assert_false(wh_tpu_gen_fits(v6e, &t, 1));
+    assert_false(wh_tpu_gen_fits(NULL, &t, 4));
+    assert_true(wh_tpu_gen_has_vm(v6e, 8));
+    assert_false(wh_tpu_gen_has_vm(v6e, 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),       cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_hosts),       cmocka_unit_test(test_is_subset),
-        cmocka_unit_test(test_generations),
+        cmocka_unit_test(test_generations), cmocka_unit_test(test_chips_per_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -733,6 +733,25 @@ class Validation(unittest.TestCase):
         self.assertFalse(r.allowed)
         self.assertIn("2-D topology", r.message)
 
+    def test_chips_the_topology_has_no_vm_for_denied(self):
+        # Issue 24: 8-chip VMs make only the single-host 2x4, 1-chip VMs only
+        # 1x1 / 1x1x1; such a group's pods would never schedule.
+        for hosts, accel, topo, chips, part in (
+                (2, "tpu-v6e-slice", "4x4", "8",
+                 "v6e topology 4x4 takes 4 chips per pod (4 VMs of ct6e-standard-4t)"),
+                (8, "tpu-v5-lite-podslice", "8x8", "8", "v5e topology 8x8 takes 4 chips"),
+                (8, "tpu-v6e-slice", "2x4", "1", "or 8 (1 VM of ct6e-standard-8t)"),
+                (4, "tpu-v5-lite-podslice", "2x2", "1", "v5e topology 2x2 takes 4 chips"),
+                (8, "tpu7x", "2x2x2", "1", "tpu7x topology 2x2x2 takes 4 chips")):
+            with self.subTest(shape=(accel, topo, chips)):
+                r = validate(raycluster([group(hosts=hosts, topo=topo, accel=accel, chips=chips)]))
+                self.assertFalse(r.allowed)
+                for want in ('resources[google.com/tpu]', part, "valid values"):
+                    self.assertIn(want, r.message)
+        for hosts, topo, chips in ((1, "2x4", "8"), (2, "2x4", "4"), (1, "1x1", "1")):
+            r = validate(raycluster([group(hosts=hosts, topo=topo, chips=chips)]))
+            self.assertTrue(r.allowed, r.message)
+
     def test_warning_tpu7x_resource_per_chip_D8(self):
         g = group(hosts=2, accel="tpu7x", topo="2x2x2", chips="4", resources='"{\\"TPU\\": 8}"')
         r = validate(raycluster([g]))

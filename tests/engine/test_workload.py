@@ -500,12 +500,18 @@ class Unknown(WorkloadCase):
         self.assertEqual(r.env()["PET_NPROC_PER_NODE"], "8")
 
     def test_single_pod_sized_for_several_hosts(self):
+        # (Issue 24: was 1 chip on 2x4, a shape no VM makes, now denied.)
         p = batch_job_pod()
         p["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "2x4"
+        for c in p["spec"]["containers"]:
+            c["resources"] = {"limits": {"google.com/tpu": "4"}, "requests": {"google.com/tpu": "4"}}
         r = self.mutate(p)
         self.assertIsNone(r.patch)
         self.assertIn("Indexed Job", r.warnings[0])
-        self.assertIn("1 of the 8 chips of topology 2x4", r.notes)
+        self.assertIn("4 of the 8 chips of topology 2x4", r.notes)
+        p["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": "1"}}
+        r = self.mutate(p, allowed=False)
+        self.assertIn("v6e topology 2x4 takes 4 chips per pod", r.message)
 
 
 class Tpu7xMultiContainer(WorkloadCase):
@@ -703,6 +709,19 @@ BAD_SHAPES = (
     ("tpu-v6e-slice", "2x2x1", 4, "gke-tpu-topology", '"2x2x1", a 3-D topology', "1x1, 2x2, 2x4"),
     ("tpu-v6e-slice", "4x4x", 4, "gke-tpu-topology", '"4x4x"', "1x1, 2x2, 2x4"),
     ("tpu-v6e-slice", "0x4", 4, "gke-tpu-topology", '"0x4"', "1x1, 2x2, 2x4"),
+    # chip counts the generation has, but not for the topology (8-chip VMs
+    # make only the single-host 2x4, 1-chip VMs only 1x1 / 1x1x1)
+    ("tpu-v6e-slice", "4x4", 8, 'resources["google.com/tpu"]', "8 per pod",
+     "v6e topology 4x4 takes 4 chips per pod (4 VMs of ct6e-standard-4t); valid values: 4"),
+    ("tpu-v5-lite-podslice", "8x8", 8, 'resources["google.com/tpu"]', "8 per pod",
+     "v5e topology 8x8 takes 4 chips per pod (16 VMs of ct5lp-hightpu-4t); valid values: 4"),
+    ("tpu-v6e-slice", "2x4", 1, 'resources["google.com/tpu"]', "1 per pod",
+     "v6e topology 2x4 takes 4 chips per pod (2 VMs of ct6e-standard-4t) or 8 (1 VM of "
+     "ct6e-standard-8t); valid values: 4, 8"),
+    ("tpu-v5-lite-podslice", "2x2", 1, 'resources["google.com/tpu"]', "1 per pod",
+     "v5e topology 2x2 takes 4 chips per pod (1 VM of ct5lp-hightpu-4t); valid values: 4"),
+    ("tpu7x", "2x2x2", 1, 'resources["google.com/tpu"]', "1 per pod",
+     "tpu7x topology 2x2x2 takes 4 chips per pod (2 VMs of tpu7x-standard-4t); valid values: 4"),
 )
 
 
@@ -752,7 +771,12 @@ class Shapes(unittest.TestCase):
     def test_possible_shapes_pass(self):
         for accel, topo, chips in (("tpu-v5-lite-device", "2x2", 4), ("tpu-v5p-slice", "2x2x4", 4),
                                    ("tpu7x", "2x2x2", 4), ("tpu-v6e-slice", "2x4", 8),
-                                   ("tpu-v4-podslice", "2x2x1", 4)):
+                                   ("tpu-v4-podslice", "2x2x1", 4),
+                                   # issue 24: 2x4 is one 8t VM or two 4t VMs; 1t is 1x1
+                                   ("tpu-v6e-slice", "2x4", 4), ("tpu-v6e-slice", "1x1", 1),
+                                   ("tpu-v5-lite-podslice", "2x4", 4),
+                                   ("tpu-v5-lite-podslice", "1x1", 1),
+                                   ("tpu-v5-lite-podslice", "8x8", 4), ("tpu7x", "1x1x1", 1)):
             for obj, _ in self.objects(accel, topo, chips):
                 hosts = 1
                 for d in topo.split("x"):

@@ -386,7 +386,7 @@ class Check(unittest.TestCase):
     def test_impossible_shapes_rejected(self):
         """Issue 24: check agrees with /validate-workload on the generation
         table's rules (an unknown accelerator, 8 chips on v5p, 3-D on v6e,
-        a malformed topology)."""
+        a malformed topology, chips per pod no VM of that topology has)."""
         base = """apiVersion: batch/v1
 kind: Job
 metadata: {name: shape}
@@ -409,7 +409,19 @@ spec:
         for accel, topo, chips, part in (("tpu-v6e-podslice", "4x4", 4, "not a GKE TPU accelerator"),
                                          ("tpu-v5p-slice", "2x4x4", 8, "no v5p VM has 8 chips"),
                                          ("tpu-v6e-slice", "2x2x1", 4, "a 3-D topology"),
-                                         ("tpu-v6e-slice", "4x4x", 4, '"4x4x"')):
+                                         ("tpu-v6e-slice", "4x4x", 4, '"4x4x"'),
+                                         # chips the generation has, not for this topology
+                                         ("tpu-v6e-slice", "4x4", 8,
+                                          "v6e topology 4x4 takes 4 chips per pod (4 VMs of "
+                                          "ct6e-standard-4t)"),
+                                         ("tpu-v5-lite-podslice", "8x8", 8,
+                                          "v5e topology 8x8 takes 4 chips per pod"),
+                                         ("tpu-v6e-slice", "2x4", 1,
+                                          "or 8 (1 VM of ct6e-standard-8t)"),
+                                         ("tpu-v5-lite-podslice", "2x2", 1,
+                                          "v5e topology 2x2 takes 4 chips per pod"),
+                                         ("tpu7x", "2x2x2", 1,
+                                          "tpu7x topology 2x2x2 takes 4 chips per pod")):
             p = run("check", "--output", "json", "-", stdin=(base % (accel, topo, chips)).encode())
             self.assertEqual(p.returncode, 1, p.stdout.decode() + p.stderr.decode())
             row = json.loads(p.stdout)["rows"][0]
@@ -418,6 +430,13 @@ spec:
             self.assertIn("valid values", row["message"])
         p = run("check", "-", stdin=(base % ("tpu-v5p-slice", "2x2x4", 4)).encode())
         self.assertEqual(p.returncode, 0, p.stdout.decode())
+        # v6e 2x4 is one 8-chip VM or two 4-chip VMs; 1x1 is one 1-chip VM
+        for accel, topo, chips, hosts in (("tpu-v6e-slice", "2x4", 8, 1),
+                                          ("tpu-v6e-slice", "2x4", 4, 2),
+                                          ("tpu-v6e-slice", "1x1", 1, 1)):
+            doc = (base % (accel, topo, chips)).replace(": 4\n", ": %d\n" % hosts)
+            p = run("check", "-", stdin=doc.encode())
+            self.assertEqual(p.returncode, 0, doc + p.stdout.decode())
 
     def test_single_host_identity_in_a_slice_rejected(self):
         """Issue 24, item 2: the Indexed Job of the issue (v5p 2x2x4, a

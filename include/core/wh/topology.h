@@ -29,18 +29,29 @@ bool wh_topology_is_subset(const char *child, const char *parent);
 
 enum wh_tpu_gen { WH_GEN_UNKNOWN, WH_GEN_V4, WH_GEN_V5E, WH_GEN_V5P, WH_GEN_V6E, WH_GEN_TPU7X };
 
+/* One GKE machine type of a generation: a TPU VM is one pod, so its chips are
+ * the google.com/tpu a pod requests. It serves a topology when its chips
+ * divide the topology's and, if only is set, the topology is exactly only
+ * (the 1-chip VM makes only 1x1 / 1x1x1, the 8-chip VM only the single-host
+ * 2x4). */
+struct wh_tpu_vm {
+    long chips;          /* 0 ends a list */
+    const char *machine; /* "ct6e-standard-4t" */
+    const char *only;    /* the one topology it serves; NULL: any it divides */
+};
+
 /* The one table of TPU generations (docs/workloads.md, "TPU generations"):
  * every path that needs a generation fact reads it from here. Static data,
  * nothing to free. */
 struct wh_tpu_gen_info {
     enum wh_tpu_gen gen;
-    const char *name;          /* "v6e" */
-    const char *const *labels; /* cloud.google.com/gke-tpu-accelerator values, NULL-ended */
-    int dims;                  /* topology dimensions: 2 or 3 */
-    int tensorcores_per_chip;  /* 2 on v4, v5p and TPU7x */
-    int devices_per_chip;      /* PJRT devices: 2 on TPU7x (its cores are separate devices) */
-    const long *chips_per_vm;  /* the machine types' chips per VM, 0-ended */
-    const char *topologies;    /* the documented slice topologies, for messages */
+    const char *name;            /* "v6e" */
+    const char *const *labels;   /* cloud.google.com/gke-tpu-accelerator values, NULL-ended */
+    int dims;                    /* topology dimensions: 2 or 3 */
+    int tensorcores_per_chip;    /* 2 on v4, v5p and TPU7x */
+    int devices_per_chip;        /* PJRT devices: 2 on TPU7x (its cores are separate devices) */
+    const struct wh_tpu_vm *vms; /* the machine types, chips 0-ended */
+    const char *topologies;      /* the documented slice topologies, for messages */
 };
 
 /* The generation whose label is exactly accel; NULL when accel is NULL, ""
@@ -52,6 +63,8 @@ const struct wh_tpu_gen_info *wh_tpu_gen_info(enum wh_tpu_gen gen);
 const char *wh_tpu_accelerators(void);
 /* True when a VM of the generation has exactly chips chips. */
 bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips);
+/* True when a slice of topology t is made of VMs of chips chips each. */
+bool wh_tpu_gen_fits(const struct wh_tpu_gen_info *g, const struct wh_topology *t, long chips);
 
 /* From the cloud.google.com/gke-tpu-accelerator label value (exact). */
 enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel);
@@ -81,8 +94,9 @@ struct wh_shape_problem {
 
 /* Judge a stated shape against the table, in this order: an unknown
  * accelerator, a malformed topology, a topology of the wrong dimensionality,
- * a chip count per pod no VM of the generation has (judged only when it
- * divides the topology's chips: the callers' divisor rule speaks first). False with the first
+ * a chip count per pod no VM of the generation has, or none that makes the
+ * stated topology (wh_tpu_gen_fits; judged only when it divides the
+ * topology's chips: the callers' divisor rule speaks first). False with the first
  * problem in *p; on true *topo holds the parsed topology (ndims 0 when none
  * was stated) and *gen the generation (NULL when none was stated). */
 bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
