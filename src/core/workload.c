@@ -18,7 +18,7 @@
 #include "wh/json.h"              /* wh_json_* */
 #include "wh/mutate.h"            /* wh_mutate_pod */
 #include "wh/patch.h"             /* wh_patch_reserve */
-#include "wh/podspec.h"           /* wh_meta_*, wh_env_duplicate */
+#include "wh/podspec.h"           /* wh_meta_*, wh_env_duplicate, wh_env_lookup */
 #include "wh/tpuenv.h"            /* wh_tpu_containers_*, wh_port_list_* */
 #include "wh/workload_env.h"      /* wh_wl_one_world, wh_wl_container_env */
 #include "wh/workload_identity.h" /* wh_wl_single_host, wh_wl_indexed_job, wh_wl_jobset, wh_wl_lws */
@@ -56,6 +56,30 @@ static size_t patch_estimate(const struct wh_wl *w)
     return (per + per / 4) * w->tc.n;
 }
 
+/* LWS's pod webhook injects TPU_WORKER_ID and TPU_WORKER_HOSTNAMES together,
+ * and nothing when the template's first TPU container carries either
+ * (docs/workloads.md); a multi-host LWS pod with TPU_WORKER_ID but no
+ * TPU_WORKER_HOSTNAMES is one LWS skipped, and it has no peers. */
+static enum wh_err lws_identity_skipped(struct wh_wl *w)
+{
+    const cJSON *env = wh_json_get(w->tc.items[0].obj, "env");
+    struct wh_env_lookup id, hosts;
+    wh_env_lookup(env, "TPU_WORKER_ID", &id);
+    wh_env_lookup(env, "TPU_WORKER_HOSTNAMES", &hosts);
+    if (id.first_index < 0 || hosts.first_index >= 0)
+        return WH_OK;
+    const char *wi = wh_meta_label(w->pod, WH_KEY_LWS_WORKER_INDEX);
+    return wh_wl_deny(w,
+                      "container \"%s\" (spec.containers[%d]) of its LeaderWorkerSet's "
+                      "%s sets TPU_WORKER_ID (env[%d]), so LWS injected none of "
+                      "TPU_WORKER_HOSTNAMES, TPU_NAME, TPU_PROCESS_ADDRESSES, TPU_PROCESS_PORT "
+                      "and this pod of a %ld-host slice has no peers; remove it: LWS sets the "
+                      "TPU identity of each pod only when the template carries neither",
+                      wh_json_str0(w->tc.items[0].obj, "name"), w->tc.items[0].index,
+                      wi && !strcmp(wi, "0") ? "leaderTemplate" : "workerTemplate", id.first_index,
+                      w->n_hosts);
+}
+
 /* One identity per slice (docs/workloads.md): a single-host identity in a
  * container of a multi-host pod contradicts the peers built here; and the
  * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet). */
@@ -72,6 +96,11 @@ static enum wh_err one_identity(struct wh_wl *w)
             return wh_wl_deny(w, "container \"%s\" (spec.containers[%d]) %s%s%s",
                               wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index,
                               ip[0].text, n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
+    }
+    if (w->kind == WH_WL_LWS && w->n_hosts > 1) {
+        WH_TRY(lws_identity_skipped(w));
+        if (wh_wl_denied(w))
+            return WH_OK;
     }
     char dns[640]; /* names that resolve */
     if (wh_hostnet_dns_conflict(w->spec, "spec", w->n_hosts * w->n_slices, dns, sizeof(dns)))

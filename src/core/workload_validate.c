@@ -202,6 +202,32 @@ static enum wh_err torch_addresses(struct vctx *v, const char *field,
     return WH_OK;
 }
 
+/* LWS's pod webhook injects the TPU identity (TPU_WORKER_ID,
+ * TPU_WORKER_HOSTNAMES, TPU_NAME, TPU_PROCESS_*) only when the first TPU
+ * container carries neither TPU_WORKER_ID nor TPU_WORKER_HOSTNAMES
+ * (docs/workloads.md); this webhook leaves them to LWS, so on a multi-host
+ * group either one leaves the pods without their peers. */
+static enum wh_err lws_identity_skip(struct vctx *v, const struct wh_tpu_containers *tc,
+                                     const char *field)
+{
+    static const char *const names[2] = {"TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"};
+    const cJSON *c = tc->items[0].obj;
+    for (int k = 0; k < 2; k++) {
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(c, "env"), names[k], &lk);
+        if (lk.first_index >= 0)
+            return problem(v,
+                           "container \"%.63s\" (%s.spec.containers[%d]) sets %s (env[%d]); LWS "
+                           "then injects none of TPU_WORKER_ID, TPU_WORKER_HOSTNAMES, TPU_NAME, "
+                           "TPU_PROCESS_ADDRESSES, TPU_PROCESS_PORT, so the pods of this "
+                           "multi-host group get no peers; remove it: LWS sets the TPU identity "
+                           "of each pod only when the template carries neither",
+                           wh_json_str0(c, "name"), field, tc->items[0].index, names[k],
+                           lk.first_index);
+    }
+    return WH_OK;
+}
+
 /* The shape of a TPU template: the generation table's rules, the chips'
  * divisor rule, one identity per slice. */
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -272,6 +298,8 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     /* A literal TPU_WORKER_ID is one value for every pod of the template;
      * LWS sets its own per pod, so there only "localhost" is judged here. */
     bool lws = !strcmp(v->kind, "LeaderWorkerSet");
+    if (lws && out->hosts > 1)
+        WH_TRY(lws_identity_skip(v, tc, field));
     for (unsigned i = 0; i < tc->n; i++) {
         struct wh_identity_check ic = {.hosts = out->hosts, .host = -1, .check_id = !lws};
         struct wh_identity_problem ip[2];

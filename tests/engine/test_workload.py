@@ -339,6 +339,27 @@ class Classification(WorkloadCase):
         self.assertEqual(env["PET_MASTER_ADDR"], "vllm-1-1.vllm")
         self.assertEqual(env["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")[0], "vllm-1-1.vllm:8471")
 
+    def test_lws_template_worker_id_denied(self):
+        # Issue 24 (G1): the template carried TPU_WORKER_ID, so LWS's pod
+        # webhook injected no identity: the pod has no TPU_WORKER_HOSTNAMES.
+        wid_ref = {"name": "TPU_WORKER_ID", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}}
+        for worker, tmpl, env in ((2, "workerTemplate", wid_ref),
+                                  (0, "leaderTemplate", {"name": "TPU_WORKER_ID", "value": "0"})):
+            p = lws_pod(worker=worker, lws_env=False)
+            p["spec"]["containers"][0]["env"] = [env]
+            r = self.mutate(p, allowed=False)
+            for x in ('LeaderWorkerSet "default/vllm"', 'container "vllm"', tmpl,
+                      "sets TPU_WORKER_ID", "remove it: LWS sets the TPU identity"):
+                self.assertIn(x, r.message)
+        # LWS injected (both present), or nothing was set: admitted
+        self.mutate(lws_pod(worker=2))
+        self.mutate(lws_pod(worker=2, lws_env=False))
+        # single-host group: LWS skipped, one host needs no peers
+        p = lws_pod(worker=0, size=1, topo="2x2", lws_env=False)
+        p["spec"]["containers"][0]["env"] = [{"name": "TPU_WORKER_ID", "value": "0"}]
+        self.mutate(p)
+
     def test_lws_size_mismatch_denied(self):
         r = self.mutate(lws_pod(size=3), allowed=False)
         self.assertIn("size 3", r.message)
@@ -863,10 +884,36 @@ class Identity(WorkloadCase):
         r = self.judge(lw)
         self.assertFalse(r.allowed)
         self.assertIn('TPU_WORKER_HOSTNAMES "localhost"', r.message)
-        # LWS sets TPU_WORKER_ID per pod itself: its template is not judged on it
+        # Issue 24 (G1), a changed verdict: LWS's pod webhook injects no TPU
+        # identity when the first TPU container carries TPU_WORKER_ID or
+        # TPU_WORKER_HOSTNAMES, so a multi-host group with either (a literal,
+        # or a fieldRef to the worker index) has no peers: denied, at the
+        # worker and at the leader template.
+        wid_ref = {"name": "TPU_WORKER_ID", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}}
+        for env in (SINGLE_HOST_ID[:1], [wid_ref],
+                    [{"name": "TPU_WORKER_HOSTNAMES", "value": "a.vllm,b.vllm,c.vllm,d.vllm"}]):
+            for tmpl in ("workerTemplate", "leaderTemplate"):
+                lw = lws()
+                lwt = lw["spec"]["leaderWorkerTemplate"]
+                lwt.setdefault("leaderTemplate", copy.deepcopy(lwt["workerTemplate"]))
+                lwt[tmpl]["spec"]["containers"][0]["env"] = copy.deepcopy(env)
+                r = self.judge(lw)
+                self.assertFalse(r.allowed, (tmpl, env))
+                for x in ('LeaderWorkerSet "default/vllm"', 'container "trainer"',
+                          "spec.leaderWorkerTemplate.%s.spec.containers[0]" % tmpl,
+                          "sets " + env[0]["name"],
+                          "remove it: LWS sets the TPU identity of each pod only when the "
+                          "template carries neither"):
+                    self.assertIn(x, r.message)
+        # a single-host LWS group: LWS skips, and one host needs no peers
+        lw = lws(size=1)
+        lw["spec"]["leaderWorkerTemplate"]["workerTemplate"] = tpu_template(
+            "2x2", "tpu-v5-lite-podslice")
         lw["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = \
             copy.deepcopy(SINGLE_HOST_ID[:1])
-        self.assertTrue(self.judge(lw).allowed)
+        r = self.judge(lw)
+        self.assertTrue(r.allowed, r.message)
         # single-host template: the values are right
         j = job(topo="2x2", parallelism=1, completions=1)
         j["spec"]["template"]["spec"]["containers"][0]["env"] = copy.deepcopy(SINGLE_HOST_ID)
