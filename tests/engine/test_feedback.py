@@ -304,6 +304,9 @@ def pods_of(obj, indices):
             b = T.lws_pod(worker=i, size=lwt["size"])
             p = pod_from(b, lwt["workerTemplate"])
             lws_env = b["spec"]["containers"][0]["env"]  # what LWS's pod webhook adds
+            first = {e["name"] for e in p["spec"]["containers"][0].get("env", [])}
+            if first & {"TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"}:
+                lws_env = []  # LWS injects nothing then (docs/workloads.md)
             for c in p["spec"]["containers"]:
                 have = {e["name"] for e in c.get("env", [])}
                 c["env"] = [e for e in lws_env if e["name"] not in have] + c.get("env", [])
@@ -374,9 +377,9 @@ DENIALS = {
     ]),
     "too-many-hosts": (["k:at most %ld hosts per slice are supported",
                         "w:at most %ld are supported"], [
-        (obj_of("Job", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1), hosts=8192),
+        (obj_of("Job", tm(accel="tpu-v5-lite-podslice", topo="256x128", chips=4), hosts=8192),
          [(0, 0)], ["8192 hosts", "at most 4096"], "at most 4096"),
-        (obj_of("RayCluster", tm(accel="tpu-v5-lite-podslice", topo="128x64", chips=1),
+        (obj_of("RayCluster", tm(accel="tpu-v5-lite-podslice", topo="256x128", chips=4),
                 hosts=8192), [(0, 0)], ["8192 hosts", "over the 4096"], "at most 4096"),
     ]),
     "host-index": (["k:has %ld hosts (0..%ld); check"], [
@@ -413,6 +416,12 @@ DENIALS = {
          "TPU_WORKER_ID"),
         (obj_of("JobSet", tm(env=envs(("TPU_WORKER_HOSTNAMES", "localhost")))), FIRST_LAST,
          ["localhost"], "localhost"),
+    ]),
+    "lws-identity": (["w:so LWS injected none of"], [
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice", env=[{
+            "name": "TPU_WORKER_ID", "valueFrom": {"fieldRef": {"fieldPath":
+                "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}}])), [(0, 1)],
+         ["sets TPU_WORKER_ID", "remove it"], "LWS injected none"),
     ]),
     "hostnet-dns": (["w:deny(w, \"%s\", dns"], [
         (obj_of("Job", tm(hostNetwork=True)), FIRST_LAST, ["hostNetwork", "ClusterFirstWithHostNet"],
