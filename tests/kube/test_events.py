@@ -156,6 +156,10 @@ def delivered(env):
             R.fail("message %r lacks %r" % (msg, part))
     if not e["metadata"]["name"].startswith("train-a.") or e["source"]["component"] != "tpu-webhook":
         R.fail("metadata/source: %r" % e)
+    # The server counts an Event sent when the POST's answer is back, a
+    # moment after the fake has recorded it: wait for the count, then it
+    # must be exactly one.
+    wait_for("the sent count", lambda: counters(env)["sent"] >= 1)
     c = counters(env)
     if c["sent"] != 1:
         R.fail("sent %r" % c)
