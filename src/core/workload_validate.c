@@ -228,6 +228,27 @@ static enum wh_err lws_identity_skip(struct vctx *v, const struct wh_tpu_contain
     return WH_OK;
 }
 
+/* One identity per slice at the template. A literal TPU_WORKER_ID is one
+ * value for every pod of the template; LWS sets its own per pod, so there
+ * only "localhost" is judged here, and what makes LWS skip its identity. */
+static enum wh_err template_identity(struct vctx *v, const struct wh_tpu_containers *tc,
+                                     const char *field, long hosts)
+{
+    bool lws = !strcmp(v->kind, "LeaderWorkerSet");
+    if (lws && hosts > 1)
+        WH_TRY(lws_identity_skip(v, tc, field));
+    for (unsigned i = 0; i < tc->n; i++) {
+        struct wh_identity_check ic = {.hosts = hosts, .host = -1, .check_id = !lws};
+        struct wh_identity_problem ip[2];
+        int n = wh_identity_conflicts(wh_json_get(tc->items[i].obj, "env"), &ic, ip);
+        for (int k = 0; k < n; k++)
+            WH_TRY(problem(v, "container \"%.63s\" (%s.spec.containers[%d]) %s",
+                           wh_json_str0(tc->items[i].obj, "name"), field, tc->items[i].index,
+                           ip[k].text));
+    }
+    return WH_OK;
+}
+
 /* The shape of a TPU template: the generation table's rules, the chips'
  * divisor rule, one identity per slice. */
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -295,21 +316,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     snprintf(sf, sizeof(sf), "%s.spec", field);
     if (wh_hostnet_dns_conflict(spec, sf, out->hosts * out->slices, dns, sizeof(dns)))
         WH_TRY(problem(v, "%s", dns));
-    /* A literal TPU_WORKER_ID is one value for every pod of the template;
-     * LWS sets its own per pod, so there only "localhost" is judged here. */
-    bool lws = !strcmp(v->kind, "LeaderWorkerSet");
-    if (lws && out->hosts > 1)
-        WH_TRY(lws_identity_skip(v, tc, field));
-    for (unsigned i = 0; i < tc->n; i++) {
-        struct wh_identity_check ic = {.hosts = out->hosts, .host = -1, .check_id = !lws};
-        struct wh_identity_problem ip[2];
-        int n = wh_identity_conflicts(wh_json_get(tc->items[i].obj, "env"), &ic, ip);
-        for (int k = 0; k < n; k++)
-            WH_TRY(problem(v, "container \"%.63s\" (%s.spec.containers[%d]) %s",
-                           wh_json_str0(tc->items[i].obj, "name"), field, tc->items[i].index,
-                           ip[k].text));
-    }
-    return WH_OK;
+    return template_identity(v, tc, field, out->hosts);
 }
 
 /* An integer field; def when absent, -1 when not a whole number >= 0. */
