@@ -19,7 +19,6 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* qsort, free, atoi */
 #include <string.h> /* strstr */
-#include <time.h>   /* clock_gettime */
 
 #include "allocwrap.h"  /* wh_allocwrap_* */
 #include "wh/memtune.h" /* wh_memtune_server */
@@ -29,6 +28,8 @@
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/engine.h"  /* wh_engine_review */
 #include "wh/state.h"   /* wh_memstate */
+
+#include "benchutil.h" /* wh_bench_now_s, wh_bench_cmp_double, wh_bench_die */
 
 #define REVIEW_MAX ((size_t)1 << 20)
 #define GROUP "tpu-group"
@@ -143,8 +144,7 @@ static struct wh_memstate *legacy_state(long n, int containers)
         }
     }
     if (!ms) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
+        wh_bench_die("out of memory");
     }
     return ms;
 }
@@ -174,19 +174,6 @@ static size_t longest_value(const char *body)
     return best;
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 struct bench_case {
     const char *name;
     struct pod_shape shape;
@@ -213,17 +200,16 @@ static double run_case(const struct bench_case *bc, int runs, struct wh_arena *a
     double median = -1;
     enum wh_route route = bc->shape.kind == KUBERAY ? WH_ROUTE_MUTATE : WH_ROUTE_MUTATE_WORKLOAD;
     if (!ms || !t) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
+        wh_bench_die("out of memory");
     }
     for (int i = 0; i < runs && !rc; i++) {
         char errbuf[WH_ERRBUF_LEN];
         wh_allocwrap_reset();
-        double t0 = now_us();
+        double t0 = wh_bench_now_s();
         wh_reqmem_bind(arena);
         enum wh_err err = wh_engine_review(body, len, route, &st, &res, errbuf);
         wh_reqmem_bind(NULL);
-        t[i] = now_us() - t0;
+        t[i] = (wh_bench_now_s() - t0) * 1e6;
         if (i == 0)
             one = wh_allocwrap_stats();
         if (err || !res.allowed || !res.n_ops || (bc->existing && res.host != bc->want_host) ||
@@ -233,7 +219,7 @@ static double run_case(const struct bench_case *bc, int runs, struct wh_arena *a
             rc = 1;
         }
         if (i == runs - 1 || rc) {
-            qsort(t, (size_t)i + 1, sizeof(double), cmp_double);
+            qsort(t, (size_t)i + 1, sizeof(double), wh_bench_cmp_double);
             median = rc ? -1 : t[i / 2] / 1000.0;
             printf("%-28s %-6s %6zu KB %7zu KB %8zu KB %5zu %10.3f %9lu %9lu %8zu KB\n", bc->name,
                    arena ? "arena" : "malloc", len / 1024, res.body_len / 1024,

@@ -16,7 +16,6 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* qsort, atoi, free */
 #include <string.h> /* strlen */
-#include <time.h>   /* clock_gettime */
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +24,8 @@
 #include "wh/buf.h"     /* wh_buf */
 #include "wh/jparse.h"  /* wh_jparse */
 #include "wh/mem.h"     /* wh_free */
+
+#include "benchutil.h" /* wh_bench_now_s, wh_bench_cmp_double */
 
 /* One pod as the API server sends it in a review (the shape of
  * tests/fixtures/reviews/v6e-16-native-host1.json). */
@@ -61,19 +62,6 @@ struct text {
     size_t len;
 };
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static struct wh_arena *arena; /* NULL: the C heap */
 
 /* One parse and its release; false when the text is refused. */
@@ -103,12 +91,12 @@ static double per_parse(const struct text *t, bool mine, int runs, bool *ok)
     if (!v)
         return *ok = false, 0;
     for (int r = 0; r < runs; r++) {
-        double t0 = now();
+        double t0 = wh_bench_now_s();
         for (int i = 0; i < batch; i++)
             *ok = parse_once(t, mine) && *ok;
-        v[r] = (now() - t0) / batch;
+        v[r] = (wh_bench_now_s() - t0) / batch;
     }
-    qsort(v, (size_t)runs, sizeof(double), cmp_double);
+    qsort(v, (size_t)runs, sizeof(double), wh_bench_cmp_double);
     double m = v[runs / 2];
     free(v);
     return m;

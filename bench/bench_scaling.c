@@ -27,9 +27,8 @@
  * does not get the expected answer.
  */
 #include <stdio.h>  /* printf, snprintf */
-#include <stdlib.h> /* qsort, free, atoi, exit */
+#include <stdlib.h> /* qsort, free, atoi */
 #include <string.h> /* strstr */
-#include <time.h>   /* clock_gettime */
 
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, pipe */
@@ -43,24 +42,7 @@
 #include "wh/state.h"  /* wh_memstate_* */
 #include "store.h"     /* wh_store_* (the kube room's, private) */
 
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "wh-bench-scaling: %s\n", what);
-    exit(1);
-}
+#include "benchutil.h" /* wh_bench_cpu_ms, wh_bench_cmp_double, wh_bench_die */
 
 /* ---- node cache ---------------------------------------------------------- */
 
@@ -88,7 +70,7 @@ static cJSON *node_list(int n)
     cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
     wh_buf_free(&b);
     if (!j)
-        die("cannot build the nodes");
+        wh_bench_die("cannot build the nodes");
     return j;
 }
 
@@ -97,19 +79,19 @@ static double node_cache(int n)
     cJSON *list = node_list(n);
     struct wh_store *s = wh_store_new();
     if (!s)
-        die("out of memory");
-    double t0 = cpu_ms();
+        wh_bench_die("out of memory");
+    double t0 = wh_bench_cpu_ms();
     for (uint32_t gen = 1; gen <= 2; gen++) {
         for (const cJSON *o = list->child; o; o = o->next)
             if (wh_store_apply_node(s, o, false, gen))
-                die("out of memory");
+                wh_bench_die("out of memory");
         wh_store_sweep_nodes(s, gen);
     }
-    double t = cpu_ms() - t0;
+    double t = wh_bench_cpu_ms() - t0;
     size_t pods, nodes, interned;
     wh_store_counts(s, &pods, &nodes, &interned);
     if (nodes != (size_t)n)
-        die("the store does not hold every node");
+        wh_bench_die("the store does not hold every node");
     wh_store_free(s);
     cJSON_Delete(list);
     return t;
@@ -143,7 +125,7 @@ static char *check_text(int n, size_t *len)
     if (!err)
         err = wh_buf_add(&b, "]}}\n");
     if (err)
-        die("out of memory");
+        wh_bench_die("out of memory");
     return wh_buf_take(&b, len);
 }
 
@@ -154,12 +136,12 @@ static double check(int n)
     cJSON *rows = cJSON_CreateArray();
     struct wh_check_stats st = {0};
     char errbuf[WH_ERRBUF_LEN];
-    double t0 = cpu_ms();
+    double t0 = wh_bench_cpu_ms();
     if (!rows || wh_check_text("bench.yaml", text, len, rows, &st, errbuf))
-        die("check failed");
-    double t = cpu_ms() - t0;
+        wh_bench_die("check failed");
+    double t = wh_bench_cpu_ms() - t0;
     if (st.rows != (size_t)n || st.rejected != (size_t)n)
-        die("check: not one rejected row per group");
+        wh_bench_die("check: not one rejected row per group");
     cJSON_Delete(rows);
     free(text);
     return t;
@@ -188,7 +170,7 @@ static cJSON *pending_pods(int n)
     cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
     wh_buf_free(&b);
     if (!j)
-        die("cannot build the pods");
+        wh_bench_die("cannot build the pods");
     return j;
 }
 
@@ -197,13 +179,13 @@ static double doctor(int n)
     cJSON *nodes = node_list(n), *pods = pending_pods(n / 4), *report = NULL;
     struct wh_doctor_input in = {.pods = pods, .nodes = nodes, .no_drift = true};
     char errbuf[WH_ERRBUF_LEN];
-    double t0 = cpu_ms();
+    double t0 = wh_bench_cpu_ms();
     if (wh_doctor_run(&in, &report, errbuf))
-        die(errbuf);
-    double t = cpu_ms() - t0;
+        wh_bench_die(errbuf);
+    double t = wh_bench_cpu_ms() - t0;
     char *text = cJSON_PrintUnformatted(report);
     if (!text || strstr(text, "unschedulable"))
-        die("doctor: a pod that a node can take was found unschedulable");
+        wh_bench_die("doctor: a pod that a node can take was found unschedulable");
     free(text);
     cJSON_Delete(report);
     cJSON_Delete(pods);
@@ -234,16 +216,16 @@ static double render_state(int n)
                                .group = group,
                                .n_tpu_containers = 1,
                                .worker_id = i % 8};
-        double t0 = cpu_ms();
+        double t0 = wh_bench_cpu_ms();
         if (!ms || wh_memstate_add_rec(ms, &r))
-            die("out of memory");
+            wh_bench_die("out of memory");
         struct wh_state st = wh_memstate_view(ms);
         size_t seen = 0;
         char errbuf[WH_ERRBUF_LEN];
         if (st.ops->each_group_pod(st.impl, "default", "rc", group, count_pod, &seen, errbuf) ||
             seen != (size_t)(i % 8) + 1)
-            die("render state: the group's pods not all seen");
-        t += cpu_ms() - t0;
+            wh_bench_die("render state: the group's pods not all seen");
+        t += wh_bench_cpu_ms() - t0;
     }
     wh_memstate_free(ms);
     return t;
@@ -257,10 +239,10 @@ static double isolated(double (*fn)(int), int n)
 {
     int fd[2];
     if (pipe(fd))
-        die("pipe");
+        wh_bench_die("pipe");
     pid_t pid = fork();
     if (pid < 0)
-        die("fork");
+        wh_bench_die("fork");
     if (!pid) {
         close(fd[0]);
         double t = fn(n);
@@ -273,7 +255,7 @@ static double isolated(double (*fn)(int), int n)
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) ||
         got != (ssize_t)sizeof(t))
-        die("a run failed");
+        wh_bench_die("a run failed");
     return t;
 }
 
@@ -282,7 +264,7 @@ static double median(double (*fn)(int), int n, int runs)
     double t[32];
     for (int i = 0; i < runs; i++)
         t[i] = isolated(fn, n);
-    qsort(t, (size_t)runs, sizeof(double), cmp_double);
+    qsort(t, (size_t)runs, sizeof(double), wh_bench_cmp_double);
     return t[runs / 2];
 }
 

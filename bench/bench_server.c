@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -28,6 +27,8 @@
 #include "wh/metrics.h"
 #include "wh/server.h"
 #include "wh/tls.h"
+
+#include "benchutil.h" /* wh_bench_now_s, wh_bench_cmp_double, wh_bench_die */
 
 #define MAX_SAMPLES 2000000
 
@@ -65,13 +66,6 @@ struct client {
     long n_lat, cap_lat;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static size_t discard(char *p, size_t sz, size_t n, void *ud)
 {
     (void)p, (void)ud;
@@ -90,9 +84,9 @@ static void *run_client(void *arg)
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    double end = now_s() + c->seconds;
-    while (now_s() < end) {
-        double t0 = now_s();
+    double end = wh_bench_now_s() + c->seconds;
+    while (wh_bench_now_s() < end) {
+        double t0 = wh_bench_now_s();
         CURLcode rc = curl_easy_perform(h);
         long status = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -101,17 +95,11 @@ static void *run_client(void *arg)
         else
             c->failed++;
         if (c->n_lat < c->cap_lat)
-            c->lat_us[c->n_lat++] = (now_s() - t0) * 1e6;
+            c->lat_us[c->n_lat++] = (wh_bench_now_s() - t0) * 1e6;
     }
     curl_slist_free_all(hdr);
     curl_easy_cleanup(h);
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void bench_route(const char *name, const char *url, const char *body, const char *ca,
@@ -120,8 +108,7 @@ static void bench_route(const char *name, const char *url, const char *body, con
     struct client *cl = calloc((size_t)n_clients, sizeof(*cl));
     double *lat = malloc(sizeof(double) * MAX_SAMPLES);
     if (!cl || !lat) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
+        wh_bench_die("out of memory");
     }
     long per = MAX_SAMPLES / n_clients;
     for (int i = 0; i < n_clients; i++) {
@@ -141,7 +128,7 @@ static void bench_route(const char *name, const char *url, const char *body, con
         memmove(lat + n, cl[i].lat_us, sizeof(double) * (size_t)cl[i].n_lat);
         n += cl[i].n_lat;
     }
-    qsort(lat, (size_t)n, sizeof(double), cmp_double);
+    qsort(lat, (size_t)n, sizeof(double), wh_bench_cmp_double);
     printf("%-10s %2d clients  %8.0f req/s  p50 %7.0f us  p99 %7.0f us  max %7.0f us  "
            "(%ld ok, %ld failed)\n",
            name, n_clients, (double)ok / seconds, n ? lat[n / 2] : 0.0,

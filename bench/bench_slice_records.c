@@ -8,13 +8,13 @@
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "store.h"
+
+#include "benchutil.h" /* wh_bench_now_s, wh_bench_cpu_ms, wh_bench_die */
 
 #define PODS 20000
 #define HOSTS 16
@@ -23,13 +23,6 @@ static size_t heap(void)
 {
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static cJSON *pod(int i, bool tpu)
@@ -71,8 +64,7 @@ static double fill(bool tpu, struct wh_store **out)
         cJSON *o = pod(i, tpu);
         struct wh_pod_rec rec;
         if (!o || wh_store_apply_pod(s, o, false, 1, &rec)) {
-            fprintf(stderr, "bench: out of memory\n");
-            exit(1);
+            wh_bench_die("out of memory");
         }
         cJSON_Delete(o);
     }
@@ -90,13 +82,12 @@ int main(void)
         return 1;
     size_t pods, nodes, interned;
     wh_store_counts(s, &pods, &nodes, &interned);
-    double t0 = now_ms();
-    clock_t c0 = clock();
+    double t0 = wh_bench_now_s(), c0 = wh_bench_cpu_ms();
     cJSON *lp = NULL, *ln = NULL;
     unsigned long long v;
     if (wh_store_slice_lists(s, &lp, &ln, &v))
         return 1;
-    double took = now_ms() - t0, cpu = (double)(clock() - c0) * 1e3 / CLOCKS_PER_SEC;
+    double took = (wh_bench_now_s() - t0) * 1e3, cpu = wh_bench_cpu_ms() - c0;
     printf("TPU pods in the store: %zu (%d-host slices), interned strings: %zu\n", pods, HOSTS,
            interned);
     printf("heap per pod: %.0f bytes, of which the slice record %.0f (%.0f without a TPU "

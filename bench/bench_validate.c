@@ -29,7 +29,6 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* qsort, free, atoi */
 #include <string.h> /* strstr */
-#include <time.h>   /* clock_gettime */
 
 #include "wh/arena.h"   /* wh_arena */
 #include "wh/buf.h"     /* wh_buf */
@@ -39,29 +38,12 @@
 #include "wh/reqmem.h"  /* wh_reqmem_install, wh_reqmem_bind */
 #include "wh/state.h"   /* wh_memstate */
 
+#include "benchutil.h" /* wh_bench_cpu_ms, wh_bench_cmp_double, wh_bench_die */
+
 #define REVIEW_MAX ((size_t)8 << 20)
 #define NODES 1000
 #define POOL_HOSTS 16
 #define SCALE_NODES 2500
-
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "wh-bench-validate: %s\n", what);
-    exit(1);
-}
 
 static void review_head(struct wh_buf *b)
 {
@@ -75,13 +57,13 @@ static void review_head(struct wh_buf *b)
                       "\"headGroupSpec\":{\"rayStartParams\":{},\"template\":{\"spec\":"
                       "{\"containers\":[{\"name\":\"ray-head\",\"image\":\"rayproject/ray:2.52.0\"}"
                       "]}}},\"workerGroupSpecs\":["))
-        die("out of memory");
+        wh_bench_die("out of memory");
 }
 
 static void review_tail(struct wh_buf *b)
 {
     if (wh_buf_add(b, "]}}}}"))
-        die("out of memory");
+        wh_bench_die("out of memory");
 }
 
 /* 8,000 single-host tpu7x groups, two warnings each. */
@@ -102,7 +84,7 @@ static char *warnings_review(size_t *len)
                         "\"requests\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"}},"
                         "\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]}]}}}",
                         i ? "," : "", i))
-            die("out of memory");
+            wh_bench_die("out of memory");
     review_tail(&b);
     return wh_buf_take(&b, len);
 }
@@ -134,7 +116,7 @@ static char *subslice_review(bool distinct, size_t *len)
                 "\"limits\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"},"
                 "\"requests\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"}}}]}}}",
                 i ? "," : "", i, sub[s].hosts, sub[s].topo, pool))
-            die("out of memory");
+            wh_bench_die("out of memory");
     }
     review_tail(&b);
     return wh_buf_take(&b, len);
@@ -162,7 +144,7 @@ static char *distinct_review(int groups, size_t *len)
                 "\"limits\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"},"
                 "\"requests\":{\"cpu\":\"8\",\"memory\":\"40G\",\"google.com/tpu\":\"4\"}}}]}}}",
                 i ? "," : "", i, i / 4, i / 4, i % 4))
-            die("out of memory");
+            wh_bench_die("out of memory");
     review_tail(&b);
     return wh_buf_take(&b, len);
 }
@@ -196,7 +178,7 @@ static struct wh_memstate *nodes_state(int n_nodes)
     size_t added = 0;
     char errbuf[WH_ERRBUF_LEN];
     if (!j || wh_memstate_add_nodes(ms, j, &added, errbuf) || added != (size_t)n_nodes)
-        die("cannot build the nodes");
+        wh_bench_die("cannot build the nodes");
     cJSON_Delete(j);
     wh_buf_free(&b);
     return ms;
@@ -216,16 +198,16 @@ static int run(const char *name, const char *body, size_t len, const struct wh_s
 {
     double *t = calloc((size_t)runs, sizeof(double));
     if (!t)
-        die("out of memory");
+        wh_bench_die("out of memory");
     int rc = 0;
     size_t resp_len = 0, warnings = 0, found = 0;
     for (int i = 0; i < runs && !rc; i++) {
         struct wh_engine_result res = {0};
         char errbuf[WH_ERRBUF_LEN];
         wh_reqmem_bind(arena);
-        double t0 = cpu_ms();
+        double t0 = wh_bench_cpu_ms();
         enum wh_err err = wh_engine_review(body, len, WH_ROUTE_VALIDATE, st, &res, errbuf);
-        t[i] = cpu_ms() - t0;
+        t[i] = wh_bench_cpu_ms() - t0;
         if (err || !res.allowed) {
             fprintf(stderr, "wh-bench-validate: %s: unexpected answer: %s %.300s\n", name,
                     err ? errbuf : "", res.message ? res.message : "");
@@ -239,7 +221,7 @@ static int run(const char *name, const char *body, size_t len, const struct wh_s
         wh_arena_reset(arena);
     }
     if (!rc) {
-        qsort(t, (size_t)runs, sizeof(double), cmp_double);
+        qsort(t, (size_t)runs, sizeof(double), wh_bench_cmp_double);
         if (median)
             *median = t[runs / 2];
         printf("%-44s %7zu KB %7zu B %6zu %6zu %9.1f %9.1f", name, len / 1024, resp_len, found,
@@ -297,7 +279,7 @@ int main(int argc, char **argv)
     struct wh_arena *arena = wh_arena_new(&ao);
     struct wh_memstate *empty = wh_memstate_new(), *nodes = nodes_state(NODES);
     if (!arena || !empty)
-        die("out of memory");
+        wh_bench_die("out of memory");
     struct wh_state st0 = wh_memstate_view(empty), st1 = wh_memstate_view(nodes);
     printf("wh-bench-validate: CPU ms per review, median and max of %d runs\n", runs);
     printf("%-44s %10s %9s %6s %6s %9s %9s   %s\n", "case", "review", "answer", "found", "listed",
