@@ -115,7 +115,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     else if (in->kind == WH_KIND_POD)
         err = wh_mutate_pod(rv, state, &d, errbuf);
     else if (in->kind == WH_KIND_WORKLOAD)
-        err = wh_ratchet_workload(rv, &d, errbuf);
+        err = wh_ratchet_workload(rv, state, &d, errbuf);
     else if (in->kind == WH_KIND_RAYCLUSTER)
         err = wh_ratchet_raycluster(rv, state, &d, errbuf);
     /* A dry run reserves nothing (sideEffects: NoneOnDryRun): the id shown

@@ -190,12 +190,11 @@ enum wh_err wh_ratchet_raycluster(const struct wh_review *rv, const struct wh_st
 static enum wh_err judge_workload(const struct wh_review *rv, const void *ctx,
                                   struct wh_decision *d, struct wh_violations *out, char *errbuf)
 {
-    (void)ctx;
-    (void)errbuf;
-    return wh_validate_workload_report(rv, d, out);
+    return wh_validate_workload_report(rv, ctx, d, out, errbuf);
 }
 
-enum wh_err wh_ratchet_workload(const struct wh_review *rv, struct wh_decision *d, char *errbuf)
+enum wh_err wh_ratchet_workload(const struct wh_review *rv, const struct wh_state *st,
+                                struct wh_decision *d, char *errbuf)
 {
-    return decide(rv, judge_workload, NULL, d, errbuf);
+    return decide(rv, judge_workload, st, d, errbuf);
 }

@@ -12,7 +12,7 @@
 
 struct pool_scan {
     const char *pool;
-    char accel[96], topology[64];
+    struct wh_pool_tpu *out;
 };
 
 static int pool_node(void *arg, const struct wh_node_rec *n)
@@ -22,26 +22,31 @@ static int pool_node(void *arg, const struct wh_node_rec *n)
     if (!pool || strcmp(pool, ps->pool))
         return 0;
     const char *a = wh_node_label(n, WH_SEL_ACCELERATOR), *t = wh_node_label(n, WH_SEL_TOPOLOGY);
-    snprintf(ps->accel, sizeof(ps->accel), "%s", a ? a : "");
-    snprintf(ps->topology, sizeof(ps->topology), "%s", t ? t : "");
+    snprintf(ps->out->accel, sizeof(ps->out->accel), "%s", a ? a : "");
+    snprintf(ps->out->topology, sizeof(ps->out->topology), "%s", t ? t : "");
     return 1;
+}
+
+enum wh_err wh_pool_tpu_read(const struct wh_state *st, const char *pool, struct wh_pool_tpu *out,
+                             char *errbuf)
+{
+    out->accel[0] = out->topology[0] = '\0';
+    if (!pool || !*pool || !st || !st->ops || !st->ops->each_node)
+        return WH_OK;
+    struct pool_scan ps = {.pool = pool, .out = out};
+    return st->ops->each_node(st->impl, pool_node, &ps, errbuf);
 }
 
 /* Step 3 of docs/workloads.md: a pod that names its node pool but not its
  * accelerator or topology gets them from the pool's TPU nodes. */
 static enum wh_err from_node_pool(struct wh_wl *w, const struct wh_state *st, char *errbuf)
 {
-    const char *pool = wh_node_selector(w->spec, WH_KEY_NODEPOOL);
-    if (!pool || !*pool || !st || !st->ops || !st->ops->each_node)
-        return WH_OK;
-    struct pool_scan ps = {.pool = pool};
-    enum wh_err err = st->ops->each_node(st->impl, pool_node, &ps, errbuf);
-    if (err)
-        return err;
+    struct wh_pool_tpu pt;
+    WH_TRY(wh_pool_tpu_read(st, wh_node_selector(w->spec, WH_KEY_NODEPOOL), &pt, errbuf));
     if (!*w->accel)
-        snprintf(w->accel, sizeof(w->accel), "%s", ps.accel);
-    if (!*w->topology && *ps.topology) {
-        snprintf(w->topology, sizeof(w->topology), "%s", ps.topology);
+        snprintf(w->accel, sizeof(w->accel), "%s", pt.accel);
+    if (!*w->topology && *pt.topology) {
+        snprintf(w->topology, sizeof(w->topology), "%s", pt.topology);
         w->topo_from = "the TPU nodes of node pool";
     }
     return WH_OK;

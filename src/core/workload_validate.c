@@ -21,6 +21,7 @@
 #include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
 #include "wh/utf8.h"     /* wh_utf8_cut */
 #include "wh/workload.h" /* WH_LABEL_INJECT */
+#include "wh/workload_topology.h" /* wh_pool_tpu_read, struct wh_pool_tpu */
 
 #define PROBLEMS_MAX (64 * 1024)
 #define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -33,6 +34,8 @@ struct vctx {
     struct wh_decision *d;
     struct wh_violations *out; /* NULL when not asked for */
     const char *part;          /* the replicated job judged, "" for the object */
+    const struct wh_state *st; /* the known TPU nodes; NULL when none */
+    char *errbuf;              /* a failing state callback's reason */
 };
 
 static enum wh_err problem(struct vctx *v, const char *fmt, ...)
@@ -80,6 +83,7 @@ struct tmpl_hosts {
     const char *topology;
     bool tpu7x;     /* two devices per chip (the generation, or a 4-field TORCH_TPU_TOPOLOGY) */
     unsigned n_tpu; /* TPU containers */
+    struct wh_pool_tpu pool; /* what the node pool's TPU nodes say (topology may point here) */
 };
 
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -249,6 +253,40 @@ static enum wh_err template_identity(struct vctx *v, const struct wh_tpu_contain
     return WH_OK;
 }
 
+/* What the template's pods learn from their node pool's TPU nodes (the pod
+ * path's step 3, workload_topology.h, read by the same function): an
+ * accelerator or topology the template does not state, with the field
+ * that names the pool (pf, the caller's). */
+static enum wh_err pool_shape(struct vctx *v, const cJSON *spec, struct wh_tpu_shape *shape,
+                              struct wh_pool_tpu *pt, char *pf, size_t pf_len)
+{
+    bool accel = shape->accel && *shape->accel, topology = shape->topology && *shape->topology;
+    if (accel && topology)
+        return WH_OK;
+    const char *pool = wh_node_selector(spec, WH_KEY_NODEPOOL);
+    enum wh_err err = wh_pool_tpu_read(v->st, pool, pt, v->errbuf);
+    if (err == WH_ERR_UNAVAILABLE) {
+        /* The node cache has not synced: judged on what the template says,
+         * as with no nodes known; refusing would fail the user's apply for
+         * a cache, and the pods are judged again with the nodes. */
+        pt->accel[0] = pt->topology[0] = '\0';
+        return wh_decision_note(v->d, "node pool \"%.63s\" not read (%s); judged on the template",
+                                pool ? pool : "", v->errbuf);
+    }
+    if (err)
+        return err;
+    snprintf(pf, pf_len, "the TPU nodes of node pool \"%.63s\"", pool ? pool : "");
+    if (!accel && *pt->accel) {
+        shape->accel = pt->accel;
+        shape->accel_field = pf;
+    }
+    if (!topology && *pt->topology) {
+        shape->topology = pt->topology;
+        shape->topo_field = pf;
+    }
+    return WH_OK;
+}
+
 /* The shape of a TPU template: the generation table's rules, the chips'
  * divisor rule, one identity per slice. */
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -257,13 +295,13 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     const cJSON *spec = wh_json_get(tmpl, "spec");
     /* The workload path's topology rule, the one its pods get
      * (workload_topology.h; mutate.c says why the KubeRay path's differs): an
-     * empty annotation counts as absent, and a template naming a node pool is
-     * not warned about what the pool's TPU nodes tell its pods. */
+     * empty annotation counts as absent, the node pool's TPU nodes (when
+     * known) tell what the template does not, and a template naming a node
+     * pool is not warned about what they may tell its pods. */
     const char *t = wh_meta_annotation(tmpl, WH_ANN_SLICE_TOPOLOGY);
     bool from_annotation = t && *t;
     if (!from_annotation)
         t = wh_node_selector(spec, WH_SEL_TOPOLOGY);
-    out->topology = t;
     /* The generation table's rules (topology.h), at the object the user
      * applies: its pods would be refused or hang. */
     char af[320], tf[320], cf[320];
@@ -279,15 +317,16 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                                  .topo_field = tf,
                                  .chips = out->chips,
                                  .chips_field = cf};
+    char pf[100];
+    WH_TRY(pool_shape(v, spec, &shape, &out->pool, pf, sizeof(pf)));
+    out->topology = t = shape.topology;
     struct wh_topology topo;
     const struct wh_tpu_gen_info *gen;
     struct wh_shape_problem sp;
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
         return problem(v, "%s", sp.text);
     out->tpu7x = gen && gen->devices_per_chip == 2;
-    const char *pool = wh_node_selector(spec, WH_KEY_NODEPOOL);
-    if (!(shape.accel && *shape.accel) &&
-        !(pool && *pool)) { /* as the pod path: a 4-field preset tells TPU7x */
+    if (!(shape.accel && *shape.accel)) { /* as the pod path: a 4-field preset tells TPU7x */
         struct wh_env_lookup lk;
         long product;
         wh_env_lookup(wh_json_get(tc->items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
@@ -572,13 +611,15 @@ bool wh_workload_kind_validated(const char *kind)
     return !strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet");
 }
 
-enum wh_err wh_validate_workload(const struct wh_review *rv, struct wh_decision *d)
+enum wh_err wh_validate_workload(const struct wh_review *rv, const struct wh_state *st,
+                                 struct wh_decision *d, char *errbuf)
 {
-    return wh_validate_workload_report(rv, d, NULL);
+    return wh_validate_workload_report(rv, st, d, NULL, errbuf);
 }
 
-enum wh_err wh_validate_workload_report(const struct wh_review *rv, struct wh_decision *d,
-                                        struct wh_violations *out)
+enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct wh_state *st,
+                                        struct wh_decision *d, struct wh_violations *out,
+                                        char *errbuf)
 {
     const struct wh_review_info *in = wh_review_info(rv);
     if (strcmp(in->operation, "CREATE") && strcmp(in->operation, "UPDATE"))
@@ -593,8 +634,14 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, struct wh_de
         return WH_OK;
     /* The object's own name or generateName, not in->name, which falls back
      * to request.name: answers name the object as its metadata does. */
-    struct vctx v =
-        {.kind = kind, .ns = in->ns, .name = in->object_name, .d = d, .out = out, .part = ""};
+    struct vctx v = {.kind = kind,
+                     .ns = in->ns,
+                     .name = in->object_name,
+                     .d = d,
+                     .out = out,
+                     .part = "",
+                     .st = st,
+                     .errbuf = errbuf};
     wh_buf_init(&v.problems, PROBLEMS_MAX);
     enum wh_err err = !strcmp(kind, "Job")      ? validate_job(&v, obj)
                       : !strcmp(kind, "JobSet") ? validate_jobset(&v, obj)

@@ -112,7 +112,7 @@ static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq, const
     switch (route) {
     case WH_ROUTE_MUTATE: err = wh_mutate_pod(rv, st, d, errbuf); break;
     case WH_ROUTE_MUTATE_WORKLOAD: err = wh_mutate_workload(rv, st, d, errbuf); break;
-    case WH_ROUTE_VALIDATE_WORKLOAD: err = wh_validate_workload(rv, d); break;
+    case WH_ROUTE_VALIDATE_WORKLOAD: err = wh_validate_workload(rv, st, d, errbuf); break;
     default: err = wh_validate_raycluster_report(rv, st, d, report, errbuf); break;
     }
     wh_review_free(rv);

@@ -60,14 +60,14 @@ def tpu7x_containers(env=None):
     return [T.tpu_container("c0", chips=2, env=env), T.tpu_container("c1", chips=2, env=env)]
 
 
-def judge(obj, op="CREATE", old=None):
+def judge(obj, op="CREATE", old=None, nodes=None):
     group = {"Job": "batch", "JobSet": "jobset.x-k8s.io", "RayCluster": "ray.io",
              "LeaderWorkerSet": "leaderworkerset.x-k8s.io"}[obj["kind"]]
     rv = review_of(obj, kind=obj["kind"], op=op)
     rv["request"]["kind"] = {"group": group, "version": obj["apiVersion"].split("/")[-1],
                              "kind": obj["kind"]}
     rv["request"]["oldObject"] = old
-    return W.run(rv)
+    return W.run(rv, nodes=nodes)
 
 
 def check(obj):
@@ -272,6 +272,61 @@ class PodDenials(unittest.TestCase):
             r = judge(ok)
             self.assertTrue(r.allowed, r.message)
             self.assertEqual(check(ok)[0], 0)
+
+    def test_tpu7x_shared_port_of_a_pool_only_template(self):
+        # Reviewer's finding: a template naming only its node pool is judged
+        # on the generation its pods get, read as the pod path reads it: the
+        # pool's TPU nodes when known, else a 4-field TORCH_TPU_TOPOLOGY.
+        port = [{"name": "MEGASCALE_PORT", "value": "9000"}]
+        preset = port + [{"name": "TORCH_TPU_TOPOLOGY", "value": "2,2,2,1"}]
+        pool_sel = {"cloud.google.com/gke-tpu-topology": "2x2x2",
+                    "cloud.google.com/gke-nodepool": "pool-a"}
+        tpu7x_pool = [W.node("n0", {"cloud.google.com/gke-nodepool": "pool-a",
+                                    "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                                    "cloud.google.com/gke-tpu-topology": "2x2x2"})]
+
+        def pool_only(env):
+            js = tpu7x_jobset([T.tpu_container("c0", chips=2, env=env),
+                               T.tpu_container("c1", chips=2, env=env)])
+            tm = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            tm["nodeSelector"] = dict(pool_sel)
+            pod = jobset_pods(hosts=2, accel=None, topo="2x2x2", containers=tm["containers"])[0]
+            pod["spec"]["nodeSelector"] = dict(pool_sel)
+            return js, pod
+
+        # No nodes known, the preset tells TPU7x: the pods are refused, so is
+        # the JobSet (webhook and check).
+        bad, pod = pool_only(preset)
+        self.assertFalse(W.run(review_of(pod), workload=True).allowed)
+        r = judge(bad)
+        self.assertFalse(r.allowed)
+        for part in ('TPU containers "c0"', '"c1" (containers[1])', "MEGASCALE_PORT 9000",
+                     "remove MEGASCALE_PORT"):
+            self.assertIn(part, r.message)
+        self.assertEqual(check(bad)[0], 1)
+        self.assertTrue(judge(bad, op="UPDATE", old=copy.deepcopy(bad)).allowed)  # ratchet
+        # No preset: the pool's nodes name TPU7x, for the pods and the JobSet.
+        bad, pod = pool_only(port)
+        self.assertFalse(W.run(review_of(pod), workload=True, nodes=tpu7x_pool).allowed)
+        r = judge(bad, nodes=tpu7x_pool)
+        self.assertFalse(r.allowed)
+        self.assertIn("MEGASCALE_PORT 9000", r.message)
+        # The pool unknown and the preset silent: the pods are skipped with a
+        # warning, and the JobSet is admitted (as before).
+        pr = W.run(review_of(pod), workload=True)
+        self.assertTrue(pr.allowed)
+        self.assertIsNone(pr.patch)
+        self.assertTrue(judge(bad).allowed)
+        self.assertEqual(check(bad)[0], 0)
+        # The pool's nodes win over the preset, as on the pod path: a v5p
+        # pool is not TPU7x, whatever TORCH_TPU_TOPOLOGY says.
+        v5p_pool = [W.node("n0", {"cloud.google.com/gke-nodepool": "pool-a",
+                                  "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+                                  "cloud.google.com/gke-tpu-topology": "2x2x2"})]
+        ok, pod = pool_only(preset)
+        self.assertTrue(W.run(review_of(pod), workload=True, nodes=v5p_pool).allowed)
+        r = judge(ok, nodes=v5p_pool)
+        self.assertTrue(r.allowed, r.message)
 
 
 def tpu7x_jobset(containers):

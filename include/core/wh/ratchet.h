@@ -50,7 +50,7 @@ WH_NODISCARD enum wh_err wh_ratchet_raycluster(const struct wh_review *rv, const
                                                struct wh_decision *d, char *errbuf);
 /* The /validate-workload policy (workload_validate.h) through the ratchet,
  * likewise. */
-WH_NODISCARD enum wh_err wh_ratchet_workload(const struct wh_review *rv, struct wh_decision *d,
-                                             char *errbuf);
+WH_NODISCARD enum wh_err wh_ratchet_workload(const struct wh_review *rv, const struct wh_state *st,
+                                             struct wh_decision *d, char *errbuf);
 
 #endif

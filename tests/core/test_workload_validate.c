@@ -1,0 +1,188 @@
+/* test_workload_validate.c: wh_validate_workload() with the node state (the
+ * rules themselves are covered through the binary, tests/engine/): a
+ * template naming only its node pool is judged on the generation and
+ * topology its pods get, read as the pod path reads them
+ * (workload_topology.h): the pool's TPU nodes, else a 4-field
+ * TORCH_TPU_TOPOLOGY. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+#include "wh/buf.h"
+#include "wh/decision.h"
+#include "wh/json.h"
+#include "wh/review.h"
+#include "wh/state.h"
+#include "wh/workload_validate.h"
+
+/* A TPU container of 2 chips with env entries `env` (",{...}" each). */
+#define CONTAINER(name, env)                                                                 \
+    "{\"name\":\"" name "\",\"resources\":{\"limits\":{\"google.com/tpu\":\"2\"}},\"env\":[" \
+    "{\"name\":\"MEGASCALE_PORT\",\"value\":\"9000\"}" env "]}"
+#define PRESET ",{\"name\":\"TORCH_TPU_TOPOLOGY\",\"value\":\"2,2,2,1\"}"
+/* One replicated job of 2 slices, `parallelism` pods each, naming only its
+ * node pool (and `topo`, a ",\"...topology\":..." selector entry or ""). */
+#define JOBSET(parallelism, topo, env)                                                       \
+    "{\"metadata\":{\"name\":\"llm\",\"namespace\":\"ns\"},\"spec\":{\"replicatedJobs\":[{"  \
+    "\"name\":\"slice\",\"replicas\":2,\"template\":{\"spec\":{\"parallelism\":" parallelism \
+    ",\"completions\":" parallelism ",\"template\":{\"spec\":{\"nodeSelector\":{"            \
+    "\"cloud.google.com/gke-nodepool\":\"pool-a\"" topo                                      \
+    "},\"containers\":[" CONTAINER("c0", env) "," CONTAINER("c1", env) "]}}}}}]}}"
+#define TOPO ",\"cloud.google.com/gke-tpu-topology\":\"2x2x2\""
+#define NODE(accel)                                                                             \
+    "[{\"metadata\":{\"name\":\"n0\",\"labels\":{\"cloud.google.com/gke-nodepool\":\"pool-a\"," \
+    "\"cloud.google.com/gke-tpu-accelerator\":\"" accel "\","                                   \
+    "\"cloud.google.com/gke-tpu-topology\":\"2x2x2\"}}}]"
+
+/* Judge js on CREATE with the state st. */
+static enum wh_err judge_st(const char *js, const struct wh_state *st, struct wh_decision *d,
+                            char *errbuf)
+{
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(req);
+    assert_int_equal(wh_json_set_str(req, "operation", "CREATE"), WH_OK);
+    assert_int_equal(wh_json_set(req, "kind", wh_test_parse("{\"kind\":\"JobSet\"}")), WH_OK);
+    assert_int_equal(wh_json_set(req, "object", wh_test_parse(js)), WH_OK);
+    struct wh_review *rv = NULL;
+    assert_int_equal(wh_review_of_request(req, &rv), WH_OK);
+    wh_decision_init(d);
+    enum wh_err err = wh_validate_workload(rv, st, d, errbuf);
+    wh_review_free(rv);
+    cJSON_Delete(req);
+    return err;
+}
+
+/* Judge js on CREATE with the nodes `nodes` (a JSON array; NULL: st NULL). */
+static void judge(const char *js, const char *nodes, struct wh_decision *d)
+{
+    struct wh_memstate *ms = NULL;
+    struct wh_state st;
+    char errbuf[WH_ERRBUF_LEN];
+    if (nodes) {
+        ms = wh_memstate_new();
+        assert_non_null(ms);
+        cJSON *n = wh_test_parse(nodes);
+        size_t added = 0;
+        assert_int_equal(wh_memstate_add_nodes(ms, n, &added, errbuf), WH_OK);
+        assert_int_equal(added, 1);
+        cJSON_Delete(n);
+        st = wh_memstate_view(ms);
+    }
+    assert_int_equal(judge_st(js, nodes ? &st : NULL, d, errbuf), WH_OK);
+    wh_memstate_free(ms);
+}
+
+static bool says(const struct wh_decision *d, const char *part)
+{
+    return d->message && strstr(d->message, part);
+}
+
+/* No nodes known: the preset tells TPU7x, as on the pod path. */
+static void test_pool_only_preset_tells_tpu7x(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    judge(JOBSET("2", TOPO, PRESET), NULL, &d);
+    assert_false(d.allowed);
+    assert_true(says(&d, "both use MEGASCALE_PORT 9000"));
+    wh_decision_free(&d);
+    /* and without a preset nothing tells the generation: admitted */
+    judge(JOBSET("2", TOPO, ""), NULL, &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+/* The pool's nodes name the generation, and win over the preset. */
+static void test_pool_nodes_tell_the_generation(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    judge(JOBSET("2", TOPO, ""), NODE("tpu7x"), &d);
+    assert_false(d.allowed);
+    assert_true(says(&d, "both use MEGASCALE_PORT 9000"));
+    wh_decision_free(&d);
+    judge(JOBSET("2", TOPO, PRESET), NODE("tpu-v5p-slice"), &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    /* nodes of another pool tell nothing */
+    judge(JOBSET("2", TOPO, ""),
+          "[{\"metadata\":{\"name\":\"n0\",\"labels\":{\"cloud.google.com/gke-nodepool\":\"b\","
+          "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\"}}}]",
+          &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+/* A template without a topology gets the pool's, as its pods do: 2x2x2 of
+ * 4 chips per pod is 2 hosts, so parallelism 1 is refused, naming the pool. */
+static void test_pool_nodes_tell_the_topology(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    judge(JOBSET("1", "", ""), NULL, &d);
+    assert_true(d.allowed); /* nothing known */
+    wh_decision_free(&d);
+    judge(JOBSET("1", "", ""), NODE("tpu-v5p-slice"), &d);
+    assert_false(d.allowed);
+    assert_true(says(&d, "parallelism is 1, expected 2 (topology 2x2x2"));
+    wh_decision_free(&d);
+    judge(JOBSET("1", "", ""), NODE("tpu-v6e-podslice"), &d); /* an unknown accelerator */
+    assert_false(d.allowed);
+    assert_true(says(&d, "the TPU nodes of node pool \"pool-a\" is \"tpu-v6e-podslice\""));
+    wh_decision_free(&d);
+}
+
+/* The error the failing state callback below returns. */
+static enum wh_err state_error;
+
+static enum wh_err failing_each_node(const void *impl, wh_node_visit_fn fn, void *arg, char *errbuf)
+{
+    (void)impl;
+    (void)fn;
+    (void)arg;
+    snprintf(errbuf, WH_ERRBUF_LEN, "node cache broken");
+    return state_error;
+}
+
+/* A failing state callback is an error with its reason, not a verdict;
+ * a node cache not synced yet (WH_ERR_UNAVAILABLE) is judged as no nodes
+ * known, noted, so that the user's apply does not fail for a cache. */
+static void test_state_failure(void **unused)
+{
+    (void)unused;
+    static const struct wh_state_ops ops = {.each_node = failing_each_node};
+    struct wh_state st = {.ops = &ops};
+    struct wh_decision d;
+    char errbuf[WH_ERRBUF_LEN] = "";
+    state_error = WH_ERR_INVALID;
+    assert_int_equal(judge_st(JOBSET("2", TOPO, ""), &st, &d, errbuf), WH_ERR_INVALID);
+    assert_string_equal(errbuf, "node cache broken");
+    wh_decision_free(&d);
+    state_error = WH_ERR_UNAVAILABLE;
+    assert_int_equal(judge_st(JOBSET("2", TOPO, ""), &st, &d, errbuf), WH_OK);
+    assert_true(d.allowed);
+    assert_non_null(strstr(wh_buf_ptr(&d.notes), "node pool \"pool-a\" not read"));
+    wh_decision_free(&d);
+    assert_int_equal(judge_st(JOBSET("2", TOPO, PRESET), &st, &d, errbuf), WH_OK);
+    assert_false(d.allowed); /* the preset still tells TPU7x */
+    wh_decision_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_only_preset_tells_tpu7x),
+        cmocka_unit_test(test_pool_nodes_tell_the_generation),
+        cmocka_unit_test(test_pool_nodes_tell_the_topology),
+        cmocka_unit_test(test_state_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
