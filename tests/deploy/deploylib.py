@@ -302,6 +302,16 @@ def check_install(objs, ns="ray-system", cert_manager=True):
     if ev_verbs != {"create"}:
         errs.append("ClusterRole %s grants events %s (the webhook's Events need exactly create)"
                     % (ROLE, sorted(ev_verbs)))
+    # RBAC: an LWS's Event needs its uid, read with one GET of the
+    # LeaderWorkerSet (events.c): get, nothing more.
+    lws_verbs = set()
+    for r in role.get("rules", []):
+        if "leaderworkerset.x-k8s.io" in r.get("apiGroups", []) and \
+                "leaderworkersets" in r.get("resources", []):
+            lws_verbs |= set(r.get("verbs", []))
+    if lws_verbs != {"get"}:
+        errs.append("ClusterRole %s grants leaderworkersets %s (an LWS Event's uid needs exactly get)"
+                    % (ROLE, sorted(lws_verbs)))
     # RBAC: the worker-id claims, Leases in the webhook's own namespace only.
     claims = [o for o in objs if o["kind"] == "Role"
               and any("leases" in r.get("resources", []) for r in o.get("rules", []))]
@@ -573,6 +583,9 @@ def broken_copies(objs):
         mutate("watch verb missing", lambda c: first(c, "ClusterRole")["rules"][0].update(verbs=["get", "list"])),
         mutate("rayclusters get missing", lambda c: first(c, "ClusterRole").update(
             rules=first(c, "ClusterRole")["rules"][:1])),
+        mutate("leaderworkersets get missing", lambda c: first(c, "ClusterRole").update(
+            rules=[r for r in first(c, "ClusterRole")["rules"]
+                   if "leaderworkersets" not in r.get("resources", [])])),
         mutate("lease delete verb missing",
                lambda c: first(c, "Role")["rules"][0].update(verbs=["create", "get", "list"])),
         mutate("leases granted everything", lambda c: first(c, "Role")["rules"][0].update(verbs=["*"])),

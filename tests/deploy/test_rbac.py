@@ -188,7 +188,8 @@ class RBACExtractor(RBAC):
         for want in (("", "pods", "list"), ("", "pods", "watch"), ("", "nodes", "list"), ("", "nodes", "watch"),
                      ("ray.io", "rayclusters", "get"), ("coordination.k8s.io", "leases", "create"),
                      ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "list"),
-                     ("coordination.k8s.io", "leases", "delete")):
+                     ("coordination.k8s.io", "leases", "delete"), ("", "events", "create"),
+                     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get")):
             self.assertIn(want, self.code)
         # The client itself (skipped: it defines the calls) makes none of
         # its own on an API path.

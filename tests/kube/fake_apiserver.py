@@ -36,7 +36,15 @@ objects they carried (metadata.name of the body), oldest first.
 
 Core v1 Events POSTed to /api/v1/namespaces/NS/events are kept (faults
 and the hold gate apply, "only": "events"); /_control/stats lists the last
-200 as "posted_events".
+200 as "posted_events", counts every Event POST that arrived (before any
+fault or the gate) as "event_posts" and every one kept as "events_posted".
+LeaderWorkerSets (leaderworkerset.x-k8s.io/v1), put with
+/_control/leaderworkersets[/delete], are read with GET .../namespaces/NS/
+leaderworkersets/NAME (404 when absent; faults and the gate apply, "only":
+"leaderworkersets"); "lws_gets" counts every such GET that arrived.
+
+Fault kinds also include "403" (Forbidden, as RBAC answers a missing rule)
+and "404" (NotFound).
 
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
@@ -67,7 +75,8 @@ class State:
         self.cv = threading.Condition()
         self.rv = 1
         self.min_rv = 1          # watches from below this get 410
-        self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}, "rayclusters": {}}
+        self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}, "rayclusters": {},
+                     "leaderworkersets": {}}
         self.uid = 0
         self.faults = {}
         self.hold = {}           # see /_control/hold
@@ -83,12 +92,13 @@ class State:
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
-                      "faults": 0, "held": 0, "list_paths": {}, "raycluster_gets": 0}
+                      "faults": 0, "held": 0, "list_paths": {}, "raycluster_gets": 0,
+                      "event_posts": 0, "events_posted": 0, "lws_gets": 0}
 
     @staticmethod
     def key(kind, obj):
         m = obj.get("metadata", {})
-        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services", "rayclusters")
+        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services", "rayclusters", "leaderworkersets")
                 else m["name"])
 
     def put(self, kind, obj, typ=None, silent=False):
@@ -202,6 +212,9 @@ LEASES = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(
 # GET of one RayCluster (the claims' owner check); objects come from
 # /_control/rayclusters.
 RAYCLUSTER = re.compile(r"^/apis/ray\.io/v1/namespaces/([^/]+)/rayclusters/([^/]+)$")
+# GET of one LeaderWorkerSet (the Events' uid of an LWS); objects come from
+# /_control/leaderworkersets.
+LWS = re.compile(r"^/apis/leaderworkerset\.x-k8s\.io/v1/namespaces/([^/]+)/leaderworkersets/([^/]+)$")
 
 
 def now_micro():
@@ -282,6 +295,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.close()
             except OSError:
                 pass
+        elif kind in ("403", "404"):
+            self.status(int(kind), "Forbidden" if kind == "403" else "NotFound",
+                        "injected %s for %s" % (kind, path))
         elif kind == "timeout":
             return "timeout"
         return True
@@ -315,6 +331,11 @@ class Handler(BaseHTTPRequestHandler):
             return False
         m = LEASES.match(u.path)
         ev = EVENTS.match(u.path) if method == "POST" else None
+        with STATE.cv:  # arrivals, before the gate and any fault
+            if ev:
+                STATE.stats["event_posts"] += 1
+            if method == "GET" and LWS.match(u.path):
+                STATE.stats["lws_gets"] += 1
         # The body is read first, so that an injected answer leaves the
         # kept-alive connection at the start of the next request.
         body = self.read_body() if (m or ev) and method in ("POST", "PUT", "DELETE") else None
@@ -329,7 +350,7 @@ class Handler(BaseHTTPRequestHandler):
                 return True
             with STATE.cv:
                 STATE.posted_events.append(dict(body or {}, _path_namespace=ev.group(1)))
-                STATE.stats["events_posted"] = STATE.stats.get("events_posted", 0) + 1
+                STATE.stats["events_posted"] += 1
             if f == "timeout":
                 time.sleep(ARGS.fault_timeout)
             self.send_json(201, body)
@@ -429,7 +450,7 @@ class Handler(BaseHTTPRequestHandler):
         silent = "silent=1" in u.query
         parts = path.split("/")[2:]  # /_control/<what>[/delete]
         with STATE.cv:
-            if parts[0] in ("pods", "nodes", "services", "rayclusters", "leases"):
+            if parts[0] in ("pods", "nodes", "services", "rayclusters", "leases", "leaderworkersets"):
                 kind = parts[0]
                 for o in body:
                     if len(parts) > 1 and parts[1] == "delete":
@@ -495,11 +516,29 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, o)
         return True
 
+    def leaderworkerset(self, path):
+        """GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/NS/leaderworkersets/NAME."""
+        m = LWS.match(path)
+        if not m:
+            return False
+        if not self.authorized():
+            self.status(401, "Unauthorized", "Unauthorized")
+            return True
+        ns, name = urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
+        with STATE.cv:
+            o = STATE.objs["leaderworkersets"].get((ns, name))
+        if o is None:
+            self.status(404, "NotFound",
+                        'leaderworkersets.leaderworkerset.x-k8s.io "%s" not found' % name)
+        else:
+            self.send_json(200, o)
+        return True
+
     def do_GET(self):
         if self.api("GET"):
             return
         u = urllib.parse.urlparse(self.path)
-        if self.raycluster(u.path):
+        if self.raycluster(u.path) or self.leaderworkerset(u.path):
             return
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes",

@@ -7,15 +7,18 @@
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* calloc, free */
 #include <string.h>  /* strlen, memset */
-#include <time.h>    /* time, gmtime_r, strftime */
+#include <time.h>    /* time, gmtime_r, strftime, struct timespec */
+
+#include <cjson/cJSON.h>
 
 #include "wh/buf.h"   /* wh_buf */
-#include "wh/clock.h" /* wh_clock_ms, wh_clock_us */
+#include "wh/clock.h" /* wh_clock_ms, wh_clock_us, wh_clock_deadline, wh_clock_wait_flag */
+#include "wh/json.h"  /* wh_json_path, wh_json_str0 */
 #include "wh/log.h"   /* wh_log */
+#include "uidcache.h" /* wh_uidcache_* */
 
-/* Core v1 Events (RBAC: create events in the workload's namespace). */
-#define EVENTS_PATH "/api/v1/namespaces/%s/events"
 #define WINDOW_SLOTS 512 /* objects x reasons remembered; the oldest is forgotten */
+#define LWS_RESP_MAX ((size_t)4 * 1024 * 1024) /* a LeaderWorkerSet, templates included */
 
 struct item {
     struct wh_event_subject s;
@@ -35,9 +38,11 @@ struct wh_events {
     long window_ms;
     char instance[128];
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC (wh_clock_wait_flag) */
     bool stop;
+    bool ready; /* the worker has work: an item queued, or stop */
     pthread_t worker;
+    struct wh_uidcache *uids; /* the worker's only */
     struct item q[WH_EVENTS_QUEUE];
     size_t head, len;
     struct slot slots[WINDOW_SLOTS];
@@ -90,6 +95,7 @@ void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
         sl->key = key;
         sl->last_ms = now;
         sl->withheld = 0;
+        e->ready = true;
         pthread_cond_signal(&e->cv);
     }
     pthread_mutex_unlock(&e->mu);
@@ -153,11 +159,67 @@ static enum wh_err event_json(const struct wh_events *e, const struct item *it,
     return err;
 }
 
-static void post(struct wh_events *e, const struct item *it, unsigned long long seq)
+/* How long a 429 answer asks the worker to wait before its next request:
+ * Retry-After (1 s when absent), at most WH_EVENTS_BACKOFF_MAX_MS. */
+static long backoff_ms(const struct wh_kube_answer *ans)
+{
+    if (ans->status != 429)
+        return 0;
+    long ms = ans->retry_after_s > 0 ? ans->retry_after_s * 1000 : 1000;
+    return ms < WH_EVENTS_BACKOFF_MAX_MS ? ms : WH_EVENTS_BACKOFF_MAX_MS;
+}
+
+/* The uid of LeaderWorkerSet it->s into it->s.uid, from the cache or one GET
+ * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io). Refused (403) or
+ * not found (404): remembered as no uid; other failures (429, 5xx, reset,
+ * timeout) are not remembered, so the next Event asks again. Either way the
+ * Event goes out, without a uid. Returns the back-off after a 429. */
+static long lws_uid(struct wh_events *e, struct item *it)
+{
+    long now = wh_clock_ms();
+    if (wh_uidcache_find(e->uids, it->s.ns, it->s.name, now, it->s.uid))
+        return 0;
+    char path[1100], ns[200], name[800], errbuf[WH_ERRBUF_LEN] = "";
+    wh_kube_escape(ns, sizeof(ns), it->s.ns);
+    wh_kube_escape(name, sizeof(name), it->s.name);
+    snprintf(path, sizeof(path),
+             "/apis/leaderworkerset.x-k8s.io/v1/namespaces/%s/leaderworkersets/%s", ns, name);
+    struct wh_buf resp;
+    wh_buf_init(&resp, LWS_RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(e->kube, "GET", path, NULL, 0, WH_EVENTS_GET_TIMEOUT_MS,
+                                      &resp, &ans, errbuf);
+    cJSON *j = !err && ans.status == 200
+                   ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
+                   : NULL;
+    wh_buf_free(&resp);
+    const cJSON *md = wh_json_path(j, "metadata", NULL);
+    const char *uid = wh_json_str0(md, "uid");
+    bool ok = *uid && strlen(uid) < sizeof(it->s.uid) &&
+              !strcmp(wh_json_str0(md, "name"), it->s.name);
+    if (ok || ans.status == 403 || ans.status == 404)
+        wh_uidcache_put(e->uids, it->s.ns, it->s.name, ok ? uid : "", now);
+    if (ok)
+        snprintf(it->s.uid, sizeof(it->s.uid), "%s", uid);
+    else
+        wh_log(WH_LOG_WARN, "event_uid_unknown", "namespace", WH_F_STR, it->s.ns, "kind", WH_F_STR,
+               it->s.kind, "name", WH_F_STR, it->s.name, "status", WH_F_INT,
+               (long long)(err ? 0 : ans.status), "error", WH_F_STR,
+               err                 ? (errbuf[0] ? errbuf : wh_strerror(err))
+               : ans.status == 200 ? "the answer names no uid of this object"
+                                   : "the GET was not answered 200",
+               "remembered", WH_F_BOOL, (int)(ans.status == 403 || ans.status == 404), (char *)NULL);
+    cJSON_Delete(j);
+    return backoff_ms(&ans);
+}
+
+/* POST the Event; returns the back-off after a 429. */
+static long post(struct wh_events *e, const struct item *it, unsigned long long seq)
 {
     char path[256], ns[200], errbuf[WH_ERRBUF_LEN] = "";
     wh_kube_escape(ns, sizeof(ns), it->s.ns);
-    snprintf(path, sizeof(path), EVENTS_PATH, ns);
+    /* Core v1 Events (RBAC: create events in the workload's namespace). */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
     struct wh_buf body, resp;
     wh_buf_init(&body, 64 * 1024);
     wh_buf_init(&resp, 64 * 1024);
@@ -180,26 +242,54 @@ static void post(struct wh_events *e, const struct item *it, unsigned long long 
                err ? (errbuf[0] ? errbuf : wh_strerror(err)) : "", (char *)NULL);
     wh_buf_free(&body);
     wh_buf_free(&resp);
+    return backoff_ms(&ans);
 }
 
-/* The worker: may block on the API server, one POST at a time
- * (docs/internals/threads.md). */
+/* One queued warning out: the LWS's uid looked up when the pod had none,
+ * then the POST (skipped when stopped meanwhile). The back-off after a 429. */
+static long deliver(struct wh_events *e, struct item *it, unsigned long long seq)
+{
+    long pause = 0;
+    if (!*it->s.uid && !strcmp(it->s.kind, "LeaderWorkerSet")) {
+        pause = lws_uid(e, it);
+        pthread_mutex_lock(&e->mu);
+        bool stop = e->stop;
+        pthread_mutex_unlock(&e->mu);
+        if (stop)
+            return 0;
+    }
+    long p = post(e, it, seq);
+    return p > pause ? p : pause;
+}
+
+/* The worker: may block on the API server, one request at a time
+ * (docs/internals/threads.md); after a 429 it waits out Retry-After (capped)
+ * before the next, and stop cuts that wait short. */
 static void *worker(void *arg)
 {
     struct wh_events *e = arg;
     pthread_mutex_lock(&e->mu);
-    for (;;) {
-        while (!e->len && !e->stop)
-            pthread_cond_wait(&e->cv, &e->mu);
-        if (e->stop)
-            break;
+    while (!e->stop) {
+        struct timespec until;
+        wh_clock_deadline(&until, WH_EVENTS_IDLE_MS);
+        if (!wh_clock_wait_flag(&e->cv, &e->mu, &e->ready, &until) || e->stop)
+            continue; /* idle: wait again */
+        if (!e->len) {
+            e->ready = false;
+            continue;
+        }
         struct item it = e->q[e->head];
         e->head = (e->head + 1) % WH_EVENTS_QUEUE;
         e->len--;
+        e->ready = e->len > 0;
         unsigned long long seq = ++e->seq;
         pthread_mutex_unlock(&e->mu);
-        post(e, &it, seq);
+        long pause = deliver(e, &it, seq);
         pthread_mutex_lock(&e->mu);
+        if (pause > 0) {
+            wh_clock_deadline(&until, pause);
+            (void)wh_clock_wait_flag(&e->cv, &e->mu, &e->stop, &until);
+        }
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
@@ -208,20 +298,28 @@ static void *worker(void *arg)
 struct wh_events *wh_events_new(struct wh_kube *kube, const struct wh_events_opts *o, char *errbuf)
 {
     struct wh_events *e = calloc(1, sizeof(*e));
-    if (!e) {
+    struct wh_uidcache *uids = e ? wh_uidcache_new(WH_EVENTS_UIDS, WH_EVENTS_UID_TTL_MS) : NULL;
+    if (!uids) {
+        free(e);
         wh_kube_free(kube);
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         return NULL;
     }
     e->kube = kube;
+    e->uids = uids;
     e->window_ms = o && o->window_ms > 0 ? o->window_ms : WH_EVENTS_WINDOW_MS;
     snprintf(e->instance, sizeof(e->instance), "%s", o && o->instance ? o->instance : "");
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&e->worker, NULL, worker, e)) {
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
         wh_kube_free(kube);
+        wh_uidcache_free(uids);
         free(e);
         wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the Events thread");
         return NULL;
@@ -235,12 +333,14 @@ void wh_events_free(struct wh_events *e)
         return;
     pthread_mutex_lock(&e->mu);
     e->stop = true;
+    e->ready = true;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->worker, NULL);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     wh_kube_free(e->kube);
+    wh_uidcache_free(e->uids);
     free(e);
 }
 

@@ -7,7 +7,15 @@
  * per (namespace, kind, name, reason) per window, the warnings in between
  * counted into the next Event's count; a bounded queue, and an offer that
  * finds it full is dropped and counted. A failed POST is counted, not
- * retried. Nothing here can delay or fail an admission.
+ * retried; after a 429 (POST or GET) the worker waits out Retry-After, at
+ * most WH_EVENTS_BACKOFF_MAX_MS, before its next request. Nothing here can
+ * delay or fail an admission.
+ *
+ * A LeaderWorkerSet's pods carry no uid of it: the worker reads it with a
+ * GET of the LeaderWorkerSet (RBAC: get leaderworkersets), kept
+ * WH_EVENTS_UID_TTL_MS in a table of WH_EVENTS_UIDS (uidcache.h; a
+ * recreated LWS is named with the old uid until then). A refused or failed
+ * GET posts the Event without a uid (logged: event_uid_unknown).
  *
  * Memory: the queue and the window table are allocated once by
  * wh_events_new (never from a request's arena); an offer copies what it
@@ -23,6 +31,11 @@
 #define WH_EVENTS_WINDOW_MS 60000L      /* one Event per object and reason per minute */
 #define WH_EVENTS_QUEUE 64              /* Events waiting for the worker */
 #define WH_EVENTS_POST_TIMEOUT_MS 2000L /* one POST, at most */
+#define WH_EVENTS_GET_TIMEOUT_MS 2000L  /* one GET of a LeaderWorkerSet, at most */
+#define WH_EVENTS_BACKOFF_MAX_MS 2000L  /* the longest Retry-After waited out */
+#define WH_EVENTS_UIDS 256              /* LeaderWorkerSet uids remembered */
+#define WH_EVENTS_UID_TTL_MS 60000L     /* ... each for a minute, then read again */
+#define WH_EVENTS_IDLE_MS 60000L        /* the worker's idle wait, renewed */
 
 struct wh_events_opts {
     long window_ms;       /* 0: WH_EVENTS_WINDOW_MS */
@@ -34,8 +47,8 @@ struct wh_events;
 /* Takes kube (freed with the recorder, or here on failure). NULL with a
  * reason in errbuf. */
 struct wh_events *wh_events_new(struct wh_kube *kube, const struct wh_events_opts *o, char *errbuf);
-/* Stops the worker (a POST in flight ends within its timeout), drops what is
- * queued. NULL-safe. */
+/* Stops the worker (a GET or POST in flight ends within its timeout; a
+ * Retry-After wait at once), drops what is queued. NULL-safe. */
 void wh_events_free(struct wh_events *e);
 
 /* Offer one warning about s; never blocks on anything but a short mutex. */
