@@ -245,21 +245,32 @@ static long post(struct wh_events *e, const struct item *it, unsigned long long 
     return backoff_ms(&ans);
 }
 
-/* One queued warning out: the LWS's uid looked up when the pod had none,
- * then the POST (skipped when stopped meanwhile). The back-off after a 429. */
+/* With mu held: wait up to ms (a 429's Retry-After), cut short by stop;
+ * false when stopped. */
+static bool pause_locked(struct wh_events *e, long ms)
+{
+    if (ms > 0) {
+        struct timespec until;
+        wh_clock_deadline(&until, ms);
+        (void)wh_clock_wait_flag(&e->cv, &e->mu, &e->stop, &until);
+    }
+    return !e->stop;
+}
+
+/* One queued warning out: the LWS's uid looked up when the pod had none
+ * (then the back-off a 429 asked for), then the POST; nothing more once
+ * stopped. Returns the back-off the POST's answer asks for. */
 static long deliver(struct wh_events *e, struct item *it, unsigned long long seq)
 {
-    long pause = 0;
     if (!*it->s.uid && !strcmp(it->s.kind, "LeaderWorkerSet")) {
-        pause = lws_uid(e, it);
+        long pause = lws_uid(e, it);
         pthread_mutex_lock(&e->mu);
-        bool stop = e->stop;
+        bool go = pause_locked(e, pause);
         pthread_mutex_unlock(&e->mu);
-        if (stop)
+        if (!go)
             return 0;
     }
-    long p = post(e, it, seq);
-    return p > pause ? p : pause;
+    return post(e, it, seq);
 }
 
 /* The worker: may block on the API server, one request at a time
@@ -286,10 +297,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&e->mu);
         long pause = deliver(e, &it, seq);
         pthread_mutex_lock(&e->mu);
-        if (pause > 0) {
-            wh_clock_deadline(&until, pause);
-            (void)wh_clock_wait_flag(&e->cv, &e->mu, &e->stop, &until);
-        }
+        (void)pause_locked(e, pause);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
