@@ -1,8 +1,9 @@
 /* megascale.c: the slices a container's MEGASCALE_* joins (megascale.h). */
 #include "wh/megascale.h"
 
-#include "wh/json.h"    /* wh_parse_long */
-#include "wh/podspec.h" /* wh_env_lookup */
+#include "wh/json.h"    /* wh_parse_long, wh_json_get */
+#include "wh/mutate.h"  /* WH_MEGASCALE_PORT */
+#include "wh/podspec.h" /* wh_env_lookup, wh_container_requests_tpu */
 
 enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared)
 {
@@ -27,6 +28,33 @@ long wh_megascale_declared_port(const cJSON *env)
     long port;
     wh_env_lookup(env, "MEGASCALE_PORT", &lk);
     return *lk.value && wh_parse_long(lk.value, &port) && port >= 0 ? port : -1;
+}
+
+long wh_megascale_port(const cJSON *env, long ci)
+{
+    long p = wh_megascale_declared_port(env);
+    return p >= 0 ? p : WH_MEGASCALE_PORT + ci;
+}
+
+bool wh_megascale_shared_port(const cJSON *containers, const cJSON *c, const cJSON **other,
+                              int *other_index, long *port)
+{
+    long ci = 0;
+    int i = 0;
+    for (const cJSON *o = containers ? containers->child : NULL; o && o != c; o = o->next)
+        ci += wh_container_requests_tpu(o);
+    *port = wh_megascale_port(wh_json_get(c, "env"), ci);
+    long k = 0;
+    for (const cJSON *o = containers ? containers->child : NULL; o && o != c; o = o->next, i++) {
+        if (!wh_container_requests_tpu(o))
+            continue;
+        if (wh_megascale_port(wh_json_get(o, "env"), k++) == *port) {
+            *other = o;
+            *other_index = i;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool wh_megascale_shared_slice_id(const cJSON *env, bool on, long slices, const char **value)

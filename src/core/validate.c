@@ -16,10 +16,11 @@
 #include "wh/decision.h"  /* WH_MESSAGE_MAX */
 #include "wh/json.h"      /* wh_json_* */
 #include "wh/mem.h"       /* wh_realloc, wh_strdup, wh_free */
-#include "wh/megascale.h" /* wh_megascale_shared_slice_id */
+#include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port */
+#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
 #include "wh/names.h"     /* wh_names_group_ok */
 #include "wh/podspec.h"   /* keys, wh_container_tpu */
-#include "wh/topology.h"  /* wh_topology */
+#include "wh/topology.h"  /* wh_topology, wh_is_tpu7x */
 #include "wh/tpuenv.h"    /* wh_env_duplicate */
 #include "wh/utf8.h"      /* wh_utf8_trim_cut */
 
@@ -577,6 +578,59 @@ static enum wh_err check_slice_id(struct group_ctx *g)
     return WH_OK;
 }
 
+/* TPU7x runs one libtpu per TPU container in the pod's one network, and
+ * with MEGASCALE each binds its MEGASCALE_PORT: a literal, else the
+ * webhook's 8081 + the TPU container's index (mutate.c, megascale_env).
+ * Two on one port (megascale.h's rule, the JobSet's too) break every pod
+ * of a multi-slice group; MEGASCALE is on for a container that has
+ * MEGASCALE_NUM_SLICES (as mutate.c reads it), and the group is judged
+ * when its pods form more than one host (replicas as check_slice_id
+ * counts them). */
+/* Where container k (containers[i]) gets its MEGASCALE_PORT, for messages. */
+static void port_source(const cJSON *k, int i, long port, char *out, size_t n)
+{
+    struct wh_env_lookup lk;
+    wh_env_lookup(wh_json_get(k, "env"), "MEGASCALE_PORT", &lk);
+    if (lk.index >= 0)
+        snprintf(out, n, "template.spec.containers[%d].env[%d]", i, lk.index);
+    else
+        snprintf(out, n, "template.spec.containers[%d], no MEGASCALE_PORT: the webhook's %ld", i,
+                 port);
+}
+
+static enum wh_err check_shared_port(struct group_ctx *g)
+{
+    long min, max, replicas = kept_replicas(g->spec, &min, &max);
+    if (cJSON_IsTrue(wh_json_path(g->cluster_obj, "spec", "enableInTreeAutoscaling", NULL)))
+        replicas = max > replicas ? max : replicas;
+    if (!wh_is_tpu7x(wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR)) || replicas < 1 ||
+        (replicas == 1 && g->num_hosts <= 1))
+        return WH_OK;
+    int i = 0;
+    for (const cJSON *k = g->containers->child; k; k = k->next, i++) {
+        const cJSON *o;
+        int oi;
+        long port;
+        if (!wh_container_requests_tpu(k) || !has_env(k, "MEGASCALE_NUM_SLICES", NULL) ||
+            !wh_megascale_shared_port(g->containers, k, &o, &oi, &port))
+            continue;
+        char n1[24], at_o[128], at_k[128];
+        port_source(o, oi, port, at_o, sizeof(at_o));
+        port_source(k, i, port, at_k, sizeof(at_k));
+        WH_TRY(problem_at(g,
+                          (struct about){"template.spec.containers[].env[MEGASCALE_PORT]",
+                                         lstr(port, n1, sizeof(n1)), "one port per TPU container"},
+                          "TPU containers \"%.63s\" (%s) and \"%.63s\" (%s) both use "
+                          "MEGASCALE_PORT %ld on TPU7x, so the two libtpu processes of each pod "
+                          "bind it in the pod's one network and MEGASCALE never starts; remove "
+                          "MEGASCALE_PORT from them (the webhook gives %ld + the TPU container's "
+                          "index) or give each its own",
+                          wh_json_str0(o, "name"), at_o, wh_json_str0(k, "name"), at_k, port,
+                          (long)WH_MEGASCALE_PORT));
+    }
+    return WH_OK;
+}
+
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
 {
     g->tmpl = wh_json_get(g->spec, "template");
@@ -610,6 +664,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         err = check_megascale(g);
     if (!err)
         err = check_slice_id(g);
+    if (!err)
+        err = check_shared_port(g);
     if (!err)
         err = warnings(g);
     return err;

@@ -5,17 +5,17 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"       /* wh_buf_ptr */
-#include "wh/decision.h"  /* WH_PATCH_MAX_BYTES */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_declared_port */
-#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
-#include "wh/patch.h"     /* wh_env_writer */
-#include "wh/podspec.h"   /* wh_env_lookup */
-#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
-#include "wh/text.h"      /* wh_text */
-#include "wh/tpuenv.h"    /* wh_tpu_worker_id, wh_port_list_get */
-#include "wh/workload.h"  /* WH_TORCH_MASTER_PORT */
+#include "wh/buf.h"      /* wh_buf_ptr */
+#include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_port, wh_megascale_shared_slice_id, wh_megascale_shared_port */
+#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
+#include "wh/patch.h"    /* wh_env_writer */
+#include "wh/podspec.h"  /* wh_env_lookup */
+#include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
+#include "wh/text.h"     /* wh_text */
+#include "wh/tpuenv.h"   /* wh_tpu_worker_id, wh_port_list_get */
+#include "wh/workload.h" /* WH_TORCH_MASTER_PORT */
 
 struct cenv {
     struct wh_wl *w;
@@ -88,8 +88,7 @@ static bool per_container_ports(const struct wh_wl *w)
 
 static long megascale_port(const struct wh_wl *w, unsigned ci)
 {
-    long p = wh_megascale_declared_port(wh_json_get(w->tc.items[ci].obj, "env"));
-    return p >= 0 ? p : WH_MEGASCALE_PORT + (long)ci;
+    return wh_megascale_port(wh_json_get(w->tc.items[ci].obj, "env"), (long)ci);
 }
 
 /* MEGASCALE_* (docs/workloads.md, JobSet): filled when the replicated job
@@ -219,29 +218,31 @@ enum wh_err wh_wl_one_world(struct wh_wl *w)
         if (world == WH_MS_SLICE)
             continue;
         /* Every slice of the replicated job is made from one template: a
-         * literal slice id is the same in all of them. One equal to the job
+         * literal slice id is the same in all of them (megascale.h's rule,
+         * the JobSet's too; MEGASCALE is on here). One equal to the job
          * index is this pod's own (the webhook's, on reinvocation). */
-        struct wh_env_lookup id;
+        const char *id;
         long idn;
-        wh_env_lookup(env, "MEGASCALE_SLICE_ID", &id);
-        if (w->n_slices > 1 && *id.value && !(wh_parse_long(id.value, &idn) && idn == w->slice))
+        if (wh_megascale_shared_slice_id(env, true, w->n_slices, &id) &&
+            !(wh_parse_long(id, &idn) && idn == w->slice))
             return wh_wl_deny(w,
                               "container \"%s\" (spec.containers[%d]) sets MEGASCALE_SLICE_ID \"%.32s\" "
                               "but the %ld slices of replicated job \"%s\" share one template, so "
                               "they all get that id; remove it (the webhook sets the job index), or "
                               "set it with a valueFrom",
-                              name, w->tc.items[i].index, id.value, w->n_slices,
+                              name, w->tc.items[i].index, id, w->n_slices,
                               wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false));
-        if (!per_container_ports(w))
-            continue;
-        for (unsigned k = 0; k < i; k++)
-            if (megascale_port(w, k) == megascale_port(w, i))
-                return wh_wl_deny(w,
-                                  "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
-                                  "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
-                                  "%ld + the container's index) or give each its own",
-                                  wh_json_str0(w->tc.items[k].obj, "name"), name,
-                                  megascale_port(w, i), (long)WH_MEGASCALE_PORT);
+        const cJSON *other;
+        int oi;
+        long port;
+        if (per_container_ports(w) &&
+            wh_megascale_shared_port(wh_json_get(w->spec, "containers"), w->tc.items[i].obj, &other,
+                                     &oi, &port))
+            return wh_wl_deny(w,
+                              "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
+                              "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
+                              "%ld + the container's index) or give each its own",
+                              wh_json_str0(other, "name"), name, port, (long)WH_MEGASCALE_PORT);
     }
     return WH_OK;
 }

@@ -12,7 +12,7 @@
 
 #include "wh/buf.h"  /* wh_buf */
 #include "wh/json.h" /* wh_json_* */
-#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_shared_slice_id, wh_megascale_declared_port */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
 #include "wh/podspec.h"  /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
@@ -426,37 +426,25 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
     return err;
 }
 
-/* TPU7x with several TPU containers: each libtpu binds its own
- * MEGASCALE_PORT in the pod's one network, declared or base + TPU container
- * index (the pod path's megascale_port, workload_env.c). */
-static long template_port(const cJSON *c, int ci)
-{
-    long p = wh_megascale_declared_port(wh_json_get(c, "env"));
-    return p >= 0 ? p : WH_MEGASCALE_PORT + ci;
-}
-
 /* The pod path's denial of two TPU containers of one pod on one MEGASCALE
- * port (workload_env.c, wh_wl_one_world): container `c` (TPU container `ci`) against
- * the TPU containers before it. */
-static enum wh_err shared_port(struct vctx *v, const cJSON *cs, const cJSON *c, int ci, int i,
+ * port (workload_env.c, wh_wl_one_world; the rule is megascale.h's):
+ * container `c` (containers[i]) against the TPU containers before it. */
+static enum wh_err shared_port(struct vctx *v, const cJSON *cs, const cJSON *c, int i,
                                const char *field, const char *rj)
 {
-    int k = 0, ki = 0;
-    long port = template_port(c, ci);
-    for (const cJSON *o = cs->child; o && o != c; o = o->next, ki++) {
-        if (!wh_container_requests_tpu(o))
-            continue;
-        if (template_port(o, k++) == port)
-            return problem(v,
-                           "TPU containers \"%.63s\" (%s.spec.containers[%d]) and \"%.63s\" "
-                           "(containers[%d]) of replicated job \"%.63s\" both use MEGASCALE_PORT "
-                           "%ld in the pod's one network, so its pods are refused; remove "
-                           "MEGASCALE_PORT (the webhook gives %ld + the TPU container's index) "
-                           "or give each its own",
-                           wh_json_str0(o, "name"), field, ki, wh_json_str0(c, "name"), i, rj, port,
-                           (long)WH_MEGASCALE_PORT);
-    }
-    return WH_OK;
+    const cJSON *o;
+    int ki;
+    long port;
+    if (!wh_megascale_shared_port(cs, c, &o, &ki, &port))
+        return WH_OK;
+    return problem(v,
+                   "TPU containers \"%.63s\" (%s.spec.containers[%d]) and \"%.63s\" "
+                   "(containers[%d]) of replicated job \"%.63s\" both use MEGASCALE_PORT "
+                   "%ld in the pod's one network, so its pods are refused; remove "
+                   "MEGASCALE_PORT (the webhook gives %ld + the TPU container's index) "
+                   "or give each its own",
+                   wh_json_str0(o, "name"), field, ki, wh_json_str0(c, "name"), i, rj, port,
+                   (long)WH_MEGASCALE_PORT);
 }
 
 /* One world (docs/workloads.md): a literal MEGASCALE_NUM_SLICES other than
@@ -470,7 +458,7 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
 {
     const cJSON *cs = wh_json_path(tmpl, "spec", "containers", NULL);
     bool declared = false;
-    int i = 0, ci = 0;
+    int i = 0;
     for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
         if (!wh_container_requests_tpu(c))
             continue;
@@ -505,8 +493,7 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
                            "it (the webhook sets %ld), or set it to \"\" for independent slices",
                            wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
         if (world != WH_MS_SLICE && th->tpu7x && th->n_tpu > 1)
-            WH_TRY(shared_port(v, cs, c, ci, i, field, rj));
-        ci++;
+            WH_TRY(shared_port(v, cs, c, i, field, rj));
     }
     if (replicas > 1 && all_replicas != replicas && !declared)
         return wh_decision_warn(v->d,

@@ -493,6 +493,72 @@ class RayClusterObject(unittest.TestCase):
         self.assertTrue(r.allowed, r.message)
         self.assertFalse(any("MEGASCALE" in w for w in r.warnings), r.warnings)
 
+    def test_tpu7x_shared_port_denied(self):
+        # Item 2 of the megascale follow-up: two TPU7x containers of one
+        # multi-slice worker group on one literal MEGASCALE_PORT. The pod
+        # path keeps a user's MEGASCALE_* (reference behaviour 2.7.4) and,
+        # as for the other ratcheted MEGASCALE rules, says nothing (the
+        # KubeRay path gives no warnings, test_feedback.py); the RayCluster
+        # is refused, as the JobSet is, by one rule (megascale.h).
+        def tpu7x_rc(env0, env1, replicas=2, hosts=2, topo="2x2x2"):
+            rc = raycluster(None, replicas)
+            g = rc["spec"]["workerGroupSpecs"][0]
+            g["numOfHosts"] = hosts
+            spec = g["template"]["spec"]
+            spec["nodeSelector"] = T.selector("tpu7x", topo)
+            ms = [{"name": "MEGASCALE_NUM_SLICES", "value": str(replicas)}]
+            spec["containers"] = [T.tpu_container("c0", chips=2, env=ms + (env0 or [])),
+                                  T.tpu_container("c1", chips=2, env=ms + (env1 or []))]
+            return rc
+
+        p9000 = [{"name": "MEGASCALE_PORT", "value": "9000"}]
+        for env0, env1, port, at in ((p9000, p9000, 9000, "template.spec.containers[1].env[1]"),
+                                     (None, [{"name": "MEGASCALE_PORT", "value": "8081"}], 8081,
+                                      "no MEGASCALE_PORT: the webhook's 8081")):
+            bad = tpu7x_rc(env0, env1)
+            cs = bad["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"]
+            for replica in (0, 1):  # the pods as KubeRay creates them: both keep the port
+                pr = W.run(review_of(W.pod(cluster="v6e-multislice", group="slices",
+                                           native=(replica, 0), accel="tpu7x", topo="2x2x2",
+                                           containers=copy.deepcopy(cs))))
+                self.assertTrue(pr.allowed, pr.message)
+                ports = [physics.env_of(c).get("MEGASCALE_PORT") for c in pr.obj["spec"]["containers"]]
+                self.assertEqual(ports, [str(port)] * 2)
+            r = judge(bad)
+            self.assertFalse(r.allowed)
+            for part in ('RayCluster "v6e-multislice" worker group "slices"', 'TPU containers "c0"',
+                         '"c1" (template.spec.containers[1].env[1])', at,
+                         "both use MEGASCALE_PORT %d" % port, "remove MEGASCALE_PORT",
+                         "8081 + the TPU container's index"):
+                self.assertIn(part, r.message)
+            code, out = check(bad)
+            self.assertEqual(code, 1, out)
+            self.assertIn("MEGASCALE_PORT %d" % port, out)
+            # ratchet: kept on an UPDATE that does not add it, denied when it does
+            r = judge(bad, op="UPDATE", old=copy.deepcopy(bad))
+            self.assertTrue(r.allowed, r.message)
+            self.assertTrue(any("already broken" in w and "MEGASCALE_PORT" in w for w in r.warnings))
+            self.assertFalse(judge(bad, op="UPDATE", old=tpu7x_rc(None, None)).allowed)
+            gone = copy.deepcopy(bad)
+            gone["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            self.assertTrue(judge(gone, op="UPDATE", old=tpu7x_rc(None, None)).allowed)
+            self.assertTrue(judge(bad, op="DELETE", old=copy.deepcopy(bad)).allowed)
+        # distinct ports, the webhook's defaults, one single-host slice, MEGASCALE
+        # off, or another generation: admitted
+        off = [{"name": "MEGASCALE_PORT", "value": "9000"}]
+        v6e = tpu7x_rc(p9000, p9000)
+        v6e["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] = T.selector(
+            "tpu-v6e-slice", "2x4")
+        no_ms = tpu7x_rc(None, None)
+        for c in no_ms["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"]:
+            c["env"] = copy.deepcopy(off)
+        for ok in (tpu7x_rc(p9000, [{"name": "MEGASCALE_PORT", "value": "9001"}]),
+                   tpu7x_rc(None, None), tpu7x_rc(p9000, p9000, replicas=1, hosts=1, topo="2x2x1"),
+                   no_ms, v6e):
+            r = judge(ok)
+            self.assertTrue(r.allowed, r.message)
+            self.assertEqual(check(ok)[0], 0, ok)
+
 
 def main():
     global FIXTURES

@@ -1,8 +1,8 @@
-/* megascale.h: which slices one TPU container's MEGASCALE_* joins
- * (docs/workloads.md, "One world"). The pod path (workload.c) and the
- * JobSet template rule (workload_validate.c) judge a container's env with
- * this one function, so a workload is refused at the JobSet exactly when
- * its pods would be. Pure; nothing is allocated. */
+/* megascale.h: which slices one TPU container's MEGASCALE_* joins, and on
+ * which port (docs/workloads.md, "One world"). The workload pod path
+ * (workload_env.c) and the template rules (workload_validate.c, validate.c) judge
+ * a container's env with these functions, so a workload is refused at the
+ * object exactly when its pods would be. Pure; nothing is allocated. */
 #ifndef WH_MEGASCALE_H
 #define WH_MEGASCALE_H
 
@@ -35,5 +35,21 @@ bool wh_megascale_shared_slice_id(const cJSON *env, bool on, long slices, const 
 
 /* env's literal MEGASCALE_PORT, -1 when absent, empty, a valueFrom or not a number. */
 long wh_megascale_declared_port(const cJSON *env);
+
+/* The MEGASCALE_PORT of the TPU container with env `env` and index ci among
+ * its pod's TPU containers, on TPU7x with several of them (each libtpu
+ * binds its own in the pod's one network): its literal, else
+ * WH_MEGASCALE_PORT + ci, what both pod paths give (mutate.c,
+ * workload_env.c; docs/internals/reference-behaviour.md §2.7.4). */
+long wh_megascale_port(const cJSON *env, long ci);
+
+/* The one rule of two TPU containers of one TPU7x pod on one MEGASCALE
+ * port: true when a TPU container before `c` in `containers` (a pod spec's
+ * list) uses the port `c` uses (wh_megascale_port of each); *other is that
+ * container, *other_index its index in containers, *port the port. Used by
+ * the JobSet pod path (workload_env.c), the JobSet rule
+ * (workload_validate.c) and the RayCluster rule (validate.c). */
+bool wh_megascale_shared_port(const cJSON *containers, const cJSON *c, const cJSON **other,
+                              int *other_index, long *port);
 
 #endif
