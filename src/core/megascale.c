@@ -22,6 +22,16 @@ enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, co
     return lk.first_index >= 0 ? WH_MS_OWN : WH_MS_CONFLICT;
 }
 
+long wh_megascale_joined_slices(const cJSON *containers, long slices, bool fill)
+{
+    const char *declared;
+    for (const cJSON *c = cJSON_IsArray(containers) ? containers->child : NULL; c; c = c->next)
+        if (wh_container_requests_tpu(c) &&
+            wh_megascale_world(wh_json_get(c, "env"), slices, fill, &declared) != WH_MS_SLICE)
+            return slices;
+    return 1;
+}
+
 long wh_megascale_declared_port(const cJSON *env)
 {
     struct wh_env_lookup lk;

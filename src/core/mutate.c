@@ -21,7 +21,7 @@
 #include "wh/podspec.h"  /* labels, env lookup */
 #include "wh/topology.h" /* wh_topology */
 #include "wh/text.h"     /* wh_text */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_host_ports, wh_port_list */
+#include "wh/tpuenv.h" /* wh_tpu_containers, wh_host_ports, wh_port_list, wh_kuberay_dns_warning */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -751,6 +751,8 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = container_env(c, &sv, i);
     if (!err && !denied(c) && c->d->bad_name) /* the guard of the patch writers (patch.h) */
         err = deny_pod(c, ": %s", c->d->bad_name);
+    if (!err && !denied(c)) /* warned, not denied (tpuenv.h) */
+        err = wh_kuberay_dns_warning(c->d, c->spec, c->n_hosts);
     wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
         err = deny_patch_too_big(c);

@@ -11,18 +11,18 @@
 #include <stdint.h> /* INT32_MIN, INT32_MAX */
 #include <string.h> /* strcmp, memset */
 
-#include "wh/affinity.h"  /* wh_subslice_find_memo, wh_subslice_memo */
-#include "wh/buf.h"       /* wh_buf */
-#include "wh/decision.h"  /* WH_MESSAGE_MAX */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/mem.h"       /* wh_realloc, wh_strdup, wh_free */
-#include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port */
-#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
-#include "wh/names.h"     /* wh_names_group_ok */
-#include "wh/podspec.h"   /* keys, wh_container_tpu */
-#include "wh/topology.h"  /* wh_topology, wh_is_tpu7x */
-#include "wh/tpuenv.h"    /* wh_env_duplicate */
-#include "wh/utf8.h"      /* wh_utf8_trim_cut */
+#include "wh/affinity.h" /* wh_subslice_find_memo, wh_subslice_memo */
+#include "wh/buf.h"      /* wh_buf */
+#include "wh/decision.h" /* WH_MESSAGE_MAX */
+#include "wh/json.h"     /* wh_json_* */
+#include "wh/mem.h"      /* wh_realloc, wh_strdup, wh_free */
+#include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port, wh_megascale_joined_slices */
+#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
+#include "wh/names.h"    /* wh_names_group_ok */
+#include "wh/podspec.h"  /* keys, wh_container_tpu */
+#include "wh/topology.h" /* wh_topology, wh_is_tpu7x */
+#include "wh/tpuenv.h"   /* wh_env_duplicate, wh_hostnet_dns_conflict */
+#include "wh/utf8.h"     /* wh_utf8_trim_cut */
 
 /* The problems listed in a denial; more are counted, not listed, so that the
  * message stays under WH_MESSAGE_MAX. */
@@ -631,6 +631,36 @@ static enum wh_err check_shared_port(struct group_ctx *g)
     return WH_OK;
 }
 
+/* Names that resolve (docs/workloads.md): the group's pods reach each other
+ * by cluster-DNS name (TPU_WORKER_HOSTNAMES, the MEGASCALE coordinator) when
+ * it is multi-host or MEGASCALE joins its replicas (megascale.h, fill off:
+ * the KubeRay path injects MEGASCALE_* only into a container that sets
+ * MEGASCALE_NUM_SLICES), and a hostNetwork pod resolves them only with
+ * dnsPolicy ClusterFirstWithHostNet. KubeRay sets no dnsPolicy. The
+ * replicas counted are the most the group may have, as check_slice_id's;
+ * numOfHosts as given, which is what KubeRay creates. The head is one pod
+ * with no peers by name: not judged. */
+static enum wh_err check_host_network(struct group_ctx *g)
+{
+    if (g->num_hosts <= 0)
+        return WH_OK; /* check_match names numOfHosts */
+    long min, max, replicas = kept_replicas(g->spec, &min, &max);
+    if (cJSON_IsTrue(wh_json_path(g->cluster_obj, "spec", "enableInTreeAutoscaling", NULL)) &&
+        max > replicas)
+        replicas = max == INT32_MAX ? (replicas > 2 ? replicas : 2) : max; /* several, at least */
+    long world = g->num_hosts *
+                 wh_megascale_joined_slices(g->containers, replicas > 1 ? replicas : 1, false);
+    char field[64], dns[800];
+    snprintf(field, sizeof(field), "spec.workerGroupSpecs[%d].template.spec", g->index);
+    if (!wh_hostnet_dns_conflict(g->tmpl_spec, field, world, WH_DNS_NAMES_KUBERAY, dns, sizeof(dns)))
+        return WH_OK;
+    const char *policy = wh_json_str(g->tmpl_spec, "dnsPolicy");
+    return problem_at(g,
+                      (struct about){"template.spec.dnsPolicy", policy ? policy : "",
+                                     "ClusterFirstWithHostNet"},
+                      "%.799s", dns);
+}
+
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)
 {
     g->tmpl = wh_json_get(g->spec, "template");
@@ -666,6 +696,8 @@ static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, c
         err = check_slice_id(g);
     if (!err)
         err = check_shared_port(g);
+    if (!err)
+        err = check_host_network(g);
     if (!err)
         err = warnings(g);
     return err;

@@ -16,6 +16,7 @@
 #include "wh/buf.h"               /* wh_buf_* */
 #include "wh/decision.h"          /* WH_PATCH_MAX_BYTES */
 #include "wh/json.h"              /* wh_json_* */
+#include "wh/megascale.h"         /* wh_megascale_joined_slices */
 #include "wh/mutate.h"            /* wh_mutate_pod */
 #include "wh/patch.h"             /* wh_patch_reserve */
 #include "wh/podspec.h"           /* wh_meta_*, wh_env_duplicate, wh_env_lookup */
@@ -82,7 +83,11 @@ static enum wh_err lws_identity_skipped(struct wh_wl *w)
 
 /* One identity per slice (docs/workloads.md): a single-host identity in a
  * container of a multi-host pod contradicts the peers built here; and the
- * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet). */
+ * names built here must resolve (hostNetwork needs ClusterFirstWithHostNet)
+ * for the pods that reach each other by them: the slice's hosts times the
+ * slices MEGASCALE joins (megascale.h, as world_of in workload_env.c: 1 on
+ * an Indexed Job or LWS, whose n_slices is 1), so single-host slices
+ * without MEGASCALE, whose names are all localhost, are not judged. */
 static enum wh_err one_identity(struct wh_wl *w)
 {
     for (unsigned i = 0; i < w->tc.n; i++) {
@@ -103,7 +108,9 @@ static enum wh_err one_identity(struct wh_wl *w)
             return WH_OK;
     }
     char dns[640]; /* names that resolve */
-    if (wh_hostnet_dns_conflict(w->spec, "spec", w->n_hosts * w->n_slices, dns, sizeof(dns)))
+    long world = w->n_hosts * wh_megascale_joined_slices(wh_json_get(w->spec, "containers"),
+                                                         w->n_slices, w->megascale);
+    if (wh_hostnet_dns_conflict(w->spec, "spec", world, WH_DNS_NAMES_WORKLOAD, dns, sizeof(dns)))
         return wh_wl_deny(w, "%s", dns);
     return wh_wl_one_world(w);
 }

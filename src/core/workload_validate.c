@@ -10,17 +10,17 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"  /* wh_buf */
-#include "wh/json.h" /* wh_json_* */
-#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_shared_slice_id, wh_megascale_shared_port */
-#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
-#include "wh/podspec.h"  /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
-#include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
-#include "wh/ratchet.h"  /* wh_violations_add */
-#include "wh/topology.h" /* wh_topology */
-#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
-#include "wh/utf8.h"     /* wh_utf8_cut */
-#include "wh/workload.h" /* WH_LABEL_INJECT */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
+#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
+#include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
+#include "wh/ratchet.h"   /* wh_violations_add */
+#include "wh/topology.h"  /* wh_topology */
+#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
+#include "wh/utf8.h"      /* wh_utf8_cut */
+#include "wh/workload.h"  /* WH_LABEL_INJECT */
 #include "wh/workload_topology.h" /* wh_pool_tpu_read, struct wh_pool_tpu */
 
 #define PROBLEMS_MAX (64 * 1024)
@@ -78,6 +78,7 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
  * or its topology is unknown: nothing to check). */
 struct tmpl_hosts {
     long slices;       /* in: the replicas of a JobSet replicated job, else 1 */
+    bool fill;         /* in: the pods fill MEGASCALE_NUM_SLICES (megascale.h) */
     const char *label; /* in: how warnings name the template ("" for a Job's) */
     long hosts, chips;
     const char *topology;
@@ -351,10 +352,15 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                        field, out->chips, t, hosts, WH_MAX_HOSTS);
     }
     WH_TRY(torch_addresses(v, field, tc, &topo, out));
+    /* Names that resolve, for the pods the pod path counts (workload.c,
+     * one_identity): the hosts times the slices MEGASCALE joins. Its own
+     * format: the ratchet keys a problem by its format. */
     char dns[800], sf[330];
     snprintf(sf, sizeof(sf), "%s.spec", field);
-    if (wh_hostnet_dns_conflict(spec, sf, out->hosts * out->slices, dns, sizeof(dns)))
-        WH_TRY(problem(v, "%s", dns));
+    long world = out->hosts * wh_megascale_joined_slices(wh_json_get(spec, "containers"),
+                                                         out->slices, out->fill);
+    if (wh_hostnet_dns_conflict(spec, sf, world, WH_DNS_NAMES_WORKLOAD, dns, sizeof(dns)))
+        WH_TRY(problem(v, "%.799s", dns));
     return template_identity(v, tc, field, out->hosts);
 }
 
@@ -466,10 +472,8 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
         const char *value, *id;
         wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
         declared |= lk.first_index >= 0;
-        /* fill as the pod path: alone in the JobSet, the pods know the count */
-        bool fill = replicas > 1 && all_replicas == replicas;
         enum wh_ms_world world = th->hosts * replicas > 1
-                                     ? wh_megascale_world(wh_json_get(c, "env"), replicas, fill,
+                                     ? wh_megascale_world(wh_json_get(c, "env"), replicas, th->fill,
                                                           &value)
                                      : WH_MS_SLICE;
         if (world == WH_MS_OWN) { /* the pod path's warning (podwarn.h) */
@@ -523,13 +527,16 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         v->part = wh_json_str0(rj, "name");
         char label[100];
         snprintf(label, sizeof(label), "replicated job \"%.40s\"", wh_json_str0(rj, "name"));
-        struct tmpl_hosts th = {.slices = int_field(rj, "replicas", 1), .label = label};
+        long replicas = int_field(rj, "replicas", 1);
+        /* fill as the pod path: alone in the JobSet, the pods know the count */
+        struct tmpl_hosts th = {.slices = replicas,
+                                .fill = replicas > 1 && all_replicas == replicas,
+                                .label = label};
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
         err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
         if (err || th.hosts == 0)
             continue;
-        long replicas = int_field(rj, "replicas", 1);
         if (th.hosts > 1)
             err = check_job_spec(v, jspec, field, &th, true);
         if (!err && cJSON_IsFalse(dns) && th.hosts * replicas > 1)

@@ -27,6 +27,7 @@
 
 #include "wh/hash.h"      /* wh_hash_str, WH_HASH_INIT */
 #include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_joined_slices */
 #include "wh/nodeindex.h" /* wh_nodeindex_* */
 #include "wh/podspec.h"   /* wh_meta_*, wh_env_lookup, WH_* keys */
 #include "wh/render.h"    /* wh_render_admit_pod */
@@ -1077,13 +1078,29 @@ static enum wh_err service_rules(struct doc *d, struct dslice *s)
     return err;
 }
 
+/* The pods that reach p by cluster-DNS name, counted as the webhook counts
+ * them (megascale.h, wh_megascale_joined_slices): the slice's hosts times
+ * the slices MEGASCALE joins. The pod holds its MEGASCALE_NUM_SLICES already
+ * (fill off); a pod whose labels tell no slice count (KubeRay's) is taken
+ * at its declared count, several when that is a valueFrom. */
+static long dns_world(const struct dslice *s, const struct dpod *p)
+{
+    long slices = p->n_slices;
+    if (slices < 1 && p->n_tpu)
+        slices = num_or(env_of(&p->c[0], "MEGASCALE_NUM_SLICES"), 2);
+    if (slices < 1)
+        slices = 1;
+    return (s->hosts > 1 ? s->hosts : 1) *
+           wh_megascale_joined_slices(wh_json_get(p->spec, "containers"), slices, false);
+}
+
 static enum wh_err dns_rules(struct dslice *s)
 {
     enum wh_err err = WH_OK;
     for (size_t i = 0; i < s->n && !err; i++) {
         const struct dpod *p = s->pods[i];
         /* the peers of a multi-host slice, or a multi-slice job's coordinator */
-        if (s->hosts <= 1 && !(p->n_tpu && env_of(&p->c[0], "MEGASCALE_NUM_SLICES")))
+        if (dns_world(s, p) <= 1)
             continue;
         const char *pol = wh_json_str(p->spec, "dnsPolicy");
         if (!cJSON_IsTrue(wh_json_get(p->spec, "hostNetwork")) ||

@@ -14,6 +14,7 @@
 #include "testutil.h"
 #include "wh/decision.h"
 #include "wh/json.h"
+#include "wh/ratchet.h"
 #include "wh/review.h"
 #include "wh/state.h"
 #include "wh/validate.h"
@@ -171,6 +172,116 @@ static void test_huge_num_of_hosts(void **unused)
     }
 }
 
+/* A v6e group of 4 chips per pod with fields of its own (extra, ending in
+ * ",") and of its template's spec (spec, ending in ","). */
+#define HGROUP(hosts, topo, extra, spec, env)                                              \
+    "{\"groupName\":\"a\"," extra "\"numOfHosts\":" hosts ",\"template\":{\"spec\":{" spec \
+    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu-v6e-slice\","        \
+    "\"cloud.google.com/gke-tpu-topology\":\"" topo "\"},\"containers\":[{\"name\":\"w\"," \
+    "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}}"
+#define HOSTNET "\"hostNetwork\":true,"
+#define MS(v) ",\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"" v "\"}]"
+
+/* Names that resolve (docs/workloads.md): a group whose pods reach each
+ * other by cluster-DNS name (multi-host, or MEGASCALE joining its
+ * replicas) on hostNetwork needs dnsPolicy ClusterFirstWithHostNet. */
+static void test_hostnetwork_dns_policy(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    struct wh_validation v = {0};
+    decide_report(CLUSTER(HGROUP("4", "4x4", "\"replicas\":2,", HOSTNET, "")), "CREATE", &d, &v);
+    assert_false(d.allowed);
+    static const char *const parts[] =
+        {"worker group \"a\" (spec.workerGroupSpecs[0])",
+         "spec.workerGroupSpecs[0].template.spec.hostNetwork is true",
+         "spec.workerGroupSpecs[0].template.spec.dnsPolicy is unset",
+         "set spec.workerGroupSpecs[0].template.spec.dnsPolicy: ClusterFirstWithHostNet",
+         "the 4 pods reach each other"}; /* no MEGASCALE: each slice alone */
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        assert_non_null(strstr(d.message, parts[i]));
+    assert_int_equal(v.n, 1);
+    assert_string_equal(v.items[0].field, "template.spec.dnsPolicy");
+    assert_string_equal(v.items[0].value, "");
+    assert_string_equal(v.items[0].expected, "ClusterFirstWithHostNet");
+    wh_validation_free(&v);
+    wh_decision_free(&d);
+    /* single-host slices joined by MEGASCALE: the coordinator is replica 0's */
+    decide(CLUSTER(HGROUP("1", "2x2", "\"replicas\":3,", HOSTNET "\"dnsPolicy\":\"Default\",",
+                          MS("3"))),
+           "CREATE", &d);
+    assert_false(d.allowed);
+    assert_non_null(strstr(d.message, "dnsPolicy is \"Default\""));
+    assert_non_null(strstr(d.message, "the 3 pods reach each other"));
+    wh_decision_free(&d);
+    /* admitted: single-host without MEGASCALE (all localhost), or declared
+     * independent, or one replica; ClusterFirstWithHostNet; no hostNetwork */
+    static const char *const ok[] = {
+        CLUSTER(HGROUP("1", "2x2", "\"replicas\":3,", HOSTNET, "")),
+        CLUSTER(HGROUP("1", "2x2", "\"replicas\":3,", HOSTNET, MS(""))),
+        CLUSTER(HGROUP("1", "2x2", "\"replicas\":1,", HOSTNET, MS("1"))),
+        CLUSTER(HGROUP("4", "4x4", "\"replicas\":2,",
+                       HOSTNET "\"dnsPolicy\":\"ClusterFirstWithHostNet\",", MS("2"))),
+        CLUSTER(HGROUP("4", "4x4", "\"replicas\":2,", "\"hostNetwork\":false,", MS("2"))),
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        decide(ok[i], "CREATE", &d);
+        assert_true(d.allowed);
+        wh_decision_free(&d);
+    }
+}
+
+/* The rule through the ratchet (ratchet.h): an existing cluster that
+ * already had the problem is not locked; an UPDATE bringing it is denied;
+ * DELETE is never judged. */
+static void ratchet(const char *rc, const char *old, const char *op, struct wh_decision *d)
+{
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(req);
+    assert_int_equal(wh_json_set_str(req, "operation", op), WH_OK);
+    assert_int_equal(wh_json_set(req, "kind", wh_test_parse("{\"kind\":\"RayCluster\"}")), WH_OK);
+    assert_int_equal(wh_json_set(req, "object", wh_test_parse(rc)), WH_OK);
+    assert_int_equal(wh_json_set(req, "oldObject", wh_test_parse(old)), WH_OK);
+    struct wh_review *rv = NULL;
+    assert_int_equal(wh_review_of_request(req, &rv), WH_OK);
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_state st = wh_memstate_view(ms);
+    char errbuf[WH_ERRBUF_LEN];
+    wh_decision_init(d);
+    assert_int_equal(wh_ratchet_raycluster(rv, &st, d, errbuf), WH_OK);
+    wh_memstate_free(ms);
+    wh_review_free(rv);
+    cJSON_Delete(req);
+}
+
+static void test_hostnetwork_dns_policy_ratchet(void **unused)
+{
+    (void)unused;
+    const char *bad = CLUSTER(HGROUP("4", "4x4", "\"replicas\":2,", HOSTNET, MS("2")));
+    const char *good = CLUSTER(HGROUP("4", "4x4", "\"replicas\":2,", "", MS("2")));
+    const char *bad3 = CLUSTER(HGROUP("4", "4x4", "\"replicas\":3,", HOSTNET, MS("3")));
+    struct wh_decision d;
+    ratchet(bad, bad, "UPDATE", &d);
+    assert_true(d.allowed);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 1);
+    assert_non_null(strstr(d.warnings->child->valuestring, "kept, already broken"));
+    wh_decision_free(&d);
+    ratchet(bad3, bad, "UPDATE", &d); /* scaled, its count with it: the same problem */
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    ratchet(bad, good, "UPDATE", &d);
+    assert_false(d.allowed);
+    assert_non_null(strstr(d.message, "new in this update"));
+    assert_non_null(strstr(d.message, "ClusterFirstWithHostNet"));
+    wh_decision_free(&d);
+    ratchet(bad, bad, "DELETE", &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    decide(bad, "CREATE", &d);
+    assert_false(d.allowed);
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +291,8 @@ int main(void)
         cmocka_unit_test(test_warnings_are_short),
         cmocka_unit_test(test_report_per_group),
         cmocka_unit_test(test_huge_num_of_hosts),
+        cmocka_unit_test(test_hostnetwork_dns_policy),
+        cmocka_unit_test(test_hostnetwork_dns_policy_ratchet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,6 +134,15 @@ CASES = {
 }
 
 
+# The KubeRay pod path's warnings: text of the warning call in
+# src/core/mutate.c or tpuenv.c -> the validate.c function that denies the RayCluster
+# for the same rule. The pod is warned, not denied: a cluster admitted before
+# the rule (or kept by the ratchet) must still get its pods.
+KUBERAY_POD_WARNINGS = {
+    "hostNetwork needs dnsPolicy ClusterFirstWithHostNet": "check_host_network",
+}
+
+
 def judge(obj, op="CREATE", old=None):
     group = {"Job": "batch", "JobSet": "jobset.x-k8s.io",
              "LeaderWorkerSet": "leaderworkerset.x-k8s.io"}[obj["kind"]]
@@ -154,17 +163,31 @@ class FeedbackTable(unittest.TestCase):
     def test_pod_path_warns_only_through_the_table(self):
         """Each warning of the pod path's sources (workload*.c, and the
         KubeRay path mutate.c, tpuenv.c, affinity.c, patch.c, names.c,
-        legacy.c, which give none) records an Event note of a table kind."""
+        legacy.c) records an Event note of a table kind; the KubeRay path's
+        only warnings (mutate.c, tpuenv.c) are those of KUBERAY_POD_WARNINGS,
+        each a rule the RayCluster is denied by at /validate (validate.c)."""
+        with open(os.path.join(ROOT, "src/core/validate.c")) as f:
+            validate = f.read()
+        used = set()
         for name in ("workload.c", "workload_pod.c", "workload_topology.c",
                      "workload_identity.c", "workload_env.c", "mutate.c", "tpuenv.c",
                      "affinity.c", "patch.c", "names.c", "legacy.c"):
             with open(os.path.join(ROOT, "src/core", name)) as f:
                 lines = f.read().split("\n")
             for i, line in enumerate(lines):
-                if re.search(r"\bwh_decision_warn(_text)?\(", line):
-                    near = "\n".join(lines[i:i + 14])
-                    self.assertRegex(near, r"wh_decision_event\(\s*w->d,\s*wh_pod_warnings\[",
-                                     "%s:%d warns without an Event note of the table" % (name, i + 1))
+                if not re.search(r"\bwh_decision_warn(_text)?\(", line):
+                    continue
+                near = "\n".join(lines[i:i + 14])
+                if name in ("mutate.c", "tpuenv.c"):
+                    call = re.sub(r'"\s*\n\s*"', "", near)
+                    hit = [m for m in KUBERAY_POD_WARNINGS if m in call]
+                    self.assertEqual(len(hit), 1, "%s:%d warns, not a listed rule" % (name, i + 1))
+                    self.assertIn("static enum wh_err %s(" % KUBERAY_POD_WARNINGS[hit[0]], validate)
+                    used.add(hit[0])
+                    continue
+                self.assertRegex(near, r"wh_decision_event\(\s*w->d,\s*wh_pod_warnings\[",
+                                 "%s:%d warns without an Event note of the table" % (name, i + 1))
+        self.assertEqual(sorted(set(KUBERAY_POD_WARNINGS) - used), [], "listed, never warned")
 
 
 class FeedbackWorkloads(unittest.TestCase):

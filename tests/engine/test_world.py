@@ -390,6 +390,123 @@ class JobSetObject(unittest.TestCase):
         self.assertFalse(r.allowed)
 
 
+def doctor_problems(pods):
+    """`tpu-webhook doctor` on pods (as they run): the problem ids."""
+    for i, p in enumerate(pods):
+        p["metadata"].setdefault("name", p["metadata"]["generateName"] + "x%d" % i)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "pods.json")
+        with open(path, "w") as f:
+            json.dump({"kind": "List", "apiVersion": "v1", "items": pods}, f)
+        p = subprocess.run([W.BINARY, "doctor", "-o", "json", "--pods", path], capture_output=True,
+                           timeout=120)
+    assert p.returncode in (0, 1), p.stderr.decode()
+    return [pr["problem"] for s in json.loads(p.stdout)["slices"] for pr in s["problems"]]
+
+
+def hostnet_jobset(driver=True, env=None, topo="2x2", replicas=2):
+    """tpu_jobset on v6e (2x2: one host per slice; 4x4: four), its TPU
+    template on hostNetwork without a dnsPolicy."""
+    js = tpu_jobset(replicas=replicas, env=env, driver=driver)
+    spec = js["spec"]["replicatedJobs"][-1]["template"]["spec"]
+    hosts = 1 if topo == "2x2" else 4
+    spec.update(parallelism=hosts, completions=hosts)
+    spec["template"]["spec"]["nodeSelector"] = T.selector("tpu-v6e-slice", topo)
+    spec["template"]["spec"]["hostNetwork"] = True
+    return js
+
+
+def hostnet_pods(driver=True, env=None, topo="2x2", replicas=2):
+    """hostnet_jobset's TPU pods as the Job controller sends them: the API
+    server has defaulted dnsPolicy to ClusterFirst."""
+    pods = jobset_pods(replicas=replicas, hosts=1 if topo == "2x2" else 4, env=env,
+                       accel="tpu-v6e-slice", topo=topo,
+                       global_replicas=replicas + 1 if driver else None)
+    for p in pods:
+        p["spec"]["dnsPolicy"] = "ClusterFirst"
+    return pods
+
+
+class NamesThatResolve(unittest.TestCase):
+    """Issue 24, item 3 (docs/workloads.md, "Names that resolve"): a
+    hostNetwork pod needs dnsPolicy ClusterFirstWithHostNet when the pods of
+    its world reach each other by cluster-DNS name: its slice's hosts times
+    the slices MEGASCALE joins. The pod path, /validate-workload, check and
+    doctor count the same world."""
+
+    def assert_admitted_localhost(self, driver, env):
+        js = hostnet_jobset(driver=driver, env=env)
+        r = judge(js)
+        self.assertTrue(r.allowed, r.message)
+        self.assertFalse(any("dnsPolicy" in w or "hostNetwork" in w for w in r.warnings), r.warnings)
+        code, out = check(js)
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("dnsPolicy", out)
+        pods = []
+        for p in hostnet_pods(driver=driver, env=env):
+            pr = W.run(review_of(p), workload=True)
+            self.assertTrue(pr.allowed, pr.message)
+            self.assertFalse(any("dnsPolicy" in w for w in pr.warnings), pr.warnings)
+            pods.append(pr.obj)
+        physics.check_slices(pods)
+        for p in pods:  # every name the webhook wrote is the pod's own
+            env_ = physics.env_of(p["spec"]["containers"][0])
+            self.assertEqual((env_["TPU_WORKER_HOSTNAMES"], env_["PET_MASTER_ADDR"], env_["PET_NNODES"]),
+                             ("localhost", "localhost", "1"))
+            self.assertNotIn("MEGASCALE_COORDINATOR_ADDRESS", env_)
+        self.assertNotIn("hostnetwork-dns", doctor_problems(pods))
+
+    def test_single_host_slices_without_megascale_admitted(self):
+        # a CPU driver beside: the pods cannot tell the slice count, no MEGASCALE
+        self.assert_admitted_localhost(True, None)
+        # alone, but the slices declared independent
+        self.assert_admitted_localhost(False, [{"name": "MEGASCALE_NUM_SLICES", "value": ""}])
+
+    def assert_denied(self, js, pods, n):
+        r = judge(js)
+        self.assertFalse(r.allowed)
+        for part in ('spec.replicatedJobs[%d] ("slice").template.spec.template.spec.hostNetwork is true'
+                     % (len(js["spec"]["replicatedJobs"]) - 1),
+                     "dnsPolicy is unset", "set spec.replicatedJobs", "dnsPolicy: ClusterFirstWithHostNet",
+                     "the %d pods reach each other" % n):
+            self.assertIn(part, r.message)
+        self.assertEqual(check(js)[0], 1)
+        for p in (pods[0], pods[-1]):
+            pr = W.run(review_of(p), workload=True)
+            self.assertFalse(pr.allowed, p["metadata"])
+            self.assertIn('spec.dnsPolicy is "ClusterFirst"', pr.message)
+            self.assertIn("the %d pods reach each other" % n, pr.message)
+        # ClusterFirstWithHostNet: admitted, the whole world
+        js["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]["dnsPolicy"] = \
+            "ClusterFirstWithHostNet"
+        self.assertTrue(judge(js).allowed)
+        self.assertEqual(check(js)[0], 0)
+        for p in pods:
+            p["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
+        physics.check_slices(mutate_all(pods))
+
+    def test_megascale_joined_single_host_slices_denied(self):
+        # alone in the JobSet: MEGASCALE joins both slices, the coordinator is slice 0's
+        self.assert_denied(hostnet_jobset(driver=False), hostnet_pods(driver=False), 2)
+        env = [{"name": "MEGASCALE_NUM_SLICES", "value": "2"}]  # declared beside a driver
+        self.assert_denied(hostnet_jobset(env=env), hostnet_pods(env=env), 2)
+
+    def test_multi_host_slices_denied(self):
+        # without MEGASCALE each slice is a world of its 4 hosts
+        self.assert_denied(hostnet_jobset(topo="4x4"), hostnet_pods(topo="4x4"), 4)
+        self.assert_denied(hostnet_jobset(driver=False, topo="4x4"),
+                           hostnet_pods(driver=False, topo="4x4"), 8)
+
+    def test_doctor_counts_the_same_world(self):
+        pods = hostnet_pods(driver=False)
+        for p in pods:
+            p["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
+        pods = mutate_all(pods)
+        for p in pods:
+            p["spec"]["dnsPolicy"] = "ClusterFirst"  # as if changed after admission
+        self.assertIn("hostnetwork-dns", doctor_problems(pods))
+
+
 def raycluster(value="2", replicas=2, autoscale=False, **counts):
     with open(os.path.join(FIXTURES, "manifests", "v6e-multislice.yaml")) as f:
         rc = yaml.safe_load(f)
@@ -558,6 +675,110 @@ class RayClusterObject(unittest.TestCase):
             r = judge(ok)
             self.assertTrue(r.allowed, r.message)
             self.assertEqual(check(ok)[0], 0, ok)
+
+
+def hostnet_raycluster(value="2", replicas=2, hosts=4, policy=None):
+    """raycluster() with its TPU group's template on hostNetwork; hosts 1:
+    v6e 2x2 (one host per slice)."""
+    rc = raycluster(value, replicas)
+    g = rc["spec"]["workerGroupSpecs"][0]
+    g["numOfHosts"] = hosts
+    t = g["template"]["spec"]
+    if hosts == 1:
+        t["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "2x2"
+    t["hostNetwork"] = True
+    if policy:
+        t["dnsPolicy"] = policy
+    return rc
+
+
+def kuberay_pods(rc, policy="ClusterFirst"):
+    """The TPU group's pods as KubeRay 1.6 creates them (index labels), the
+    API server having defaulted dnsPolicy."""
+    g = rc["spec"]["workerGroupSpecs"][0]
+    t = g["template"]["spec"]
+    out = []
+    for r in range(g["replicas"]):
+        for h in range(g["numOfHosts"]):
+            p = W.pod(cluster=rc["metadata"]["name"], group=g["groupName"], ns="ml", native=(r, h),
+                      topo=t["nodeSelector"]["cloud.google.com/gke-tpu-topology"],
+                      env=t["containers"][0].get("env"))
+            p["spec"]["hostNetwork"] = t["hostNetwork"]
+            p["spec"]["dnsPolicy"] = t.get("dnsPolicy", policy)
+            out.append(p)
+    return out
+
+
+class RayClusterNames(unittest.TestCase):
+    """Issue 24, item 3 at the RayCluster (docs/workloads.md, "Names that
+    resolve"): a worker group whose pods reach each other by cluster-DNS
+    name (multi-host, or MEGASCALE joining its replicas) on hostNetwork
+    needs dnsPolicy ClusterFirstWithHostNet; denied at /validate (ratcheted),
+    warned on its pods, and `check` agrees."""
+
+    FIELD = "spec.workerGroupSpecs[0].template.spec"
+
+    def assert_denied(self, rc, pods, value, world):
+        r = judge(rc)
+        self.assertFalse(r.allowed)
+        for part in ('RayCluster "v6e-multislice" worker group "slices" (spec.workerGroupSpecs[0])',
+                     self.FIELD + ".hostNetwork is true", self.FIELD + ".dnsPolicy is " + value,
+                     "set %s.dnsPolicy: ClusterFirstWithHostNet" % self.FIELD,
+                     "the %d pods reach each other" % world):
+            self.assertIn(part, r.message)
+        code, out = check(rc)
+        self.assertEqual(code, 1, out)
+        self.assertIn("ClusterFirstWithHostNet", out)
+        for p in (pods[0], pods[-1]):  # an older cluster's pods: created, and told
+            pr = W.run(review_of(p))
+            self.assertTrue(pr.allowed, pr.message)
+            self.assertTrue(any("dnsPolicy ClusterFirstWithHostNet" in w and
+                                "the %d pods'" % world in w for w in pr.warnings), pr.warnings)
+
+    def assert_admitted(self, rc):
+        r = judge(rc)
+        self.assertTrue(r.allowed, r.message)
+        self.assertFalse(any("dnsPolicy" in w for w in r.warnings), r.warnings)
+        code, out = check(rc)
+        self.assertEqual(code, 0, out)
+        for p in kuberay_pods(rc):
+            pr = W.run(review_of(p))
+            self.assertTrue(pr.allowed, pr.message)
+            self.assertFalse(any("dnsPolicy" in w for w in pr.warnings), pr.warnings)
+
+    def test_multi_host_group_denied(self):
+        rc = hostnet_raycluster(value=None)  # 4 hosts: the peers, MEGASCALE or not
+        self.assert_denied(rc, kuberay_pods(rc), "unset", 4)
+        rc = hostnet_raycluster(policy="Default")  # and MEGASCALE over 2 replicas: 8 pods
+        self.assert_denied(rc, kuberay_pods(rc), '"Default"', 8)
+        for pr in (W.run(review_of(p)) for p in kuberay_pods(rc)[:2]):  # the names it warns about
+            self.assertIn("slices-0-0.v6e-multislice-headless", pr.env()["MEGASCALE_COORDINATOR_ADDRESS"])
+        self.assert_admitted(hostnet_raycluster(policy="ClusterFirstWithHostNet"))
+
+    def test_megascale_single_host_slices_denied(self):
+        rc = hostnet_raycluster(hosts=1)
+        self.assert_denied(rc, kuberay_pods(rc), "unset", 2)
+
+    def test_single_host_without_megascale_admitted(self):
+        for value in (None, ""):
+            self.assert_admitted(hostnet_raycluster(value=value, replicas=3, hosts=1))
+        self.assert_admitted(hostnet_raycluster(value="1", replicas=1, hosts=1))
+
+    def test_ratchet(self):
+        bad = hostnet_raycluster()
+        r = judge(bad, op="UPDATE", old=copy.deepcopy(bad))  # existing clusters are not locked
+        self.assertTrue(r.allowed, r.message)
+        self.assertTrue(any("already broken" in w and "dnsPolicy" in w for w in r.warnings),
+                        r.warnings)
+        scaled = copy.deepcopy(bad)  # scaling it (its count with it) stays admitted
+        scaled["spec"]["workerGroupSpecs"][0]["replicas"] = 3
+        scaled["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"][0]["value"] = "3"
+        self.assertTrue(judge(scaled, op="UPDATE", old=bad).allowed)
+        r = judge(bad, op="UPDATE", old=raycluster())  # introducing it: denied
+        self.assertFalse(r.allowed)
+        self.assertIn("new in this update", r.message)
+        self.assertIn("hostNetwork", r.message)
+        self.assertTrue(judge(bad, op="DELETE", old=bad).allowed)
 
 
 def main():

@@ -24,6 +24,17 @@ enum wh_ms_world {
  * them all. *declared: the literal value, "" when none (env's text). */
 enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared);
 
+/* The slices whose pods reach each other by cluster-DNS name (the MEGASCALE
+ * coordinator, torchrun's PET_MASTER_ADDR: slice 0's worker 0): `slices`
+ * when the world (above) of any TPU container of `containers` (a
+ * spec.containers array or NULL) is not its own slice, else 1. The pods
+ * that need cluster DNS are this times the hosts of one slice
+ * (docs/workloads.md, "Names that resolve"); used by the pod path
+ * (workload.c), the JobSet template rule (workload_validate.c), the
+ * RayCluster rule (validate.c, fill false: the KubeRay path fills no count,
+ * so "not its own" is "MEGASCALE_NUM_SLICES set") and doctor. */
+long wh_megascale_joined_slices(const cJSON *containers, long slices, bool fill);
+
 /* The one rule of a literal MEGASCALE_SLICE_ID in a pod template (issue
  * 24): the `slices` slices made from one template all get it, so with
  * MEGASCALE on (`on`: the template's pods join slices) and more than one
