@@ -66,15 +66,15 @@ static bool manifest_name(const char *name)
     return false;
 }
 
-/* A file of a chart (chart: its folder) that is a template, or that does
- * not parse: counted as skipped instead of checked. */
-static bool skip_chart_file(struct walk *w, const char *chart, const struct wh_buf *text,
-                            size_t rows_before, const struct wh_check_stats *before)
+/* A file of a chart (chart: its folder) that is a template (not read), or
+ * that does not parse: counted as skipped instead of checked. rows_before
+ * and before are the rows and counts as they were before this file. */
+static bool skip_chart_file(struct walk *w, const char *chart, bool tmpl, size_t rows_before,
+                            const struct wh_check_stats *before)
 {
-    bool tmpl = memmem(wh_buf_ptr(text), wh_buf_len(text), "{{", 2) != NULL;
     if (!tmpl && w->st.errors == before->errors)
         return false;
-    /* The rows the failed parse added go. */
+    /* The rows the failed parse added go, and only they. */
     while ((size_t)cJSON_GetArraySize(w->rows) > rows_before)
         cJSON_DeleteItemFromArray(w->rows, cJSON_GetArraySize(w->rows) - 1);
     w->st = *before;
@@ -94,14 +94,17 @@ static void check_file(struct walk *w, const char *path, const char *chart)
     if (err) {
         w->st.files++;
         err = wh_check_error_row(w->rows, &w->st, name, 0, errbuf[0] ? errbuf : wh_strerror(err));
-    } else if (chart && memmem(wh_buf_ptr(&text), wh_buf_len(&text), "{{", 2)) {
-        skip_chart_file(w, chart, &text, 0, &w->st);
     } else {
+        /* What this file adds is all a skip may take back: the rows and
+         * counts of the files read before it stay. */
         struct wh_check_stats before = w->st;
         size_t rows_before = (size_t)cJSON_GetArraySize(w->rows);
-        err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st, w->errbuf);
+        bool tmpl = chart && memmem(wh_buf_ptr(&text), wh_buf_len(&text), "{{", 2);
+        if (!tmpl)
+            err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st,
+                                w->errbuf);
         if (!err && chart)
-            skip_chart_file(w, chart, &text, rows_before, &before);
+            skip_chart_file(w, chart, tmpl, rows_before, &before);
     }
     if (err)
         w->failed = 1;
