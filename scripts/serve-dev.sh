@@ -16,12 +16,16 @@ cmake -S . -B build >/dev/null
 cmake --build build -j "$(nproc)" --target tpu-webhook
 ./build/tpu-webhook certs --dir certs/dev >/dev/null
 sample=tests/server/data/review-pod.json
+post="curl -s --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data-binary @$sample https://$addr/mutate"
+# The decode line needs only sed and base64 (Debian's essential sed and
+# coreutils) besides the curl setup.sh installed: no python3, no jq.
 cat <<MSG
 == tpu-webhook serving on https://$addr (standalone); in another shell:
 
-curl -s --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data-binary @$sample https://$addr/mutate
+$post
 
-   (or: ... | python3 -c 'import json,sys,base64; print(base64.b64decode(json.load(sys.stdin)["response"]["patch"]).decode())')
+   the JSON patch of the answer, decoded:
+$post | sed -n 's/.*"patch":"\([^"]*\)".*/\1/p' | base64 -d; echo
    metrics: curl -s --cacert certs/dev/ca.crt https://$addr/metrics
 MSG
 exec ./build/tpu-webhook serve --bind-address="$addr" \

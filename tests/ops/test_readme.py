@@ -11,7 +11,8 @@ into a temporary folder and the README read from there:
   inside ctest (it runs ctest), so it is only checked to exist; serve-dev.sh
   runs for real in the clone with npm unreachable (a PATH shim that records
   any call and fails, npm_config_registry on a closed port): it builds,
-  serves, answers the curl line it prints, and npm is never called;
+  serves, answers the curl line it prints, its decode line works with no
+  python3 or jq on PATH, and npm is never called;
 - every other command of a ```sh block runs in the clone with exit 0; the two
   that need a cluster run their offline twins on the same arguments:
   `helm install` renders the chart (tests/deploy/helmrender, the --set values
@@ -139,12 +140,24 @@ class Readme(unittest.TestCase):
                 time.sleep(1)
             self.assertIn('"event":"listening"', text, "serve-dev.sh did not serve:\n" + text[-3000:])
             curl = [l for l in text.splitlines() if l.startswith("curl ")]
-            self.assertEqual(len(curl), 1, text[-3000:])  # the review (the metrics line is indented)
+            # The review, then its patch decoded (the metrics line is indented).
+            self.assertEqual(len(curl), 2, text[-3000:])
             r = subprocess.run(["bash", "-c", curl[0]], cwd=self.clone, capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stderr)
             answer = json.loads(r.stdout)["response"]
             self.assertTrue(answer["allowed"])
             self.assertTrue(answer["patch"])
+            # The decode line needs nothing serve-dev.sh did not install:
+            # python3 and jq answer "not found" on its PATH.
+            for tool in ("python3", "python", "jq"):
+                with open(os.path.join(shims, tool), "w") as f:
+                    f.write('#!/bin/sh\necho "%s: not installed" >&2\nexit 127\n' % tool)
+                os.chmod(os.path.join(shims, tool), 0o755)
+            bare = dict(os.environ, PATH=shims + ":" + os.environ["PATH"])  # no proxy
+            r = subprocess.run(["bash", "-c", curl[1]], cwd=self.clone, env=bare,
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), curl[1])
+            self.assertEqual(json.loads(r.stdout)[0]["op"], "add", r.stdout[:500])
         finally:
             os.killpg(p.pid, signal.SIGTERM)
             rc = p.wait(timeout=60)
