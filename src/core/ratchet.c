@@ -2,12 +2,12 @@
 #include "wh/ratchet.h"
 
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* bsearch, qsort */
+#include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp, memset */
 
 #include "wh/json.h"              /* wh_json_path */
 #include "wh/review.h"            /* wh_review_of_old, wh_review_object, wh_review_info */
-#include "wh/mem.h"               /* wh_realloc, wh_strdup, wh_free */
+#include "wh/mem.h"               /* wh_malloc, wh_realloc, wh_strdup, wh_free */
 #include "wh/validate.h"          /* wh_validate_raycluster_report */
 #include "wh/workload_validate.h" /* wh_validate_workload_report */
 
@@ -16,7 +16,7 @@
 #define KEPT_WARNINGS 3
 
 enum wh_err wh_violations_add(struct wh_violations *v, const char *rule, const char *part,
-                              const char *message)
+                              const char *value, const char *message)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 8;
@@ -29,9 +29,11 @@ enum wh_err wh_violations_add(struct wh_violations *v, const char *rule, const c
     struct wh_violation *x = &v->items[v->n];
     x->rule = rule ? rule : "";
     x->part = wh_strdup(part ? part : "");
+    x->value = wh_strdup(value ? value : "");
     x->message = wh_strdup(message ? message : "");
-    if (!x->part || !x->message) {
+    if (!x->part || !x->value || !x->message) {
         wh_free(x->part);
+        wh_free(x->value);
         wh_free(x->message);
         return WH_ERR_NOMEM;
     }
@@ -45,28 +47,86 @@ void wh_violations_free(struct wh_violations *v)
         return;
     for (size_t i = 0; i < v->n; i++) {
         wh_free(v->items[i].part);
+        wh_free(v->items[i].value);
         wh_free(v->items[i].message);
     }
     wh_free(v->items);
     memset(v, 0, sizeof(*v));
 }
 
-/* Order of keys (rule, then part), for qsort and bsearch. */
+/* Order of keys (rule, part, then value), for qsort and the searches. */
 static int key_cmp(const void *a, const void *b)
 {
     const struct wh_violation *x = a, *y = b;
     int c = strcmp(x->rule, y->rule);
-    return c ? c : strcmp(x->part, y->part);
+    if (!c)
+        c = strcmp(x->part, y->part);
+    return c ? c : strcmp(x->value, y->value);
 }
 
-/* v sorted by key_cmp: a lookup is logarithmic, so that an UPDATE's n
- * problems against oldObject's m cost n log m, not n * m (thousands of
- * broken worker groups in one RayCluster). */
-static bool has_key(const struct wh_violations *v, const struct wh_violation *x)
+/* How many of v's problems (sorted by key_cmp) have x's key: two bounds
+ * found by bisection, so that an UPDATE's n problems against oldObject's m
+ * cost n log m, not n * m (thousands of broken worker groups). */
+static size_t key_count(const struct wh_violations *v, const struct wh_violation *x)
 {
-    return v->n && bsearch(x, v->items, v->n, sizeof(*v->items), key_cmp);
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(&v->items[mid], x) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = lo;
+    hi = v->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(&v->items[mid], x) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - first;
 }
 
+/* Pointers into one array of problems, by key, then by their order in it
+ * (for qsort). */
+static int ptr_cmp(const void *a, const void *b)
+{
+    const struct wh_violation *const *x = a, *const *y = b;
+    int c = key_cmp(*x, *y);
+    return c ? c : (*x > *y) - (*x < *y);
+}
+
+/* fresh[i]: now's problem i is not in before. A key counts as often as it
+ * occurs: the k-th problem of a key is kept only if before had k of them,
+ * so a second broken group of a kept group's name is new. before is sorted
+ * (key_cmp). */
+static enum wh_err mark_fresh(const struct wh_violations *now, const struct wh_violations *before,
+                              bool *fresh, size_t *n_fresh)
+{
+    const struct wh_violation **by = wh_malloc(now->n * sizeof(*by));
+    if (!by)
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < now->n; i++)
+        by[i] = &now->items[i];
+    qsort(by, now->n, sizeof(*by), ptr_cmp);
+    size_t rank = 0, kept = 0;
+    *n_fresh = 0;
+    for (size_t i = 0; i < now->n; i++) {
+        if (i && !key_cmp(by[i - 1], by[i])) {
+            rank++;
+        } else {
+            rank = 0;
+            kept = key_count(before, by[i]);
+        }
+        bool f = rank >= kept;
+        fresh[by[i] - now->items] = f;
+        *n_fresh += f;
+    }
+    wh_free(by);
+    return WH_OK;
+}
 /* One policy, judging rv's object into d and listing its problems in out
  * (NULL: not asked for). */
 typedef enum wh_err (*judge_fn)(const struct wh_review *rv, const void *ctx, struct wh_decision *d,
@@ -82,12 +142,12 @@ static bool deleting(const cJSON *obj)
  * stops after a bounded number, and may then name only problems that were
  * in oldObject already (the new group last of hundreds of broken ones). */
 static enum wh_err name_fresh(struct wh_decision *d, const struct wh_violations *now,
-                              const struct wh_violations *before, size_t fresh)
+                              const bool *is_fresh, size_t fresh)
 {
     char text[KEPT_WARNINGS * (WH_VIOLATION_MESSAGE_MAX + 2) + 64];
     size_t o = 0, shown = 0;
     for (size_t i = 0; i < now->n && shown < KEPT_WARNINGS; i++) {
-        if (has_key(before, &now->items[i]))
+        if (!is_fresh[i])
             continue;
         int w = snprintf(text + o, sizeof(text) - o, "%s%s", shown ? "; " : "",
                          now->items[i].message);
@@ -116,8 +176,11 @@ static enum wh_err ratchet(const struct wh_review *rv, judge_fn judge, const voi
     if (!err && before.n)
         qsort(before.items, before.n, sizeof(*before.items), key_cmp);
     size_t fresh = 0;
-    for (size_t i = 0; !err && i < now->n; i++)
-        fresh += !has_key(&before, &now->items[i]);
+    bool *is_fresh = err ? NULL : wh_malloc(now->n * sizeof(*is_fresh));
+    if (!err && !is_fresh)
+        err = WH_ERR_NOMEM;
+    if (!err)
+        err = mark_fresh(now, &before, is_fresh, &fresh);
     if (!err && fresh == 0 && now->n > 0) {
         wh_free(d->message);
         d->message = NULL;
@@ -132,11 +195,12 @@ static enum wh_err ratchet(const struct wh_review *rv, judge_fn judge, const voi
             err = wh_decision_note(d, "update admitted: its %zu problems were all in oldObject",
                                    now->n);
     } else if (!err) {
-        err = name_fresh(d, now, &before, fresh);
+        err = name_fresh(d, now, is_fresh, fresh);
         if (!err)
             err = wh_decision_note(d, "update denied: %zu of its %zu problems are not in oldObject",
                                    fresh, now->n);
     }
+    wh_free(is_fresh);
     wh_review_free(old);
     wh_decision_free(&od);
     wh_violations_free(&before);
@@ -175,7 +239,7 @@ static enum wh_err judge_raycluster(const struct wh_review *rv, const void *ctx,
         snprintf(part, sizeof(part), "%s\x1f%s", *f->group ? f->group : "", f->field);
         snprintf(message, sizeof(message), "worker group \"%s\"%s%s: %s", f->group,
                  *f->field ? " " : "", f->field, f->message);
-        err = wh_violations_add(out, f->rule, part, message);
+        err = wh_violations_add(out, f->rule, part, f->key, message);
     }
     wh_validation_free(&rep);
     return err;

@@ -4,6 +4,9 @@
  * are joined into one denial (D1), warnings are gathered for every group
  * (D8). A group whose containers request no TPU is skipped, as in the
  * reference; a group with no containers at all is a problem. */
+/* long: every rule of a worker group shares its context and the static
+ * problem/report helpers that key its findings for the ratchet; split by rule
+ * family (shape, MEGASCALE, names) behind a private header when it grows. */
 #include "wh/validate.h"
 
 #include <stdarg.h> /* va_list */
@@ -61,9 +64,31 @@ static const char *lstr(long v, char *buf, size_t len)
     return buf;
 }
 
+/* The group's own fields every shape rule reads: accelerator, topology,
+ * chips per pod, numOfHosts as written (the group's name is the finding's
+ * part). Not replicas, minReplicas or maxReplicas: the autoscaler writes
+ * them, and a broken group it scales keeps its problem (docs/deploy.md,
+ * "Updates of existing objects"). */
+static void shape_value(const struct group_ctx *g, char *out, size_t n)
+{
+    bool fa;
+    const char *accel = wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR);
+    const char *topo = wh_slice_topology(g->tmpl, g->tmpl_spec, &fa);
+    const cJSON *nh = wh_json_get(g->spec, "numOfHosts");
+    char hosts[48];
+    if (cJSON_IsNumber(nh))
+        snprintf(hosts, sizeof(hosts), "%.17g", nh->valuedouble);
+    else if (cJSON_IsString(nh))
+        snprintf(hosts, sizeof(hosts), "\"%.32s\"", nh->valuestring);
+    else
+        snprintf(hosts, sizeof(hosts), "%s", nh && !cJSON_IsNull(nh) ? "(not a number)" : "-");
+    snprintf(out, n, "%.63s\x1f%s%.63s\x1f%ld\x1f%s", accel ? accel : "-", fa ? "a:" : "",
+             topo ? topo : "-", g->chips_per_host, hosts);
+}
+
 /* Add a finding to the report, if there is one. */
-static enum wh_err report(struct group_ctx *g, bool warning, struct about a, const char *rule,
-                          const char *text)
+static enum wh_err report(struct group_ctx *g, bool warning, struct about a, bool own,
+                          const char *rule, const char *text)
 {
     struct wh_validation *v = g->report;
     if (!v)
@@ -84,6 +109,10 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, con
     f->rule = rule;
     snprintf(f->value, sizeof(f->value), "%s", a.value ? a.value : "");
     snprintf(f->expected, sizeof(f->expected), "%s", a.expected ? a.expected : "");
+    char shape[256] = "";
+    if (!own)
+        shape_value(g, shape, sizeof(shape));
+    snprintf(f->key, sizeof(f->key), "%s\x1f%s", shape, a.value ? a.value : "");
     wh_utf8_trim_cut(f->value, sizeof(f->value)); /* snprintf may cut a character */
     wh_utf8_trim_cut(f->expected, sizeof(f->expected));
     f->group = wh_strdup(g->group);
@@ -98,23 +127,18 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, con
 }
 
 /* Record one problem of this group: into the denial and the report. */
-static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+static enum wh_err vproblem_at(struct group_ctx *g, struct about a, bool own, const char *fmt,
+                               va_list ap)
 {
     char text[2048], line[4096];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
     wh_utf8_trim_cut(text, sizeof(text));
     snprintf(line, sizeof(line),
              "%sRayCluster \"%s\" worker group \"%s\" (spec.workerGroupSpecs[%d]): %s",
              g->problems->len ? "; " : "", g->cluster, g->group, g->index, text);
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
-    enum wh_err err = report(g, false, a, fmt, text);
+    enum wh_err err = report(g, false, a, own, fmt, text);
     if (err)
         return err;
     if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
@@ -122,6 +146,34 @@ static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *f
         return WH_OK;
     }
     return wh_buf_add(g->problems, line);
+}
+
+/* A problem of a shape rule: its ratchet value (ratchet.h) is a.value
+ * with the group's shape (shape_value). */
+static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err problem_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum wh_err err = vproblem_at(g, a, false, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* A problem of a rule that reads its own field only: its ratchet value is
+ * a.value alone. */
+static enum wh_err problem_own_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err problem_own_at(struct group_ctx *g, struct about a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum wh_err err = vproblem_at(g, a, true, fmt, ap);
+    va_end(ap);
+    return err;
 }
 
 /* A problem about the group as a whole. */
@@ -139,7 +191,7 @@ static enum wh_err warn_at(struct group_ctx *g, struct about a, const char *fmt,
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     enum wh_err err = wh_decision_warn_text(g->d, text); /* cuts text as the warning says it */
-    return err ? err : report(g, true, a, fmt, text);
+    return err ? err : report(g, true, a, true, fmt, text);
 }
 
 /* The template's TPU request; false when the group is not a TPU group. A
@@ -450,11 +502,12 @@ static enum wh_err check_env_duplicates(struct group_ctx *g)
                                ? wh_env_duplicate(wh_json_get(k, "env"), &first, &second)
                                : NULL;
         if (name)
-            WH_TRY(problem(g,
-                           "container \"%s\" sets %s twice (template.spec.containers[%d].env[%d] "
-                           "and env[%d]); the kubelet uses the last one and the webhook edits "
-                           "one of them, so its pods would be denied; keep one %s entry",
-                           wh_json_str0(k, "name"), name, i, first, second, name));
+            WH_TRY(
+                problem_own_at(g, (struct about){"", name, ""},
+                               "container \"%s\" sets %s twice (template.spec.containers[%d].env[%d] "
+                               "and env[%d]); the kubelet uses the last one and the webhook edits "
+                               "one of them, so its pods would be denied; keep one %s entry",
+                               wh_json_str0(k, "name"), name, i, first, second, name));
     }
     return WH_OK;
 }
@@ -535,13 +588,13 @@ static enum wh_err check_megascale(struct group_ctx *g)
     long n;
     if (replicas == 0 || (wh_parse_long(lk.value, &n) && n == replicas))
         return WH_OK; /* no pods yet */
-    return problem_at(g,
-                      (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]",
-                                     lk.value, lstr(replicas, n2, sizeof(n2))},
-                      "MEGASCALE_NUM_SLICES is \"%.32s\" but the group has %ld replicas (slices), "
-                      "which get MEGASCALE_SLICE_ID 0..%ld, so slices would wait for ones that "
-                      "never join; set MEGASCALE_NUM_SLICES to \"%ld\" or replicas to it",
-                      lk.value, replicas, replicas - 1, replicas);
+    return problem_own_at(g,
+                          (struct about){"template.spec.containers[].env[MEGASCALE_NUM_SLICES]",
+                                         lk.value, lstr(replicas, n2, sizeof(n2))},
+                          "MEGASCALE_NUM_SLICES is \"%.32s\" but the group has %ld replicas (slices), "
+                          "which get MEGASCALE_SLICE_ID 0..%ld, so slices would wait for ones that "
+                          "never join; set MEGASCALE_NUM_SLICES to \"%ld\" or replicas to it",
+                          lk.value, replicas, replicas - 1, replicas);
 }
 
 /* A literal MEGASCALE_SLICE_ID (megascale.h, the JobSet's rule too): the
@@ -564,16 +617,16 @@ static enum wh_err check_slice_id(struct group_ctx *g)
             !wh_megascale_shared_slice_id(wh_json_get(k, "env"), lk.exists, replicas, &id))
             continue;
         char n1[24];
-        WH_TRY(
-            problem_at(g,
-                       (struct about){"template.spec.containers[].env[MEGASCALE_SLICE_ID]", id, ""},
-                       "container \"%.63s\" (template.spec.containers[%d]) sets "
-                       "MEGASCALE_SLICE_ID \"%.32s\" but the group's %s replicas (slices) "
-                       "share this template, so every replica gets that id and MEGASCALE "
-                       "never starts; remove it (the webhook sets MEGASCALE_SLICE_ID per "
-                       "replica: replica r gets r)",
-                       wh_json_str0(k, "name"), i, id,
-                       replicas == INT32_MAX ? "autoscaled" : lstr(replicas, n1, sizeof(n1))));
+        WH_TRY(problem_own_at(g,
+                              (struct about){"template.spec.containers[].env[MEGASCALE_SLICE_ID]",
+                                             id, ""},
+                              "container \"%.63s\" (template.spec.containers[%d]) sets "
+                              "MEGASCALE_SLICE_ID \"%.32s\" but the group's %s replicas (slices) "
+                              "share this template, so every replica gets that id and MEGASCALE "
+                              "never starts; remove it (the webhook sets MEGASCALE_SLICE_ID per "
+                              "replica: replica r gets r)",
+                              wh_json_str0(k, "name"), i, id,
+                              replicas == INT32_MAX ? "autoscaled" : lstr(replicas, n1, sizeof(n1))));
     }
     return WH_OK;
 }
@@ -617,16 +670,17 @@ static enum wh_err check_shared_port(struct group_ctx *g)
         char n1[24], at_o[128], at_k[128];
         port_source(o, oi, port, at_o, sizeof(at_o));
         port_source(k, i, port, at_k, sizeof(at_k));
-        WH_TRY(problem_at(g,
-                          (struct about){"template.spec.containers[].env[MEGASCALE_PORT]",
-                                         lstr(port, n1, sizeof(n1)), "one port per TPU container"},
-                          "TPU containers \"%.63s\" (%s) and \"%.63s\" (%s) both use "
-                          "MEGASCALE_PORT %ld on TPU7x, so the two libtpu processes of each pod "
-                          "bind it in the pod's one network and MEGASCALE never starts; remove "
-                          "MEGASCALE_PORT from them (the webhook gives %ld + the TPU container's "
-                          "index) or give each its own",
-                          wh_json_str0(o, "name"), at_o, wh_json_str0(k, "name"), at_k, port,
-                          (long)WH_MEGASCALE_PORT));
+        WH_TRY(
+            problem_own_at(g,
+                           (struct about){"template.spec.containers[].env[MEGASCALE_PORT]",
+                                          lstr(port, n1, sizeof(n1)), "one port per TPU container"},
+                           "TPU containers \"%.63s\" (%s) and \"%.63s\" (%s) both use "
+                           "MEGASCALE_PORT %ld on TPU7x, so the two libtpu processes of each pod "
+                           "bind it in the pod's one network and MEGASCALE never starts; remove "
+                           "MEGASCALE_PORT from them (the webhook gives %ld + the TPU container's "
+                           "index) or give each its own",
+                           wh_json_str0(o, "name"), at_o, wh_json_str0(k, "name"), at_k, port,
+                           (long)WH_MEGASCALE_PORT));
     }
     return WH_OK;
 }
@@ -655,10 +709,10 @@ static enum wh_err check_host_network(struct group_ctx *g)
     if (!wh_hostnet_dns_conflict(g->tmpl_spec, field, world, WH_DNS_NAMES_KUBERAY, dns, sizeof(dns)))
         return WH_OK;
     const char *policy = wh_json_str(g->tmpl_spec, "dnsPolicy");
-    return problem_at(g,
-                      (struct about){"template.spec.dnsPolicy", policy ? policy : "",
-                                     "ClusterFirstWithHostNet"},
-                      "%.799s", dns);
+    return problem_own_at(g,
+                          (struct about){"template.spec.dnsPolicy", policy ? policy : "",
+                                         "ClusterFirstWithHostNet"},
+                          "%.799s", dns);
 }
 
 static enum wh_err check_group(struct group_ctx *g, const struct wh_state *st, char *errbuf)

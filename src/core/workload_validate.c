@@ -38,19 +38,19 @@ struct vctx {
     char *errbuf;              /* a failing state callback's reason */
 };
 
-static enum wh_err problem(struct vctx *v, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* "<Kind> \"ns/name\": <problem>", joined by "; ". */
-static enum wh_err problem(struct vctx *v, const char *fmt, ...)
+/* "<Kind> \"ns/name\": <problem>", joined by "; ". value: what the
+ * ratchet compares (ratchet.h), NULL for the text itself, which names the
+ * fields the rule reads; a rule whose text counts a JobSet's replicas gives
+ * its own, without them. */
+static enum wh_err vproblem(struct vctx *v, const char *value, const char *fmt, va_list ap)
 {
     if (v->out) {
         char text[WH_VIOLATION_MESSAGE_MAX + 1];
         va_list aq;
-        va_start(aq, fmt);
+        va_copy(aq, ap);
         vsnprintf(text, sizeof(text), fmt, aq);
         va_end(aq);
-        WH_TRY(wh_violations_add(v->out, fmt, v->part, text));
+        WH_TRY(wh_violations_add(v->out, fmt, v->part, value ? value : text, text));
     }
     v->n_problems++;
     if (v->full)
@@ -66,10 +66,30 @@ static enum wh_err problem(struct vctx *v, const char *fmt, ...)
                                   "%s%.64s \"%.*s/%.*s\": ", v->n_problems > 1 ? "; " : "", v->kind,
                                   (int)wh_utf8_cut(v->ns, 253), v->ns,
                                   (int)wh_utf8_cut(v->name, 253), v->name);
+    return err ? err : wh_buf_vaddf(&v->problems, fmt, ap);
+}
+
+static enum wh_err problem(struct vctx *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum wh_err problem(struct vctx *v, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    if (!err)
-        err = wh_buf_vaddf(&v->problems, fmt, ap);
+    enum wh_err err = vproblem(v, NULL, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* A problem whose ratchet value is value, not its text. */
+static enum wh_err problem_valued(struct vctx *v, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum wh_err problem_valued(struct vctx *v, const char *value, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum wh_err err = vproblem(v, value, fmt, ap);
     va_end(ap);
     return err;
 }
@@ -360,7 +380,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     long world = out->hosts * wh_megascale_joined_slices(wh_json_get(spec, "containers"),
                                                          out->slices, out->fill);
     if (wh_hostnet_dns_conflict(spec, sf, world, WH_DNS_NAMES_WORKLOAD, dns, sizeof(dns)))
-        WH_TRY(problem(v, "%.799s", dns));
+        WH_TRY(problem_valued(v, wh_json_str0(spec, "dnsPolicy"), "%.799s", dns));
     return template_identity(v, tc, field, out->hosts);
 }
 
@@ -483,19 +503,21 @@ static enum wh_err jobset_megascale(struct vctx *v, const cJSON *tmpl, const cha
         }
         if (wh_megascale_shared_slice_id(wh_json_get(c, "env"), world != WH_MS_SLICE, replicas,
                                          &id)) /* the pod path's denial */
-            WH_TRY(problem(v,
-                           "container \"%.63s\" (%s.spec.containers[%d]) sets "
-                           "MEGASCALE_SLICE_ID \"%.32s\" but the %ld replicas of replicated job "
-                           "\"%.63s\" share this template, so all its slices get that id; remove "
-                           "it (the webhook sets the job index), or set it with a valueFrom",
-                           wh_json_str0(c, "name"), field, i, id, replicas, rj));
+            WH_TRY(
+                problem_valued(v, id,
+                               "container \"%.63s\" (%s.spec.containers[%d]) sets "
+                               "MEGASCALE_SLICE_ID \"%.32s\" but the %ld replicas of replicated job "
+                               "\"%.63s\" share this template, so all its slices get that id; remove "
+                               "it (the webhook sets the job index), or set it with a valueFrom",
+                               wh_json_str0(c, "name"), field, i, id, replicas, rj));
         if (world == WH_MS_CONFLICT)
-            WH_TRY(problem(v,
-                           "container \"%.63s\" (%s.spec.containers[%d]) sets "
-                           "MEGASCALE_NUM_SLICES \"%.32s\" but replicated job \"%.63s\" has %ld "
-                           "replicas, so its slices would wait for ones that never join; remove "
-                           "it (the webhook sets %ld), or set it to \"\" for independent slices",
-                           wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
+            WH_TRY(
+                problem_valued(v, value,
+                               "container \"%.63s\" (%s.spec.containers[%d]) sets "
+                               "MEGASCALE_NUM_SLICES \"%.32s\" but replicated job \"%.63s\" has %ld "
+                               "replicas, so its slices would wait for ones that never join; remove "
+                               "it (the webhook sets %ld), or set it to \"\" for independent slices",
+                               wh_json_str0(c, "name"), field, i, value, rj, replicas, replicas));
         if (world != WH_MS_SLICE && th->tpu7x && th->n_tpu > 1)
             WH_TRY(shared_port(v, cs, c, i, field, rj));
     }
@@ -540,10 +562,10 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         if (th.hosts > 1)
             err = check_job_spec(v, jspec, field, &th, true);
         if (!err && cJSON_IsFalse(dns) && th.hosts * replicas > 1)
-            err = problem(v,
-                          "spec.network.enableDNSHostnames is false, expected true: the %ld pods "
-                          "of replicated job \"%s\" find each other by name",
-                          th.hosts * replicas, wh_json_str0(rj, "name"));
+            err = problem_valued(v, "false",
+                                 "spec.network.enableDNSHostnames is false, expected true: the %ld pods "
+                                 "of replicated job \"%s\" find each other by name",
+                                 th.hosts * replicas, wh_json_str0(rj, "name"));
         if (!err && replicas > 1 && !exclusive &&
             !wh_meta_has_annotation(wh_json_get(rj, "template"), EXCLUSIVE_TOPOLOGY))
             err = wh_decision_warn(v->d, "replicated job \"%s\": %ld slices without annotation %s",

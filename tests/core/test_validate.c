@@ -282,6 +282,49 @@ static void test_hostnetwork_dns_policy_ratchet(void **unused)
     wh_decision_free(&d);
 }
 
+/* The ratchet by value (ratchet.h, issue 35): a broken group may keep its
+ * broken value, and the autoscaler may scale it; changing the value into
+ * another broken one, or adding a broken group (a second one of the same
+ * name too), is denied; fixing one field while another rule stays broken
+ * is admitted. */
+static void test_ratchet_by_value(void **unused)
+{
+    (void)unused;
+    const char *old = CLUSTER(HGROUP("3", "4x4", "\"replicas\":1,", "", ""));
+    const struct {
+        const char *now;
+        bool allowed;
+    } cases[] = {
+        {CLUSTER(HGROUP("3", "4x4", "\"replicas\":1,", "", "")), true},
+        /* the autoscaler's fields: the same broken value */
+        {CLUSTER(HGROUP("3", "4x4", "\"replicas\":7,\"minReplicas\":2,\"maxReplicas\":9,", "", "")),
+         true},
+        {CLUSTER(HGROUP("4", "4x4", "\"replicas\":1,", "", "")), true}, /* fixed */
+        /* the issue's: another impossible shape */
+        {CLUSTER(HGROUP("3", "16x16", "\"replicas\":1000,", "", "")), false},
+        {CLUSTER(HGROUP("5", "4x4", "\"replicas\":1,", "", "")), false},
+        {CLUSTER(HGROUP("3", "4x4", "\"replicas\":1,", "", "") "," HGROUP("3", "4x4", "", "", "")),
+         false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct wh_decision d;
+        ratchet(cases[i].now, old, "UPDATE", &d);
+        if (d.allowed != cases[i].allowed)
+            fail_msg("case %zu: allowed %d, message %s", i, d.allowed, d.message);
+        if (!d.allowed)
+            assert_non_null(strstr(d.message, "new in this update"));
+        wh_decision_free(&d);
+    }
+    /* one rule fixed, another kept: its value (dnsPolicy) did not change */
+    const char *two = CLUSTER(HGROUP("3", "4x4", "", HOSTNET, ""));
+    const char *one = CLUSTER(HGROUP("4", "4x4", "", HOSTNET, ""));
+    struct wh_decision d;
+    ratchet(one, two, "UPDATE", &d);
+    assert_true(d.allowed);
+    assert_non_null(strstr(d.warnings->child->valuestring, "kept, already broken"));
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_huge_num_of_hosts),
         cmocka_unit_test(test_hostnetwork_dns_policy),
         cmocka_unit_test(test_hostnetwork_dns_policy_ratchet),
+        cmocka_unit_test(test_ratchet_by_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

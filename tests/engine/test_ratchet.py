@@ -146,6 +146,85 @@ class Updates(unittest.TestCase):
                 self.assertFalse(review(rv)["allowed"])
 
 
+class ByValue(unittest.TestCase):
+    """A ratchet by value (issue 35): a problem is the rule, what it is
+    about and the values of the fields the rule reads (topology, chips per
+    pod, numOfHosts, the group's name; never replicas, minReplicas or
+    maxReplicas, which the autoscaler writes), counted as often as it
+    occurs."""
+
+    def load(self, name):
+        with open(os.path.join(FIXTURES, "reviews", "updates", name)) as f:
+            return json.load(f)
+
+    def broken(self):
+        """A v6e 4x4 group of 4 chips per pod with numOfHosts 2 (needs 4),
+        unchanged: admitted by the ratchet."""
+        rv = self.load("raycluster-invalid-replicas-changed.json")
+        req = rv["request"]
+        req["object"] = copy.deepcopy(req["oldObject"])
+        return rv, req["object"]["spec"]["workerGroupSpecs"][0]
+
+    def test_another_impossible_shape_denied(self):
+        rv, g = self.broken()
+        g["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
+        g["replicas"] = 1000
+        r = review(rv)
+        self.assertFalse(r["allowed"])
+        self.assertTrue(r["status"]["message"].startswith("new in this update"), r["status"])
+        self.assertIn("16x16", r["status"]["message"])
+
+    def test_broken_field_into_another_broken_value_denied(self):
+        for field, value in (("numOfHosts", 3), ("numOfHosts", 8)):
+            with self.subTest(field=field, value=value):
+                rv, g = self.broken()
+                g[field] = value
+                self.assertFalse(review(rv)["allowed"])
+        rv, g = self.broken()
+        g["template"]["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = "8"
+        self.assertFalse(review(rv)["allowed"])  # 8 chips of a 4x4: 2 hosts, still wrong
+
+    def test_second_broken_group_of_the_same_name_denied(self):
+        rv, g = self.broken()
+        rv["request"]["object"]["spec"]["workerGroupSpecs"].append(copy.deepcopy(g))
+        r = review(rv)
+        self.assertFalse(r["allowed"])
+        msg = r["status"]["message"]
+        self.assertTrue(msg.startswith('new in this update (not in oldObject): worker group '
+                                       '"tpu-group"'), msg)
+        self.assertIn("spec.workerGroupSpecs[1]", msg)
+
+    def test_fixing_the_field_admitted(self):
+        rv, g = self.broken()
+        g["numOfHosts"] = 4
+        r = review(rv)
+        self.assertTrue(r["allowed"], r.get("status"))
+        self.assertFalse(r.get("warnings"))
+
+    def test_autoscaler_fields_keep_the_value(self):
+        for change in ({"replicas": 7}, {"minReplicas": 2, "maxReplicas": 9},
+                       {"replicas": 0, "minReplicas": 0, "maxReplicas": 1000}):
+            with self.subTest(change=change):
+                rv, g = self.broken()
+                g.update(change)
+                r = review(rv)
+                self.assertTrue(r["allowed"], r.get("status"))
+                self.assertTrue(any("already broken" in w for w in r["warnings"]), r["warnings"])
+
+    def test_workload_value_changed_denied_replicas_kept(self):
+        """/validate-workload ratchets by value too: a Job's wrong
+        parallelism changed into another wrong one is denied; a JobSet's
+        replicas changed on a broken replicated job are not its value."""
+        rv = self.load("job-invalid-suspended.json")
+        spec = rv["request"]["object"]["spec"]
+        spec["parallelism"] = spec.get("parallelism", 1) + 1
+        self.assertFalse(review(rv)["allowed"])
+        rv = self.load("jobset-invalid-replicas-changed.json")
+        rj = rv["request"]["object"]["spec"]["replicatedJobs"][0]
+        rj["replicas"] = 9
+        self.assertTrue(review(rv)["allowed"])
+
+
 class DryRun(unittest.TestCase):
     """sideEffects: NoneOnDryRun (deploy/): a dry run reserves nothing, and
     its answer says so about the id it shows."""

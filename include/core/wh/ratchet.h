@@ -7,10 +7,13 @@
  * deletion (a finalizer removal is an UPDATE). So on UPDATE:
  *   - metadata.deletionTimestamp set: admitted (the object is going away);
  *   - otherwise the object and oldObject are judged by the same code, each
- *     problem keyed by its rule (the rule's message format) and its part
- *     (the worker group or replicated job); only a problem whose key the
- *     old object did not have denies. The others are admitted with a
- *     warning naming them.
+ *     problem keyed by its rule (the rule's message format), its part
+ *     (the worker group or replicated job) and its value (the fields the
+ *     rule reads, never the replica counts the autoscaler writes); a key
+ *     counts as often as it occurs. Only a problem oldObject did not have
+ *     as often denies: a broken value changed into another broken value, a
+ *     broken group added, a second one of a broken group's name. The
+ *     others are admitted with a warning naming them.
  * CREATE is judged as before. Pure; memory through mem.h. */
 #ifndef WH_RATCHET_H
 #define WH_RATCHET_H
@@ -30,6 +33,7 @@
 struct wh_violation {
     const char *rule; /* the rule's message format: static text, the same for any value */
     char *part;       /* what it is about (group, replicated job, field); owned */
+    char *value;      /* the values of the fields the rule reads; owned */
     char *message;    /* the problem as a person reads it; owned */
 };
 
@@ -39,9 +43,9 @@ struct wh_violations {
     size_t n, cap;
 };
 
-/* Append a copy of part and message. WH_ERR_NOMEM only. */
+/* Append a copy of part, value and message. WH_ERR_NOMEM only. */
 WH_NODISCARD enum wh_err wh_violations_add(struct wh_violations *v, const char *rule,
-                                           const char *part, const char *message);
+                                           const char *part, const char *value, const char *message);
 void wh_violations_free(struct wh_violations *v); /* v is left zeroed; NULL-safe */
 
 /* The /validate policy (validate.h) through the ratchet: rv and st are

@@ -34,6 +34,7 @@ struct wh_group_finding {
     const char *rule;   /* the rule: its message format (static text, ratchet.h) */
     char value[128];    /* the value found; "" when not set */
     char expected[128]; /* what would be accepted; "" when no single answer */
+    char key[400];      /* the rule's value, which the UPDATE ratchet compares (ratchet.h) */
     char *message;      /* owned (wh_malloc) */
 };
 
