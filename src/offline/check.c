@@ -14,6 +14,7 @@
 #include "wh/topology.h"      /* wh_topology_parse, wh_topology_hosts */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
 #include "wh/doctor.h"        /* wh_doctor_service_warnings, wh_doctor_collect_services */
+#include "wh/strict.h"        /* wh_strict_object */
 #include "wh/yaml.h"          /* wh_yaml_load_at */
 
 /* Where the row is from. */
@@ -53,6 +54,8 @@ static enum wh_err finish_row(cJSON *rows, cJSON *r, struct wh_check_stats *st, 
     st->rows++;
     st->rejected += !strcmp(verdict, "rejected");
     st->errors += !strcmp(verdict, "error");
+    st->strict += !strcmp(verdict, "strict");
+    st->unchecked += !strcmp(verdict, "not-checked");
     return wh_json_add(rows, r);
 }
 
@@ -399,12 +402,65 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, const cJSO
     return err;
 }
 
+/* ---- strict ----------------------------------------------------------- */
+
+/* Where strict findings go: one row each. */
+struct strict_rows {
+    const struct origin *o;
+    cJSON *rows;
+    struct wh_check_stats *st;
+};
+
+static enum wh_err strict_row(void *ctx, const char *path, const char *message,
+                              const char *suggestion)
+{
+    struct strict_rows *sr = ctx;
+    cJSON *r = new_row(sr->o, "-");
+    if (r && (wh_json_set_str(r, "field", path) ||
+              wh_json_set(r, "suggestion",
+                          suggestion ? cJSON_CreateString(suggestion) : cJSON_CreateNull()))) {
+        cJSON_Delete(r);
+        r = NULL;
+    }
+    return finish_row(sr->rows, r, sr->st, "strict", message, NULL);
+}
+
+static bool is_object(const cJSON *x)
+{
+    return wh_json_str(x, "apiVersion") && wh_json_str(x, "kind");
+}
+
+/* --strict on one document (or List item) of a file that holds objects. */
+static enum wh_err strict_doc(const struct origin *o, const cJSON *x, cJSON *rows,
+                              struct wh_check_stats *st)
+{
+    struct strict_rows sr = {o, rows, st};
+    if (!is_object(x)) {
+        const char *missing = !wh_json_str(x, "apiVersion") ? "apiVersion" : "kind";
+        char msg[128];
+        snprintf(msg, sizeof(msg), "%s: missing: every Kubernetes object has apiVersion and kind",
+                 missing);
+        return strict_row(&sr, missing, msg, NULL);
+    }
+    return wh_strict_object(x, strict_row, &sr, NULL);
+}
+
+/* ---- the file ----------------------------------------------------------- */
+
 enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON *rows,
                           struct wh_check_stats *st, char *errbuf)
+{
+    return wh_check_text_opts(file, text, len, NULL, rows, st, errbuf);
+}
+
+enum wh_err wh_check_text_opts(const char *file, const char *text, size_t len,
+                               const struct wh_check_opts *opts, cJSON *rows,
+                               struct wh_check_stats *st, char *errbuf)
 {
     cJSON *docs = NULL;
     unsigned *lines = NULL;
     char yerr[WH_ERRBUF_LEN] = "";
+    bool strict = opts && opts->strict;
     st->files++;
     struct wh_yaml_pos where;
     enum wh_err err = wh_yaml_load_at(text, len, &docs, &lines, &where, yerr);
@@ -412,21 +468,35 @@ enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON 
         return wh_fail(errbuf, err, "out of memory reading %s", file);
     if (err)
         return wh_check_error_row(rows, st, file, where.line, yerr);
+    bool any_object = false; /* else the file is not checked at all */
+    for (const cJSON *d = docs->child; d && !any_object; d = d->next)
+        any_object = is_object(d);
     cJSON *services = NULL; /* the file's Services, for its Jobs */
     err = wh_doctor_collect_services(docs, &services);
     int i = 0;
+    bool judged_any = false; /* a Ray or TPU workload kind, apiVersion or not */
     for (const cJSON *d = docs->child; !err && d; d = d->next, i++) {
         const cJSON *list = wh_json_get(d, "items");
         bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
         for (const cJSON *x = is_list ? list->child : d; !err && x; x = is_list ? x->next : NULL) {
             const char *kind = wh_json_str(x, "kind");
-            bool workload = wh_workload_pods_kind(kind);
-            if (!is_ray_kind(kind) && !workload)
-                continue; /* a manifest directory holds other kinds too */
+            bool workload = wh_workload_pods_kind(kind), judged = workload || is_ray_kind(kind);
             struct origin o = {file, lines[i], kind,
                                wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
+            judged_any |= judged;
+            if (strict && (any_object || judged) && (err = strict_doc(&o, x, rows, st)))
+                break;
+            if (!judged)
+                continue; /* a manifest directory holds other kinds too */
             err = workload ? check_workload(&o, x, services, rows, st) : check_doc(&o, x, rows, st);
         }
+    }
+    if (!err && !any_object && !judged_any) {
+        struct origin o = {file, docs->child ? lines[0] : 0, "", "", ""};
+        err = finish_row(rows, new_row(&o, "-"), st, "not-checked",
+                         "not checked: the file holds no Kubernetes object (no document has "
+                         "apiVersion and kind: a Helm values file, a Polyaxonfile, ...)",
+                         NULL);
     }
     cJSON_Delete(services);
     cJSON_Delete(docs);
@@ -499,7 +569,12 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
     for (const cJSON *r = rows->child; !err && r; r = r->next) {
         cell(r, 0, text, sizeof(text));
         const char *verdict = wh_json_str0(r, "verdict");
-        if (strcmp(verdict, "ok"))
+        if (!strcmp(verdict, "strict"))
+            err = wh_buf_addf(out, "\n%s: strict %s/%s: %s", text, wh_json_str0(r, "kind"),
+                              wh_json_str0(r, "name"), wh_json_str0(r, "message"));
+        else if (!strcmp(verdict, "not-checked"))
+            err = wh_buf_addf(out, "\n%s: %s", text, wh_json_str0(r, "message"));
+        else if (strcmp(verdict, "ok"))
             err = wh_buf_addf(out, "\n%s: %s %s: %s", text, verdict, wh_json_str0(r, "group"),
                               wh_json_str0(r, "message"));
         const cJSON *ws = wh_json_get(r, "warnings");
@@ -514,16 +589,21 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
         const char *kind = wh_json_str0(r, "kind");
         if (strcmp(wh_json_str0(r, "group"), "-"))
             groups++;
+        else if (!strcmp(wh_json_str0(r, "verdict"), "strict"))
+            continue;
         else if (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet"))
             workloads++;
     }
-    char wl[48] = "";
+    char wl[48] = "", more[96] = "";
     if (workloads)
         snprintf(wl, sizeof(wl), ", %zu TPU workload(s)", workloads);
+    if (st->strict || st->unchecked)
+        snprintf(more, sizeof(more), ", %zu strict finding(s), %zu file(s) not checked", st->strict,
+                 st->unchecked);
     if (!err)
         err = wh_buf_addf(out,
                           "\n%zu file(s), %zu object(s), %zu TPU worker group(s)%s: "
-                          "%zu rejected, %zu error(s)\n",
-                          st->files, st->objects, groups, wl, st->rejected, st->errors);
+                          "%zu rejected, %zu error(s)%s\n",
+                          st->files, st->objects, groups, wl, st->rejected, st->errors, more);
     return err;
 }

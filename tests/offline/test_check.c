@@ -113,7 +113,7 @@ static void test_unreadable_inputs(void **state)
     assert_non_null(strstr(wh_buf_ptr(&t), "\nb.yaml:3: error -: line 3"));
     assert_non_null(strstr(wh_buf_ptr(&t), "0 TPU worker group(s)"));
     wh_buf_free(&t);
-    const char *none = "kind: Service\nmetadata: {name: s}\n";
+    const char *none = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n";
     assert_int_equal(wh_check_text("s.yaml", none, strlen(none), rows, &st, errbuf), WH_OK);
     assert_int_equal(cJSON_GetArraySize(rows), 1); /* other kinds give no row */
     assert_int_equal(wh_check_error_row(rows, &st, "gone.yaml", 0, "cannot read"), WH_OK);

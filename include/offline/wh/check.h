@@ -25,11 +25,20 @@
  * Objects that cannot be checked at all (a YAML syntax error, a RayJob
  * without a cluster spec) give one row with group "-" and verdict "error";
  * a rejected cluster always gives at least one "rejected" row.
+ *
+ * A file none of whose documents has both apiVersion and kind (a Helm
+ * values file, a Polyaxonfile, an empty file) gives one row with verdict
+ * "not-checked", always. With opts->strict, every object of a known API
+ * group is also judged by wh_strict_object (strict.h): each unknown field,
+ * kind or version gives a row with verdict "strict", group "-", field (its
+ * path) and suggestion (the nearest known name, or null); so does a
+ * document without apiVersion or kind in a file that holds objects.
  */
 #ifndef WH_CHECK_H
 #define WH_CHECK_H
 
-#include <stddef.h> /* size_t */
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 #include <cjson/cJSON.h>
 
@@ -40,8 +49,14 @@ struct wh_check_stats {
     size_t files;
     size_t objects; /* Ray objects checked */
     size_t rows;
-    size_t rejected; /* rows with verdict rejected */
-    size_t errors;   /* rows with verdict error */
+    size_t rejected;  /* rows with verdict rejected */
+    size_t errors;    /* rows with verdict error */
+    size_t strict;    /* rows with verdict strict (only with opts->strict) */
+    size_t unchecked; /* rows with verdict not-checked */
+};
+
+struct wh_check_opts {
+    bool strict; /* report unknown fields, kinds and versions (check --strict) */
 };
 
 /* Check one file's contents; rows are appended to rows (a JSON array the
@@ -49,6 +64,11 @@ struct wh_check_stats {
  * wh_err means out of memory only. */
 WH_NODISCARD enum wh_err wh_check_text(const char *file, const char *text, size_t len, cJSON *rows,
                                        struct wh_check_stats *st, char *errbuf);
+
+/* wh_check_text with options (opts may be NULL: all off). */
+WH_NODISCARD enum wh_err wh_check_text_opts(const char *file, const char *text, size_t len,
+                                            const struct wh_check_opts *opts, cJSON *rows,
+                                            struct wh_check_stats *st, char *errbuf);
 
 /* Append one "error" row for a file that could not be read. */
 WH_NODISCARD enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st,

@@ -1,4 +1,4 @@
-/* cmd_check.c: `tpu-webhook check [--output table|json] PATH...`.
+/* cmd_check.c: `tpu-webhook check [--output table|json] [--strict] PATH...`.
  *
  * For CI: validates every RayCluster / RayJob / RayService (and TPU Job /
  * JobSet / LeaderWorkerSet) found in the given files and directories (recursing into *.yaml, *.yml, *.json) with
@@ -23,7 +23,7 @@
 #define CHECK_OUTPUT_MAX ((size_t)64 * 1024 * 1024)
 
 static const char usage_head[] =
-    "usage: tpu-webhook check [--output table|json] PATH...\n"
+    "usage: tpu-webhook check [--output table|json] [--strict] PATH...\n"
     "\n"
     "Validates every RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
     "(spec.rayClusterConfig) in the given files and directories (directories\n"
@@ -36,13 +36,19 @@ static const char usage_head[] =
     "Other kinds in the files are ignored. Under a Helm chart found in a directory\n"
     "(a folder with Chart.yaml), templates and files that do not parse are\n"
     "skipped, with one note on stderr (check `helm template` output instead).\n"
+    "A file with no Kubernetes object (no apiVersion and kind: a values file)\n"
+    "is listed as not checked. --strict also reports unknown fields, kinds and\n"
+    "versions of the core v1, batch, ray.io, jobset.x-k8s.io and\n"
+    "leaderworkerset.x-k8s.io groups, from their OpenAPI schemas (docs/cli.md).\n"
     "\n"
     "Exit status: 0 nothing would be rejected; 1 a group would be rejected or a\n"
-    "file could not be read or parsed; 2 a bad option.\n"
+    "file could not be read or parsed, or (--strict) a strict finding or a file\n"
+    "not checked; 2 a bad option.\n"
     "\n"
     "flags:\n";
 
 struct walk {
+    struct wh_check_opts opts;
     cJSON *rows;
     struct wh_check_stats st;
     char errbuf[WH_ERRBUF_LEN];
@@ -67,18 +73,21 @@ static bool manifest_name(const char *name)
 }
 
 /* A file of a chart (chart: its folder) that is a template (not read), or
- * that does not parse: counted as skipped instead of checked. rows_before
- * and before are the rows and counts as they were before this file. */
+ * that does not parse: counted as skipped instead of checked. A chart's own
+ * files that hold no object (Chart.yaml, values.yaml) are dropped without
+ * a count: the note names the chart. rows_before and before are the rows
+ * and counts as they were before this file. */
 static bool skip_chart_file(struct walk *w, const char *chart, bool tmpl, size_t rows_before,
                             const struct wh_check_stats *before)
 {
-    if (!tmpl && w->st.errors == before->errors)
+    bool skipped = tmpl || w->st.errors != before->errors;
+    if (!skipped && w->st.unchecked == before->unchecked)
         return false;
     /* The rows the failed parse added go, and only they. */
     while ((size_t)cJSON_GetArraySize(w->rows) > rows_before)
         cJSON_DeleteItemFromArray(w->rows, cJSON_GetArraySize(w->rows) - 1);
     w->st = *before;
-    if (!w->skipped++)
+    if (skipped && !w->skipped++)
         snprintf(w->chart, sizeof(w->chart), "%s", chart);
     return true;
 }
@@ -101,8 +110,8 @@ static void check_file(struct walk *w, const char *path, const char *chart)
         size_t rows_before = (size_t)cJSON_GetArraySize(w->rows);
         bool tmpl = chart && memmem(wh_buf_ptr(&text), wh_buf_len(&text), "{{", 2);
         if (!tmpl)
-            err = wh_check_text(name, wh_buf_ptr(&text), wh_buf_len(&text), w->rows, &w->st,
-                                w->errbuf);
+            err = wh_check_text_opts(name, wh_buf_ptr(&text), wh_buf_len(&text), &w->opts, w->rows,
+                                     &w->st, w->errbuf);
         if (!err && chart)
             skip_chart_file(w, chart, tmpl, rows_before, &before);
     }
@@ -219,6 +228,13 @@ static void walk_path(struct walk *w, const char *path, int depth, bool explicit
         check_file(w, path, explicit ? NULL : chart);
 }
 
+/* Does the run fail (exit 1)? Strict findings and files not checked only
+ * under --strict. */
+static bool failed(const struct walk *w)
+{
+    return w->st.rejected || w->st.errors || (w->opts.strict && (w->st.strict || w->st.unchecked));
+}
+
 /* The --output json report: the counts, ok, and the rows, which it takes
  * from w (w->rows is NULL after the call, whatever it returns). */
 static enum wh_err json_report(struct walk *w, struct wh_buf *out)
@@ -230,7 +246,9 @@ static enum wh_err json_report(struct walk *w, struct wh_buf *out)
         wh_json_set(report, "objects", cJSON_CreateNumber((double)w->st.objects)) ||
         wh_json_set(report, "rejected", cJSON_CreateNumber((double)w->st.rejected)) ||
         wh_json_set(report, "errors", cJSON_CreateNumber((double)w->st.errors)) ||
-        wh_json_set(report, "ok", cJSON_CreateBool(!w->st.rejected && !w->st.errors))) {
+        wh_json_set(report, "strict", cJSON_CreateNumber((double)w->st.strict)) ||
+        wh_json_set(report, "notChecked", cJSON_CreateNumber((double)w->st.unchecked)) ||
+        wh_json_set(report, "ok", cJSON_CreateBool(!failed(w)))) {
         cJSON_Delete(report);
         cJSON_Delete(rows);
         return WH_ERR_NOMEM;
@@ -251,10 +269,14 @@ static enum wh_err json_report(struct walk *w, struct wh_buf *out)
 int wh_cmd_check(int argc, char **argv)
 {
     const char *output = NULL;
+    bool strict = false;
     struct wh_flag flags[] = {
         {"output", WH_FLAG_STR, &output, 0, 0,
          "table: aligned table (default); json: a JSON report (-o for short)", false},
         {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        {"strict", WH_FLAG_BOOL, &strict, 0, 0,
+         "also report unknown fields, kinds and versions; fail on them and on files not checked",
+         false},
     };
     struct wh_flags_args paths = {.name = "PATH",
                                   .min = 1,
@@ -272,7 +294,7 @@ int wh_cmd_check(int argc, char **argv)
         return 2;
     }
     bool json = output && !strcmp(output, "json");
-    struct walk w = {0};
+    struct walk w = {.opts.strict = strict};
     struct wh_buf out;
     wh_buf_init(&out, CHECK_OUTPUT_MAX);
     int rc = 2;
@@ -298,7 +320,7 @@ int wh_cmd_check(int argc, char **argv)
                 "manifests), the first chart %s; to check a chart, check what it renders: "
                 "helm template ... | tpu-webhook check -\n",
                 w.skipped, w.chart);
-    rc = fflush(stdout) ? 2 : (w.st.rejected || w.st.errors) ? 1 : 0;
+    rc = fflush(stdout) ? 2 : failed(&w) ? 1 : 0;
 out:
     cJSON_Delete(w.rows);
     wh_buf_free(&out);
