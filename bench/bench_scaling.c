@@ -22,6 +22,12 @@
  *  - render state: n worker pods in groups of 8 added to the in-memory
  *    state (wh_memstate, what render and the CLI use) and, after each, its
  *    group's pods visited, as the next pod's mutation does.
+ *  - validate-workload: n TPU nodes (pools of 16) and a JobSet of n/4
+ *    replicated jobs whose templates name only their node pool
+ *    (/validate-workload reads each pool's accelerator and topology from
+ *    its nodes, issue 35 item 3), timed twice: with the pools looked up
+ *    in the index of nodes by label (after), and with the state's index
+ *    taken away so that each lookup walks the nodes (before: ~16).
  *
  * A benchmark, not a test: it prints figures and fails only when a case
  * does not get the expected answer.
@@ -35,12 +41,15 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/buf.h"    /* wh_buf_* */
-#include "wh/check.h"  /* wh_check_text */
-#include "wh/doctor.h" /* wh_doctor_run */
-#include "wh/json.h"   /* wh_json_* */
-#include "wh/state.h"  /* wh_memstate_* */
-#include "store.h"     /* wh_store_* (the kube room's, private) */
+#include "wh/buf.h"               /* wh_buf_* */
+#include "wh/check.h"             /* wh_check_text */
+#include "wh/decision.h"          /* wh_decision_* */
+#include "wh/doctor.h"            /* wh_doctor_run */
+#include "wh/json.h"              /* wh_json_* */
+#include "wh/review.h"            /* wh_review_of_request */
+#include "wh/state.h"             /* wh_memstate_* */
+#include "wh/workload_validate.h" /* wh_validate_workload */
+#include "store.h"                /* wh_store_* (the kube room's, private) */
 
 #include "benchutil.h" /* wh_bench_cpu_ms, wh_bench_cmp_double, wh_bench_die */
 
@@ -231,6 +240,81 @@ static double render_state(int n)
     return t;
 }
 
+/* ---- validate-workload --------------------------------------------------- */
+
+/* A JobSet request of n_rj replicated jobs, each a 16-host slice whose
+ * template names only its node pool (the last pools first, so that a walk
+ * goes far). */
+static cJSON *pool_jobset(int n_rj, int n_pools)
+{
+    struct wh_buf b;
+    wh_buf_init(&b, (size_t)256 << 20);
+    enum wh_err err =
+        wh_buf_add(&b,
+                   "{\"uid\":\"u\",\"kind\":{\"group\":\"jobset.x-k8s.io\",\"version\":\"v1alpha2\","
+                   "\"kind\":\"JobSet\"},\"namespace\":\"default\",\"operation\":\"CREATE\","
+                   "\"object\":{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\","
+                   "\"metadata\":{\"name\":\"js\",\"namespace\":\"default\"},\"spec\":{"
+                   "\"replicatedJobs\":[");
+    for (int i = 0; !err && i < n_rj; i++)
+        err = wh_buf_addf(&b,
+                          "%s{\"name\":\"rj-%d\",\"replicas\":1,\"template\":{\"spec\":{"
+                          "\"parallelism\":16,\"completions\":16,\"completionMode\":"
+                          "\"Indexed\",\"template\":{\"spec\":{\"nodeSelector\":{"
+                          "\"cloud.google.com/gke-nodepool\":\"pool-%d\"},\"containers\":[{"
+                          "\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":"
+                          "\"4\"}}}]}}}}}",
+                          i ? "," : "", i, n_pools - 1 - i % n_pools);
+    if (!err)
+        err = wh_buf_add(&b, "]}}}");
+    cJSON *j = err ? NULL : cJSON_ParseWithLength(wh_buf_ptr(&b), wh_buf_len(&b));
+    wh_buf_free(&b);
+    if (!j)
+        wh_bench_die("cannot build the JobSet");
+    return j;
+}
+
+static double workload(int n, bool walk)
+{
+    cJSON *nodes = node_list(n), *req = pool_jobset(n / 4, n / 16);
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_review *rv = NULL;
+    char errbuf[WH_ERRBUF_LEN];
+    size_t added = 0;
+    if (!ms || wh_memstate_add_nodes(ms, nodes, &added, errbuf) || added != (size_t)n ||
+        wh_review_of_request(req, &rv))
+        wh_bench_die("validate-workload: cannot build the state or the review");
+    struct wh_state st = wh_memstate_view(ms);
+    struct wh_state_ops walk_ops = *st.ops;
+    walk_ops.each_node_with = NULL; /* what /validate-workload did before */
+    if (walk)
+        st.ops = &walk_ops;
+    struct wh_decision d;
+    wh_decision_init(&d);
+    double t0 = wh_bench_cpu_ms();
+    if (wh_validate_workload(rv, &st, &d, errbuf))
+        wh_bench_die(errbuf);
+    double t = wh_bench_cpu_ms() - t0;
+    if (!d.allowed)
+        wh_bench_die("validate-workload: a JobSet that its pools fit was denied");
+    wh_decision_free(&d);
+    wh_review_free(rv);
+    wh_memstate_free(ms);
+    cJSON_Delete(req);
+    cJSON_Delete(nodes);
+    return t;
+}
+
+static double workload_index(int n)
+{
+    return workload(n, false);
+}
+
+static double workload_walk(int n)
+{
+    return workload(n, true);
+}
+
 /* ---- driver -------------------------------------------------------------- */
 
 /* One run in a child process of its own: a fresh heap, so that what the
@@ -284,6 +368,8 @@ int main(int argc, char **argv)
         {"check: RayCluster of n denied groups", check, 1000},
         {"doctor: n nodes, n/4 pending selectors", doctor, 4000},
         {"render state: n pods, groups of 8", render_state, 2000},
+        {"validate-workload: n nodes, index", workload_index, 4000},
+        {"validate-workload: n nodes, walk (before)", workload_walk, 4000},
     };
     printf("wh-bench-scaling: CPU ms, median of %d runs; 4n/n is ~4 when linear, ~16 when "
            "quadratic\n",

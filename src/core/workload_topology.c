@@ -34,6 +34,12 @@ enum wh_err wh_pool_tpu_read(const struct wh_state *st, const char *pool, struct
     if (!pool || !*pool || !st || !st->ops || !st->ops->each_node)
         return WH_OK;
     struct pool_scan ps = {.pool = pool, .out = out};
+    /* Looked up in the index of nodes by label when the state has one: a
+     * walk per template costs templates x nodes (a JobSet of thousands of
+     * replicated jobs over 20,000 nodes took seconds of a serving thread). */
+    const char *const pairs[2] = {WH_KEY_NODEPOOL, pool};
+    if (st->ops->each_node_with)
+        return st->ops->each_node_with(st->impl, pairs, 1, pool_node, &ps, errbuf);
     return st->ops->each_node(st->impl, pool_node, &ps, errbuf);
 }
 

@@ -176,6 +176,33 @@ static void test_state_failure(void **unused)
     wh_decision_free(&d);
 }
 
+/* Linear /validate-workload (issue 35 item 3): a template naming only its
+ * node pool is read through the state's index of nodes by label
+ * (each_node_with), never by a walk over every node; the answer is the
+ * same as the walk's. */
+static void test_pool_read_through_the_index(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    assert_non_null(ms);
+    char errbuf[WH_ERRBUF_LEN];
+    cJSON *n = wh_test_parse(NODE("tpu-v5p-slice"));
+    size_t added = 0;
+    assert_int_equal(wh_memstate_add_nodes(ms, n, &added, errbuf), WH_OK);
+    cJSON_Delete(n);
+    struct wh_state st = wh_memstate_view(ms);
+    struct wh_state_ops ops = *st.ops;
+    ops.each_node = failing_each_node; /* a walk is an error */
+    state_error = WH_ERR_INVALID;
+    struct wh_state indexed = {.ops = &ops, .impl = st.impl};
+    struct wh_decision d;
+    assert_int_equal(judge_st(JOBSET("1", "", ""), &indexed, &d, errbuf), WH_OK);
+    assert_false(d.allowed);
+    assert_true(says(&d, "parallelism is 1, expected 2 (topology 2x2x2"));
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_pool_nodes_tell_the_generation),
         cmocka_unit_test(test_pool_nodes_tell_the_topology),
         cmocka_unit_test(test_state_failure),
+        cmocka_unit_test(test_pool_read_through_the_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,11 +22,13 @@ WH_NODISCARD enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_st
 
 /* What the TPU nodes of node pool `pool` say (step 3 of docs/workloads.md):
  * the accelerator and topology labels of the first of its TPU nodes that
- * st->ops->each_node visits, each "" when unknown (no such node, st NULL, or
- * a node without the label). The one reading of a pool: the pod path above
- * and the template rule of /validate-workload (workload_validate.c) both
- * use it, so a template is judged on the generation its pods get. Errors
- * only from the state callback (errbuf). */
+ * the state visits, each "" when unknown (no such node, st NULL, or
+ * a node without the label), found through st->ops->each_node_with (the
+ * index of nodes by label) when the state has it, so that a request's
+ * lookups cost its templates, not templates x nodes. The one reading of a
+ * pool: the pod path above and the template rule of /validate-workload
+ * (workload_validate.c) both use it, so a template is judged on the
+ * generation its pods get. Errors only from the state callback (errbuf). */
 struct wh_pool_tpu {
     char accel[96], topology[64];
 };
