@@ -32,6 +32,7 @@
 #include "wh/podspec.h"   /* wh_meta_*, wh_env_lookup, WH_* keys */
 #include "wh/render.h"    /* wh_render_admit_pod */
 #include "wh/state.h"     /* wh_memstate_* */
+#include "wh/term.h"      /* wh_term_escape, wh_term_escaped_len */
 #include "wh/topology.h"  /* wh_topology_*, wh_is_tpu7x */
 #include "wh/tpuenv.h"    /* wh_tpu_containers_*, wh_tpu_worker_id */
 
@@ -1648,6 +1649,52 @@ static enum wh_err read_pods(struct doc *d, const cJSON *items)
     return err;
 }
 
+/* Delete every member of obj but the keys given. */
+static void keep_only(cJSON *obj, const char *const *keys, size_t n)
+{
+    for (cJSON *m = cJSON_IsObject(obj) ? obj->child : NULL, *next; m; m = next) {
+        next = m->next;
+        bool keep = false;
+        for (size_t i = 0; i < n && !keep; i++)
+            keep = m->string && !strcmp(m->string, keys[i]);
+        if (!keep)
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, m));
+    }
+}
+
+bool wh_doctor_keep(enum wh_doctor_list which, cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!cJSON_IsObject(obj) || !cJSON_IsObject(meta))
+        return true;                /* wh_doctor_run names it */
+    if (which == WH_DOCTOR_NODES) { /* node rules and the engine: name and labels */
+        static const char *const node_meta[] = {"name", "labels"};
+        static const char *const node[] = {"kind", "metadata"};
+        keep_only(meta, node_meta, 2);
+        keep_only(obj, node, 2);
+        return true;
+    }
+    /* Who last wrote which field: often half an object, never read. */
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
+    if (which == WH_DOCTOR_SERVICES) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        return true;
+    }
+    struct dpod p = {.obj = obj, .spec = wh_json_get(obj, "spec")};
+    char eb[WH_ERRBUF_LEN];
+    enum wh_err err = read_containers(&p, eb);
+    free(p.c);
+    if (!err && !(p.n_tpu > 0 && live(obj)))
+        return false; /* not a live TPU pod: no rule reads it (read_pods) */
+    /* Of the status, rules read the phase; kubectl apply's copy of the
+     * manifest is read by nothing either. */
+    static const char *const status[] = {"phase"};
+    keep_only(cJSON_GetObjectItemCaseSensitive(obj, "status"), status, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+                                            "kubectl.kubernetes.io/last-applied-configuration");
+    return true;
+}
+
 /* ---- judging and the report ------------------------------------------------ */
 
 static enum wh_err judge(struct doc *d, const struct wh_state *st, bool no_drift)
@@ -1807,14 +1854,43 @@ bool wh_doctor_ok(const cJSON *report)
 
 /* ---- the table ------------------------------------------------------------- */
 
+/* Widest value of key among the slices as the table shows it (escaped),
+ * between min and 60. */
 static int width(const cJSON *slices, const char *key, int min)
 {
     int w = min;
     for (const cJSON *s = slices ? slices->child : NULL; s; s = s->next) {
-        int l = (int)strlen(wh_json_str0(s, key));
-        w = l > w ? (l > 60 ? 60 : l) : w;
+        const char *v = wh_json_str0(s, key);
+        size_t l = wh_term_escaped_len(v, strlen(v));
+        w = (int)l > w ? (l > 60 ? 60 : (int)l) : w;
     }
     return w;
+}
+
+/* A value from the cluster, escaped (term.h: a pod's name or env value must
+ * not drive the reader's terminal), then padded to pad bytes. */
+static enum wh_err cell(struct wh_buf *out, const char *v, int pad)
+{
+    size_t before = wh_buf_len(out);
+    enum wh_err err = wh_term_escape(out, v, strlen(v));
+    for (size_t l = wh_buf_len(out) - before; !err && (int)l < pad; l++)
+        err = wh_buf_addc(out, ' ');
+    return err;
+}
+
+/* Text around escaped values: each %s of fmt is the next value of vals. */
+static enum wh_err line(struct wh_buf *out, const char *fmt, const char *const *vals)
+{
+    enum wh_err err = WH_OK;
+    for (const char *f = fmt; *f && !err; f++) {
+        if (f[0] == '%' && f[1] == 's') {
+            err = cell(out, *vals++, 0);
+            f++;
+        } else {
+            err = wh_buf_addc(out, *f);
+        }
+    }
+    return err;
 }
 
 static enum wh_err problem_lines(const cJSON *s, struct wh_buf *out)
@@ -1823,12 +1899,18 @@ static enum wh_err problem_lines(const cJSON *s, struct wh_buf *out)
     const cJSON *pr = wh_json_get(s, "problems");
     for (const cJSON *p = pr ? pr->child : NULL; p && !err; p = p->next) {
         const char *pod = wh_json_str0(p, "pod");
-        err = wh_buf_addf(out, "%s %s %s/%s: [%s] %s%s%s%s holds %s, should hold %s; fix: %s\n",
-                          strcmp(wh_json_str0(p, "severity"), "error") ? "warning:" : "error:",
-                          wh_json_str0(s, "kind"), wh_json_str0(s, "namespace"),
-                          wh_json_str0(s, "name"), wh_json_str0(p, "problem"), *pod ? "pod " : "",
-                          pod, *pod ? ": " : "", wh_json_str0(p, "field"), wh_json_str0(p, "holds"),
-                          wh_json_str0(p, "expected"), wh_json_str0(p, "fix"));
+        err = wh_buf_add(out,
+                         strcmp(wh_json_str0(p, "severity"), "error") ? "warning: " : "error: ");
+        const char *const v[] = {wh_json_str0(s, "kind"), wh_json_str0(s, "namespace"),
+                                 wh_json_str0(s, "name"), wh_json_str0(p, "problem")};
+        if (!err)
+            err = line(out, "%s %s/%s: [%s] ", v);
+        if (!err && *pod)
+            err = line(out, "pod %s: ", (const char *const[]){pod});
+        const char *const w[] = {wh_json_str0(p, "field"), wh_json_str0(p, "holds"),
+                                 wh_json_str0(p, "expected"), wh_json_str0(p, "fix")};
+        if (!err)
+            err = line(out, "%s holds %s, should hold %s; fix: %s\n", w);
     }
     return err;
 }
@@ -1848,18 +1930,31 @@ enum wh_err wh_doctor_table(const cJSON *report, struct wh_buf *out)
             snprintf(hosts, sizeof(hosts), "%.0f/?", n);
         else
             snprintf(hosts, sizeof(hosts), "%.0f/%.0f", n, e);
-        err = wh_buf_addf(out, "%-*s  %-*s  %-*s  %-7s  %-7s  %d\n", wn,
-                          wh_json_str0(s, "namespace"), wk, wh_json_str0(s, "kind"), ws,
-                          wh_json_str0(s, "name"), hosts, wh_json_str0(s, "status"),
-                          cJSON_GetArraySize(wh_json_get(s, "problems")));
+        err = cell(out, wh_json_str0(s, "namespace"), wn);
+        if (!err)
+            err = wh_buf_add(out, "  ");
+        if (!err)
+            err = cell(out, wh_json_str0(s, "kind"), wk);
+        if (!err)
+            err = wh_buf_add(out, "  ");
+        if (!err)
+            err = cell(out, wh_json_str0(s, "name"), ws);
+        if (!err)
+            err = wh_buf_addf(out, "  %-7s  ", hosts);
+        if (!err)
+            err = cell(out, wh_json_str0(s, "status"), 7);
+        if (!err)
+            err = wh_buf_addf(out, "  %d\n", cJSON_GetArraySize(wh_json_get(s, "problems")));
     }
     if (!err && slices && slices->child)
         err = wh_buf_addc(out, '\n');
     for (const cJSON *s = slices ? slices->child : NULL; s && !err; s = s->next)
         err = problem_lines(s, out);
     const cJSON *notes = wh_json_get(report, "notes");
-    for (const cJSON *nt = notes ? notes->child : NULL; nt && !err; nt = nt->next)
-        err = wh_buf_addf(out, "note: %s\n", cJSON_GetStringValue(nt));
+    for (const cJSON *nt = notes ? notes->child : NULL; nt && !err; nt = nt->next) {
+        const char *text = cJSON_GetStringValue(nt);
+        err = line(out, "note: %s\n", (const char *const[]){text ? text : ""});
+    }
     if (!err)
         err = wh_buf_addf(out, "%.0f TPU pods in %d slices: %.0f ok, %.0f warning, %.0f broken\n",
                           cJSON_GetNumberValue(wh_json_get(report, "pods")),

@@ -3,9 +3,9 @@
 10,000 TPU pods in 1,000 slices (Indexed Jobs of 10 v5p hosts, rendered by
 `tpu-webhook render` as the Job controller and the webhook make them), one of
 them broken. Checks the answer (exactly that slice and pod, exit 1), that
-doctor made a single LIST per resource (the fake counts LISTs by path), the
-namespaced paths of -n, and prints the time doctor took (a figure, not an
-assertion: the machine is shared).
+doctor listed each resource in pages of 500 (the fake counts LIST requests
+by path: one per page), the namespaced paths of -n, and prints the time
+doctor took (a figure, not an assertion: the machine is shared).
 
 Usage: test_doctor_cluster.py BINARY"""
 import json
@@ -22,6 +22,7 @@ import fakeapi  # noqa: E402  (the fake API server, its kubeconfig)
 BINARY = None
 TOKEN = "doctor-token"
 SLICES, HOSTS = 1000, 10
+PAGE = 500  # doctor's page size (kubectl's and client-go's)
 JOB = """apiVersion: batch/v1
 kind: Job
 metadata: {name: sj0000, namespace: team}
@@ -42,6 +43,12 @@ spec:
         image: IMAGE
         resources: {limits: {google.com/tpu: 4}}
 """
+
+
+def pages(n):
+    """The LIST requests of n objects in pages of PAGE (the last page's
+    continue token is empty; an empty collection is one page)."""
+    return max(1, -(-n // PAGE))
 
 
 def control(port, what, body):
@@ -134,14 +141,17 @@ class Cluster(unittest.TestCase):
         found = [(pr["problem"], pr["pod"]) for pr in broken[0]["problems"]]
         self.assertIn(("duplicate-worker-id", self.bad_pod), found)
         self.assertTrue(all(pod == self.bad_pod for _, pod in found), found)
-        self.assertEqual(lists, {"/api/v1/pods": 1, "/api/v1/nodes": 1, "/api/v1/services": 1})
+        self.assertEqual(lists, {"/api/v1/pods": pages(SLICES * HOSTS + HOSTS),
+                                 "/api/v1/nodes": pages(SLICES * HOSTS + HOSTS),
+                                 "/api/v1/services": pages(SLICES + 1)})
 
     def test_one_namespace(self):
         p, _, lists = self.run_doctor("-n", "other")
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         rep = json.loads(p.stdout)
         self.assertEqual([s["name"] for s in rep["slices"]], ["elsewhere"])
-        self.assertEqual(lists, {"/api/v1/namespaces/other/pods": 1, "/api/v1/nodes": 1,
+        self.assertEqual(lists, {"/api/v1/namespaces/other/pods": 1,
+                                 "/api/v1/nodes": pages(SLICES * HOSTS + HOSTS),
                                  "/api/v1/namespaces/other/services": 1})
 
     def test_selector_and_refused_token(self):

@@ -46,6 +46,17 @@ leaderworkersets/NAME (404 when absent; faults and the gate apply, "only":
 Fault kinds also include "403" (Forbidden, as RBAC answers a missing rule)
 and "404" (NotFound).
 
+LISTs for doctor's scale and hostility tests: POST /_control/expire_continue
+{"count": N} answers the next N LIST requests that carry a continue token
+410 Expired (as the API server does once it compacted the list's snapshot);
+/_control/list_error {"code": 503, "body": "text", "count": N} answers the
+next N LISTs with that status and raw body (text/plain, as a proxy would);
+/_control/filler {"count": 100000, "bytes": 1500} adds that many virtual
+non-TPU pods of about that size (namespace "filler", label app=filler)
+after the real ones in every pod LIST, generated as they are sent, so that a
+big cluster costs the fake no memory. A LIST is written in pieces with its
+Content-Length computed first, paged or not.
+
 A control plane under /_control/ (no auth) lets tests change objects,
 rotate the accepted tokens, compact history, cut open watches and read
 counters. SIGTERM saves the state (--state) and exits at once, dropping
@@ -90,6 +101,9 @@ class State:
         self.stalled = False     # open watches go silent (a half-dead connection)
         self.watch_error_html = False  # ... answered as a proxy's HTML page instead
         self.watch_error = 0     # non-zero: every new watch gets an ERROR event with this code
+        self.expire_continue = 0  # LISTs with a continue token still to answer 410
+        self.list_error = {}     # see /_control/list_error
+        self.filler = {"count": 0, "bytes": 0}  # see /_control/filler
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
                       "faults": 0, "held": 0, "list_paths": {}, "raycluster_gets": 0,
@@ -199,6 +213,20 @@ def gen_pods(n, hosts=16):
                                      "resources": {"limits": {"google.com/tpu": "4"}},
                                      "env": [{"name": "TPU_WORKER_ID", "value": str(h)}]}]}})
     return out
+
+
+def filler_pod(i, size):
+    """Virtual pod i of /_control/filler as JSON bytes: a CPU pod, padded by
+    an annotation to about size bytes (every one the same length)."""
+    pod = {"metadata": {"name": "filler-%08d" % i, "namespace": "filler",
+                        "uid": "filler-uid-%08d" % i, "labels": {"app": "filler"},
+                        "annotations": {"pad": ""}},
+           "spec": {"containers": [{"name": "app", "image": "registry.example/app:1",
+                                    "resources": {"requests": {"cpu": "100m"}}}]},
+           "status": {"phase": "Running"}}
+    text = json.dumps(pod).encode()
+    pad = b"x" * max(0, size - len(text))
+    return text.replace(b'"pad": ""', b'"pad": "' + pad + b'"')
 
 
 STATE = State()
@@ -480,6 +508,13 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.watch_error_html = bool((body or {}).get("html"))
             elif parts[0] == "hold":
                 STATE.hold = dict(body or {})
+            elif parts[0] == "expire_continue":
+                STATE.expire_continue = int((body or {}).get("count") or 0)
+            elif parts[0] == "list_error":
+                STATE.list_error = dict(body or {})
+            elif parts[0] == "filler":
+                STATE.filler = {"count": int((body or {}).get("count") or 0),
+                                "bytes": int((body or {}).get("bytes") or 0)}
             elif parts[0] == "faults":
                 STATE.faults = dict(body or {})
             elif parts[0] == "tokens":
@@ -572,14 +607,27 @@ class Handler(BaseHTTPRequestHandler):
         start = 0
         with STATE.cv:
             STATE.stats["lists"] += 1
+            err = STATE.list_error
+            if err.get("count"):
+                err["count"] -= 1
+                self.send_raw(int(err.get("code") or 500), "text/plain",
+                              [err.get("body", "").encode("utf-8", "surrogateescape")])
+                return
             if q.get("continue"):
                 list_rv, start = map(int, q["continue"].split(":"))
-                if list_rv < STATE.min_rv - 1:
+                if list_rv < STATE.min_rv - 1 or STATE.expire_continue:
+                    STATE.expire_continue = max(0, STATE.expire_continue - 1)
                     STATE.stats["gone"] += 1
-                    self.status(410, "Expired", "The provided continue parameter is too old")
+                    self.status(410, "Expired", "The provided continue parameter is too old "
+                                "to display a consistent list result. You can start a new list "
+                                "without the continue parameter.")
                     return
             else:
                 list_rv = STATE.rv
+            fill = dict(STATE.filler) if kind == "pods" and ns in (None, "filler") else None
+            if fill and not matches(terms, {"metadata": {"labels": {"app": "filler"}}}):
+                fill = None
+            n_fill = fill["count"] if fill else 0
             # One snapshot per paged LIST, so pages are consistent and cheap.
             snap_key = (kind, list_rv, q.get("labelSelector"), ns)
             items = SNAPSHOTS.get(snap_key)
@@ -588,16 +636,53 @@ class Handler(BaseHTTPRequestHandler):
                 items = [STATE.objs[kind][k] for k in keys]
                 items = [o for o in items if matches(terms, o) and
                          (ns is None or o["metadata"].get("namespace") == ns)]
-                if limit and len(items) > limit:
+                if limit and len(items) + n_fill > limit:
                     SNAPSHOTS.clear()
                     SNAPSHOTS[snap_key] = items
-        page = items[start:start + limit] if limit else items[start:]
+        total = len(items) + n_fill
+        end = min(start + limit, total) if limit else total
         meta = {"resourceVersion": str(list_rv)}
-        if limit and start + limit < len(items):
-            meta["continue"] = "%d:%d" % (list_rv, start + limit)
-        self.send_json(200, {"kind": {"pods": "PodList", "nodes": "NodeList",
-                                      "services": "ServiceList"}[kind],
-                             "apiVersion": "v1", "metadata": meta, "items": page})
+        if end < total:
+            meta["continue"] = "%d:%d" % (list_rv, end)
+        head = ('{"kind": "%s", "apiVersion": "v1", "metadata": %s, "items": ['
+                % ({"pods": "PodList", "nodes": "NodeList", "services": "ServiceList"}[kind],
+                   json.dumps(meta))).encode()
+        real = [json.dumps(o).encode() for o in items[start:min(end, len(items))]]
+        fills = range(max(start, len(items)) - len(items), end - len(items))
+        fill_len = len(filler_pod(0, fill["bytes"])) if fill else 0
+        count = len(real) + len(fills)
+
+        def pieces():
+            yield head
+            for i, r in enumerate(real):
+                yield (b"," if i else b"") + r
+            batch = []
+            for j, i in enumerate(fills):
+                batch.append((b"," if real or j else b"") + filler_pod(i, fill["bytes"]))
+                if len(batch) == 256:
+                    yield b"".join(batch)
+                    batch = []
+            if batch:
+                yield b"".join(batch)
+            yield b"]}"
+        length = (len(head) + sum(len(r) for r in real) + len(fills) * fill_len
+                  + max(0, count - 1) + 2)
+        self.send_raw(200, "application/json", pieces(), length)
+
+    def send_raw(self, code, ctype, pieces, length=None):
+        """An answer written piece by piece (pieces: bytes), its length known."""
+        if length is None:
+            pieces = list(pieces)
+            length = sum(len(x) for x in pieces)
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        try:
+            for x in pieces:
+                self.wfile.write(x)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            self.close_connection = True
 
     def watch(self, kind, terms, q):
         rv = int(q.get("resourceVersion") or 0)

@@ -60,12 +60,24 @@ struct wh_doctor_input {
 WH_NODISCARD enum wh_err wh_doctor_run(const struct wh_doctor_input *in, cJSON **report,
                                        char *errbuf);
 
+/* What a caller that lists a big cluster keeps of each item (the paged
+ * LIST of doctor: memory grows with what the rules read, not with the
+ * cluster). For a pod, false when no rule reads it (not a live TPU pod:
+ * wh_doctor_run would skip it); else, and for nodes and services, true with
+ * obj trimmed in place to what the rules and the drift check read (a node's
+ * name and labels; no metadata.managedFields, of a pod's status only its
+ * phase, no kubectl last-applied annotation). An item that is not an
+ * object with metadata is kept as it is, for wh_doctor_run to name. */
+enum wh_doctor_list { WH_DOCTOR_PODS, WH_DOCTOR_NODES, WH_DOCTOR_SERVICES };
+bool wh_doctor_keep(enum wh_doctor_list which, cJSON *obj);
+
 /* True when every slice of the report can start (no "broken" slice). */
 bool wh_doctor_ok(const cJSON *report);
 
 /* Append the report as text: one row per slice (namespace, kind, name,
  * hosts present/expected, status, problem count), then one line per
- * problem, then the notes. */
+ * problem, then the notes. Every value from the input is escaped for a
+ * terminal (wh/term.h): no control byte of a name or env value reaches it. */
 WH_NODISCARD enum wh_err wh_doctor_table(const cJSON *report, struct wh_buf *out);
 
 /* Issue 24, item 3: the Service rules above (service-missing, -not-headless,

@@ -3,12 +3,15 @@
  *
  * Reads the pods, nodes and services from files (--pods, --nodes,
  * --services: `kubectl get -o json` Lists, JSON or YAML) or from the cluster
- * (one LIST each of pods, TPU nodes and services, read-only: the RBAC of
- * deploy/kustomize/components/doctor-rbac), judges every slice with
- * wh_doctor_run and prints a table or JSON. Exit: 0 every slice can start,
- * 1 one cannot, 2 bad input or a failed read. */
+ * (a paged LIST each of pods, TPU nodes and services, read-only: the RBAC of
+ * deploy/kustomize/components/doctor-rbac; each item as it arrives trimmed
+ * to what the rules read, wh_doctor_keep, so memory follows the TPU pods,
+ * not the cluster), judges every slice with wh_doctor_run and prints a table
+ * or JSON, every value escaped for the terminal (wh/term.h), errors too.
+ * Exit: 0 every slice can start, 1 one cannot, 2 bad input or a failed
+ * read. */
 #include <stdio.h>  /* fprintf, fwrite */
-#include <stdlib.h> /* getenv, free */
+#include <stdlib.h> /* getenv */
 #include <string.h> /* strcmp, strspn */
 
 #include "wh/buf.h"        /* wh_buf_* */
@@ -16,9 +19,11 @@
 #include "wh/doctor.h"     /* wh_doctor_* */
 #include "wh/fileio.h"     /* wh_read_file */
 #include "flags.h"         /* wh_flags_command, wh_flags_check_choice */
-#include "wh/json.h"       /* wh_json_parse, wh_json_print */
+#include "wh/json.h"       /* wh_json_parse, wh_json_write */
 #include "wh/kube.h"       /* wh_kube_* */
 #include "wh/kubeconfig.h" /* wh_kubeconfig_*, struct wh_kube_config */
+#include "wh/kubelist.h"   /* wh_kube_list */
+#include "wh/term.h"       /* wh_term_escape, wh_term_json */
 #include "wh/yaml.h"       /* wh_yaml_load_one */
 
 #define DOCTOR_FILE_MAX ((size_t)512 * 1024 * 1024)
@@ -37,8 +42,8 @@ static const char usage_head[] =
     "From files: --pods (and optionally --nodes, --services) as `kubectl get pods\n"
     "-o json` writes them (JSON or YAML); a rule whose list is not given is not\n"
     "judged. From the cluster (without --pods): the kubeconfig (--kubeconfig,\n"
-    "$KUBECONFIG, else the in-cluster configuration, else ~/.kube/config); one\n"
-    "LIST each of pods, TPU nodes and services, nothing written.\n"
+    "$KUBECONFIG, else the in-cluster configuration, else ~/.kube/config); a\n"
+    "paged LIST each of pods, TPU nodes and services, nothing written.\n"
     "\n"
     "Exit status: 0 every slice can start; 1 a slice cannot; 2 bad input.\n"
     "\n"
@@ -97,31 +102,56 @@ static enum wh_err kube_connect(const struct source *src, struct wh_kube **k, ch
     return WH_OK;
 }
 
-/* One LIST: GET the collection (no paging: one request per resource). */
-static enum wh_err list(struct wh_kube *k, const char *resource, const struct source *src,
+/* The items of one LIST that doctor keeps (wh_doctor_keep). */
+struct kept {
+    cJSON *items;
+    enum wh_doctor_list which;
+};
+
+static enum wh_err keep_item(void *arg, cJSON *item, char *errbuf)
+{
+    struct kept *k = arg;
+    if (!wh_doctor_keep(k->which, item)) {
+        cJSON_Delete(item);
+        return WH_OK;
+    }
+    enum wh_err err = wh_json_add(k->items, item);
+    return err ? wh_fail(errbuf, err, "out of memory keeping the listed objects") : WH_OK;
+}
+
+static void restart_items(void *arg)
+{
+    struct kept *k = arg;
+    while (k->items->child)
+        cJSON_Delete(cJSON_DetachItemViaPointer(k->items, k->items->child));
+}
+
+/* One paged LIST into *out (a JSON array of the kept items). */
+static enum wh_err list(struct wh_kube *k, enum wh_doctor_list which, const struct source *src,
                         const char *selector, cJSON **out, char *errbuf)
 {
+    static const char *const resources[] = {"pods", "nodes", "services"};
+    const char *resource = resources[which];
     char path[2400], ns[800] = "", sel[1200] = "";
     if (src->ns)
         wh_kube_escape(ns, sizeof(ns), src->ns);
     if (selector)
         wh_kube_escape(sel, sizeof(sel), selector);
-    bool cluster_scoped = !strcmp(resource, "nodes") || src->all || !src->ns;
+    bool cluster_scoped = which == WH_DOCTOR_NODES || src->all || !src->ns;
     snprintf(path, sizeof(path), "/api/v1/%s%s%s%s%s%s", cluster_scoped ? "" : "namespaces/",
              cluster_scoped ? "" : ns, cluster_scoped ? "" : "/", resource,
              selector ? "?labelSelector=" : "", sel);
-    struct wh_buf body;
-    wh_buf_init(&body, WH_KUBE_BODY_MAX);
-    long status = 0;
-    enum wh_err err = wh_kube_get(k, path, &body, &status, NULL, errbuf);
-    if (!err && status != 200)
-        err = wh_fail(errbuf, WH_ERR_HTTP, "LIST %s: HTTP %ld: %.300s", path, status,
-                      wh_buf_ptr(&body));
-    char eb[WH_ERRBUF_LEN];
-    if (!err && (err = wh_json_parse(wh_buf_ptr(&body), wh_buf_len(&body), out, eb)))
-        wh_fail(errbuf, err, "LIST %s: the answer is not JSON: %s", path, eb);
-    wh_buf_free(&body);
-    return err;
+    struct kept kept = {cJSON_CreateArray(), which};
+    if (!kept.items)
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    struct wh_kube_list_opts opts = {.on_item = keep_item, .on_restart = restart_items, .arg = &kept};
+    enum wh_err err = wh_kube_list(k, path, &opts, NULL, errbuf);
+    if (err) {
+        cJSON_Delete(kept.items);
+        return err;
+    }
+    *out = kept.items;
+    return WH_OK;
 }
 
 static enum wh_err from_cluster(const struct source *src, cJSON *lists[3], char *errbuf)
@@ -129,37 +159,53 @@ static enum wh_err from_cluster(const struct source *src, cJSON *lists[3], char 
     struct wh_kube *k = NULL;
     enum wh_err err = kube_connect(src, &k, errbuf);
     if (!err)
-        err = list(k, "pods", src, src->selector, &lists[0], errbuf);
+        err = list(k, WH_DOCTOR_PODS, src, src->selector, &lists[0], errbuf);
     if (!err)
-        err = list(k, "nodes", src, "cloud.google.com/gke-tpu-accelerator", &lists[1], errbuf);
+        err = list(k, WH_DOCTOR_NODES, src, "cloud.google.com/gke-tpu-accelerator", &lists[1],
+                   errbuf);
     if (!err)
-        err = list(k, "services", src, NULL, &lists[2], errbuf);
+        err = list(k, WH_DOCTOR_SERVICES, src, NULL, &lists[2], errbuf);
     wh_kube_free(k);
     return err;
+}
+
+/* An error on stderr, escaped: it may quote a file, a name or an API
+ * server's answer. */
+static void say_error(const char *errbuf, enum wh_err err)
+{
+    const char *msg = errbuf && errbuf[0] ? errbuf : wh_strerror(err);
+    struct wh_buf b;
+    wh_buf_init(&b, 64 * 1024);
+    if (wh_term_escape(&b, msg, strlen(msg)))
+        fprintf(stderr, "tpu-webhook doctor: %s\n", wh_strerror(err));
+    else
+        fprintf(stderr, "tpu-webhook doctor: %s\n", wh_buf_ptr(&b));
+    wh_buf_free(&b);
 }
 
 static int report(const struct wh_doctor_input *in, bool json)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
     cJSON *rep = NULL;
-    struct wh_buf out;
+    struct wh_buf out, text;
     wh_buf_init(&out, DOCTOR_OUTPUT_MAX);
+    wh_buf_init(&text, DOCTOR_OUTPUT_MAX);
     int rc = 2;
     enum wh_err err = wh_doctor_run(in, &rep, errbuf);
     if (err) {
-        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
+        say_error(errbuf, err);
         goto out;
     }
-    char *s = NULL;
-    if (json && !(err = wh_json_print(rep, &s)))
-        err = wh_buf_add(&out, s);
+    /* JSON: valid UTF-8 (wh_json_write), then DEL, C1 and the like as \u
+     * escapes, which cJSON's printer leaves raw. */
+    if (json && !(err = wh_json_write(&text, rep)))
+        err = wh_term_json(&out, wh_buf_ptr(&text), wh_buf_len(&text));
     if (json && !err)
         err = wh_buf_addc(&out, '\n');
-    free(s);
     if (!json)
         err = wh_doctor_table(rep, &out);
     if (err) {
-        fprintf(stderr, "tpu-webhook doctor: %s\n", wh_strerror(err));
+        say_error(NULL, err);
         goto out;
     }
     fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
@@ -167,6 +213,7 @@ static int report(const struct wh_doctor_input *in, bool json)
 out:
     cJSON_Delete(rep);
     wh_buf_free(&out);
+    wh_buf_free(&text);
     return rc;
 }
 
@@ -197,7 +244,7 @@ int wh_cmd_doctor(int argc, char **argv)
     static const char *const formats[] = {"table", "json"};
     char errbuf[WH_ERRBUF_LEN] = "";
     if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
-        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf);
+        say_error(errbuf, WH_ERR_INVALID);
         return 2;
     }
     if (!pods && (nodes || services)) {
@@ -221,7 +268,7 @@ int wh_cmd_doctor(int argc, char **argv)
     }
     int rc = 2;
     if (err) {
-        fprintf(stderr, "tpu-webhook doctor: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
+        say_error(errbuf, err);
     } else {
         struct wh_doctor_input in = {lists[0], lists[1], lists[2], false};
         rc = report(&in, output && !strcmp(output, "json"));

@@ -117,6 +117,8 @@ struct xfer {
     const atomic_bool *stop;
     /* plain GET */
     struct wh_buf *body;
+    /* GET handed over as it arrives (wh_kube_get_each) */
+    wh_kube_data_fn on_data;
     /* stream */
     CURL *h;
     struct wh_buf line;
@@ -153,6 +155,28 @@ static size_t get_write_cb(char *ptr, size_t size, size_t nmemb, void *p)
         x->too_big = true;
         return 0;
     }
+    return n;
+}
+
+/* wh_kube_get_each: a 2xx body goes to on_data piece by piece; any other
+ * body is kept in x->body as far as it fits (an error's first bytes are
+ * enough to say what it was). */
+static size_t each_write_cb(char *ptr, size_t size, size_t nmemb, void *p)
+{
+    struct xfer *x = p;
+    size_t n = size * nmemb;
+    long code = 0;
+    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200 && code < 300) {
+        if (x->on_data(x->arg, ptr, n)) {
+            x->stopped_by_callback = true;
+            return 0;
+        }
+        return n;
+    }
+    size_t room = x->body->max > wh_buf_len(x->body) ? x->body->max - wh_buf_len(x->body) : 0;
+    if (room && wh_buf_addn(x->body, ptr, n < room ? n : room))
+        return 0; /* out of memory */
     return n;
 }
 
@@ -356,7 +380,10 @@ static void set_request(CURL *h, bool stream, struct xfer *x, const char *url,
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream ? stream_write_cb : get_write_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION,
+                     stream       ? stream_write_cb
+                     : x->on_data ? each_write_cb
+                                  : get_write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 }
 
@@ -427,6 +454,14 @@ enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body
                         const atomic_bool *stop, char *errbuf)
 {
     struct xfer x = {.stop = stop, .body = body};
+    return transfer(k, path, false, &x, status, errbuf);
+}
+
+enum wh_err wh_kube_get_each(struct wh_kube *k, const char *path, wh_kube_data_fn on_data,
+                             void *arg, struct wh_buf *err_body, long *status,
+                             const atomic_bool *stop, char *errbuf)
+{
+    struct xfer x = {.stop = stop, .body = err_body, .on_data = on_data, .arg = arg};
     return transfer(k, path, false, &x, status, errbuf);
 }
 

@@ -43,6 +43,17 @@ void wh_kube_escape(char *dst, size_t cap, const char *s);
 WH_NODISCARD enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body,
                                      long *status, const atomic_bool *stop, char *errbuf);
 
+/* GET server + path, the body handed to on_data as it arrives (libcurl's
+ * pieces, already decompressed) when the status is 2xx; on_data returns
+ * non-zero to stop the transfer (WH_OK: the caller knows why it stopped).
+ * Any other status's body is appended to err_body up to its maximum, the
+ * rest dropped. Otherwise as wh_kube_get. */
+typedef int (*wh_kube_data_fn)(void *arg, const char *data, size_t len);
+WH_NODISCARD enum wh_err wh_kube_get_each(struct wh_kube *k, const char *path,
+                                          wh_kube_data_fn on_data, void *arg,
+                                          struct wh_buf *err_body, long *status,
+                                          const atomic_bool *stop, char *errbuf);
+
 /* Another request: method ("POST", "PUT", "DELETE", ...) with an optional
  * JSON body (body may be NULL), a whole-transfer timeout (timeout_ms > 0,
  * else the GET default) and the answer's status and Retry-After in *ans.
