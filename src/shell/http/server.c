@@ -141,7 +141,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     /* Mostly per-connection noise (failed handshakes, resets): --v=2. */
-    wh_log(WH_LOG_DEBUG, "mhd", "message", WH_F_STR, msg, (char *)NULL);
+    wh_log_msg(WH_LOG_DEBUG, "mhd", msg, (char *)NULL);
 }
 
 /* MHD's accept policy: once draining stops accepting, refuse. */

@@ -5,7 +5,7 @@
 #include <stdatomic.h> /* atomic_int */
 #include <time.h>      /* clock_gettime, gmtime_r */
 #include <unistd.h>    /* write */
-#include <string.h>    /* strlen */
+#include <string.h>    /* strcmp, strlen */
 
 #include "wh/buf.h" /* wh_buf */
 
@@ -72,8 +72,8 @@ static enum wh_err add_str(struct wh_buf *b, const char *s)
     return err;
 }
 
-/* The first reason/error/detail string among the fields, or NULL. */
-static const char *find_reason(va_list ap)
+/* The first string among the fields under key, or NULL. */
+static const char *find_str(va_list ap, const char *const keys[])
 {
     const char *key;
     while ((key = va_arg(ap, const char *)) != NULL) {
@@ -82,9 +82,9 @@ static const char *find_reason(va_list ap)
         case WH_F_STR:
         case WH_F_JSON: {
             const char *v = va_arg(ap, const char *);
-            if (type == WH_F_STR && v && *v &&
-                (!strcmp(key, "reason") || !strcmp(key, "error") || !strcmp(key, "detail")))
-                return v;
+            for (size_t i = 0; type == WH_F_STR && v && *v && keys[i]; i++)
+                if (!strcmp(key, keys[i]))
+                    return v;
             break;
         }
         case WH_F_INT: (void)va_arg(ap, long long); break;
@@ -95,6 +95,22 @@ static const char *find_reason(va_list ap)
     return NULL;
 }
 
+/* Whether reason already opens with the event in words ("claim failed: x"
+ * for claim_failed), so that the message does not say it twice. */
+static bool says_event(const char *event, const char *reason)
+{
+    size_t i = 0;
+    for (; event[i]; i++) {
+        char e = event[i] == '_' ? ' ' : event[i];
+        char r = reason[i];
+        if (r >= 'A' && r <= 'Z')
+            r = (char)(r - 'A' + 'a');
+        if (e != r)
+            return false;
+    }
+    return reason[i] == ':' || reason[i] == '\0';
+}
+
 /* "message":"...": the given text, else the event in words and the reason. */
 static enum wh_err add_message(struct wh_buf *b, const char *event, const char *message,
                                const char *reason)
@@ -102,9 +118,12 @@ static enum wh_err add_message(struct wh_buf *b, const char *event, const char *
     enum wh_err err = wh_buf_add(b, "\"message\":\"");
     if (!err && message)
         err = add_body(b, message);
-    for (const char *p = event; !err && !message && p && *p; p++)
+    bool said = reason && event && says_event(event, reason);
+    for (const char *p = event; !err && !message && !said && p && *p; p++)
         err = wh_buf_addc(b, *p == '_' ? ' ' : *p);
-    if (!err && !message && reason) {
+    if (!err && !message && said) {
+        err = add_body(b, reason);
+    } else if (!err && !message && reason) {
         err = wh_buf_add(b, ": ");
         if (!err)
             err = add_body(b, reason);
@@ -122,6 +141,10 @@ static enum wh_err add_fields(struct wh_buf *b, va_list ap)
     const char *key;
     while (!err && (key = va_arg(ap, const char *)) != NULL) {
         enum wh_log_type type = va_arg(ap, enum wh_log_type);
+        if (!strcmp(key, "message")) { /* it is the line's message (vlog) */
+            (void)va_arg(ap, const char *);
+            continue;
+        }
         err = wh_buf_addc(b, ',');
         if (!err)
             err = add_str(b, key);
@@ -156,11 +179,20 @@ static void vlog(enum wh_log_level level, const char *event, const char *message
         wh_buf_addf(&b, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ\",\"severity\":\"%s\",",
                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                     ts.tv_nsec / 1000, severity(level));
-    const char *reason = NULL;
+    /* A field named message is the message (a second "message" key would
+     * make the line a JSON object with a duplicate name). */
+    static const char *const message_key[] = {"message", NULL};
+    static const char *const reason_keys[] = {"reason", "error", "detail", NULL};
+    const char *reason = NULL, *field = NULL;
+    va_list scan;
+    va_copy(scan, ap);
+    field = find_str(scan, message_key);
+    va_end(scan);
+    if (!message)
+        message = field;
     if (!message) {
-        va_list scan;
         va_copy(scan, ap);
-        reason = find_reason(scan);
+        reason = find_str(scan, reason_keys);
         va_end(scan);
     }
     if (!err)

@@ -85,18 +85,31 @@ static void test_cloud_logging_fields(void **st)
     wh_log_msg(WH_LOG_CRITICAL, "startup_failed", "cannot listen", "flags", WH_F_JSON,
                "{\"v\":\"1\"}", (char *)NULL);
     wh_log(WH_LOG_DEBUG, "hidden", (char *)NULL);
+    /* A reason that already names the event is not prefixed twice. */
+    wh_log(WH_LOG_ERROR, "tls_reload_rejected", "reason", WH_F_STR,
+           "TLS reload rejected: the certificate has expired", (char *)NULL);
+    /* A field named message is the message, written once (libmicrohttpd's
+     * log lines had two "message" keys). */
+    wh_log(WH_LOG_WARN, "mhd", "message", WH_F_STR,
+           "Error: received handshake message out of order", (char *)NULL);
     char *text = capture_end(&c);
     static const char *const want[][3] = {
         {"INFO", "tls loaded", "tls_loaded"},
         {"WARNING", "claim failed: HTTP 500", "claim_failed"},
         {"ERROR", "bad flag: no such flag", "bad_flag"},
         {"CRITICAL", "cannot listen", "startup_failed"},
+        {"ERROR", "TLS reload rejected: the certificate has expired", "tls_reload_rejected"},
+        {"WARNING", "Error: received handshake message out of order", "mhd"},
     };
     char *line = text;
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         char *nl = strchr(line, '\n');
         assert_non_null(nl);
         *nl = '\0';
+        /* one "message" key: cJSON would quietly take the first of two */
+        char *m = strstr(line, "\"message\":");
+        assert_non_null(m);
+        assert_null(strstr(m + 1, "\"message\":"));
         cJSON *j = wh_test_parse(line);
         const char *t = item(j, "time")->valuestring;
         assert_int_equal(strlen(t), strlen("2026-12-01T22:47:11.123456Z"));

@@ -12,8 +12,11 @@
  * WARNING, ERROR, CRITICAL: on GKE the agent reads severity, message and
  * time from the line, and treats a stderr line without severity as an
  * error); message is what an operator reads first: wh_log_msg's text, or
- * for wh_log the event with "_" as " " followed by ": " and the value of the
- * first field named reason, error or detail, if any. event is a stable
+ * for wh_log the value of a field named message (written once, as the
+ * message), else the event with "_" as " " followed by ": " and the value
+ * of the first field named reason, error or detail, if any (that value
+ * alone when it already opens with the event in words and a colon, as
+ * errors made for the same event do). event is a stable
  * name to search and alert on. Fields are (key, type, value) triples ended
  * by a NULL key. Strings are JSON-escaped; a string longer than 2 KiB is cut
  * there (at a UTF-8 boundary) and marked with its full length, so a
