@@ -34,7 +34,7 @@
 #include "wh/metrics.h"   /* wh_metrics_new */
 #include "wh/server.h"    /* wh_server_start */
 #include "wh/slices.h"    /* wh_slices_debug, wh_slices_metrics, WH_SLICES_DEFAULT_INTERVAL_MS */
-#include "wh/tls.h"       /* wh_tls_new */
+#include "wh/tls.h"       /* wh_tls_new, wh_tls_poll, wh_tls_refused */
 #include "version.h"      /* wh_version_print */
 #include "wh/buildinfo.h" /* wh_build_* */
 
@@ -63,7 +63,8 @@ static const char usage_head[] =
 
 struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig, *claims_ns;
-    const char *klog_str; /* klog flags we accept and ignore */
+    const char *dns_names; /* --tls-dns-names */
+    const char *klog_str;  /* klog flags we accept and ignore */
     bool standalone, klog_bool, version, debug_slices;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
     long max_client_memory, min_body_rate;
@@ -137,6 +138,7 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
         t->cert_file = DEFAULT_CERT_FILE;
         t->key_file = DEFAULT_KEY_FILE;
     }
+    t->dns_names = c->dns_names;
     return 0;
 }
 
@@ -175,6 +177,7 @@ static void *cert_watch_main(void *arg)
             wh_metrics_tls_reload(w->m, r > 0);
         if (r > 0)
             update_cert_metric(w->tls, w->m);
+        wh_metrics_tls_refused(w->m, wh_tls_refused(w->tls));
         pthread_mutex_lock(&w->lock);
     }
     w->done = true;
@@ -595,6 +598,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"bind-address", WH_FLAG_STR, &c.bind, 0, 0, "listen address [host]:port (default :443)", false},
         {"tls-cert-file", WH_FLAG_STR, &c.cert_file, 0, 0, "PEM certificate file, watched and reloaded", false},
         {"tls-private-key-file", WH_FLAG_STR, &c.key_file, 0, 0, "PEM private key file, watched and reloaded", false},
+        {"tls-dns-names", WH_FLAG_STR, &c.dns_names, 0, 0, "comma-separated DNS names a reloaded certificate must name, e.g. kuberay-tpu-webhook.ray-system.svc; otherwise the old one keeps serving (default: the <service>.<namespace>.svc names of the certificate loaded at start)", false},
         {"server-cert", WH_FLAG_STR, &c.cert_b64, 0, 0, "base64 of a PEM certificate (static)", false},
         {"server-key", WH_FLAG_STR, &c.key_b64, 0, 0, "base64 of a PEM private key (static)", false},
         {"kube-config-path", WH_FLAG_STR, &c.kubeconfig, 0, 0, "kubeconfig file; empty: in-cluster config", false},

@@ -3,13 +3,14 @@
 
 #include <stdatomic.h> /* _Atomic */
 #include <stdlib.h>    /* calloc, free */
-#include <string.h>    /* memcmp, strcmp */
+#include <string.h>    /* memcmp, strcmp, strdup, strtok_r */
 
-#include <openssl/bio.h>  /* BIO_new_mem_buf */
-#include <openssl/bn.h>   /* BN_bn2hex */
-#include <openssl/err.h>  /* ERR_get_error */
-#include <openssl/pem.h>  /* PEM_read_bio_X509 */
-#include <openssl/x509.h> /* X509_check_private_key */
+#include <openssl/bio.h>    /* BIO_new_mem_buf */
+#include <openssl/bn.h>     /* BN_bn2hex */
+#include <openssl/err.h>    /* ERR_get_error */
+#include <openssl/pem.h>    /* PEM_read_bio_X509 */
+#include <openssl/x509.h>   /* X509_check_private_key */
+#include <openssl/x509v3.h> /* X509_check_host, GENERAL_NAME */
 
 #include "wh/buf.h"    /* wh_buf */
 #include "wh/fileio.h" /* wh_read_regular_file */
@@ -39,6 +40,14 @@ struct wh_tls {
     struct wh_buf seen_cert; /* file contents last tried */
     struct wh_buf seen_key;
     char last_problem[WH_ERRBUF_LEN]; /* last logged read failure */
+    /* The seen files hold a pair that is not served; why (logged once per
+     * reason). Judged again at every poll: a certificate not valid yet
+     * becomes valid without a change on disk. */
+    bool refused;
+    char refusal[WH_ERRBUF_LEN];
+    /* DNS names every new certificate must carry (wh_tls_opts.dns_names). */
+    char *names[WH_TLS_MAX_NAMES];
+    unsigned n_names;
     struct pair *retired;
     time_t next_expiry_check;
 };
@@ -123,6 +132,133 @@ out:
     BIO_free(cb);
     BIO_free(kb);
     return err;
+}
+
+/* The certificate of cert_pem as OpenSSL reads it, or NULL. */
+static X509 *read_x509(const char *pem, size_t len)
+{
+    BIO *b = len <= PEM_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, no_password, NULL) : NULL;
+    BIO_free(b);
+    ERR_clear_error();
+    return x;
+}
+
+static void fmt_time(time_t t, char *out, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Why x cannot serve at now (NULL: it can): outside its validity (give or
+ * take WH_TLS_CLOCK_SKEW_S), or without one of the names. */
+static enum wh_err vet_x509(const struct wh_tls *tls, X509 *x, time_t now, char *errbuf)
+{
+    struct tm nb, na;
+    if (!ASN1_TIME_to_tm(X509_get0_notBefore(x), &nb) ||
+        !ASN1_TIME_to_tm(X509_get0_notAfter(x), &na))
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate has an unreadable validity period");
+    time_t not_before = timegm(&nb), not_after = timegm(&na);
+    char when[32];
+    if (not_before > now + WH_TLS_CLOCK_SKEW_S) {
+        fmt_time(not_before, when, sizeof(when));
+        return wh_fail(errbuf, WH_ERR_TLS,
+                       "certificate is not valid yet (notBefore %s): it is taken at the first "
+                       "poll after that time",
+                       when);
+    }
+    if (not_after < now - WH_TLS_CLOCK_SKEW_S) {
+        fmt_time(not_after, when, sizeof(when));
+        return wh_fail(errbuf, WH_ERR_TLS,
+                       "certificate has expired (notAfter %s): renew it (cert-manager, or "
+                       "certs/install-without-cert-manager.sh)",
+                       when);
+    }
+    for (unsigned i = 0; i < tls->n_names; i++)
+        if (X509_check_host(x, tls->names[i], 0, 0, NULL) != 1) {
+            ERR_clear_error();
+            return wh_fail(errbuf, WH_ERR_TLS,
+                           "certificate does not name %s, which the API server verifies "
+                           "(--tls-dns-names): issue it for the webhook's Service",
+                           tls->names[i]);
+        }
+    return WH_OK;
+}
+
+static enum wh_err vet_pem(const struct wh_tls *tls, const char *pem, size_t len, char *errbuf)
+{
+    X509 *x = read_x509(pem, len);
+    if (!x)
+        return wh_fail(errbuf, WH_ERR_TLS, "certificate: no PEM CERTIFICATE block could be read");
+    enum wh_err err = vet_x509(tls, x, time(NULL), errbuf);
+    X509_free(x);
+    return err;
+}
+
+/* names: the comma-separated list given, else the Service names
+ * ("<service>.<namespace>.svc") of the certificate loaded first: what the
+ * API server has verified so far. */
+static enum wh_err set_names(struct wh_tls *tls, const char *list, const char *pem, size_t len,
+                             char *errbuf)
+{
+    if (list && *list) {
+        char *copy = strdup(list), *save = NULL;
+        if (!copy)
+            return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ')
+                t++;
+            if (!*t)
+                continue;
+            if (tls->n_names == WH_TLS_MAX_NAMES) {
+                free(copy);
+                return wh_fail(errbuf, WH_ERR_INVALID, "--tls-dns-names: more than %d names",
+                               WH_TLS_MAX_NAMES);
+            }
+            if (!(tls->names[tls->n_names++] = strdup(t))) {
+                free(copy);
+                return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+            }
+        }
+        free(copy);
+        return WH_OK;
+    }
+    X509 *x = read_x509(pem, len);
+    GENERAL_NAMES *gens = x ? X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL) : NULL;
+    for (int i = 0; gens && i < sk_GENERAL_NAME_num(gens); i++) {
+        const GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
+        if (g->type != GEN_DNS || tls->n_names == WH_TLS_MAX_NAMES)
+            continue;
+        const char *v = (const char *)ASN1_STRING_get0_data(g->d.dNSName);
+        size_t n = (size_t)ASN1_STRING_length(g->d.dNSName);
+        if (n > 4 && strlen(v) == n && !strcmp(v + n - 4, ".svc"))
+            tls->names[tls->n_names++] = strdup(v);
+    }
+    GENERAL_NAMES_free(gens);
+    X509_free(x);
+    for (unsigned i = 0; i < tls->n_names; i++)
+        if (!tls->names[i])
+            return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    return WH_OK;
+}
+
+static void log_names(const struct wh_tls *tls)
+{
+    char list[512] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < tls->n_names && n < sizeof(list); i++) {
+        int w = snprintf(list + n, sizeof(list) - n, "%s%s", i ? "," : "", tls->names[i]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+    if (tls->n_names)
+        wh_log(WH_LOG_NOTICE, "tls_names", "names", WH_F_STR, list, (char *)NULL);
+    else
+        wh_log(WH_LOG_WARN, "tls_names_unchecked", "reason", WH_F_STR,
+               "the certificate names no <service>.<namespace>.svc and --tls-dns-names is "
+               "empty: a renewed certificate is not checked for the names the API server "
+               "verifies",
+               (char *)NULL);
 }
 
 static void pair_free(struct pair *p)
@@ -236,12 +372,24 @@ struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf)
     } else {
         err = wh_fail(errbuf, WH_ERR_INVALID, "no certificate and key given");
     }
+    if (!err && tls->cert_file)
+        err = set_names(tls, opts->dns_names, wh_buf_ptr(&tls->seen_cert),
+                        wh_buf_len(&tls->seen_cert), errbuf);
     if (err)
         goto fail;
     atomic_store(&tls->cur, p);
     atomic_store(&active, tls);
     log_pair("tls_loaded", &p->info, tls->cert_file ? tls->cert_file : "flags");
     warn_if_expiring(&p->info);
+    if (tls->cert_file) {
+        log_names(tls);
+        /* Nothing else to serve at start-up: said, and served. */
+        char why[WH_ERRBUF_LEN];
+        if (vet_pem(tls, wh_buf_ptr(&tls->seen_cert), wh_buf_len(&tls->seen_cert), why))
+            wh_log(WH_LOG_ERROR, "tls_cert_invalid", "reason", WH_F_STR, why, "action", WH_F_STR,
+                   "serving it (no other certificate); clients will refuse the handshake",
+                   (char *)NULL);
+    }
     tls->next_expiry_check = time(NULL) + EXPIRY_CHECK_S;
     return tls;
 fail:
@@ -274,6 +422,8 @@ void wh_tls_free(struct wh_tls *tls)
     free_retired(tls, true);
     wh_buf_free(&tls->seen_cert);
     wh_buf_free(&tls->seen_key);
+    for (unsigned i = 0; i < tls->n_names; i++)
+        free(tls->names[i]);
     free(tls->cert_file);
     free(tls->key_file);
     free(tls);
@@ -327,19 +477,29 @@ int wh_tls_poll(struct wh_tls *tls)
         goto out;
     }
     tls->last_problem[0] = '\0';
-    if (same(&cert, &tls->seen_cert) && same(&key, &tls->seen_key))
+    bool changed = !same(&cert, &tls->seen_cert) || !same(&key, &tls->seen_key);
+    if (!changed && !tls->refused)
         goto out;
-    err = pair_load(wh_buf_ptr(&cert), wh_buf_len(&cert), wh_buf_ptr(&key), wh_buf_len(&key), &p,
-                    errbuf);
+    err = vet_pem(tls, wh_buf_ptr(&cert), wh_buf_len(&cert), errbuf);
+    if (!err)
+        err = pair_load(wh_buf_ptr(&cert), wh_buf_len(&cert), wh_buf_ptr(&key), wh_buf_len(&key),
+                        &p, errbuf);
     take_buf(&tls->seen_cert, &cert);
     take_buf(&tls->seen_key, &key);
     if (err) {
-        wh_log(WH_LOG_ERROR, "tls_reload_rejected", "cert_file", WH_F_STR, tls->cert_file,
-               "key_file", WH_F_STR, tls->key_file, "reason", WH_F_STR, errbuf, "action", WH_F_STR,
-               "keeping the certificate already loaded", (char *)NULL);
-        rc = -1;
+        /* Judged again at every poll, logged once per reason. */
+        tls->refused = true;
+        if (changed || strcmp(errbuf, tls->refusal)) {
+            snprintf(tls->refusal, sizeof(tls->refusal), "%s", errbuf);
+            wh_log(WH_LOG_ERROR, "tls_reload_rejected", "cert_file", WH_F_STR, tls->cert_file,
+                   "key_file", WH_F_STR, tls->key_file, "reason", WH_F_STR, errbuf, "action",
+                   WH_F_STR, "keeping the certificate already loaded", (char *)NULL);
+            rc = -1;
+        }
         goto out;
     }
+    tls->refused = false;
+    tls->refusal[0] = '\0';
     struct pair *old = atomic_exchange(&tls->cur, p);
     old->retired_at = time(NULL);
     old->next_retired = tls->retired;
@@ -351,6 +511,11 @@ out:
     wh_buf_free(&cert);
     wh_buf_free(&key);
     return rc;
+}
+
+bool wh_tls_refused(const struct wh_tls *tls)
+{
+    return tls && tls->refused;
 }
 
 void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info)

@@ -49,7 +49,8 @@ struct wh_metrics {
     atomic_llong patch_ops;
     atomic_llong in_flight;
     atomic_llong cert_not_after;
-    atomic_llong reloads[2]; /* [rejected, ok] */
+    atomic_llong reloads[2];   /* [rejected, ok] */
+    atomic_llong cert_refused; /* 1 while the files hold a refused pair */
     atomic_llong timeouts;
     long long started; /* Unix time of wh_metrics_new() */
 };
@@ -134,6 +135,11 @@ void wh_metrics_cert(struct wh_metrics *m, time_t not_after)
 void wh_metrics_tls_reload(struct wh_metrics *m, bool ok)
 {
     inc(&m->reloads[ok ? 1 : 0], 1);
+}
+
+void wh_metrics_tls_refused(struct wh_metrics *m, bool refused)
+{
+    atomic_store(&m->cert_refused, refused ? 1 : 0);
 }
 
 void wh_metrics_timeout(struct wh_metrics *m)
@@ -341,6 +347,11 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
                           "tpu_webhook_tls_reloads_total{result=\"ok\"} %lld\n"
                           "tpu_webhook_tls_reloads_total{result=\"rejected\"} %lld\n",
                           get(&m->reloads[1]), get(&m->reloads[0]));
+    if (!err)
+        err = gauge(b, "tpu_webhook_tls_cert_refused", "gauge",
+                    "1 while the certificate files hold a pair that is not served (expired, not "
+                    "valid yet, another name, key mismatch, unreadable); the pair before serves.",
+                    get(&m->cert_refused));
     return err;
 }
 

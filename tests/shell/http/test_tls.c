@@ -1,6 +1,7 @@
 /* test_tls.c: key/certificate match, not-after and serial (OpenSSL), and
- * hot reload: a good new pair replaces the old one, a bad one is refused
- * while the old one keeps serving. */
+ * hot reload: a good new pair replaces the old one, a bad one (unreadable,
+ * mismatched, expired, not valid yet, for another name) is refused while
+ * the old one keeps serving, and refused files are judged again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "testutil.h"
 #include "certs.h"
@@ -50,6 +55,41 @@ static void make_pair(struct pem *p, int days)
     if (wh_certs_make_server(wh_buf_ptr(&ca_cert), wh_buf_len(&ca_cert), wh_buf_ptr(&ca_key),
                              wh_buf_len(&ca_key), sans, 2, days, &p->cert, &p->key, errbuf))
         fail_msg("make_server: %s", errbuf);
+}
+
+/* A pair for the given SANs, valid from now + from_s to now + to_s: the
+ * certificate re-signed by the test CA with those dates. */
+static void make_pair_at(struct pem *p, const char *const *sans, size_t n, long from_s, long to_s)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct pem made;
+    wh_buf_init(&made.cert, 1 << 16);
+    wh_buf_init(&made.key, 1 << 16);
+    if (wh_certs_make_server(wh_buf_ptr(&ca_cert), wh_buf_len(&ca_cert), wh_buf_ptr(&ca_key),
+                             wh_buf_len(&ca_key), sans, n, 30, &made.cert, &made.key, errbuf))
+        fail_msg("make_server: %s", errbuf);
+    BIO *cb = BIO_new_mem_buf(wh_buf_ptr(&made.cert), (int)wh_buf_len(&made.cert));
+    BIO *kb = BIO_new_mem_buf(wh_buf_ptr(&ca_key), (int)wh_buf_len(&ca_key));
+    X509 *x = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+    EVP_PKEY *ca = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL);
+    assert_non_null(x);
+    assert_non_null(ca);
+    assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), from_s));
+    assert_non_null(X509_gmtime_adj(X509_getm_notAfter(x), to_s));
+    assert_true(X509_sign(x, ca, EVP_sha256()) > 0);
+    BIO *out = BIO_new(BIO_s_mem());
+    assert_int_equal(PEM_write_bio_X509(out, x), 1);
+    char *data;
+    long len = BIO_get_mem_data(out, &data);
+    wh_buf_init(&p->cert, 1 << 16);
+    assert_int_equal(wh_buf_addn(&p->cert, data, (size_t)len), WH_OK);
+    p->key = made.key;
+    wh_buf_free(&made.cert);
+    BIO_free(out);
+    BIO_free(cb);
+    BIO_free(kb);
+    X509_free(x);
+    EVP_PKEY_free(ca);
 }
 
 static void free_pair(struct pem *p)
@@ -264,12 +304,116 @@ static void test_hostile_files(void **st)
     free_pair(&a);
 }
 
+/* Each refusal keeps the pair serving, logs once, keeps wh_tls_refused()
+ * true, and leaves the files to be judged again at the next poll. */
+static void expect_refused(struct wh_tls *tls, const char *serial)
+{
+    assert_int_equal(wh_tls_poll(tls), -1);
+    assert_true(wh_tls_refused(tls));
+    assert_int_equal(wh_tls_poll(tls), 0); /* said once */
+    assert_true(wh_tls_refused(tls));
+    struct wh_cert_info now;
+    wh_tls_current(tls, &now);
+    assert_string_equal(now.serial, serial);
+}
+
+/* A reload takes a certificate only if it is valid now and names the
+ * Service (here derived from the first certificate: svc.ns.svc). */
+static void test_reload_vetted(void **st)
+{
+    (void)st;
+    char dir[] = "/tmp/wh-test-tls-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char crt[64], key[64];
+    snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    const char *svc[] = {"DNS:svc.ns.svc", "DNS:svc.ns.svc.cluster.local", "DNS:localhost"};
+    const char *other[] = {"DNS:other.ns.svc", "DNS:localhost"};
+    struct pem first, expired, later, wrong, good;
+    make_pair_at(&first, svc, 3, -60, 86400);
+    make_pair_at(&expired, svc, 3, -10 * 86400, -3600);
+    /* Valid from 2 s after the clock skew allowed: taken within seconds. */
+    make_pair_at(&later, svc, 3, WH_TLS_CLOCK_SKEW_S + 2, 86400);
+    make_pair_at(&wrong, other, 2, -60, 86400);
+    make_pair_at(&good, svc, 3, -60, 2 * 86400);
+    write_file(crt, &first.cert);
+    write_file(key, &first.key);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_tls_opts o = {.cert_file = crt, .key_file = key};
+    struct wh_tls *tls = wh_tls_new(&o, errbuf);
+    if (!tls)
+        fail_msg("wh_tls_new: %s", errbuf);
+    struct wh_cert_info at_start, now;
+    wh_tls_current(tls, &at_start);
+    assert_false(wh_tls_refused(tls));
+    /* Expired. */
+    write_file(crt, &expired.cert);
+    write_file(key, &expired.key);
+    expect_refused(tls, at_start.serial);
+    /* Another name. */
+    write_file(crt, &wrong.cert);
+    write_file(key, &wrong.key);
+    expect_refused(tls, at_start.serial);
+    /* The right certificate with the key of another. */
+    write_file(crt, &good.cert);
+    expect_refused(tls, at_start.serial);
+    /* Not valid yet: refused, then taken without a change on disk once
+     * its time comes (polled as the watcher does, bounded). */
+    write_file(crt, &later.cert);
+    write_file(key, &later.key);
+    expect_refused(tls, at_start.serial);
+    int rc = 0;
+    for (int i = 0; i < 200 && rc != 1; i++) {
+        rc = wh_tls_poll(tls);
+        assert_true(rc == 0 || rc == 1);
+        if (rc != 1)
+            usleep(50 * 1000);
+    }
+    assert_int_equal(rc, 1);
+    assert_false(wh_tls_refused(tls));
+    wh_tls_current(tls, &now);
+    assert_string_not_equal(now.serial, at_start.serial);
+    /* Then a good one. */
+    write_file(crt, &good.cert);
+    write_file(key, &good.key);
+    assert_int_equal(wh_tls_poll(tls), 1);
+    assert_false(wh_tls_refused(tls));
+    wh_tls_current(tls, &now);
+    double days = difftime(now.not_after, time(NULL)) / 86400.0;
+    assert_true(days > 1.99 && days <= 2.0);
+    wh_tls_free(tls);
+    /* Names given (--tls-dns-names) rule over the first certificate's. */
+    write_file(crt, &first.cert);
+    write_file(key, &first.key);
+    struct wh_tls_opts named = {.cert_file = crt, .key_file = key, .dns_names = "other.ns.svc"};
+    tls = wh_tls_new(&named, errbuf); /* served at start-up, with an error logged */
+    if (!tls)
+        fail_msg("wh_tls_new: %s", errbuf);
+    write_file(crt, &good.cert);
+    write_file(key, &good.key);
+    wh_tls_current(tls, &at_start);
+    expect_refused(tls, at_start.serial);
+    write_file(crt, &wrong.cert);
+    write_file(key, &wrong.key);
+    assert_int_equal(wh_tls_poll(tls), 1);
+    wh_tls_free(tls);
+    unlink(crt);
+    unlink(key);
+    rmdir(dir);
+    free_pair(&first);
+    free_pair(&expired);
+    free_pair(&later);
+    free_pair(&wrong);
+    free_pair(&good);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_pair),
         cmocka_unit_test(test_reload),
         cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_reload_vetted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,9 +2,12 @@
  *
  * A struct wh_tls holds the key pair new TLS handshakes use. When it was
  * loaded from files it can re-read them (wh_tls_poll): a new pair replaces
- * the old one only if both PEMs parse and the key matches the certificate;
- * otherwise the old pair keeps serving and the reason is logged once per
- * change. Handshakes pick the pair through wh_tls_retrieve(), the GnuTLS
+ * the old one only if both PEMs parse, the key matches the certificate, the
+ * certificate is valid now (give or take WH_TLS_CLOCK_SKEW_S) and names
+ * every DNS name the webhook serves (wh_tls_opts.dns_names); otherwise the
+ * old pair keeps serving, the reason is logged once per reason, and the
+ * refused files are judged again at every poll (a certificate not valid
+ * yet is taken once it is). Handshakes pick the pair through wh_tls_retrieve(), the GnuTLS
  * certificate callback handed to libmicrohttpd (MHD_OPTION_HTTPS_CERT_CALLBACK).
  * GnuTLS gives that callback no user pointer, so the most recently created
  * wh_tls is the one it serves: one wh_tls per process.
@@ -14,8 +17,9 @@
 #ifndef WH_TLS_H
 #define WH_TLS_H
 
-#include <stddef.h> /* size_t */
-#include <time.h>   /* time_t */
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <time.h>    /* time_t */
 
 #include <gnutls/abstract.h> /* gnutls_pcert_st, gnutls_privkey_t */
 
@@ -25,6 +29,12 @@
 #define WH_TLS_PRIORITIES                                                                  \
     "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
     "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
+
+/* A new certificate may start this much after now, or have ended this
+ * much before, and still be taken: clocks of the issuer and of this node
+ * differ by a few seconds. */
+#define WH_TLS_CLOCK_SKEW_S 5
+#define WH_TLS_MAX_NAMES 16
 
 /* Warn when the certificate expires in fewer than this many days. */
 #define WH_TLS_WARN_DAYS 15
@@ -51,6 +61,10 @@ struct wh_tls_opts {
     size_t cert_len;
     const char *key_pem;
     size_t key_len;
+    /* Files only: comma-separated DNS names a reloaded certificate must
+     * name (--tls-dns-names). NULL or empty: the "<service>.<namespace>.svc"
+     * names of the certificate loaded first. Copied. */
+    const char *dns_names;
 };
 
 struct wh_tls;
@@ -60,10 +74,15 @@ struct wh_tls;
 struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf);
 void wh_tls_free(struct wh_tls *tls); /* NULL-safe */
 
-/* Re-read the files if they changed. Returns 1 when a new pair was
- * installed, -1 when a change was rejected (logged), 0 otherwise. Call from
- * one thread only. A no-op for in-memory pairs. */
+/* Re-read the files if they changed or hold a refused pair. Returns 1 when
+ * a new pair was installed, -1 when a refusal was logged (a change, or a
+ * new reason for the same files), 0 otherwise. Call from one thread only.
+ * A no-op for in-memory pairs. */
 int wh_tls_poll(struct wh_tls *tls);
+
+/* True while the files hold a pair that was refused (the one before
+ * serves); false for in-memory pairs. Same thread as wh_tls_poll. */
+bool wh_tls_refused(const struct wh_tls *tls);
 
 /* Facts about the pair now serving. */
 void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info);
