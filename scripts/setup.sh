@@ -42,6 +42,7 @@ build_pkgs=(
 # Tests and benchmarks only.
 test_pkgs=(
   clang valgrind openssl ca-certificates python3 python3-yaml python3-jsonpatch
+  libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes for clang (fuzz.short.*)
   shellcheck python3-kubernetes
   clang-format # scripts/format.sh, the layout of .clang-format; the build does not use it
   wrk nginx-light # bench/tls_vs_nginx.sh only: the load generator and the peer server

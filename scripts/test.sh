@@ -30,9 +30,10 @@ ctest --test-dir build-portable --output-on-failure -j "$jobs" -R '^unit\.' -E '
 
 # Release (-O3 -DNDEBUG) is what packagers build and not the default
 # RelWithDebInfo: optimiser-only warnings (format-truncation, ...) and
-# behaviour without assert() show here.
+# behaviour without assert() show here. WH_FUZZ=ON adds the libFuzzer harnesses
+# and their short runs (fuzz.short.*, tests/fuzz/CMakeLists.txt).
 echo "== clang Release build + tests (warnings as errors)"
-cmake -S . -B build-clang-release -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build-clang-release -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DWH_FUZZ=ON >/dev/null
 cmake --build build-clang-release -j "$jobs"
 ctest --test-dir build-clang-release --output-on-failure -j "$jobs"
 
