@@ -1212,6 +1212,70 @@ static void case_shutdown_delay(void)
     free((char *)l.body);
 }
 
+/* States the server reaches on its own time (a partial body read, memory
+ * given back, a file polled) are waited for, never slept on: a loaded
+ * machine only makes the wait longer. Bounded by WAIT_S. */
+#define WAIT_S 30.0
+
+/* A len-byte body the request memory cannot hold: 503 with the Status.
+ * Until the server has read the uploads that hold the memory, the body
+ * still fits and is answered 400 (not an AdmissionReview): the one other
+ * outcome the code allows, so the request is repeated until the 503. */
+static void expect_busy(size_t len)
+{
+    char *junk = malloc(len);
+    CHECK(junk, "malloc");
+    memset(junk, ' ', len);
+    struct resp r;
+    double t0 = now_s();
+    do {
+        call("POST", "/mutate", junk, len, &r);
+        if (r.status == 503)
+            break;
+        CHECK(r.status == 400, "a %zu-byte body next to held uploads: %ld %.120s", len, r.status,
+              r.body);
+        sleep_ms(20);
+    } while (now_s() - t0 < WAIT_S);
+    CHECK(r.status == 503 && strstr(r.body, "too many request bodies"),
+          "a %zu-byte body over the memory budget: %ld %.120s", len, r.status, r.body);
+    free(junk);
+}
+
+/* A review answered 200 once held memory is given back (503 until then). */
+static void expect_served_again(const char *body, size_t len)
+{
+    struct resp r;
+    double t0 = now_s();
+    do {
+        call("POST", "/mutate", body, len, &r);
+        if (r.status != 503)
+            break;
+        sleep_ms(20);
+    } while (now_s() - t0 < WAIT_S);
+    CHECK(r.status == 200, "after the stalled uploads went: %ld %.120s", r.status, r.body);
+}
+
+/* The value of the metric line that starts with name_sp ("name " or
+ * "name{labels} "), -1 when absent. */
+static long long metric_value(const char *name_sp)
+{
+    struct resp r;
+    call("GET", "/metrics", NULL, 0, &r);
+    CHECK(r.status == 200, "GET /metrics: %ld", r.status);
+    for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, name_sp, strlen(name_sp)))
+            return atoll(p + strlen(name_sp));
+    return -1;
+}
+
+static bool wait_log(const char *needle)
+{
+    double t0 = now_s();
+    while (!file_has(log_file, needle) && now_s() - t0 < WAIT_S)
+        sleep_ms(20);
+    return file_has(log_file, needle);
+}
+
 /* A request still unanswered when --shutdown-timeout ends (its body
  * stalled) is counted as aborted in the shutdown log line. */
 static void case_shutdown_count(void)
@@ -1224,27 +1288,24 @@ static void case_shutdown_count(void)
     const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                        "Content-Length: 100\r\n\r\n{\"a\":";
     CHECK(SSL_write(t.ssl, head, (int)strlen(head)) == (int)strlen(head), "write");
-    sleep_ms(300);
+    /* Until the server has read that header block the request does not
+     * exist: wait for it in flight beside the /metrics request asking. */
+    long long polls = 0;
+    double t0 = now_s();
+    while (metric_value("tpu_webhook_http_requests_in_flight ") < 2 && now_s() - t0 < WAIT_S) {
+        polls++;
+        sleep_ms(20);
+    }
+    polls++;
     CHECK(stop_server(SIGTERM, 5, NULL) == 0, "exit status");
     long long accepted = log_field("shutdown", "accepted");
     long long answered = log_field("shutdown", "answered");
     long long aborted = log_field("shutdown", "aborted");
-    CHECK(accepted == 2 && answered == 1 && aborted == 1,
-          "accepted %lld, answered %lld, aborted %lld (want 2, 1, 1)", accepted, answered, aborted);
+    /* /healthz and each /metrics poll answered, the stalled POST aborted. */
+    CHECK(accepted == 2 + polls && answered == 1 + polls && aborted == 1,
+          "accepted %lld, answered %lld, aborted %lld (want %lld, %lld, 1)", accepted, answered,
+          aborted, 2 + polls, 1 + polls);
     tls_close(&t);
-}
-
-/* A len-byte body the request memory cannot hold: 503 with the Status. */
-static void expect_busy(size_t len)
-{
-    char *junk = malloc(len);
-    CHECK(junk, "malloc");
-    memset(junk, ' ', len);
-    struct resp r;
-    call("POST", "/mutate", junk, len, &r);
-    CHECK(r.status == 503 && strstr(r.body, "too many request bodies"),
-          "a %zu-byte body over the memory budget: %ld %.120s", len, r.status, r.body);
-    free(junk);
 }
 
 /* --max-body-memory: bodies held by stalled uploads count against one
@@ -1252,7 +1313,8 @@ static void expect_busy(size_t len)
  * the memory is free again. */
 static void case_body_memory(void)
 {
-    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072", NULL};
+    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072",
+                     /* the held uploads stay until closed */ "--min-body-rate=0", NULL};
     start_server(extra);
     enum { N = 2, PART = 60000 };
     struct tls_conn held[N];
@@ -1268,17 +1330,13 @@ static void case_body_memory(void)
         CHECK(SSL_write(held[i].ssl, head, hl) == hl, "headers %d", i);
         CHECK(SSL_write(held[i].ssl, part, PART) == PART, "body %d", i);
     }
-    sleep_ms(500); /* the server has read both partial bodies: 120,000 bytes held */
-    expect_busy(20000);
+    expect_busy(20000); /* once the server has read both: 120,000 bytes held */
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
     for (int i = 0; i < N; i++)
         tls_close(&held[i]);
-    sleep_ms(500);
     size_t plen;
     char *pod = sample("review-pod.json", &plen);
-    struct resp r;
-    call("POST", "/mutate", pod, plen, &r);
-    CHECK(r.status == 200, "after the stalled uploads went: %ld %.120s", r.status, r.body);
+    expect_served_again(pod, plen);
     free(pod);
     free(part);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
@@ -1294,7 +1352,8 @@ static void case_body_memory(void)
  * at its floor here, the whole budget (--max-body-bytes + 64 KiB). */
 static void case_body_memory_late(void)
 {
-    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072", NULL};
+    char *extra[] = {"--max-body-bytes=65536", "--max-body-memory=131072",
+                     /* the held uploads stay until closed */ "--min-body-rate=0", NULL};
     start_server(extra);
     enum { N = 4 };
     struct tls_conn held[N + 1];
@@ -1304,7 +1363,7 @@ static void case_body_memory_late(void)
         CHECK(tls_open(&held[i], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake %d", i);
         CHECK(SSL_write(held[i].ssl, head, (int)strlen(head)) == (int)strlen(head), "headers");
     }
-    sleep_ms(500); /* the server has read the header blocks and one byte each */
+    /* Whether or not the server has read them yet, the body fits. */
     char *junk = malloc(65536);
     CHECK(junk, "malloc");
     memset(junk, ' ', 65536);
@@ -1317,8 +1376,7 @@ static void case_body_memory_late(void)
     CHECK(tls_open(&held[N], TLS1_2_VERSION, TLS1_3_VERSION, NULL), "handshake");
     CHECK(SSL_write(held[N].ssl, head, (int)strlen(head)) == (int)strlen(head), "headers");
     CHECK(SSL_write(held[N].ssl, junk, PART) == PART, "body");
-    sleep_ms(500); /* 60,001 bytes in: a 64 KiB step held */
-    expect_busy(65536);
+    expect_busy(65536); /* once 60,001 bytes are in: a 64 KiB step held */
     for (int i = 0; i <= N; i++)
         tls_close(&held[i]);
     free(junk);
@@ -1520,9 +1578,8 @@ static void case_cert_fifo(void)
     char *extra[] = {a_crt, a_key, "--cert-poll-interval=100ms", "--header-timeout=1s", NULL};
     start_server(extra);
     CHECK(unlink(crt) == 0 && mkfifo(crt, 0600) == 0, "mkfifo %s", crt);
-    sleep_ms(500);
+    CHECK(wait_log("not a regular file"), "no tls_reload_rejected for the FIFO");
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
-    CHECK(file_has(log_file, "not a regular file"), "no tls_reload_rejected for the FIFO");
     /* Deadlines: an idle connection is still cut after --header-timeout. */
     int fd = tcp_connect();
     struct timeval tv = {4, 0};
