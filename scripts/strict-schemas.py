@@ -65,9 +65,16 @@ def module_dir(folder, module):
     """The module's folder in the Go module cache, downloaded if need be."""
     env = dict(os.environ, PATH="/usr/local/go/bin:" + os.environ.get("PATH", ""),
                GOFLAGS="-mod=mod")
-    out = subprocess.run(["go", "mod", "download", "-json", module], cwd=os.path.join(MODULES, folder),
-                         env=env, check=True, capture_output=True, text=True).stdout
-    info = json.loads(out)
+    try:
+        p = subprocess.run(["go", "mod", "download", "-json", module],
+                           cwd=os.path.join(MODULES, folder), env=env, capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("strict-schemas: no go on PATH or in /usr/local/go/bin: the upstream schemas are "
+                 "read from the Go module cache (Go 1.26, scripts/setup.sh test says how)")
+    if p.returncode and not p.stdout.strip():
+        sys.exit("strict-schemas: go mod download %s failed (Go 1.26 and the module proxy are "
+                 "needed): %s" % (module, p.stderr.strip()))
+    info = json.loads(p.stdout)
     if info.get("Error"):
         sys.exit("strict-schemas: %s: %s" % (module, info["Error"]))
     return info["Dir"], info["Version"]
