@@ -26,7 +26,7 @@
 #include "wh/clock.h"      /* wh_clock_us, wh_clock_ms */
 #include "wh/fileio.h"     /* wh_read_file */
 #include "wh/kube.h"       /* wh_kube */
-#include "wh/kubeconfig.h" /* wh_kubeconfig_load */
+#include "wh/kubeconfig.h" /* wh_kubeconfig_resolve */
 #include "events.h"        /* wh_events */
 #include "ledger.h"        /* wh_ledger */
 #include "wh/log.h"        /* wh_log */
@@ -173,16 +173,22 @@ static void on_pods_current(void *arg, long at_ms)
     wh_ledger_set_heard(arg, at_ms);
 }
 
+/* The first client: the configuration as serve reads it (--kubeconfig, else
+ * in-cluster), and an exec plugin's credential obtained now and renewed in
+ * the background from here on (no admission waits on a plugin). */
 static struct wh_kube *new_kube(const struct wh_admit_opts *opts, char *errbuf)
 {
     struct wh_kube_config cfg;
-    enum wh_err err = opts->kubeconfig_path && opts->kubeconfig_path[0]
-                          ? wh_kubeconfig_load(opts->kubeconfig_path, &cfg, errbuf)
-                          : wh_kubeconfig_in_cluster(&cfg, errbuf);
-    if (err)
+    if (wh_kubeconfig_resolve(opts->kubeconfig_path, true, &cfg, errbuf))
         return NULL;
+    if (cfg.warning)
+        wh_log(WH_LOG_WARN, "kube_client", "detail", WH_F_STR, cfg.warning, (char *)NULL);
     struct wh_kube *kube = wh_kube_new(&cfg, errbuf);
     wh_kube_config_clear(&cfg);
+    if (kube && wh_kube_refresh_in_background(kube, errbuf)) {
+        wh_kube_free(kube);
+        return NULL;
+    }
     return kube;
 }
 
@@ -231,9 +237,10 @@ static void claims_holder(const struct wh_admit_opts *opts, char *out)
 }
 
 /* Events on warned pods' workloads, through a client of their own. */
-static enum wh_err start_events(struct wh_admit *ad, const struct wh_admit_opts *opts, char *errbuf)
+static enum wh_err start_events(struct wh_admit *ad, struct wh_kube *first,
+                                const struct wh_admit_opts *opts, char *errbuf)
 {
-    struct wh_kube *kube = new_kube(opts, errbuf);
+    struct wh_kube *kube = wh_kube_clone(first, errbuf);
     if (!kube)
         return WH_ERR_INVALID;
     char instance[WH_ERRBUF_LEN];
@@ -257,7 +264,7 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
     if (!ad->cache)
         return WH_ERR_INVALID;
-    if (start_events(ad, opts, errbuf))
+    if (start_events(ad, kube, opts, errbuf))
         return WH_ERR_INVALID;
     if (opts->slice_check_interval_ms >= 0 &&
         !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
@@ -269,8 +276,9 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
                (char *)NULL);
         return WH_OK;
     }
-    /* The claims get a client of their own: the cache owns the first. */
-    kube = new_kube(opts, errbuf);
+    /* The claims get a client of their own (the cache owns the first),
+     * sharing its configuration and credential. */
+    kube = wh_kube_clone(kube, errbuf);
     if (!kube)
         return WH_ERR_INVALID;
     char ns[WH_ERRBUF_LEN], holder[WH_ERRBUF_LEN];

@@ -11,7 +11,6 @@
  * Exit: 0 every slice can start, 1 one cannot, 2 bad input or a failed
  * read. */
 #include <stdio.h>  /* fprintf, fwrite */
-#include <stdlib.h> /* getenv */
 #include <string.h> /* strcmp, strspn */
 
 #include "wh/buf.h"        /* wh_buf_* */
@@ -41,9 +40,10 @@ static const char usage_head[] =
     "\n"
     "From files: --pods (and optionally --nodes, --services) as `kubectl get pods\n"
     "-o json` writes them (JSON or YAML); a rule whose list is not given is not\n"
-    "judged. From the cluster (without --pods): the kubeconfig (--kubeconfig,\n"
-    "$KUBECONFIG, else the in-cluster configuration, else ~/.kube/config); a\n"
-    "paged LIST each of pods, TPU nodes and services, nothing written.\n"
+    "judged. From the cluster (without --pods): the kubeconfig as kubectl finds\n"
+    "it (--kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the in-cluster\n"
+    "service account), exec credential plugins (GKE's gke-gcloud-auth-plugin)\n"
+    "included; a paged LIST each of pods, TPU nodes and services, nothing written.\n"
     "\n"
     "Exit status: 0 every slice can start; 1 a slice cannot; 2 bad input.\n"
     "\n"
@@ -83,17 +83,15 @@ struct source {
 static enum wh_err kube_connect(const struct source *src, struct wh_kube **k, char *errbuf)
 {
     struct wh_kube_config cfg = {0};
-    const char *path = src->kubeconfig ? src->kubeconfig : getenv("KUBECONFIG");
-    enum wh_err err;
-    char home[4096];
-    if (path && *path) {
-        err = wh_kubeconfig_load(path, &cfg, errbuf);
-    } else if ((err = wh_kubeconfig_in_cluster(&cfg, errbuf)) == WH_ERR_NOTFOUND && getenv("HOME")) {
-        snprintf(home, sizeof(home), "%s/.kube/config", getenv("HOME"));
-        err = wh_kubeconfig_load(home, &cfg, errbuf);
-    }
+    enum wh_err err = wh_kubeconfig_resolve(src->kubeconfig, false, &cfg, errbuf);
     if (err)
         return err;
+    struct wh_buf w;
+    wh_buf_init(&w, 64 * 1024);
+    if (cfg.warning && !wh_term_escape(&w, cfg.warning, strlen(cfg.warning)))
+        fprintf(stderr, "warning: %s\n", wh_buf_ptr(&w)); /* it quotes the kubeconfig's server */
+    wh_buf_free(&w);
+    cfg.exec_may_prompt = true; /* a plugin may ask on the terminal, as under kubectl */
     *k = wh_kube_new(&cfg, errbuf);
     if (!*k) {
         wh_kube_config_clear(&cfg);
@@ -234,7 +232,8 @@ int wh_cmd_doctor(int argc, char **argv)
         {"A", WH_FLAG_BOOL, &src.all, 0, 0, "", false},
         {"selector", WH_FLAG_STR, &src.selector, 0, 0, "a label selector for the pods of one workload, e.g. ray.io/cluster=demo (-l for short)", false},
         {"l", WH_FLAG_STR, &src.selector, 0, 0, "", false},
-        {"kubeconfig", WH_FLAG_STR, &src.kubeconfig, 0, 0, "kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)", false},
+        {"kubeconfig", WH_FLAG_STR, &src.kubeconfig, 0, 0, "kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)", false},
+        {"kube-config-path", WH_FLAG_STR, &src.kubeconfig, 0, 0, "alias of --kubeconfig (the reference's name)", false},
     };
     /* clang-format on */
     size_t nf = sizeof(flags) / sizeof(flags[0]);

@@ -11,8 +11,9 @@
 
 #include <curl/curl.h>
 
+#include "credcache.h"    /* wh_credcache_*, struct wh_cred_use */
 #include "wh/buildinfo.h" /* wh_build_* */
-#include "wh/fileio.h"    /* wh_read_file */
+#include "wh/fileio.h"    /* wh_read_regular_file */
 
 #define CONNECT_TIMEOUT_MS 5000L
 #define GET_TIMEOUT_MS 120000L
@@ -26,7 +27,8 @@
 #define POOL_MAX 32
 
 struct wh_kube {
-    struct wh_kube_config cfg;
+    struct wh_credcache *sh;
+    const struct wh_kube_config *cfg; /* &sh->cfg */
     pthread_mutex_t pool_mu;
     CURL *pool[POOL_MAX];
     size_t n_pool;
@@ -55,21 +57,37 @@ struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf)
         return NULL;
     }
     struct wh_kube *k = calloc(1, sizeof(*k));
-    if (!k) {
+    struct wh_credcache *sh = k ? wh_credcache_new(cfg) : NULL;
+    if (!sh) {
+        free(k);
         wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    k->cfg = *cfg;
-    memset(cfg, 0, sizeof(*cfg));
+    k->sh = sh;
+    k->cfg = wh_credcache_config(sh);
     pthread_mutex_init(&k->pool_mu, NULL);
     return k;
+}
+
+struct wh_kube *wh_kube_clone(struct wh_kube *k, char *errbuf)
+{
+    struct wh_kube *c = calloc(1, sizeof(*c));
+    if (!c) {
+        wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    wh_credcache_ref(k->sh);
+    c->sh = k->sh;
+    c->cfg = k->cfg;
+    pthread_mutex_init(&c->pool_mu, NULL);
+    return c;
 }
 
 void wh_kube_free(struct wh_kube *k)
 {
     if (!k)
         return;
-    wh_kube_config_clear(&k->cfg);
+    wh_credcache_unref(k->sh);
     for (size_t i = 0; i < k->n_pool; i++)
         curl_easy_cleanup(k->pool[i]);
     pthread_mutex_destroy(&k->pool_mu);
@@ -78,7 +96,12 @@ void wh_kube_free(struct wh_kube *k)
 
 const char *wh_kube_source(const struct wh_kube *k)
 {
-    return k->cfg.source ? k->cfg.source : "";
+    return k->cfg->source ? k->cfg->source : "";
+}
+
+enum wh_err wh_kube_refresh_in_background(struct wh_kube *k, char *errbuf)
+{
+    return wh_credcache_start(k->sh, errbuf);
 }
 
 /* The bearer token, read afresh from its file when there is one (a
@@ -87,18 +110,18 @@ const char *wh_kube_source(const struct wh_kube *k)
 static enum wh_err current_token(const struct wh_kube *k, char **tok, char *errbuf)
 {
     *tok = NULL;
-    if (k->cfg.token) {
-        *tok = strdup(k->cfg.token);
+    if (k->cfg->token) {
+        *tok = strdup(k->cfg->token);
         return *tok ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
-    if (!k->cfg.token_file)
+    if (!k->cfg->token_file)
         return WH_OK;
     struct wh_buf b;
     wh_buf_init(&b, TOKEN_MAX);
     char inner[WH_ERRBUF_LEN] = "";
-    if (wh_read_file(k->cfg.token_file, &b, inner)) {
+    if (wh_read_regular_file(k->cfg->token_file, &b, inner)) {
         wh_buf_free(&b);
-        return wh_fail(errbuf, WH_ERR_IO, "bearer token file %s: %s", k->cfg.token_file, inner);
+        return wh_fail(errbuf, WH_ERR_IO, "bearer token file %s: %s", k->cfg->token_file, inner);
     }
     /* The buffer may come from the caller's request arena (reqmem.h): copy
      * the token to the C library's heap, which the caller frees. */
@@ -323,7 +346,7 @@ static enum wh_err request_headers(const struct xfer *x, const char *tok, struct
 /* How the server is trusted (CA, or no verification when asked) and the
  * client certificate and key when the kubeconfig names them: in-memory PEM
  * first, else files. */
-static void set_tls(CURL *h, const struct wh_kube_config *cfg)
+static void set_tls(CURL *h, const struct wh_kube_config *cfg, const struct wh_exec_cred *ec)
 {
     if (cfg->insecure) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -333,6 +356,13 @@ static void set_tls(CURL *h, const struct wh_kube_config *cfg)
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     } else if (cfg->ca_file) {
         curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
+    }
+    if (ec && ec->cert_pem) { /* an exec plugin's client certificate */
+        struct curl_blob cb = {ec->cert_pem, ec->cert_len, CURL_BLOB_COPY};
+        struct curl_blob kb = {ec->key_pem, ec->key_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
+        return;
     }
     if (cfg->cert_pem) {
         struct curl_blob blob = {cfg->cert_pem, cfg->cert_pem_len, CURL_BLOB_COPY};
@@ -403,11 +433,11 @@ static enum wh_err transfer_failure(const struct wh_kube *k, const struct xfer *
                rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CIPHER ||
                rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CRL_BADFILE;
     return wh_fail(errbuf, tls ? WH_ERR_TLS : WH_ERR_HTTP, "%s %s%s (%s): %s", method,
-                   k->cfg.server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
+                   k->cfg->server, path, wh_kube_source(k), cerr[0] ? cerr : curl_easy_strerror(rc));
 }
 
-static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
-                            long *status, char *errbuf)
+static enum wh_err transfer_once(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
+                                 const struct wh_cred_use *use, long *status, char *errbuf)
 {
     *status = 0;
     char *tok = NULL, *url = NULL, *auth = NULL;
@@ -415,23 +445,25 @@ static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, st
     char cerr[CURL_ERROR_SIZE] = "";
     CURL *h = stream ? curl_easy_init() : handle_get(k);
     enum wh_err err = h ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-    if (!err)
+    if (!err && use && use->c.token && !(tok = strdup(use->c.token)))
+        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    else if (!err && !use)
         err = current_token(k, &tok, errbuf);
     if (err)
         goto out;
-    size_t ul = strlen(k->cfg.server) + strlen(path) + 1;
+    size_t ul = strlen(k->cfg->server) + strlen(path) + 1;
     url = malloc(ul);
     if (!url) {
         err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
         goto out;
     }
-    snprintf(url, ul, "%s%s", k->cfg.server, path);
+    snprintf(url, ul, "%s%s", k->cfg->server, path);
     err = request_headers(x, tok, &hdrs, &auth, errbuf);
     if (err)
         goto out;
     x->h = h;
     set_request(h, stream, x, url, hdrs, cerr);
-    set_tls(h, &k->cfg);
+    set_tls(h, k->cfg, use ? &use->c : NULL);
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->stopped_by_callback)) {
@@ -448,6 +480,36 @@ out:
     else if (h)
         curl_easy_cleanup(h);
     return err;
+}
+
+/* One request with the configured credential. With an exec plugin, a 401
+ * marks the credential refused; in the CLI the plugin is run again and the
+ * request made once more, as kubectl does (serve's refresher renews it, and
+ * the caller's own retry uses the new one). */
+static enum wh_err transfer(struct wh_kube *k, const char *path, bool stream, struct xfer *x,
+                            long *status, char *errbuf)
+{
+    if (!k->cfg->exec)
+        return transfer_once(k, path, stream, x, NULL, status, errbuf);
+    size_t body_len = x->body ? wh_buf_len(x->body) : 0;
+    for (int attempt = 0;; attempt++) {
+        struct wh_cred_use use = {0};
+        enum wh_err err = wh_credcache_get(k->sh, &use, errbuf);
+        if (!err)
+            err = transfer_once(k, path, stream, x, &use, status, errbuf);
+        wh_exec_cred_clear(&use.c);
+        if (err || *status != 401)
+            return err;
+        wh_credcache_refused(k->sh, use.gen);
+        if (attempt > 0 || wh_credcache_background(k->sh))
+            return err;
+        /* Again from a clean slate: the 401's body is dropped. */
+        if (x->body)
+            wh_buf_truncate(x->body, body_len);
+        wh_buf_reset(&x->line);
+        x->opened = x->ok_status = x->stopped_by_callback = x->too_big = false;
+        x->retry_after_s = 0;
+    }
 }
 
 enum wh_err wh_kube_get(struct wh_kube *k, const char *path, struct wh_buf *body, long *status,

@@ -1,16 +1,19 @@
 /* kubeconfig.c: in-cluster configuration and kubeconfig files. */
 #include "wh/kubeconfig.h"
 
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* getenv, free */
-#include <string.h> /* strcmp, strdup */
-#include <unistd.h> /* access */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open, O_NONBLOCK */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* getenv, free */
+#include <string.h>   /* strcmp, strdup */
+#include <sys/stat.h> /* fstat, S_ISREG */
+#include <unistd.h>   /* close */
 
 #include <cjson/cJSON.h>
 
 #include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
-#include "wh/fileio.h" /* wh_read_file */
+#include "wh/fileio.h" /* wh_read_regular_file */
 #include "wh/utf8.h"   /* wh_utf8_cut */
 #include "wh/yaml.h"   /* wh_yaml_load_one */
 
@@ -28,7 +31,45 @@ void wh_kube_config_clear(struct wh_kube_config *cfg)
     free(cfg->cert_pem);
     free(cfg->key_file);
     free(cfg->key_pem);
+    free(cfg->warning);
+    struct wh_exec_config *x = cfg->exec;
+    if (x) {
+        for (char **a = x->argv; a && *a; a++)
+            free(*a);
+        for (char **e = x->env; e && *e; e++)
+            free(*e);
+        free(x->argv);
+        free(x->env);
+        free(x->api_version);
+        free(x->command);
+        free(x->install_hint);
+        free(x->cluster_config);
+        free(x);
+    }
     memset(cfg, 0, sizeof(*cfg));
+}
+
+/* A file the client (or libcurl) reads later: it must open without
+ * blocking and be a regular file (a symbolic link is followed: the
+ * service-account token is one). errbuf gets why not, without the path. */
+static enum wh_err check_regular(const char *path, char *errbuf)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return wh_fail(errbuf, errno == ENOENT ? WH_ERR_NOTFOUND : WH_ERR_IO, "cannot open: %s",
+                       strerror(errno));
+    struct stat st;
+    enum wh_err err = WH_OK;
+    if (fstat(fd, &st))
+        err = wh_fail(errbuf, WH_ERR_IO, "cannot stat: %s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        err = wh_fail(errbuf, WH_ERR_IO,
+                      "not a regular file (a FIFO, socket, device or directory): refused");
+    else if ((unsigned long long)st.st_size > WH_KUBECONFIG_MAX)
+        err = wh_fail(errbuf, WH_ERR_TOOBIG, "%lld bytes, over the %zu-byte limit",
+                      (long long)st.st_size, WH_KUBECONFIG_MAX);
+    close(fd);
+    return err;
 }
 
 /* Concatenate up to five strings (NULL ends the list); malloc'd or NULL. */
@@ -62,7 +103,7 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
     if (!host || !*host || !port || !*port)
         return wh_fail(errbuf, WH_ERR_NOTFOUND,
                        "not running in a Kubernetes pod: KUBERNETES_SERVICE_HOST and "
-                       "KUBERNETES_SERVICE_PORT are not set; pass --kube-config-path FILE "
+                       "KUBERNETES_SERVICE_PORT are not set; pass --kubeconfig FILE "
                        "or --standalone");
     /* An IPv6 service address needs brackets in a URL. */
     bool v6 = strchr(host, ':') != NULL;
@@ -75,19 +116,19 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
         wh_kube_config_clear(out);
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
-    if (access(out->token_file, R_OK) != 0) {
+    char why[WH_ERRBUF_LEN];
+    if (check_regular(out->token_file, why)) {
         enum wh_err err = wh_fail(errbuf, WH_ERR_NOTFOUND,
-                                  "in-cluster configuration: service-account token %s is not "
-                                  "readable (is automountServiceAccountToken off?)",
-                                  out->token_file);
+                                  "in-cluster configuration: service-account token %s: %s (is "
+                                  "automountServiceAccountToken off?)",
+                                  out->token_file, why);
         wh_kube_config_clear(out);
         return err;
     }
-    if (access(out->ca_file, R_OK) != 0) {
+    if (check_regular(out->ca_file, why)) {
         enum wh_err err = wh_fail(errbuf, WH_ERR_NOTFOUND,
-                                  "in-cluster configuration: service-account CA %s is not "
-                                  "readable",
-                                  out->ca_file);
+                                  "in-cluster configuration: service-account CA %s: %s",
+                                  out->ca_file, why);
         wh_kube_config_clear(out);
         return err;
     }
@@ -103,6 +144,7 @@ struct kc {
     const char *path;
     char *dir; /* the file's directory, for relative paths */
     char *errbuf;
+    char *cluster_exec; /* the cluster's exec extension as JSON, for an exec user; or NULL */
 };
 
 static const cJSON *map_get(const cJSON *map, const char *key)
@@ -135,6 +177,12 @@ static enum wh_err get_str(struct kc *k, const cJSON *map, const char *key, cons
     if (!cJSON_IsString(n)) {
         char what[64];
         describe(n, what, sizeof(what));
+        /* A credential's value never goes into a message, not even a
+         * number (an unquoted numeric token). */
+        static const char *const secret[] = {"token", "client-key-data", "password"};
+        for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+            if (!strcmp(key, secret[i]) && cJSON_IsNumber(n))
+                snprintf(what, sizeof(what), "a number (not shown: it is a credential)");
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: %s%s%s: must be a string, not %s (quote the value)", k->path,
                        field, *field ? "." : "", key, what);
@@ -241,9 +289,11 @@ static enum wh_err file_or_data(struct kc *k, const cJSON *map, const char *fiel
         *file = resolve(k, f);
         if (!*file)
             return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
-        if (access(*file, R_OK) != 0)
-            return wh_fail(k->errbuf, WH_ERR_NOTFOUND, "kubeconfig %s: %s.%s: cannot read %s",
-                           k->path, field, file_key, *file);
+        char why[WH_ERRBUF_LEN];
+        enum wh_err e = check_regular(*file, why);
+        if (e)
+            return wh_fail(k->errbuf, e, "kubeconfig %s: %s.%s: %s: %s", k->path, field, file_key,
+                           *file, why);
     }
     return WH_OK;
 }
@@ -269,6 +319,18 @@ static enum wh_err load_cluster(struct kc *k, const cJSON *cl, const char *name,
     out->server = strdup(server);
     if (!out->server)
         return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    /* What provideClusterInfo passes to a plugin as spec.cluster.config. */
+    const cJSON *ext;
+    cJSON_ArrayForEach(ext, map_get(cl, "extensions"))
+    {
+        const cJSON *n = map_get(ext, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, "client.authentication.k8s.io/exec") &&
+            map_get(ext, "extension")) {
+            k->cluster_exec = cJSON_PrintUnformatted(map_get(ext, "extension"));
+            if (!k->cluster_exec)
+                return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+        }
+    }
     size_t n = strlen(out->server);
     while (n > 0 && out->server[n - 1] == '/')
         out->server[--n] = '\0';
@@ -276,18 +338,162 @@ static enum wh_err load_cluster(struct kc *k, const cJSON *cl, const char *name,
                         &out->ca_file, &out->ca_pem, &out->ca_pem_len);
 }
 
+/* A NULL-terminated copy of a YAML list of strings (NULL or absent: an
+ * empty list), after first (when not NULL). */
+static enum wh_err str_list(struct kc *k, const cJSON *seq, const char *field, const char *first,
+                            char ***out)
+{
+    if (seq && !cJSON_IsNull(seq) && !cJSON_IsArray(seq))
+        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s: must be a list", k->path,
+                       field);
+    size_t n = (size_t)(seq && cJSON_IsArray(seq) ? cJSON_GetArraySize(seq) : 0) + 2;
+    char **v = calloc(n, sizeof(*v));
+    if (!v)
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    *out = v;
+    size_t at = 0;
+    if (first && !(v[at++] = strdup(first)))
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    const cJSON *e;
+    size_t i = 0;
+    cJSON_ArrayForEach(e, seq)
+    {
+        if (!cJSON_IsString(e))
+            return wh_fail(k->errbuf, WH_ERR_INVALID,
+                           "kubeconfig %s: %s[%zu]: must be a string (quote the value)", k->path,
+                           field, i);
+        if (!(v[at++] = strdup(e->valuestring)))
+            return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+        i++;
+    }
+    return WH_OK;
+}
+
+/* exec.env: a list of {name, value}, kept as "NAME=value". */
+static enum wh_err exec_env(struct kc *k, const cJSON *seq, const char *field, char ***out)
+{
+    if (seq && !cJSON_IsNull(seq) && !cJSON_IsArray(seq))
+        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.env: must be a list", k->path,
+                       field);
+    size_t n = (size_t)(cJSON_IsArray(seq) ? cJSON_GetArraySize(seq) : 0) + 1;
+    char **v = calloc(n, sizeof(*v));
+    if (!v)
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    *out = v;
+    const cJSON *e;
+    size_t i = 0;
+    cJSON_ArrayForEach(e, seq)
+    {
+        char f[256];
+        snprintf(f, sizeof(f), "%s.env[%zu]", field, i++);
+        const char *name = NULL, *value = NULL;
+        enum wh_err err = get_str(k, e, "name", f, &name);
+        if (!err)
+            err = get_str(k, e, "value", f, &value);
+        if (err)
+            return err;
+        if (!name || !*name || strchr(name, '='))
+            return wh_fail(k->errbuf, WH_ERR_INVALID,
+                           "kubeconfig %s: %s.name: missing, empty or holding '='", k->path, f);
+        v[i - 1] = concat(name, "=", value ? value : "", NULL, NULL);
+        if (!v[i - 1])
+            return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    }
+    return WH_OK;
+}
+
+#define EXEC_V1 "client.authentication.k8s.io/v1"
+#define EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
+
+/* users[].user.exec, as client-go reads it: apiVersion v1 or v1beta1,
+ * command (relative to the kubeconfig's directory when it holds a '/'),
+ * args, env, interactiveMode (required by v1; v1beta1's default is
+ * IfAvailable), provideClusterInfo, installHint. */
+static enum wh_err load_exec(struct kc *k, const cJSON *ex, const char *field,
+                             struct wh_kube_config *out)
+{
+    char f[200];
+    snprintf(f, sizeof(f), "%s.exec", field);
+    if (!cJSON_IsObject(ex))
+        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s: must be a mapping", k->path,
+                       f);
+    const char *api = NULL, *cmd = NULL, *mode = NULL, *hint = NULL;
+    struct wh_exec_config *x = calloc(1, sizeof(*x));
+    if (!x)
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    out->exec = x;
+    enum wh_err err = get_str(k, ex, "apiVersion", f, &api);
+    if (!err)
+        err = get_str(k, ex, "command", f, &cmd);
+    if (!err)
+        err = get_str(k, ex, "interactiveMode", f, &mode);
+    if (!err)
+        err = get_str(k, ex, "installHint", f, &hint);
+    if (!err)
+        err = get_flag(k, ex, "provideClusterInfo", f, &x->provide_cluster_info);
+    if (err)
+        return err;
+    if (!api || (strcmp(api, EXEC_V1) && strcmp(api, EXEC_V1BETA1)))
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s.apiVersion: \"%.80s\" is not supported; use "
+                       "%s or %s (v1alpha1 was removed in Kubernetes 1.24)",
+                       k->path, f, api ? api : "", EXEC_V1, EXEC_V1BETA1);
+    if (!cmd || !*cmd)
+        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.command: missing", k->path, f);
+    bool v1 = !strcmp(api, EXEC_V1);
+    if (!mode && v1)
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s.interactiveMode: missing; %s requires it (Never, "
+                       "IfAvailable or Always)",
+                       k->path, f, EXEC_V1);
+    if (!mode || !strcmp(mode, "IfAvailable"))
+        x->interactive = WH_EXEC_IF_AVAILABLE;
+    else if (!strcmp(mode, "Never"))
+        x->interactive = WH_EXEC_NEVER;
+    else if (!strcmp(mode, "Always"))
+        x->interactive = WH_EXEC_ALWAYS;
+    else
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s.interactiveMode: \"%.40s\" is not Never, IfAvailable "
+                       "or Always",
+                       k->path, f, mode);
+    x->api_version = strdup(api);
+    x->command = strchr(cmd, '/') ? resolve(k, cmd) : strdup(cmd);
+    x->install_hint = hint && *hint ? strdup(hint) : NULL;
+    if (!x->api_version || !x->command || (hint && *hint && !x->install_hint))
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    char af[220];
+    snprintf(af, sizeof(af), "%s.args", f);
+    err = str_list(k, map_get(ex, "args"), af, x->command, &x->argv);
+    if (!err)
+        err = exec_env(k, map_get(ex, "env"), f, &x->env);
+    return err;
+}
+
 static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
                              struct wh_kube_config *out)
 {
     char field[160];
     snprintf(field, sizeof(field), "users[name=%s].user", name);
-    static const char *const unsupported[] = {"exec", "auth-provider", "username", "password"};
+    if (map_get(u, "auth-provider"))
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s.auth-provider: not supported (kubectl dropped it too); "
+                       "on GKE install gke-gcloud-auth-plugin and run 'gcloud container clusters "
+                       "get-credentials', which writes an exec entry",
+                       k->path, field);
+    static const char *const unsupported[] = {"username", "password"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
         if (map_get(u, unsupported[i]))
             return wh_fail(k->errbuf, WH_ERR_INVALID,
-                           "kubeconfig %s: %s.%s: not supported; use a bearer token (token or "
-                           "tokenFile) or a client certificate",
+                           "kubeconfig %s: %s.%s: basic authentication is not supported; use a "
+                           "bearer token (token or tokenFile), a client certificate or exec",
                            k->path, field, unsupported[i]);
+    const cJSON *exec = map_get(u, "exec");
+    if (exec && !cJSON_IsNull(exec)) {
+        enum wh_err e = load_exec(k, exec, field, out);
+        if (e)
+            return e;
+    }
     const char *token = NULL, *token_file = NULL;
     enum wh_err err = get_str(k, u, "token", field, &token);
     if (!err)
@@ -302,9 +508,11 @@ static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
         out->token_file = resolve(k, token_file);
         if (!out->token_file)
             return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
-        if (access(out->token_file, R_OK) != 0)
-            return wh_fail(k->errbuf, WH_ERR_NOTFOUND, "kubeconfig %s: %s.tokenFile: cannot read %s",
-                           k->path, field, out->token_file);
+        char why[WH_ERRBUF_LEN];
+        enum wh_err e = check_regular(out->token_file, why);
+        if (e)
+            return wh_fail(k->errbuf, e, "kubeconfig %s: %s.tokenFile: %s: %s", k->path, field,
+                           out->token_file, why);
     }
     err = file_or_data(k, u, field, "client-certificate", "client-certificate-data",
                        &out->cert_file, &out->cert_pem, &out->cert_pem_len);
@@ -320,6 +528,40 @@ static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
                        "only the %s is set",
                        k->path, field, "(-data)", "(-data)", cert ? "certificate" : "key");
     return WH_OK;
+}
+
+/* Whether the authority of an http:// URL is the loopback. */
+static bool loopback(const char *authority)
+{
+    static const char *const names[] = {"localhost", "[::1]", "127."};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t n = strlen(names[i]);
+        if (strncmp(authority, names[i], n))
+            continue;
+        char next = authority[n];
+        return i == 2 || next == '\0' || next == ':' || next == '/';
+    }
+    return false;
+}
+
+/* A credential over plain http:// crosses the network in clear: refused,
+ * unless the server is the loopback (kubectl proxy, a test server), where
+ * the configuration carries a warning for the caller to print. */
+static enum wh_err check_plain_http(struct kc *k, const char *cluster, const char *user,
+                                    struct wh_kube_config *out)
+{
+    if (strncmp(out->server, "http://", 7) || !(out->token || out->token_file || out->exec))
+        return WH_OK;
+    if (!loopback(out->server + 7))
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: clusters[name=%s].cluster.server: %s is plain http://: "
+                       "the credential of users[name=%s] would cross the network unencrypted; "
+                       "refused (use the https:// address of the API server)",
+                       k->path, cluster, out->server, user);
+    out->warning = concat("the credential of the kubeconfig's user goes over plain http:// to ",
+                          out->server, " (unencrypted; acceptable on the loopback only)", NULL,
+                          NULL);
+    return out->warning ? WH_OK : wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
 }
 
 static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_config *out)
@@ -358,6 +600,12 @@ static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_conf
         if (!err)
             err = load_user(k, user, user_name, out);
     }
+    if (!err && out->exec && out->exec->provide_cluster_info) {
+        out->exec->cluster_config = k->cluster_exec;
+        k->cluster_exec = NULL;
+    }
+    if (!err)
+        err = check_plain_http(k, cluster_name, user_name, out);
     return err;
 }
 
@@ -369,7 +617,7 @@ enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out, cha
     struct kc k = {.path = path, .errbuf = errbuf};
     cJSON *doc = NULL;
     char inner[WH_ERRBUF_LEN];
-    enum wh_err err = wh_read_file(path, &text, errbuf);
+    enum wh_err err = wh_read_regular_file(path, &text, errbuf);
     if (!err)
         err = wh_yaml_load_one(wh_buf_ptr(&text), wh_buf_len(&text), &doc, errbuf);
     if (err) {
@@ -387,9 +635,59 @@ enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out, cha
     err = load_doc(&k, doc, out);
 out:
     cJSON_Delete(doc);
+    free(k.cluster_exec);
     free(k.dir);
     wh_buf_free(&text);
     if (err)
         wh_kube_config_clear(out);
+    return err;
+}
+
+/* $KUBECONFIG's first file that exists (a list separated by ':'), in
+ * out (n bytes); false when none does. */
+static bool first_existing(const char *list, char *out, size_t n)
+{
+    while (*list) {
+        size_t len = strcspn(list, ":");
+        if (len > 0 && len < n) {
+            snprintf(out, n, "%.*s", (int)len, list);
+            struct stat st;
+            if (!stat(out, &st))
+                return true;
+        }
+        list += len + (list[len] == ':');
+    }
+    return false;
+}
+
+enum wh_err wh_kubeconfig_resolve(const char *path, bool in_cluster_default,
+                                  struct wh_kube_config *out, char *errbuf)
+{
+    if (path && *path)
+        return wh_kubeconfig_load(path, out, errbuf);
+    if (in_cluster_default)
+        return wh_kubeconfig_in_cluster(out, errbuf);
+    char p[4096];
+    const char *env = getenv("KUBECONFIG");
+    if (env && *env) {
+        if (first_existing(env, p, sizeof(p)))
+            return wh_kubeconfig_load(p, out, errbuf);
+        return wh_fail(errbuf, WH_ERR_NOTFOUND,
+                       "KUBECONFIG=%.300s: no such file (unset it to use ~/.kube/config or the "
+                       "in-cluster configuration)",
+                       env);
+    }
+    const char *home = getenv("HOME");
+    struct stat st;
+    if (home && *home && snprintf(p, sizeof(p), "%s/.kube/config", home) < (int)sizeof(p) &&
+        !stat(p, &st))
+        return wh_kubeconfig_load(p, out, errbuf);
+    enum wh_err err = wh_kubeconfig_in_cluster(out, errbuf);
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    if (err == WH_ERR_NOTFOUND && (!host || !*host))
+        wh_fail(errbuf, err,
+                "no kubeconfig: --kubeconfig is not given, $KUBECONFIG is not set, "
+                "~/.kube/config does not exist, and this is not a Kubernetes pod "
+                "(KUBERNETES_SERVICE_HOST is not set)");
     return err;
 }

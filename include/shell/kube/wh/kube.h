@@ -5,8 +5,17 @@
  * every request, so a rotated service-account token is picked up without a
  * restart. Tokens never appear in logs or error texts.
  *
+ * An exec credential plugin's credential is cached, shared by the clones of
+ * a client (wh_kube_clone), until its expirationTimestamp or a 401. In the
+ * CLI a request runs the plugin when the cache holds nothing fresh (one run
+ * at a time) and, after a 401, runs it again and repeats the request once.
+ * serve calls wh_kube_refresh_in_background: from then on only a thread of
+ * the client runs the plugin (ahead of expiry, and after a 401), and a
+ * request never waits for it (docs/internals/threads.md).
+ *
  * Ownership: wh_kube_new() takes over the configuration's memory (the
- * caller's struct is zeroed); wh_kube_free() releases it.
+ * caller's struct is zeroed); wh_kube_free() releases a client, and the
+ * configuration with its last clone.
  */
 #ifndef WH_KUBE_H
 #define WH_KUBE_H
@@ -28,6 +37,13 @@ struct wh_kube;
 /* NULL with a reason in errbuf on failure (cfg then still owns its memory). */
 struct wh_kube *wh_kube_new(struct wh_kube_config *cfg, char *errbuf);
 void wh_kube_free(struct wh_kube *k); /* NULL-safe */
+/* Another client of the same configuration and credential cache (its own
+ * connections); freed with wh_kube_free. NULL with a reason on failure. */
+struct wh_kube *wh_kube_clone(struct wh_kube *k, char *errbuf);
+/* With an exec plugin: run it now (the caller waits, at start-up), then
+ * keep the credential fresh on a thread of the client's own, stopped by
+ * the last wh_kube_free. Without one: nothing. */
+WH_NODISCARD enum wh_err wh_kube_refresh_in_background(struct wh_kube *k, char *errbuf);
 /* "in-cluster" or the kubeconfig path; borrowed. */
 const char *wh_kube_source(const struct wh_kube *k);
 
