@@ -166,11 +166,46 @@ PY
   build-tools/kubectl version --client >/dev/null
 }
 
+# The cluster suite (docs/cluster.md) builds kube-apiserver, etcd,
+# kube-controller-manager, kubectl and the operators from their Go modules
+# (tests/cluster/build.sh): it needs the Go their go.mod names, at
+# /usr/local/go (Debian 12's golang-go is 1.19, too old), and the Go module
+# proxy (or a module cache that holds every module already). Checked, not
+# installed: the toolchain is not a Debian package. WH_SETUP_GO (tests
+# only) stands in for /usr/local/go/bin/go.
+check_cluster_go() {
+  local go=${WH_SETUP_GO:-/usr/local/go/bin/go} want have
+  want=$(sed -n 's/^go \([0-9]*\.[0-9]*\).*/\1/p' tests/cluster/modules/k8s/go.mod)
+  if [ ! -x "$go" ]; then
+    echo "setup: FAILED: the cluster suite needs Go $want at /usr/local/go (no $go; Debian's" \
+      "golang-go is too old): install it from https://go.dev/dl/ (go$want.x.linux-amd64.tar.gz," \
+      "unpacked into /usr/local), then rerun: bash scripts/setup.sh test" >&2
+    exit 1
+  fi
+  have=$("$go" env GOVERSION | sed 's/^go\([0-9]*\.[0-9]*\).*/\1/')
+  if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]; then
+    echo "setup: FAILED: the cluster suite needs Go $want or later; /usr/local/go is $have:" \
+      "install Go $want from https://go.dev/dl/ into /usr/local, then rerun: bash scripts/setup.sh test" >&2
+    exit 1
+  fi
+  # One module of the build, from the proxy or the module cache.
+  if ! (cd tests/cluster/modules/k8s && GOFLAGS=-mod=readonly "$go" mod download k8s.io/kubernetes) >/tmp/setup-goproxy.$$ 2>&1; then
+    cat /tmp/setup-goproxy.$$ >&2
+    rm -f /tmp/setup-goproxy.$$
+    echo "setup: FAILED: Go could not fetch k8s.io/kubernetes for the cluster suite (output above):" \
+      "the Go module proxy ($("$go" env GOPROXY)) is not reachable and the module cache" \
+      "($("$go" env GOMODCACHE)) lacks it; set GOPROXY (or HTTPS_PROXY) and rerun: bash scripts/setup.sh test" >&2
+    exit 1
+  fi
+  rm -f /tmp/setup-goproxy.$$
+}
+
 # Test-only tools from outside Debian, one step a line; each does nothing
 # when its tool is there already.
 test_tools() {
   ensure_test_kubectl
   bash scripts/fetch-test-helm.sh # Helm 3 and 4 for the chart tests
+  check_cluster_go
 }
 
 apt_install "${build_pkgs[@]}"

@@ -4,7 +4,8 @@
 # RelWithDebInfo) and with clang (Release), warnings as errors, runs every
 # test under ctest in both, then again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the tests that run threads (ctest label
-# "threads") under ThreadSanitizer.
+# "threads") under ThreadSanitizer. The cluster suite (label "cluster": a
+# real control plane, docs/cluster.md) runs once, in the gcc build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trap 'echo "test.sh: FAILED (exit $?): $BASH_COMMAND; the output above names the check or test;" \
@@ -19,7 +20,22 @@ bash scripts/format.sh --check
 echo "== gcc build + tests"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE '^cluster$'
+
+# The cluster suite (docs/cluster.md), in this build only: a real
+# kube-apiserver, etcd and kube-controller-manager built from their Go
+# modules (cold: tens of minutes; warm: seconds), the webhook installed from
+# the chart. Its cases share one cluster and run one at a time.
+echo "== cluster suite (ctest -L cluster)"
+t0=$(date +%s)
+# The modules cluster.up needs: k8s and the components it starts.
+components=$(sed -n 's/^WH_CLUSTER_COMPONENTS:[A-Z]*=//p' build/CMakeCache.txt)
+# shellcheck disable=SC2086 # one module a word
+bash tests/cluster/build.sh k8s ${components//,/ }
+t1=$(date +%s)
+ctest --test-dir build --output-on-failure -L '^cluster$'
+t2=$(date +%s)
+echo "cluster suite: Go builds $((t1 - t0)) s, suite (up, cases, down) $((t2 - t1)) s"
 
 # The portable twins of the SIMD paths (b64.c, buf.c, jparse.c), which the
 # CPUs here never take: the unit tests only, in a build of their own.
@@ -35,13 +51,13 @@ ctest --test-dir build-portable --output-on-failure -j "$jobs" -R '^unit\.' -E '
 echo "== clang Release build + tests (warnings as errors)"
 cmake -S . -B build-clang-release -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DWH_FUZZ=ON >/dev/null
 cmake --build build-clang-release -j "$jobs"
-ctest --test-dir build-clang-release --output-on-failure -j "$jobs"
+ctest --test-dir build-clang-release --output-on-failure -j "$jobs" -LE '^cluster$'
 
 echo "== ASan + UBSan build + tests"
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DWH_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE '^cluster$'
 
 # ThreadSanitizer (~5-10x slower) on the tests labelled "threads" only: the
 # server integration tests (the server binary itself is the TSan build), the

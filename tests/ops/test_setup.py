@@ -39,6 +39,13 @@ case " $FAKE_MISSING " in *" $p "*) exit 1 ;; esac
 printf 'install ok installed'
 ''',
     "id": 'echo "${FAKE_UID:-0}"\n',
+    # The cluster suite's Go: its version, and a module download that works
+    # unless $FAKE_GOPROXY_DOWN.
+    "go": r'''[ "$1 $2" = "env GOVERSION" ] && { echo "${FAKE_GOVERSION:-go1.26.8}"; exit 0; }
+[ "$1" = env ] && { echo "https://proxy.example"; exit 0; }
+[ -n "${FAKE_GOPROXY_DOWN:-}" ] && { echo "dial tcp: i/o timeout" >&2; exit 1; }
+exit 0
+''',
     # apt-get install: what a daemon package's postinst does: enable the
     # unit and its SysV links, start it unless policy-rc.d says 101.
     "apt-get": r'''[ "$1" = update ] && exit "${FAKE_APT_RC:-0}"
@@ -129,6 +136,11 @@ class Runs(unittest.TestCase):
         # is deploy.helm_real); here a stand-in that records the call.
         with open(os.path.join(self.repo, "scripts", "fetch-test-helm.sh"), "w") as f:
             f.write('echo "fetch-test-helm $*" >>"$SHIM_LOG"\n')
+        # The test part checks the cluster suite's Go (WH_SETUP_GO: a shim
+        # that records its calls) against tests/cluster's k8s go.mod.
+        mods = os.path.join(self.repo, "tests", "cluster", "modules", "k8s")
+        os.makedirs(mods)
+        shutil.copy(os.path.join(ROOT, "tests", "cluster", "modules", "k8s", "go.mod"), mods)
         for name, body in SHIMS.items():
             path = os.path.join(self.shims, name)
             with open(path, "w") as f:
@@ -141,7 +153,7 @@ class Runs(unittest.TestCase):
     def run_setup(self, *args, **env):
         e = dict(os.environ, PATH=self.shims + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
                  WH_SETUP_ROOT=self.root, SHIM_LOG=self.log, FAKE_KUBECTL="1",
-                 npm_config_registry="http://127.0.0.1:9")
+                 npm_config_registry="http://127.0.0.1:9", WH_SETUP_GO=os.path.join(self.shims, "go"))
         e.update(env)
         p = subprocess.run(["bash", os.path.join(self.repo, "scripts", "setup.sh")] + list(args),
                            capture_output=True, text=True, timeout=60, env=e)
@@ -159,7 +171,7 @@ class RunsBuildPart(Runs):
         missing = " ".join(listing("build") + sorted(test))
         p, calls = self.run_setup("build", FAKE_MISSING=missing, FAKE_KUBECTL="")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertFalse([c for c in calls if c.split()[0] in ("npm", "kubectl", "fetch-test-helm")],
+        self.assertFalse([c for c in calls if c.split()[0] in ("npm", "kubectl", "fetch-test-helm", "go")],
                          calls)
         installs = [c.split()[5:] for c in calls if c.startswith("apt-get install")]
         self.assertEqual(len(installs), 1, calls)
@@ -175,6 +187,7 @@ class RunsDaemons(Runs):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("apt-get install -y -qq --no-install-recommends nginx-light", calls)
         self.assertIn("fetch-test-helm ", calls)
+        self.assertIn("go mod download k8s.io/kubernetes", calls)
         self.assertNotIn("started nginx", calls)
         self.assertFalse(self.wants("nginx.service"))
         self.assertEqual(sorted(os.listdir(os.path.join(self.root, "etc/rc2.d"))), ["K01nginx"])
@@ -191,6 +204,18 @@ class RunsDaemons(Runs):
 
 
 class RunsFailures(Runs):
+    def test_cluster_go_missing_old_or_offline(self):
+        p, _ = self.run_setup("test", WH_SETUP_GO=os.path.join(self.tmp, "no-go"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("the cluster suite needs Go 1.26 at /usr/local/go", p.stderr)
+        p, _ = self.run_setup("test", FAKE_GOVERSION="go1.22.3")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("needs Go 1.26 or later; /usr/local/go is 1.22", p.stderr)
+        p, _ = self.run_setup("test", FAKE_GOPROXY_DOWN="1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("the Go module proxy (https://proxy.example) is not reachable", p.stderr)
+        self.assertIn("dial tcp: i/o timeout", p.stderr)
+
     def test_apt_failure_says_what_and_what_to_do(self):
         p, _ = self.run_setup("build", FAKE_MISSING="cmake", FAKE_APT_RC="100")
         self.assertEqual(p.returncode, 1)
