@@ -1,0 +1,139 @@
+"""JobSet (v0.12.0) and LeaderWorkerSet (v0.9.0) through their real
+controllers, with their own admission webhooks, and the real Job and
+StatefulSet controllers (issue 32, item 4). The workloads opt in as
+docs/workloads.md says (label tpu-webhook/inject: enabled on the pod
+template); the stored pods are judged by the project's physics
+(tests/engine/physics.py: ids dense per slice, one peer list per slice
+whose entry i is worker i's name, torchrun world = MEGASCALE world,
+distinct ports per pod), and their count must be what the workload asks.
+Each class works in its own namespace."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clusterlib as cl  # noqa: E402
+import operators as op  # noqa: E402
+from clusterlib import physics  # noqa: E402
+
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+
+def fixture(name, ns):
+    return op.in_namespace(os.path.join(cl.WORKLOADS, name), ns)["items"]
+
+
+def jobset(ns):
+    """docs/workloads.md's worked example 4 (two v5p 2x2x4 slices) without
+    exclusive placement: no scheduler runs, and JobSet's pod webhook holds
+    an exclusive JobSet's followers until the leader has a node."""
+    js = fixture("jobset-v5p-2x2x4-two-slices.yaml", ns)[0]
+    (js["metadata"].get("annotations") or {}).pop(EXCLUSIVE, None)
+    return js
+
+
+def jobset_pods(ns, js):
+    want = sum(r["replicas"] * r["template"]["spec"]["parallelism"] for r in js["spec"]["replicatedJobs"])
+    return op.settled_pods(ns, "jobset.sigs.k8s.io/jobset-name=" + js["metadata"]["name"], want)
+
+
+def check_jobset(pods):
+    physics.check_slices(pods)
+    for p in pods:
+        e = physics.env_of(p["spec"]["containers"][0])
+        assert e["MEGASCALE_NUM_SLICES"] == "2", (p["metadata"]["name"], e["MEGASCALE_NUM_SLICES"])
+
+
+def lws_pods(ns, lws):
+    want = lws["spec"]["replicas"] * lws["spec"]["leaderWorkerTemplate"]["size"]
+    return op.settled_pods(ns, "leaderworkerset.sigs.k8s.io/name=" + lws["metadata"]["name"], want)
+
+
+def check_lws(pods):
+    """The physics, and the two webhooks agree: LWS's TPU identity (its pod
+    webhook's) is the torchrun rank and TorchTPU host order this one wrote;
+    env_of refuses a variable stored twice."""
+    physics.check_slices(pods)
+    for p in pods:
+        e = physics.env_of(physics.tpu_containers(p)[0])
+        assert e["PET_NODE_RANK"] == e["TPU_WORKER_ID"], (p["metadata"]["name"], e["PET_NODE_RANK"], e["TPU_WORKER_ID"])
+        hosts = []
+        for a in e["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(","):
+            if a.rpartition(":")[0] not in hosts:
+                hosts.append(a.rpartition(":")[0])
+        assert hosts == e["TPU_WORKER_HOSTNAMES"].split(","), (p["metadata"]["name"], hosts, e["TPU_WORKER_HOSTNAMES"])
+
+
+class WorkloadCase(unittest.TestCase):
+    def setUp(self):
+        cl.kubectl("get", "--raw", "/readyz")
+
+    def ns(self, name):
+        cl.create_namespace(name)
+        self.addCleanup(cl.kubectl, "delete", "namespace", name, "--wait=false", check=False)
+        return name
+
+
+class JobSet(WorkloadCase):
+    """A two-slice JobSet: 8 pods stored (2 replicas x parallelism 4), one
+    dense slice per child Job, MEGASCALE joining both."""
+
+    def test_two_slices(self):
+        ns = self.ns("wl-jobset")
+        js = jobset(ns)
+        op.apply_obj(js)
+        pods = jobset_pods(ns, js)
+        check_jobset(pods)
+        print("ok: JobSet %s: %d pods stored" % (js["metadata"]["name"], len(pods)))
+
+
+class JobSetUnregistered(WorkloadCase):
+    """The negative control: without the webhook's configurations the
+    JobSet's stored pods fail the check."""
+
+    def test_unregistered(self):
+        ns = self.ns("wl-jobset-unregistered")
+        js = jobset(ns)
+        with op.webhook_unregistered():
+            op.apply_obj(js)
+            pods = jobset_pods(ns, js)
+        print("ok: the check fails: %s" % op.fails(check_jobset, pods))
+
+
+class LeaderWorkerSet(WorkloadCase):
+    """LeaderWorkerSets with the Shared (default) and the UniquePerReplica
+    subdomain policy next to a smoke Job: LWS's pod webhook injects the TPU
+    identity, this one the TorchTPU and torchrun values, and they agree."""
+
+    def test_two_webhooks(self):
+        ns = self.ns("wl-lws")
+        objs = fixture("lws-and-smoke-job.json", ns) + fixture("lws-unique-per-replica.yaml", ns)
+        op.apply_obj({"apiVersion": "v1", "kind": "List", "items": objs})
+        for o in objs:
+            if o["kind"] == "LeaderWorkerSet":
+                pods = lws_pods(ns, o)
+                check_lws(pods)
+                print("ok: LeaderWorkerSet %s (%s): %d pods stored" % (
+                    o["metadata"]["name"], (o["spec"].get("networkConfig") or {}).get("subdomainPolicy", "Shared"),
+                    len(pods)))
+            elif o["kind"] == "Job":
+                physics.check_slices(op.settled_pods(ns, "job-name=" + o["metadata"]["name"], 1))
+                print("ok: Job %s: 1 pod stored" % o["metadata"]["name"])
+
+
+class LeaderWorkerSetUnregistered(WorkloadCase):
+    """The negative control: without this webhook, LWS's pods lack the
+    values it adds and fail the check."""
+
+    def test_unregistered(self):
+        ns = self.ns("wl-lws-unregistered")
+        lws = fixture("lws-unique-per-replica.yaml", ns)[0]
+        with op.webhook_unregistered():
+            op.apply_obj(lws)
+            pods = lws_pods(ns, lws)
+        print("ok: the check fails: %s" % op.fails(check_lws, pods))
+
+
+if __name__ == "__main__":
+    unittest.main()
