@@ -44,6 +44,7 @@ test_pkgs=(
   clang valgrind openssl ca-certificates python3 python3-yaml python3-jsonpatch
   libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes for clang (fuzz.short.*)
   shellcheck python3-kubernetes
+  zsh # tests/ops/test_cli.py runs the zsh completion script
   clang-format # scripts/format.sh, the layout of .clang-format; the build does not use it
   wrk nginx-light # bench/tls_vs_nginx.sh only: the load generator and the peer server
   prometheus      # promtool, for the alert rules' tests

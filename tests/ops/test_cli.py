@@ -4,18 +4,24 @@ skips the chart's templates (and files that do not parse) with one note,
 so `check deploy/` passes on this repository, while a bad manifest under a
 chart is still judged. Issue 36: a skipped chart file takes back only what
 it added, so every row of every file read before it stays, whatever order
-the walk meets manifests and charts in.
+the walk meets manifests and charts in; and one CLI convention, kubectl's:
+-o json|yaml on every command that prints data, JSON printed one way, bad
+command lines refused in plain text on stderr, help on a bare invocation,
+and completion scripts made from the same flag tables as --help.
 
 Usage: test_cli.py BINARY SOURCE_DIR
 """
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
+
+import yaml
 
 BINARY, ROOT = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
@@ -150,6 +156,153 @@ class CliCheckChartOrder(Cli):
         files += self.chart("b-chart")
         files += self.apps("c-apps", "multi-doc-v5e.yaml", "tpu7x-single-host.yaml")
         self.check_layout(files, 2)
+
+
+SAMPLE = os.path.join(MANIFESTS, "multi-doc-v5e.yaml")
+REVIEW = os.path.join(ROOT, "tests", "fixtures", "reviews", "v6e-16-legacy.json")
+# Every command that prints data, its -o choices, and the arguments it
+# prints data for.
+DATA_COMMANDS = (
+    ("version", "json|yaml", []),
+    ("review", "wire|json|yaml", [REVIEW]),
+    ("render", "yaml|json", [SAMPLE]),
+    ("check", "table|json|yaml", [SAMPLE]),
+    ("doctor", "table|json|yaml", ["--pods", "PODS"]),
+)
+COMMANDS = ("serve", "certs", "review", "render", "check", "doctor", "version", "completion")
+
+
+def help_flags(cmd):
+    """The flags `cmd --help` lists, as completion offers them: --name, and
+    -x for a one-letter name or a short form."""
+    r = run(cmd, "--help")
+    assert r.returncode == 0, r.stderr
+    block = r.stdout.split("\nflags:\n", 1)[1] if "\nflags:\n" in r.stdout else ""
+    flags = set()
+    for short, name in re.findall(r"(?m)^  (?:(-\w), |    )--([\w-]+)", block):
+        flags.add(("-" if len(name) == 1 else "--") + name)
+        if short:
+            flags.add(short)
+    return flags
+
+
+class CliConvention(Cli):
+    def setUp(self):
+        super().setUp()
+        self.pods = os.path.join(self.work, "pods.json")
+        with open(self.pods, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "PodList", "items": []}, f)
+
+    def args(self, args):
+        return [self.pods if a == "PODS" else a for a in args]
+
+    def test_bare_invocation_is_help(self):
+        for args in ([], ["--help"], ["help"], ["-h"]):
+            r = run(*args)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), args)
+            self.assertTrue(r.stdout.startswith("usage: tpu-webhook <command>"), r.stdout)
+            for cmd in COMMANDS:
+                self.assertRegex(r.stdout, r"(?m)^  %s +\S" % cmd)
+        r = run("nosuch")
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertEqual(r.stderr, 'tpu-webhook: unknown command "nosuch"\n'
+                                   "Run 'tpu-webhook --help' for the commands.\n")
+
+    def test_output_json_and_yaml_everywhere(self):
+        for cmd, choices, args in DATA_COMMANDS:
+            with self.subTest(cmd=cmd):
+                self.assertIn("-o, --output " + choices, run(cmd, "--help").stdout)
+                j = run(cmd, "-o", "json", *self.args(args))
+                self.assertIn(j.returncode, (0, 1), j.stderr)
+                doc = json.loads(j.stdout)
+                # One JSON form: two-space indent, kubectl's.
+                self.assertEqual(j.stdout, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+                y = run(cmd, "--output=yaml", *self.args(args))
+                self.assertEqual(y.returncode, j.returncode, y.stderr)
+                if cmd == "render":  # YAML documents, one a pod; JSON one v1 List
+                    self.assertEqual([d for d in yaml.safe_load_all(y.stdout) if d is not None],
+                                     doc["items"])
+                else:
+                    self.assertEqual(yaml.safe_load(y.stdout), doc)
+
+    def test_version_json_alias(self):
+        self.assertEqual(run("version", "--json").stdout, run("version", "-o", "json").stdout)
+        r = run("version", "--json", "-o", "yaml")
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertIn("give one", r.stderr)
+
+    def test_review_wire_is_the_answer_unchanged(self):
+        wire = run("review", REVIEW)
+        self.assertEqual(wire.returncode, 0, wire.stderr)
+        self.assertEqual(wire.stdout.count("\n"), 1)  # the bytes the server sends, one line
+        self.assertEqual(run("review", "-o", "wire", REVIEW).stdout, wire.stdout)
+        self.assertEqual(json.loads(run("review", "-o", "json", REVIEW).stdout),
+                         json.loads(wire.stdout))
+
+    def test_bad_command_line_is_plain_text(self):
+        for cmd in COMMANDS:
+            for bad in (["--no-such-flag"], ["-o", "xml"]):
+                if bad[0] == "-o" and cmd not in [c for c, _, _ in DATA_COMMANDS]:
+                    continue
+                with self.subTest(cmd=cmd, bad=bad):
+                    r = run(cmd, *bad)
+                    self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                    first, hint = r.stderr.splitlines()
+                    self.assertTrue(first.startswith("tpu-webhook %s: " % cmd), first)
+                    self.assertEqual(hint, "Run 'tpu-webhook %s --help' for the flags." % cmd)
+
+    def script(self, shell):
+        r = run("completion", shell)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        path = os.path.join(self.work, "completion." + shell)
+        with open(path, "w") as f:
+            f.write(r.stdout)
+        return path
+
+    def test_completion_bash(self):
+        path = self.script("bash")
+        probe = """source %s
+t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _tpu_webhook
+      echo "${COMPREPLY[*]}"; }
+""" % shlex.quote(path)
+        cases = [("tpu-webhook ''", set(COMMANDS) | {"help"}),
+                 ("tpu-webhook check -o ''", {"table", "json", "yaml"}),
+                 ("tpu-webhook review --output = ''", {"wire", "json", "yaml"}),
+                 ("tpu-webhook completion ''", {"bash", "zsh"})]
+        cases += [("tpu-webhook %s -" % cmd, help_flags(cmd)) for cmd in COMMANDS]
+        for words, want in cases:
+            with self.subTest(words=words):
+                r = subprocess.run(["bash", "-c", probe + "t " + words], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(r.stderr, "")
+                self.assertEqual(set(r.stdout.split()), want)
+
+    def test_completion_zsh(self):
+        path = self.script("zsh")
+        # compadd and _default stand in for zsh's completion system, which
+        # only runs inside a widget; compdef records the registration.
+        probe = """compadd() { [[ $1 == -- ]] && shift; print -r -- "$@" }
+_files() { print FILES }
+_default() { print FILES }
+compdef() { print "compdef $*" }
+source %s
+t() { words=("$@"); CURRENT=${#words}; _tpu_webhook }
+""" % shlex.quote(path)
+        r = subprocess.run(["zsh", "-f", "-c", probe], capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout, r.stderr),
+                         (0, "compdef _tpu_webhook tpu-webhook\n", ""))
+        cases = [("tpu-webhook ''", set(COMMANDS) | {"help"}),
+                 ("tpu-webhook doctor -o ''", {"table", "json", "yaml"}),
+                 ("tpu-webhook check x", {"FILES"}),
+                 ("tpu-webhook completion ''", {"bash", "zsh"})]
+        cases += [("tpu-webhook %s -" % cmd, help_flags(cmd)) for cmd in COMMANDS]
+        for words, want in cases:
+            with self.subTest(words=words):
+                r = subprocess.run(["zsh", "-f", "-c", probe + "t " + words], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(r.stderr, "")
+                self.assertEqual(set(r.stdout.split()) - {"compdef", "_tpu_webhook", "tpu-webhook"},
+                                 want)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """The log lines of a whole run of `serve` (issue 25): start, admissions (one
-of them a dry run), a certificate reload, SIGTERM; a bad flag; a start-up
-failure. Every line stderr gets is one JSON object, with no key twice, and
+of them a dry run), a certificate reload, SIGTERM; a start-up failure. Once
+serve runs, every line stderr gets is one JSON object, with no key twice, and
 carries time (RFC 3339, UTC), severity (Cloud Logging's names), a message
 and an event; stdout stays empty. At --v=0 (the shipped verbosity) the
 start-up line (version, mode, address, flags), TLS load and reload,
 listening with the chosen port of --bind-address=:0, readiness and shutdown
 are written and admissions are not; at --v=1 one line per admission, with
-dry_run.
+dry_run. A bad flag is refused before serve runs, in plain text, as every
+command refuses one (issue 36).
 
 Usage: test_logs.py BINARY DATA_DIR (tests/server/data)
 """
@@ -144,22 +145,29 @@ class LogsAdmission(Logs):
 
 class LogsStartupFailure(Logs):
     def test_bad_flag_and_startup_failure(self):
-        for args, status, event in (
-                (["--no-such-flag"], 2, "bad_flag"),
-                (["--v=x"], 2, "bad_flag"),
-                (["--bind-address=nowhere"], 2, "bad_flag"),
-                (["--bind-address=127.0.0.1:0", "--tls-cert-file=/nonexistent/tls.crt",
-                  "--tls-private-key-file=/nonexistent/tls.key"], 1, "startup_failed")):
+        # A bad flag is refused before serve runs: plain text naming the
+        # flag and the --help hint, as every command says it (issue 36).
+        for args, want in ((["--no-such-flag"], "flag provided but not defined: -no-such-flag"),
+                           (["--v=x"], 'invalid value "x" for flag -v'),
+                           (["--bind-address=nowhere"], "--bind-address")):
             r = subprocess.run([BINARY, "serve"] + args, capture_output=True, text=True,
                                timeout=30)
             with self.subTest(args=args):
-                self.assertEqual(r.returncode, status, r.stderr)
+                self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertEqual(r.stdout, "")
-                lines = parse_lines(self, r.stderr, " ".join(args))
-                self.assertEqual(lines[-1]["event"], event)
-                self.assertIn(lines[-1]["severity"], ("ERROR", "CRITICAL"))
-                if status == 2:
-                    self.assertEqual(len(lines), 1, r.stderr)
+                first, hint = r.stderr.splitlines()
+                self.assertTrue(first.startswith("tpu-webhook serve: "), r.stderr)
+                self.assertIn(want, first)
+                self.assertEqual(hint, "Run 'tpu-webhook serve --help' for the flags.")
+        # Once serve runs, its log is JSON: a start-up failure is a log line.
+        args = ["--bind-address=127.0.0.1:0", "--tls-cert-file=/nonexistent/tls.crt",
+                "--tls-private-key-file=/nonexistent/tls.key"]
+        r = subprocess.run([BINARY, "serve"] + args, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout, "")
+        lines = parse_lines(self, r.stderr, " ".join(args))
+        self.assertEqual(lines[-1]["event"], "startup_failed")
+        self.assertIn(lines[-1]["severity"], ("ERROR", "CRITICAL"))
 
 
 if __name__ == "__main__":

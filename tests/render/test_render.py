@@ -383,7 +383,7 @@ def test_argv():
                        (["render", "--summary=maybe", sample], 'invalid value "maybe" for flag -summary'),
                        (["render", "--bogus", sample], "flag provided but not defined: -bogus"),
                        (["check"], "missing PATH argument: give the files or directories to check"),
-                       (["check", "-o", "yaml", sample], 'invalid value "yaml" for flag -output: expected table or json'),
+                       (["check", "-o", "xml", sample], 'invalid value "xml" for flag -o: expected table, json or yaml'),
                        (["check", "--output"], "flag needs an argument: -output"),
                        (["check", "--bogus", sample], "flag provided but not defined: -bogus"),
                        (["review", review, review], 'one FILE only: "%s" and "%s" given' % (review, review)),

@@ -1,4 +1,4 @@
-/* cmd_check.c: `tpu-webhook check [--output table|json] [--strict] PATH...`.
+/* cmd_check.c: `tpu-webhook check [-o table|json|yaml] [--strict] PATH...`.
  *
  * For CI: validates every RayCluster / RayJob / RayService (and TPU Job /
  * JobSet / LeaderWorkerSet) found in the given files and directories (recursing into *.yaml, *.yml, *.json) with
@@ -15,15 +15,16 @@
 #include "wh/check.h"    /* wh_check_* */
 #include "wh/commands.h" /* wh_cmd_check */
 #include "wh/fileio.h"   /* wh_read_file */
-#include "flags.h"       /* wh_flags_command_args, wh_flags_check_choice */
+#include "flags.h"       /* wh_flags_command_args, WH_FLAGS_OUTPUT */
 #include "wh/json.h"     /* wh_json_* */
+#include "output.h"      /* wh_output_doc */
 #include "wh/yaml.h"     /* WH_YAML_MAX_BYTES */
 
 #define CHECK_MAX_DEPTH 32 /* directory nesting followed */
 #define CHECK_OUTPUT_MAX ((size_t)64 * 1024 * 1024)
 
 static const char usage_head[] =
-    "usage: tpu-webhook check [--output table|json] [--strict] PATH...\n"
+    "usage: tpu-webhook check [-o table|json|yaml] [--strict] PATH...\n"
     "\n"
     "Validates every RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
     "(spec.rayClusterConfig) in the given files and directories (directories\n"
@@ -235,9 +236,9 @@ static bool failed(const struct walk *w)
     return w->st.rejected || w->st.errors || (w->opts.strict && (w->st.strict || w->st.unchecked));
 }
 
-/* The --output json report: the counts, ok, and the rows, which it takes
+/* The -o json|yaml report: the counts, ok, and the rows, which it takes
  * from w (w->rows is NULL after the call, whatever it returns). */
-static enum wh_err json_report(struct walk *w, struct wh_buf *out)
+static enum wh_err doc_report(struct walk *w, const char *format, struct wh_buf *out)
 {
     cJSON *report = cJSON_CreateObject();
     cJSON *rows = w->rows;
@@ -254,26 +255,19 @@ static enum wh_err json_report(struct walk *w, struct wh_buf *out)
         return WH_ERR_NOMEM;
     }
     enum wh_err err = wh_json_set(report, "rows", rows); /* takes rows in every case */
-    char *s = err ? NULL : cJSON_Print(report);
-    if (!err && !s)
-        err = WH_ERR_NOMEM;
     if (!err)
-        err = wh_buf_add(out, s);
-    if (!err)
-        err = wh_buf_addc(out, '\n');
-    cJSON_free(s);
+        err = wh_output_doc(report, format, out);
     cJSON_Delete(report);
     return err;
 }
 
 int wh_cmd_check(int argc, char **argv)
 {
-    const char *output = NULL;
+    struct wh_flag_choice output = {"table|json|yaml", NULL};
     bool strict = false;
     struct wh_flag flags[] = {
-        {"output", WH_FLAG_STR, &output, 0, 0,
-         "table: aligned table (default); json: a JSON report (-o for short)", false},
-        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        WH_FLAGS_OUTPUT(&output,
+                        "table: one row per TPU worker group (default); json, yaml: the report"),
         {"strict", WH_FLAG_BOOL, &strict, 0, 0,
          "also report unknown fields, kinds and versions; fail on them and on files not checked",
          false},
@@ -287,13 +281,7 @@ int wh_cmd_check(int argc, char **argv)
                                          argv, "check", usage_head);
     if (exit_now >= 0)
         return exit_now;
-    static const char *const formats[] = {"table", "json"};
-    char errbuf[WH_ERRBUF_LEN] = "";
-    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
-        fprintf(stderr, "tpu-webhook check: %s\n", errbuf);
-        return 2;
-    }
-    bool json = output && !strcmp(output, "json");
+    bool table = !output.value || !strcmp(output.value, "table");
     struct walk w = {.opts.strict = strict};
     struct wh_buf out;
     wh_buf_init(&out, CHECK_OUTPUT_MAX);
@@ -308,7 +296,8 @@ int wh_cmd_check(int argc, char **argv)
         fprintf(stderr, "tpu-webhook check: %s\n", w.errbuf[0] ? w.errbuf : "out of memory");
         goto out;
     }
-    enum wh_err err = json ? json_report(&w, &out) : wh_check_table(w.rows, &w.st, &out);
+    enum wh_err err = table ? wh_check_table(w.rows, &w.st, &out)
+                            : doc_report(&w, output.value, &out);
     if (err) {
         fprintf(stderr, "tpu-webhook check: %s\n", wh_strerror(err));
         goto out;

@@ -17,13 +17,14 @@
 #include "wh/commands.h"   /* wh_cmd_doctor */
 #include "wh/doctor.h"     /* wh_doctor_* */
 #include "wh/fileio.h"     /* wh_read_file */
-#include "flags.h"         /* wh_flags_command, wh_flags_check_choice */
-#include "wh/json.h"       /* wh_json_parse, wh_json_write */
+#include "flags.h"         /* wh_flags_command, WH_FLAGS_OUTPUT */
+#include "wh/json.h"       /* wh_json_parse */
 #include "wh/kube.h"       /* wh_kube_* */
 #include "wh/kubeconfig.h" /* wh_kubeconfig_*, struct wh_kube_config */
 #include "wh/kubelist.h"   /* wh_kube_list */
-#include "wh/term.h"       /* wh_term_escape, wh_term_json */
+#include "wh/term.h"       /* wh_term_escape */
 #include "wh/yaml.h"       /* wh_yaml_load_one */
+#include "output.h"        /* wh_output_doc */
 
 #define DOCTOR_FILE_MAX ((size_t)512 * 1024 * 1024)
 #define DOCTOR_OUTPUT_MAX ((size_t)256 * 1024 * 1024)
@@ -31,7 +32,7 @@
 static const char usage_head[] =
     "usage: tpu-webhook doctor [--pods FILE [--nodes FILE] [--services FILE]]\n"
     "                          [-n NAMESPACE | --all-namespaces] [-l SELECTOR]\n"
-    "                          [--kubeconfig FILE] [-o table|json]\n"
+    "                          [--kubeconfig FILE] [-o table|json|yaml]\n"
     "\n"
     "Says, per TPU slice that exists (a KubeRay worker-group replica, an Indexed\n"
     "Job, a JobSet child Job, a LeaderWorkerSet group, a single pod), whether it\n"
@@ -181,27 +182,23 @@ static void say_error(const char *errbuf, enum wh_err err)
     wh_buf_free(&b);
 }
 
-static int report(const struct wh_doctor_input *in, bool json)
+/* format: -o as given (NULL: the table). */
+static int report(const struct wh_doctor_input *in, const char *format)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
     cJSON *rep = NULL;
-    struct wh_buf out, text;
+    struct wh_buf out;
     wh_buf_init(&out, DOCTOR_OUTPUT_MAX);
-    wh_buf_init(&text, DOCTOR_OUTPUT_MAX);
     int rc = 2;
     enum wh_err err = wh_doctor_run(in, &rep, errbuf);
     if (err) {
         say_error(errbuf, err);
         goto out;
     }
-    /* JSON: valid UTF-8 (wh_json_write), then DEL, C1 and the like as \u
-     * escapes, which cJSON's printer leaves raw. */
-    if (json && !(err = wh_json_write(&text, rep)))
-        err = wh_term_json(&out, wh_buf_ptr(&text), wh_buf_len(&text));
-    if (json && !err)
-        err = wh_buf_addc(&out, '\n');
-    if (!json)
+    if (!format || !strcmp(format, "table"))
         err = wh_doctor_table(rep, &out);
+    else
+        err = wh_output_doc(rep, format, &out);
     if (err) {
         say_error(NULL, err);
         goto out;
@@ -211,26 +208,25 @@ static int report(const struct wh_doctor_input *in, bool json)
 out:
     cJSON_Delete(rep);
     wh_buf_free(&out);
-    wh_buf_free(&text);
     return rc;
 }
 
 int wh_cmd_doctor(int argc, char **argv)
 {
-    const char *output = NULL, *pods = NULL, *nodes = NULL, *services = NULL;
+    struct wh_flag_choice output = {"table|json|yaml", NULL};
+    const char *pods = NULL, *nodes = NULL, *services = NULL;
     struct source src = {0};
     /* clang-format off */
     struct wh_flag flags[] = {
-        {"output", WH_FLAG_STR, &output, 0, 0, "table: slices as rows, problems below (default); json: a JSON report (-o for short)", false},
-        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        WH_FLAGS_OUTPUT(&output, "table: slices as rows, problems below (default); json, yaml: the report"),
         {"pods", WH_FLAG_STR, &pods, 0, 0, "a PodList file (JSON or YAML, '-' for stdin) instead of the cluster", false},
         {"nodes", WH_FLAG_STR, &nodes, 0, 0, "a NodeList file (with --pods)", false},
         {"services", WH_FLAG_STR, &services, 0, 0, "a ServiceList file (with --pods)", false},
-        {"namespace", WH_FLAG_STR, &src.ns, 0, 0, "the namespace to read (-n for short; default: every namespace)", false},
+        {"namespace", WH_FLAG_STR, &src.ns, 0, 0, "the namespace to read (default: every namespace)", false},
         {"n", WH_FLAG_STR, &src.ns, 0, 0, "", false},
-        {"all-namespaces", WH_FLAG_BOOL, &src.all, 0, 0, "every namespace (-A for short; the default without -n)", false},
+        {"all-namespaces", WH_FLAG_BOOL, &src.all, 0, 0, "every namespace (the default without -n)", false},
         {"A", WH_FLAG_BOOL, &src.all, 0, 0, "", false},
-        {"selector", WH_FLAG_STR, &src.selector, 0, 0, "a label selector for the pods of one workload, e.g. ray.io/cluster=demo (-l for short)", false},
+        {"selector", WH_FLAG_STR, &src.selector, 0, 0, "a label selector for the pods of one workload, e.g. ray.io/cluster=demo", false},
         {"l", WH_FLAG_STR, &src.selector, 0, 0, "", false},
         {"kubeconfig", WH_FLAG_STR, &src.kubeconfig, 0, 0, "kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)", false},
         {"kube-config-path", WH_FLAG_STR, &src.kubeconfig, 0, 0, "alias of --kubeconfig (the reference's name)", false},
@@ -240,12 +236,7 @@ int wh_cmd_doctor(int argc, char **argv)
     int exit_now = wh_flags_command(flags, nf, argc, argv, "doctor", usage_head);
     if (exit_now >= 0)
         return exit_now;
-    static const char *const formats[] = {"table", "json"};
     char errbuf[WH_ERRBUF_LEN] = "";
-    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
-        say_error(errbuf, WH_ERR_INVALID);
-        return 2;
-    }
     if (!pods && (nodes || services)) {
         fprintf(stderr, "tpu-webhook doctor: --nodes and --services go with --pods; give the "
                         "pod list too (kubectl get pods -A -o json)\n");
@@ -270,7 +261,7 @@ int wh_cmd_doctor(int argc, char **argv)
         say_error(errbuf, err);
     } else {
         struct wh_doctor_input in = {lists[0], lists[1], lists[2], false};
-        rc = report(&in, output && !strcmp(output, "json"));
+        rc = report(&in, output.value);
     }
     for (int i = 0; i < 3; i++)
         cJSON_Delete(lists[i]);

@@ -12,9 +12,10 @@
 #include "wh/commands.h"      /* wh_cmd_render */
 #include "wh/doctor.h"        /* wh_doctor_collect_services, wh_doctor_service_warnings */
 #include "wh/fileio.h"        /* wh_read_file */
-#include "flags.h"            /* wh_flags_command_args, wh_flags_check_choice */
+#include "flags.h"            /* wh_flags_command_args, WH_FLAGS_OUTPUT */
 #include "wh/json.h"          /* wh_json_* */
 #include "wh/kuberay.h"       /* wh_kuberay_opts */
+#include "output.h"           /* wh_output_doc */
 #include "wh/render.h"        /* wh_render_object */
 #include "wh/render_env.h"    /* wh_render_env_text */
 #include "wh/workload_pods.h" /* wh_workload_pods_kind */
@@ -25,7 +26,7 @@
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)
 
 static const char usage_head[] =
-    "usage: tpu-webhook render [--output yaml|json] [--kuberay-version X.Y] [--summary] [--env] FILE|-\n"
+    "usage: tpu-webhook render [-o yaml|json] [--kuberay-version X.Y] [--summary] [--env] FILE|-\n"
     "\n"
     "Reads RayCluster, RayJob (spec.rayClusterSpec) and RayService\n"
     "(spec.rayClusterConfig) manifests, YAML or JSON, one or more documents,\n"
@@ -47,6 +48,7 @@ static const char usage_head[] =
 
 struct opts {
     const char *input;
+    const char *output; /* -o as given: NULL, "yaml" or "json" */
     bool json;
     bool summary;
     bool env; /* the origin of each TPU variable instead of pods */
@@ -57,13 +59,13 @@ struct opts {
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    const char *output = NULL, *version = NULL;
+    const char *version = NULL;
+    struct wh_flag_choice output = {"yaml|json", NULL};
     int major = 1, minor = 6;
     memset(o, 0, sizeof(*o));
     /* clang-format off */
     struct wh_flag flags[] = {
-        {"output", WH_FLAG_STR, &output, 0, 0, "yaml: YAML documents (default); json: one JSON v1 List (-o for short)", false},
-        {"o", WH_FLAG_STR, &output, 0, 0, "", false},
+        WH_FLAGS_OUTPUT(&output, "yaml: YAML documents (default); json: one v1 List; with --env, the records as a v1 List in either"),
         {"kuberay-version", WH_FLAG_STR, &version, 0, 0, "operator version X.Y (default 1.6): 1.6+ sets the native multi-host index labels; older ones take the webhook's legacy path", false},
         {"summary", WH_FLAG_BOOL, &o->summary, 0, 0, "per group and replica: hostname, TPU_WORKER_ID, TPU_NAME and the peer list sizes, instead of pods", false},
         {"env", WH_FLAG_BOOL, &o->env, 0, 0, "Jobs, JobSets, LWS: per pod and TPU container, each TPU variable with where it came from (injected, user, gke, lws) and the pod's contradictions, instead of pods (with -o json: one record per pod)", false},
@@ -77,17 +79,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
     int exit_now = wh_flags_command_args(flags, n, &file, argc, argv, "render", usage_head);
     if (exit_now >= 0)
         return exit_now;
-    static const char *const formats[] = {"yaml", "json"};
-    if (wh_flags_check_choice(&flags[0], formats, 2, errbuf)) {
-        fprintf(stderr, "tpu-webhook render: %s\n", errbuf);
-        return 2;
-    }
     if (version && wh_kuberay_parse_version(version, &major, &minor, errbuf)) {
         fprintf(stderr, "tpu-webhook render: flag -kuberay-version: %s\n", errbuf);
         return 2;
     }
     o->input = file.args[0];
-    o->json = output && !strcmp(output, "json");
+    o->output = output.value;
+    o->json = output.value && !strcmp(output.value, "json");
     wh_kuberay_opts_init(&o->kuberay, major, minor);
     return -1;
 }
@@ -105,7 +103,7 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
 {
     if (o->summary)
         return wh_render_summary(r, out);
-    if (o->env && o->json) {
+    if (o->env && o->output) {
         for (const cJSON *x = r->origins ? r->origins->child : NULL; x; x = x->next)
             WH_TRY(wh_json_add(items, cJSON_Duplicate(x, 1)));
         return WH_OK;
@@ -244,13 +242,11 @@ int wh_cmd_render(int argc, char **argv)
     }
     cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
     rc = render_docs(&o, docs, lines, &out, items);
-    if (o.json && !o.summary && rc != 2) {
-        char *s = cJSON_Print(list);
-        if (!s || wh_buf_add(&out, s) || wh_buf_addc(&out, '\n')) {
-            fprintf(stderr, "tpu-webhook render: output too large\n");
-            rc = 2;
-        }
-        cJSON_free(s);
+    /* One document: the pods (-o json), or the --env records (-o given). */
+    if ((o.json || (o.env && o.output)) && !o.summary && rc != 2 &&
+        wh_output_doc(list, o.output, &out)) {
+        fprintf(stderr, "tpu-webhook render: output too large\n");
+        rc = 2;
     }
     fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
     if (fflush(stdout))

@@ -1,9 +1,10 @@
-/* cmd_review.c: `tpu-webhook review [--workload] [--pods FILE] [--nodes FILE] [FILE]`.
+/* cmd_review.c: `tpu-webhook review [-o wire|json|yaml] [--workload] [--pods FILE] [--nodes FILE] [FILE]`.
  *
  * Reads one AdmissionReview from FILE or stdin, answers it with the engine
  * against the cluster state given by --pods/--nodes, and writes the response
  * AdmissionReview to stdout; --workload answers a Pod as /mutate-workload
- * does. Exit 0 when a response was written (allowed or denied), 2 when the
+ * does. The answer is written as the server sends it (-o wire, the default)
+ * or as a document (-o json|yaml, output.h). Exit 0 when a response was written (allowed or denied), 2 when the
  * input is not a readable AdmissionReview, a state file is bad or an
  * argument is wrong. */
 #include <stdio.h>  /* fprintf */
@@ -13,17 +14,19 @@
 #include "wh/commands.h" /* wh_cmd_review */
 #include "wh/engine.h"   /* wh_engine_review */
 #include "wh/fileio.h"   /* wh_read_file */
-#include "flags.h"       /* wh_flags_command_args */
+#include "flags.h"       /* wh_flags_command_args, WH_FLAGS_OUTPUT */
 #include "wh/json.h"     /* wh_json_parse */
+#include "output.h"      /* wh_output_doc */
 #include "wh/state.h"    /* wh_memstate */
 #include "wh/yaml.h"     /* wh_yaml_load_one */
 
 static const char usage_head[] =
-    "usage: tpu-webhook review [--workload] [--pods FILE] [--nodes FILE] [FILE]\n"
+    "usage: tpu-webhook review [-o wire|json|yaml] [--workload] [--pods FILE] [--nodes FILE] [FILE]\n"
     "\n"
     "Answers one AdmissionReview (JSON or YAML) read from FILE, or stdin when FILE is\n"
     "omitted or '-', as the webhook would, and prints the response\n"
-    "AdmissionReview. Pods go to mutation, RayClusters to validation, Jobs,\n"
+    "AdmissionReview: by default (-o wire) exactly the bytes the server would send,\n"
+    "one line; -o json or yaml print the same document indented. Pods go to mutation, RayClusters to validation, Jobs,\n"
     "JobSets and LeaderWorkerSets to workload validation, anything else is\n"
     "admitted unchanged.\n"
     "\n"
@@ -83,12 +86,33 @@ static int load_state(struct wh_memstate *ms, const char *path, bool pods)
     return 0;
 }
 
+/* The answer as a document (-o json|yaml); nonzero after saying why. */
+static int print_doc(const struct wh_engine_result *res, const char *format)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    cJSON *doc = NULL;
+    struct wh_buf out;
+    wh_buf_init(&out, (size_t)WH_REVIEW_MAX_BYTES * 4);
+    enum wh_err err = wh_json_parse(res->body, res->body_len, &doc, errbuf);
+    if (!err)
+        err = wh_output_doc(doc, format, &out);
+    if (err)
+        fprintf(stderr, "tpu-webhook review: output: %s\n", errbuf[0] ? errbuf : wh_strerror(err));
+    else
+        fwrite(wh_buf_ptr(&out), 1, wh_buf_len(&out), stdout);
+    cJSON_Delete(doc);
+    wh_buf_free(&out);
+    return err ? 2 : 0;
+}
+
 int wh_cmd_review(int argc, char **argv)
 {
     const char *pods = NULL, *nodes = NULL, *input = NULL;
+    struct wh_flag_choice output = {"wire|json|yaml", NULL};
     bool workload = false;
     /* clang-format off */
     struct wh_flag flags[] = {
+        WH_FLAGS_OUTPUT(&output, "wire: the answer as the server sends it, one line (default); json, yaml: the same document indented"),
         {"pods", WH_FLAG_STR, &pods, 0, 0, "PodList (or array of pods; JSON or YAML) that exist in the cluster; only KubeRay worker pods are kept, as the pod cache would", false},
         {"nodes", WH_FLAG_STR, &nodes, 0, 0, "NodeList (or JSON array of nodes); only TPU nodes are kept", false},
         {"workload", WH_FLAG_BOOL, &workload, 0, 0, "answer a Pod as /mutate-workload does (Jobs, JobSets, LeaderWorkerSets, single pods; docs/workloads.md)", false},
@@ -132,8 +156,12 @@ int wh_cmd_review(int argc, char **argv)
     }
     if (res.notes)
         fprintf(stderr, "%s", res.notes);
-    fwrite(res.body, 1, res.body_len, stdout);
-    fputc('\n', stdout);
+    if (!output.value || !strcmp(output.value, "wire")) {
+        fwrite(res.body, 1, res.body_len, stdout);
+        fputc('\n', stdout);
+    } else if (print_doc(&res, output.value)) {
+        goto out;
+    }
     rc = fflush(stdout) ? 2 : 0;
 out:
     wh_engine_result_free(&res);

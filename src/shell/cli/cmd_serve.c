@@ -29,7 +29,7 @@
 #include "wh/claims.h"    /* WH_CLAIMS_MIN_LIFETIME_S */
 #include "wh/clock.h"     /* wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/commands.h"  /* wh_cmd_serve, struct wh_serve_pipeline */
-#include "flags.h"        /* wh_flags_command_logged */
+#include "flags.h"        /* wh_flags_command, wh_flags_bad */
 #include "wh/log.h"       /* wh_log */
 #include "wh/metrics.h"   /* wh_metrics_new */
 #include "wh/server.h"    /* wh_server_start */
@@ -109,11 +109,10 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
                    wh_flags_find(flags, n, "server-key")->set;
     if (file_any && b64_any) {
         /* The reference's words (exit 1 too). */
-        wh_log_msg(WH_LOG_ERROR, "bad_flag",
-                   "Configuration error: both TLS base64 and path flags defined at the same time.",
-                   "fix", WH_F_STR,
-                   "use either --tls-cert-file/--tls-private-key-file or --server-cert/--server-key",
-                   (char *)NULL);
+        (void)wh_flags_bad("serve",
+                           "Configuration error: both TLS base64 and path flags defined at the "
+                           "same time. Use either --tls-cert-file/--tls-private-key-file or "
+                           "--server-cert/--server-key.");
         return -1;
     }
     memset(t, 0, sizeof(*t));
@@ -123,11 +122,12 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
     } else if (c->cert_b64 && *c->cert_b64 && c->key_b64 && *c->key_b64) {
         const char *which = "cert";
         if (decode_b64(c->cert_b64, cert) || (which = "key", decode_b64(c->key_b64, key))) {
-            char why[128];
+            char why[160];
             snprintf(why, sizeof(why),
-                     "failed to decode server %s: --server-%s is not valid base64", which, which);
-            wh_log_msg(WH_LOG_ERROR, "bad_flag", why, "fix", WH_F_STR,
-                       "encode the PEM file with base64 -w0", (char *)NULL);
+                     "failed to decode server %s: --server-%s is not valid base64; encode the "
+                     "PEM file with base64 -w0",
+                     which, which);
+            (void)wh_flags_bad("serve", why);
             return -1;
         }
         t->cert_pem = wh_buf_ptr(cert);
@@ -466,7 +466,7 @@ static bool claim_lifetime_ok(const struct config *c)
              "docs/legacy-indices.md)",
              c->claim_lifetime_ms, (long)WH_CLAIMS_MIN_LIFETIME_S,
              (long)(WH_CLAIMS_DEFAULT_BUDGET_MS / 1000));
-    wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, why, (char *)NULL);
+    (void)wh_flags_bad("serve", why);
     return false;
 }
 
@@ -479,10 +479,8 @@ static int run(struct config *c, const struct wh_flag *flags, size_t n,
         return 2;
     struct sockaddr_storage ss;
     socklen_t sl;
-    if (wh_server_parse_bind(c->bind, &ss, &sl, errbuf)) {
-        wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, errbuf, (char *)NULL);
-        return 2;
-    }
+    if (wh_server_parse_bind(c->bind, &ss, &sl, errbuf))
+        return wh_flags_bad("serve", errbuf);
     /* One body of the limit must fit, with room to parse and answer it (the
      * server's floor, wh/server.h): below it, say so rather than raise it. */
     long req_min = 2 * c->max_body + 1024 * 1024, all_min = c->max_body + 64 * 1024;
@@ -503,8 +501,7 @@ static int run(struct config *c, const struct wh_flag *flags, size_t n,
                           : "max-body-memory",
                  req ? req_min : all_min,
                  req ? "2 x --max-body-bytes + 1 MiB" : "--max-body-bytes + 64 KiB", c->max_body);
-        wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, why, (char *)NULL);
-        return 2;
+        return wh_flags_bad("serve", why);
     }
     /* The API server opens a connection per concurrent webhook call: up to
      * its --max-requests-inflight + --max-mutating-requests-inflight (600 by
@@ -636,12 +633,12 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
     /* clang-format on */
     size_t n = sizeof(flags) / sizeof(flags[0]);
     const struct config defaults = c;
-    int exit_now = wh_flags_command_logged(flags, n, argc, argv, "serve", usage_head);
+    int exit_now = wh_flags_command(flags, n, argc, argv, "serve", usage_head);
     if (exit_now >= 0)
         return exit_now;
     if (c.version) {
-        wh_version_print(stdout, false);
-        return 0;
+        wh_version_print(stdout, NULL);
+        return fflush(stdout) ? 2 : 0;
     }
     wh_log_set_verbosity((int)c.v);
     struct wh_buf changed;

@@ -6,7 +6,6 @@
 #include <string.h> /* strcmp, strchr, strncmp */
 
 #include "wh/json.h" /* wh_parse_long */
-#include "wh/log.h"  /* wh_log */
 
 const struct wh_flag *wh_flags_find(const struct wh_flag *flags, size_t n, const char *name)
 {
@@ -78,12 +77,52 @@ bool wh_flags_parse_duration(const char *s, long *ms)
     return true;
 }
 
+/* value is one of the "|"-separated choices. */
+static bool is_choice(const char *choices, const char *value)
+{
+    size_t len = strlen(value);
+    for (const char *c = choices; c;) {
+        const char *bar = strchr(c, '|');
+        size_t n = bar ? (size_t)(bar - c) : strlen(c);
+        if (n == len && !strncmp(c, value, n))
+            return true;
+        c = bar ? bar + 1 : NULL;
+    }
+    return false;
+}
+
+/* "invalid value ... for flag -output: expected a, b or c" (kind "flag -",
+ * name "output"), or for an argument ("argument ", "SHELL"). */
+static enum wh_err bad_choice(const char *kind, const char *name, const char *choices,
+                              const char *value, char *errbuf)
+{
+    char list[256] = "";
+    size_t at = 0;
+    for (const char *c = choices; c && at < sizeof(list);) {
+        const char *bar = strchr(c, '|');
+        int n = bar ? (int)(bar - c) : (int)strlen(c);
+        const char *sep = c == choices ? "" : bar ? ", " : " or ";
+        int w = snprintf(list + at, sizeof(list) - at, "%s%.*s", sep, n, c);
+        at += w > 0 ? (size_t)w : 0;
+        c = bar ? bar + 1 : NULL;
+    }
+    return wh_fail(errbuf, WH_ERR_INVALID, "invalid value \"%s\" for %s%s: expected %s", value,
+                   kind, name, list);
+}
+
 static enum wh_err set_value(struct wh_flag *f, const char *value, char *errbuf)
 {
     bool bounded = f->min != 0 || f->max != 0;
     long v = 0;
     switch (f->type) {
     case WH_FLAG_STR: *(const char **)f->dst = value; break;
+    case WH_FLAG_CHOICE: {
+        struct wh_flag_choice *c = f->dst;
+        if (!is_choice(c->choices, value))
+            return bad_choice("flag -", f->name, c->choices, value, errbuf);
+        c->value = value;
+        break;
+    }
     case WH_FLAG_LIST: {
         struct wh_flag_list *l = f->dst;
         if (l->n >= WH_FLAG_LIST_MAX)
@@ -173,6 +212,8 @@ static enum wh_err take_arg(struct wh_flags_args *args, char **argv, char *a, ch
         return wh_fail(errbuf, WH_ERR_INVALID, "at most %d %s arguments: \"%s\" is one too many",
                        args->max, args->name, a);
     }
+    if (args->choices && !is_choice(args->choices, a))
+        return bad_choice("argument ", args->name, args->choices, a, errbuf);
     argv[1 + args->n++] = a;
     return WH_OK;
 }
@@ -212,41 +253,50 @@ enum wh_err wh_flags_parse(struct wh_flag *flags, size_t n, int argc, char **arg
     return wh_flags_parse_args(flags, n, NULL, argc, argv, result, errbuf);
 }
 
-enum wh_err wh_flags_check_choice(const struct wh_flag *f, const char *const *choices, size_t n,
-                                  char *errbuf)
+int wh_flags_bad(const char *command, const char *why)
 {
-    const char *v = *(const char *const *)f->dst;
-    if (!v)
-        return WH_OK;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(v, choices[i]))
-            return WH_OK;
-    char list[256] = "";
-    for (size_t i = 0, at = 0; i < n && at < sizeof(list); i++) {
-        const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " or ";
-        int w = snprintf(list + at, sizeof(list) - at, "%s%s", sep, choices[i]);
-        at += w > 0 ? (size_t)w : 0;
+    fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n", command,
+            why, command);
+    return 2;
+}
+
+static struct wh_flags_description *describing;
+
+void wh_flags_describe(struct wh_flags_description *into)
+{
+    describing = into;
+}
+
+static void describe(const struct wh_flag *flags, size_t n, const struct wh_flags_args *args,
+                     const char *command, const char *usage_head)
+{
+    struct wh_flags_description *d = describing;
+    d->command = command;
+    d->usage_head = usage_head;
+    d->n = n < WH_FLAGS_DESCRIBE_MAX ? n : WH_FLAGS_DESCRIBE_MAX;
+    for (size_t i = 0; i < d->n; i++) {
+        d->flags[i] = flags[i];
+        d->flags[i].set = false;
+        d->choices[i] = flags[i].type == WH_FLAG_CHOICE
+                            ? ((const struct wh_flag_choice *)flags[i].dst)->choices
+                            : NULL;
     }
-    return wh_fail(errbuf, WH_ERR_INVALID, "invalid value \"%s\" for flag -%s: expected %s", v,
-                   f->name, list);
+    d->args_name = args ? args->name : NULL;
+    d->args_choices = args ? args->choices : NULL;
+    d->described = true;
 }
 
 static int run_command(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
-                       char **argv, const char *command, const char *usage_head, bool logged)
+                       char **argv, const char *command, const char *usage_head)
 {
+    if (describing) {
+        describe(flags, n, args, command, usage_head);
+        return 0;
+    }
     char errbuf[WH_ERRBUF_LEN] = "";
     enum wh_flags_result fr;
-    if (wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf)) {
-        char fix[128];
-        snprintf(fix, sizeof(fix), "run 'tpu-webhook %s --help' for the flags", command);
-        if (logged)
-            wh_log(WH_LOG_ERROR, "bad_flag", "error", WH_F_STR, errbuf, "fix", WH_F_STR, fix,
-                   (char *)NULL);
-        else
-            fprintf(stderr, "tpu-webhook %s: %s\nRun 'tpu-webhook %s --help' for the flags.\n",
-                    command, errbuf, command);
-        return 2;
-    }
+    if (wh_flags_parse_args(flags, n, args, argc, argv, &fr, errbuf))
+        return wh_flags_bad(command, errbuf);
     if (fr == WH_FLAGS_HELP) {
         fputs(usage_head, stdout);
         wh_flags_usage(flags, n, stdout);
@@ -258,34 +308,53 @@ static int run_command(struct wh_flag *flags, size_t n, struct wh_flags_args *ar
 int wh_flags_command_args(struct wh_flag *flags, size_t n, struct wh_flags_args *args, int argc,
                           char **argv, const char *cmd, const char *usage_head)
 {
-    return run_command(flags, n, args, argc, argv, cmd, usage_head, false);
+    return run_command(flags, n, args, argc, argv, cmd, usage_head);
 }
 
 int wh_flags_command(struct wh_flag *flags, size_t n, int argc, char **argv, const char *cmd,
                      const char *usage_head)
 {
-    return run_command(flags, n, NULL, argc, argv, cmd, usage_head, false);
+    return run_command(flags, n, NULL, argc, argv, cmd, usage_head);
 }
 
-int wh_flags_command_logged(struct wh_flag *flags, size_t n, int argc, char **argv, const char *cmd,
-                            const char *usage_head)
+const struct wh_flag *wh_flags_short(const struct wh_flag *flags, size_t n, size_t i)
 {
-    return run_command(flags, n, NULL, argc, argv, cmd, usage_head, true);
+    for (size_t j = 0; j < n; j++)
+        if (j != i && flags[j].dst == flags[i].dst && strlen(flags[j].name) == 1 &&
+            (!flags[j].help || !*flags[j].help))
+            return &flags[j];
+    return NULL;
+}
+
+/* The left column of a flag's usage line: "-o, --output FORMAT",
+ * "    --long-only int", as kubectl lays them out. */
+static void usage_left(const struct wh_flag *flags, size_t n, size_t i, char *left, size_t size)
+{
+    const struct wh_flag *f = &flags[i];
+    const char *arg = f->type == WH_FLAG_CHOICE ? ((const struct wh_flag_choice *)f->dst)->choices
+                      : f->type == WH_FLAG_STR  ? "string"
+                      : f->type == WH_FLAG_LIST ? "string (repeatable)"
+                      : f->type == WH_FLAG_INT  ? "int"
+                      : f->type == WH_FLAG_DURATION ? "duration"
+                                                    : "";
+    const struct wh_flag *s = wh_flags_short(flags, n, i);
+    snprintf(left, size, "%s%s%s--%s%s%s", s ? "-" : "    ", s ? s->name : "", s ? ", " : "",
+             f->name, *arg ? " " : "", arg);
 }
 
 void wh_flags_usage(const struct wh_flag *flags, size_t n, FILE *out)
 {
+    char left[128];
+    int width = 0;
+    for (size_t i = 0; i < n; i++)
+        if (flags[i].help && *flags[i].help) {
+            usage_left(flags, n, i, left, sizeof(left));
+            width = (int)strlen(left) > width ? (int)strlen(left) : width;
+        }
     for (size_t i = 0; i < n; i++) {
-        const struct wh_flag *f = &flags[i];
-        if (!f->help || !*f->help)
+        if (!flags[i].help || !*flags[i].help)
             continue;
-        const char *arg = f->type == WH_FLAG_STR        ? " string"
-                          : f->type == WH_FLAG_LIST     ? " string (repeatable)"
-                          : f->type == WH_FLAG_INT      ? " int"
-                          : f->type == WH_FLAG_DURATION ? " duration"
-                                                        : "";
-        char left[64];
-        snprintf(left, sizeof(left), "--%s%s", f->name, arg);
-        fprintf(out, "  %-28s %s\n", left, f->help);
+        usage_left(flags, n, i, left, sizeof(left));
+        fprintf(out, "  %-*s  %s\n", width, left, flags[i].help);
     }
 }

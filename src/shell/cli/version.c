@@ -6,13 +6,15 @@
 #include <gnutls/gnutls.h>  /* gnutls_check_version */
 #include <microhttpd.h>     /* MHD_get_version */
 #include <openssl/crypto.h> /* OpenSSL_version */
-#include <string.h>         /* strlen */
+#include <string.h>         /* strcmp */
 #include <yaml.h>           /* yaml_get_version_string */
 
 #include "wh/buildinfo.h" /* wh_build_* */
 #include "wh/buf.h"       /* wh_buf_* */
-#include "flags.h"        /* wh_flags_command */
+#include "flags.h"        /* wh_flags_command, WH_FLAGS_OUTPUT */
 #include "wh/commands.h"  /* wh_cmd_version */
+#include "wh/json.h"      /* wh_json_set* */
+#include "output.h"       /* wh_output_doc */
 
 struct lib {
     const char *key, *name, *version;
@@ -32,51 +34,54 @@ static void libraries(struct lib out[6])
             out[i].version = "unknown";
 }
 
-static void print_json(FILE *out, const struct lib libs[6])
+/* The report as a document; NULL when out of memory. */
+static cJSON *report(const struct lib libs[6])
 {
-    struct wh_buf b;
-    wh_buf_init(&b, 1 << 16);
-    const char *top[][2] = {{"version", wh_build_version()},
-                            {"commit", wh_build_commit()},
-                            {"build_date", wh_build_date()}};
-    enum wh_err err = wh_buf_addc(&b, '{');
-    for (int i = 0; i < 3 && !err; i++) {
-        err = wh_buf_addf(&b, "\"%s\":", top[i][0]);
-        if (!err)
-            err = wh_buf_add_json_string(&b, top[i][1], strlen(top[i][1]));
-        if (!err)
-            err = wh_buf_addc(&b, ',');
+    cJSON *l = cJSON_CreateObject();
+    for (int i = 0; i < 6 && l; i++)
+        if (wh_json_set_str(l, libs[i].key, libs[i].version)) {
+            cJSON_Delete(l);
+            l = NULL;
+        }
+    cJSON *doc = l ? cJSON_CreateObject() : NULL;
+    if (!doc || wh_json_set_str(doc, "version", wh_build_version()) ||
+        wh_json_set_str(doc, "commit", wh_build_commit()) ||
+        wh_json_set_str(doc, "build_date", wh_build_date())) {
+        cJSON_Delete(l);
+        cJSON_Delete(doc);
+        return NULL;
     }
-    if (!err)
-        err = wh_buf_add(&b, "\"libraries\":{");
-    for (int i = 0; i < 6 && !err; i++) {
-        err = wh_buf_addf(&b, "%s\"%s\":", i ? "," : "", libs[i].key);
-        if (!err)
-            err = wh_buf_add_json_string(&b, libs[i].version, strlen(libs[i].version));
+    if (wh_json_set(doc, "libraries", l)) { /* takes l */
+        cJSON_Delete(doc);
+        return NULL;
     }
-    if (!err)
-        err = wh_buf_add(&b, "}}\n");
-    if (!err)
-        fwrite(wh_buf_ptr(&b), 1, wh_buf_len(&b), out);
-    wh_buf_free(&b);
+    return doc;
 }
 
-void wh_version_print(FILE *out, bool json)
+bool wh_version_print(FILE *out, const char *format)
 {
     struct lib libs[6];
     libraries(libs);
-    if (json) {
-        print_json(out, libs);
-        return;
+    if (!format) {
+        fprintf(out, "tpu-webhook %s\ncommit: %s\nbuild date: %s\n", wh_build_version(),
+                wh_build_commit(), wh_build_date());
+        for (int i = 0; i < 6; i++)
+            fprintf(out, "%s: %s\n", libs[i].name, libs[i].version);
+        return true;
     }
-    fprintf(out, "tpu-webhook %s\ncommit: %s\nbuild date: %s\n", wh_build_version(),
-            wh_build_commit(), wh_build_date());
-    for (int i = 0; i < 6; i++)
-        fprintf(out, "%s: %s\n", libs[i].name, libs[i].version);
+    struct wh_buf b;
+    wh_buf_init(&b, 1 << 16);
+    cJSON *doc = report(libs);
+    bool ok = doc && !wh_output_doc(doc, format, &b);
+    if (ok)
+        fwrite(wh_buf_ptr(&b), 1, wh_buf_len(&b), out);
+    cJSON_Delete(doc);
+    wh_buf_free(&b);
+    return ok;
 }
 
 static const char usage_head[] =
-    "usage: tpu-webhook version [--json]\n"
+    "usage: tpu-webhook version [-o json|yaml]\n"
     "\n"
     "Prints the version, the git commit and date of the build, and the versions of\n"
     "the libraries in use (also: tpu-webhook --version, tpu-webhook serve --version).\n"
@@ -85,13 +90,20 @@ static const char usage_head[] =
 
 int wh_cmd_version(int argc, char **argv)
 {
+    struct wh_flag_choice output = {"json|yaml", NULL};
     bool json = false;
     struct wh_flag flags[] = {
-        {"json", WH_FLAG_BOOL, &json, 0, 0, "one JSON object instead of text", false},
+        WH_FLAGS_OUTPUT(&output, "json, yaml: one document instead of text"),
+        {"json", WH_FLAG_BOOL, &json, 0, 0, "the same as -o json (kept for scripts)", false},
     };
-    int exit_now = wh_flags_command(flags, 1, argc, argv, "version", usage_head);
+    int exit_now = wh_flags_command(flags, 3, argc, argv, "version", usage_head);
     if (exit_now >= 0)
         return exit_now;
-    wh_version_print(stdout, json);
-    return 0;
+    if (json && output.value && strcmp(output.value, "json"))
+        return wh_flags_bad("version", "--json and -o yaml ask for two formats: give one");
+    if (!wh_version_print(stdout, json ? "json" : output.value)) {
+        fprintf(stderr, "tpu-webhook version: out of memory\n");
+        return 2;
+    }
+    return fflush(stdout) ? 2 : 0;
 }

@@ -8,9 +8,11 @@
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* FILE */
 
-/* Writes the version report to out: text, one "name: value" a line, or one
- * JSON object (json) with the keys version, commit, build_date and
- * libraries {libmicrohttpd, gnutls, libcurl, cjson, libyaml, openssl}. */
-void wh_version_print(FILE *out, bool json);
+/* Writes the version report to out: text, one "name: value" a line (format
+ * NULL), or the document with the keys version, commit, build_date and
+ * libraries {libmicrohttpd, gnutls, libcurl, cjson, libyaml, openssl} as
+ * format ("json" or "yaml", output.h) says. False when it could not be
+ * written (out of memory). */
+bool wh_version_print(FILE *out, const char *format);
 
 #endif

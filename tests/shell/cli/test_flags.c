@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>  /* open_memstream */
+#include <stdlib.h> /* free */
 #include <string.h>
 
 #include "testutil.h"
@@ -150,7 +152,7 @@ static void test_positional(void **st)
     struct vals x = {0};
     FLAGS(x);
     char errbuf[WH_ERRBUF_LEN] = "";
-    struct wh_flags_args args = {"PATH", 1, -1, "give a PATH", NULL, 0};
+    struct wh_flags_args args = {"PATH", 1, -1, "give a PATH", NULL, 0, NULL};
     char *argv[] = {"check", "a.yaml", "-v", "3", "dir", "--standalone", "-", "--bind-address=:1",
                     "--",    "-v",     "--", NULL};
     if (parse_args(flags, n_flags, &args, argv, errbuf))
@@ -164,7 +166,7 @@ static void test_positional(void **st)
     assert_true(x.standalone);
     assert_string_equal(x.bind, ":1");
     /* A flag's value is not positional, even when it looks like one. */
-    struct wh_flags_args one = {"FILE", 0, 1, NULL, NULL, 0};
+    struct wh_flags_args one = {"FILE", 0, 1, NULL, NULL, 0, NULL};
     char *argv2[] = {"review", "--bind-address", "-", "f.json", NULL};
     assert_int_equal(parse_args(flags, n_flags, &one, argv2, errbuf), WH_OK);
     assert_int_equal(one.n, 1);
@@ -188,17 +190,17 @@ static void expect_args_error(struct wh_flags_args args, char **argv, const char
 static void test_positional_errors(void **st)
 {
     (void)st;
-    struct wh_flags_args file = {"FILE", 1, 1, "give a FILE, or '-' for stdin", NULL, 0};
+    struct wh_flags_args file = {"FILE", 1, 1, "give a FILE, or '-' for stdin", NULL, 0, NULL};
     expect_args_error(file, (char *[]){"render", "-v", "1", NULL},
                       "missing FILE argument: give a FILE, or '-' for stdin");
     expect_args_error(file, (char *[]){"render", "a", "-v", "1", "b", NULL},
                       "one FILE only: \"a\" and \"b\" given");
     expect_args_error(file, (char *[]){"render", "a", "--", "--v", NULL},
                       "one FILE only: \"a\" and \"--v\" given");
-    struct wh_flags_args two = {"PATH", 0, 2, NULL, NULL, 0};
+    struct wh_flags_args two = {"PATH", 0, 2, NULL, NULL, 0, NULL};
     expect_args_error(two, (char *[]){"x", "a", "b", "c", NULL},
                       "at most 2 PATH arguments: \"c\" is one too many");
-    struct wh_flags_args many = {"PATH", 2, -1, NULL, NULL, 0};
+    struct wh_flags_args many = {"PATH", 2, -1, NULL, NULL, 0, NULL};
     expect_args_error(many, (char *[]){"x", "a", NULL}, "missing PATH argument: see --help");
     /* Flag errors are unchanged with positional arguments allowed. */
     expect_args_error(file, (char *[]){"render", "a", "--nope", NULL},
@@ -209,19 +211,85 @@ static void test_positional_errors(void **st)
 static void test_choice(void **st)
 {
     (void)st;
-    const char *out = NULL;
-    struct wh_flag f[] = {{"output", WH_FLAG_STR, &out, 0, 0, "format", false}};
-    static const char *const three[] = {"table", "json", "yaml"};
+    struct wh_flag_choice out = {"table|json|yaml", NULL};
+    struct wh_flag f[] = {WH_FLAGS_OUTPUT(&out, "format")};
+    enum wh_flags_result fr;
     char errbuf[WH_ERRBUF_LEN] = "";
-    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_OK); /* not given */
-    out = "json";
-    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_OK);
-    out = "xml";
-    assert_int_equal(wh_flags_check_choice(&f[0], three, 3, errbuf), WH_ERR_INVALID);
+    assert_int_equal(parse(f, 2, (char *[]){"check", NULL}, &fr, errbuf), WH_OK);
+    assert_null(out.value); /* not given */
+    assert_int_equal(parse(f, 2, (char *[]){"check", "-o", "json", NULL}, &fr, errbuf), WH_OK);
+    assert_string_equal(out.value, "json");
+    assert_int_equal(parse(f, 2, (char *[]){"check", "--output=yaml", NULL}, &fr, errbuf), WH_OK);
+    assert_string_equal(out.value, "yaml");
+    assert_int_equal(parse(f, 2, (char *[]){"check", "--output", "xml", NULL}, &fr, errbuf),
+                     WH_ERR_INVALID);
     assert_string_equal(errbuf,
                         "invalid value \"xml\" for flag -output: expected table, json or yaml");
-    assert_int_equal(wh_flags_check_choice(&f[0], three, 2, errbuf), WH_ERR_INVALID);
-    assert_string_equal(errbuf, "invalid value \"xml\" for flag -output: expected table or json");
+    struct wh_flag_choice two = {"table|json", NULL};
+    struct wh_flag g[] = {WH_FLAGS_OUTPUT(&two, "format")};
+    assert_int_equal(parse(g, 2, (char *[]){"check", "-o=jso", NULL}, &fr, errbuf), WH_ERR_INVALID);
+    assert_string_equal(errbuf, "invalid value \"jso\" for flag -o: expected table or json");
+    /* A positional argument with choices. */
+    struct wh_flags_args shell = {"SHELL", 1, 1, NULL, NULL, 0, "bash|zsh"};
+    assert_int_equal(parse_args(NULL, 0, &shell, (char *[]){"completion", "zsh", NULL}, errbuf),
+                     WH_OK);
+    assert_string_equal(shell.args[0], "zsh");
+    assert_int_equal(parse_args(NULL, 0, &shell, (char *[]){"completion", "fish", NULL}, errbuf),
+                     WH_ERR_INVALID);
+    assert_string_equal(errbuf, "invalid value \"fish\" for argument SHELL: expected bash or zsh");
+}
+
+/* Usage: the short form beside its flag, the choices as the value, the
+ * help column aligned to the widest flag. */
+static void test_usage(void **st)
+{
+    (void)st;
+    struct wh_flag_choice out = {"table|json", NULL};
+    const char *ns = NULL;
+    long n = 0;
+    struct wh_flag f[] = {
+        WH_FLAGS_OUTPUT(&out, "format"),
+        {"namespace", WH_FLAG_STR, &ns, 0, 0, "namespace", false},
+        {"n", WH_FLAG_STR, &ns, 0, 0, "", false},
+        {"count", WH_FLAG_INT, &n, 0, 0, "count", false},
+        {"hidden", WH_FLAG_INT, &n, 0, 0, "", false},
+    };
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    wh_flags_usage(f, 6, mem);
+    fclose(mem);
+    assert_string_equal(text, "  -o, --output table|json  format\n"
+                              "  -n, --namespace string   namespace\n"
+                              "      --count int          count\n");
+    free(text);
+}
+
+/* Describe mode: the front end hands over the table and runs nothing. */
+static void test_describe(void **st)
+{
+    (void)st;
+    struct wh_flag_choice out = {"json|yaml", NULL};
+    bool b = false;
+    struct wh_flag f[] = {WH_FLAGS_OUTPUT(&out, "format"),
+                          {"b", WH_FLAG_BOOL, &b, 0, 0, "b", false}};
+    struct wh_flags_args file = {"FILE", 1, 1, NULL, NULL, 0, NULL};
+    struct wh_flags_description d;
+    memset(&d, 0, sizeof(d));
+    wh_flags_describe(&d);
+    /* A bad command line too: nothing is parsed. */
+    int rc = wh_flags_command_args(f, 3, &file, 2, (char *[]){"x", "--nope", NULL}, "x", "head");
+    wh_flags_describe(NULL);
+    assert_int_equal(rc, 0);
+    assert_true(d.described);
+    assert_string_equal(d.command, "x");
+    assert_int_equal(d.n, 3);
+    assert_string_equal(d.flags[1].name, "o");
+    assert_string_equal(d.choices[0], "json|yaml");
+    assert_null(d.choices[2]);
+    assert_string_equal(d.args_name, "FILE");
+    assert_false(b);
 }
 
 static void test_durations(void **st)
@@ -248,7 +316,8 @@ int main(void)
         cmocka_unit_test(test_help),       cmocka_unit_test(test_command),
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_durations),
         cmocka_unit_test(test_positional), cmocka_unit_test(test_positional_errors),
-        cmocka_unit_test(test_choice),
+        cmocka_unit_test(test_choice),     cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_describe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,10 @@
 #include "wh/admit.h"  /* struct wh_admit_opts */
 #include "wh/server.h" /* struct wh_pipeline */
 
+/* The binary: dispatch argv[1] to its command (help on none, exit 0; an
+ * unknown one is exit 2). The table of commands is src/shell/cli/cli.c's. */
+int wh_cli_main(int argc, char **argv);
+
 /* review: one AdmissionReview in, the response out (src/shell/cmd_review.c). */
 int wh_cmd_review(int argc, char **argv);
 /* serve: the HTTPS admission webhook (src/shell/cmd_serve.c), over the
