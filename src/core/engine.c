@@ -83,6 +83,32 @@ static void take_events(struct wh_decision *d, struct wh_engine_result *res)
     res->n_events = d->n_events;
 }
 
+/* The policy of rv's route and kind into d. */
+static enum wh_err judge(const struct wh_review *rv, enum wh_route route,
+                         const struct wh_state *state, struct wh_decision *d, char *errbuf)
+{
+    const struct wh_review_info *in = wh_review_info(rv);
+    /* The API server sends an object in the request's namespace (it refuses
+     * a mismatch before admission): a review that says otherwise was not
+     * made by it, and nothing may be written about either namespace. */
+    if (*in->object_ns && strcmp(in->object_ns, in->ns))
+        return wh_decision_deny(d,
+                                "object.metadata.namespace \"%.*s\" is not request.namespace "
+                                "\"%.*s\"; the API server sends them equal: send the review it "
+                                "made",
+                                (int)wh_utf8_cut(in->object_ns, 63), in->object_ns,
+                                (int)wh_utf8_cut(in->ns, 63), in->ns);
+    if (in->kind == WH_KIND_POD && route == WH_ROUTE_MUTATE_WORKLOAD)
+        return wh_mutate_workload(rv, state, d, errbuf);
+    if (in->kind == WH_KIND_POD)
+        return wh_mutate_pod(rv, state, d, errbuf);
+    if (in->kind == WH_KIND_WORKLOAD)
+        return wh_ratchet_workload(rv, state, d, errbuf);
+    if (in->kind == WH_KIND_RAYCLUSTER)
+        return wh_ratchet_raycluster(rv, state, d, errbuf);
+    return WH_OK;
+}
+
 enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
                              const struct wh_state *state, struct wh_engine_result *res,
                              char *errbuf)
@@ -109,15 +135,7 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
                        (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
     struct wh_decision d;
     wh_decision_init(&d);
-    enum wh_err err = WH_OK;
-    if (in->kind == WH_KIND_POD && route == WH_ROUTE_MUTATE_WORKLOAD)
-        err = wh_mutate_workload(rv, state, &d, errbuf);
-    else if (in->kind == WH_KIND_POD)
-        err = wh_mutate_pod(rv, state, &d, errbuf);
-    else if (in->kind == WH_KIND_WORKLOAD)
-        err = wh_ratchet_workload(rv, state, &d, errbuf);
-    else if (in->kind == WH_KIND_RAYCLUSTER)
-        err = wh_ratchet_raycluster(rv, state, &d, errbuf);
+    enum wh_err err = judge(rv, route, state, &d, errbuf);
     /* A dry run reserves nothing (sideEffects: NoneOnDryRun): the id shown
      * may go to another pod, and the real request may get another one. */
     if (!err && in->dry_run && d.allowed && d.assigned)

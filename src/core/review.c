@@ -132,9 +132,11 @@ static void read_info(struct wh_review *rv)
                : !strcmp(in->kind_name, "RayCluster")      ? WH_KIND_RAYCLUSTER
                : wh_workload_kind_validated(in->kind_name) ? WH_KIND_WORKLOAD
                                                            : WH_KIND_OTHER;
-    in->ns = wh_json_str0(meta, "namespace");
-    if (!*in->ns)
-        in->ns = wh_json_str0(req, "namespace");
+    in->object_ns = wh_json_str0(meta, "namespace");
+    in->ns = wh_json_str0(req, "namespace");
+    in->ns_from_request = *in->ns != '\0';
+    if (!in->ns_from_request)
+        in->ns = in->object_ns;
     in->object_name = wh_meta_name(meta);
     in->name = *in->object_name ? in->object_name : wh_json_str0(req, "name");
     const cJSON *labels = wh_json_get(meta, "labels");

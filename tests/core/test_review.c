@@ -85,8 +85,13 @@ static void test_info_pod(void **unused)
     assert_string_equal(in->operation, "CREATE");
     assert_int_equal(in->kind, WH_KIND_POD);
     assert_string_equal(in->kind_name, "Pod");
-    /* the object's namespace wins (docs/internals/reference-behaviour.md §2.1) */
-    assert_string_equal(in->ns, "obj-ns");
+    /* request.namespace wins: the API server's word, where Events and
+     * claims go (issue 35; the reference read the object's, §2.1 of
+     * docs/internals/reference-behaviour.md); the engine denies a review
+     * whose object names another */
+    assert_string_equal(in->ns, "req-ns");
+    assert_string_equal(in->object_ns, "obj-ns");
+    assert_true(in->ns_from_request);
     assert_string_equal(in->name, "c-g-worker-");
     assert_string_equal(in->object_name, "c-g-worker-");
     assert_string_equal(in->cluster, "c");
@@ -216,7 +221,7 @@ static void test_review_of_old(void **unused)
     assert_int_equal(in->kind, WH_KIND_WORKLOAD);
     assert_string_equal(in->kind_name, "JobSet");
     assert_true(in->dry_run);
-    assert_string_equal(in->ns, "req-ns"); /* oldObject has none: the request's */
+    assert_string_equal(in->ns, "req-ns"); /* the request's */
     assert_string_equal(in->object_name, "old-");
     assert_string_equal(in->name, "old-");
     /* of an old review, or of one without an oldObject object: none */
@@ -225,7 +230,8 @@ static void test_review_of_old(void **unused)
     assert_null(none);
     wh_review_free(old);
     /* rv's own info is untouched */
-    assert_string_equal(wh_review_info(rv)->ns, "new-ns");
+    assert_string_equal(wh_review_info(rv)->ns, "req-ns"); /* the request's, always */
+    assert_string_equal(wh_review_info(rv)->object_ns, "new-ns");
     assert_string_equal(wh_review_info(rv)->name, "new");
     wh_review_free(rv);
     rv = parse("{\"request\":{\"operation\":\"UPDATE\",\"object\":{},\"oldObject\":[]}}");

@@ -20,6 +20,11 @@ group main:
              the pod's jobset.sigs.k8s.io/jobset-uid label).
   distinct   within the window: two Jobs with the same warning get one Event each; one
              Job with two different warnings gets one Event per reason.
+  foreign    a made-up review whose object names another namespace (kube-system) than
+             request.namespace is denied and writes no Event; one without
+             request.namespace writes none either.
+  limited    40 warned Jobs of one namespace: 30 Events, 10 limited; another namespace
+             still gets its Event.
   held       every Event POST held at the fake's gate: 100 warned pods of 100 Jobs are
              answered while the fake has kept no Event; those past the queue are counted
              as dropped, the rest posted once each when the gate opens; /healthz answers.
@@ -133,7 +138,7 @@ def counters(env):
     for line in out.decode().split("\n"):
         if line.startswith("tpu_webhook_events_total{"):
             got[line.split('"')[1]] = int(line.split()[-1])
-    if set(got) != {"sent", "failed", "dropped", "deduplicated"}:
+    if set(got) != {"sent", "failed", "dropped", "deduplicated", "limited"}:
         R.fail("tpu_webhook_events_total missing: %r" % got)
     return got
 
@@ -215,7 +220,7 @@ def burst(env):
     d = delta(counters(env), before)
     f = delta(fake(env), fb)
     evs = events_of(env, "train-b")
-    if d != {"sent": 1, "failed": 0, "dropped": 0, "deduplicated": 19} or \
+    if d != {"sent": 1, "failed": 0, "dropped": 0, "deduplicated": 19, "limited": 0} or \
             f["event_posts"] != 1 or f["events_posted"] != 1 or len(evs) != 1 or evs[0]["count"] != 1:
         R.fail("burst: %d Events %r, counters %r, fake %r" % (len(evs), evs, d, f))
     print("burst: 20 warned pods, 1 Event (count 1) posted once, 19 deduplicated")
@@ -229,15 +234,15 @@ def faulted(env, label, faults, jobs, posts):
     before, fb = counters(env), fake(env)
     env.control("faults", dict(faults, only="events"))
     try:
-        for k in range(jobs):
-            warned(admit(env, job_pod("train-%s-%d" % (label, k)))[0])
+        for k in range(jobs):  # a namespace each: under its Events' limit
+            warned(admit(env, job_pod("train-%s-%d" % (label, k), ns="team-" + label))[0])
         wait_for("%d failed Events (%s)" % (jobs, label),
                  lambda: counters(env)["failed"] - before["failed"] >= jobs, 60)
     finally:
         env.control("faults", {})
     d = delta(counters(env), before)
     f = delta(fake(env), fb)
-    if d != {"sent": 0, "failed": jobs, "dropped": 0, "deduplicated": 0} or \
+    if d != {"sent": 0, "failed": jobs, "dropped": 0, "deduplicated": 0, "limited": 0} or \
             not posts(jobs, f["event_posts"]) or f["lws_gets"] or f["held"]:
         R.fail("%s: counters %r, fake %r" % (label, d, f))
     return f
@@ -272,13 +277,13 @@ def failing(env):
     env.control("faults", {"latency_ms": 300, "only": "events"})
     try:
         for k in range(5):
-            warned(admit(env, job_pod("train-slow-%d" % k))[0])
+            warned(admit(env, job_pod("train-slow-%d" % k, ns="team-slow"))[0])
         wait_for("5 slow Events sent", lambda: counters(env)["sent"] - before["sent"] >= 5, 60)
     finally:
         env.control("faults", {})
     d, f = delta(counters(env), before), delta(fake(env), fb)
     counts = [e["count"] for k in range(5) for e in events_of(env, "train-slow-%d" % k)]
-    if d != {"sent": 5, "failed": 0, "dropped": 0, "deduplicated": 0} or \
+    if d != {"sent": 5, "failed": 0, "dropped": 0, "deduplicated": 0, "limited": 0} or \
             f["event_posts"] != 5 or f["events_posted"] != 5 or counts != [1] * 5:
         R.fail("latency: counters %r, fake %r, counts %r" % (d, f, counts))
     print("latency 300 ms: 5 Events, 5 POSTs, each count 1")
@@ -288,8 +293,8 @@ def held(env):
     before, fb = counters(env), fake(env)
     env.control("hold", {"method": "POST", "only": "events"})
     try:
-        for k in range(100):
-            warned(admit(env, job_pod("train-h-%d" % k))[0])
+        for k in range(100):  # 25 in each of 4 namespaces: under the limit of 30
+            warned(admit(env, job_pod("train-h-%d" % k, ns="team-h%d" % (k % 4)))[0])
         st, _ = env.request(env.replicas[0]["port"], "GET", "/healthz", timeout=2)
         c = counters(env)
         f = delta(fake(env), fb)
@@ -302,7 +307,7 @@ def held(env):
         R.fail("held: /healthz %d, fake %r" % (st, f))
     # The queue holds 64; the worker has taken at most the ones that reached
     # the gate (each gives up after 2 s) and one more on its way.
-    if d["dropped"] < 100 - 64 - (f["held"] + 1) or d["deduplicated"] != 0:
+    if d["dropped"] < 100 - 64 - (f["held"] + 1) or d["deduplicated"] != 0 or d["limited"]:
         R.fail("held: %r dropped of 100, fake %r" % (d, f))
 
     def settled():
@@ -514,6 +519,67 @@ def dedupe(binary):
     print("dedupe: 11 warnings, Events with counts %r (sum 11)" % counts)
 
 
+def forged(review_text):
+    """A made-up AdmissionReview sent as is."""
+    def send(env):
+        st, out = env.request(env.replicas[0]["port"], "POST", "/mutate-workload", review_text,
+                              timeout=10)
+        if st != 200:
+            R.fail("/mutate-workload: HTTP %d %r" % (st, out[:300]))
+        return json.loads(out)["response"]
+    return send
+
+
+def foreign(env):
+    """The webhook speaks only for the request in front of it (issue 35
+    item 2): a review whose object names another namespace than
+    request.namespace is denied and writes nothing; one without
+    request.namespace is answered and writes no Event. The Events thread
+    takes its queue in order, so once a legitimate Event sent after them
+    has arrived, theirs would have too."""
+    before = counters(env)
+    pod = job_pod("forged-a", ns="kube-system")
+    rv = json.loads(review(pod))
+    rv["request"]["namespace"] = "team-a"
+    resp = forged(json.dumps(rv))(env)
+    if resp.get("allowed") or 'object.metadata.namespace "kube-system" is not request.namespace ' \
+            '"team-a"' not in resp["status"]["message"]:
+        R.fail("a review of another namespace's object: %r" % resp)
+    rv = json.loads(review(job_pod("forged-b")))
+    del rv["request"]["namespace"]
+    warned(forged(json.dumps(rv))(env))
+    warned(admit(env, job_pod("after-forged"))[0])
+    evs = wait_for("the Event of after-forged", lambda: events_of(env, "after-forged"))
+    if evs[0]["_path_namespace"] != "team-a":
+        R.fail("after-forged: %r" % evs)
+    wait_for("the sent count", lambda: counters(env)["sent"] - before["sent"] >= 1)
+    posted = env.control("stats", {})["posted_events"]
+    bad = [e for e in posted if (e.get("involvedObject") or {}).get("name", "").startswith("forged")
+           or e.get("_path_namespace") == "kube-system"]
+    d = delta(counters(env), before)
+    if bad or d["sent"] != 1:
+        R.fail("foreign: Events %r, counters %r" % (bad, d))
+    print("foreign: another namespace's object denied, a review without namespace writes no "
+          "Event")
+
+
+def limited(env):
+    """At most 30 Events per namespace per window: 40 Jobs of one namespace
+    warned get 30 Events, 10 counted limited; another namespace still gets
+    its own."""
+    before = counters(env)
+    for k in range(40):
+        warned(admit(env, job_pod("train-l-%d" % k, ns="team-l"))[0])
+    warned(admit(env, job_pod("train-l-other", ns="team-m"))[0])
+    wait_for("31 Events sent", lambda: counters(env)["sent"] - before["sent"] >= 31, 60)
+    d = delta(counters(env), before)
+    n = sum(len(events_of(env, "train-l-%d" % k)) for k in range(40))
+    if d["limited"] != 10 or d["sent"] != 31 or n != 30 or not events_of(env, "train-l-other"):
+        R.fail("limited: %d Events of team-l, counters %r" % (n, d))
+    print("limited: 40 warned Jobs of one namespace, 30 Events, 10 limited; another namespace's "
+          "Event sent")
+
+
 def main_group(binary):
     env = R.Env(binary, claims=True, replicas=1, threads=2)
     try:
@@ -523,6 +589,8 @@ def main_group(binary):
         failing(env)
         owners(env)
         distinct(env)
+        foreign(env)
+        limited(env)
         held(env)
         env.stop_replicas()
     finally:

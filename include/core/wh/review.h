@@ -35,7 +35,12 @@ struct wh_review_info {
     const char *operation; /* CREATE, UPDATE, ... */
     enum wh_kind kind;
     const char *kind_name; /* request.kind.kind as sent */
-    const char *ns;        /* object's metadata.namespace, else request.namespace */
+    /* request.namespace, the API server's word for where the request
+     * belongs (Events and claims go there only); else, for a review with
+     * none (offline, hand-written), the object's metadata.namespace. */
+    const char *ns;
+    const char *object_ns; /* the object's metadata.namespace as sent */
+    bool ns_from_request;  /* ns is request.namespace */
     const char *name;      /* object name, generateName, or request.name */
     /* The object's metadata.name, else its generateName; "" when neither
      * (answers about a Pod or workload name the object as it names

@@ -537,8 +537,12 @@ enum wh_err wh_admit_decide(struct wh_admit *ad, const struct wh_review *rv, enu
     if (!err)
         forget_recreated_cluster(ad, info, res);
     /* A warned pod of a workload: an Event on the workload, posted by the
-     * Events thread (never waited for here). A dry run leaves nothing. */
-    for (size_t i = 0; !err && ad->events && !info->dry_run && i < res->n_events; i++)
+     * Events thread (never waited for here). A dry run leaves nothing, nor
+     * does a review that does not say its namespace: an Event goes only to
+     * request.namespace (the engine denies an object of another). */
+    for (size_t i = 0; !err && ad->events && !info->dry_run && info->ns_from_request &&
+                       !strcmp(res->subject.ns, info->ns) && i < res->n_events;
+         i++)
         wh_events_offer(ad->events, &res->subject, &res->events[i]);
     return err;
 }

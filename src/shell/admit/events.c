@@ -33,6 +33,13 @@ struct slot {
     long withheld; /* warnings since, deduplicated */
 };
 
+/* One namespace's Events in its current window. */
+struct ns_slot {
+    uint64_t key;  /* FNV-1a of the namespace; 0 free */
+    long start_ms; /* when its window began */
+    long n;        /* Events queued in it */
+};
+
 struct wh_events {
     struct wh_kube *kube;
     long window_ms;
@@ -46,6 +53,7 @@ struct wh_events {
     struct item q[WH_EVENTS_QUEUE];
     size_t head, len;
     struct slot slots[WINDOW_SLOTS];
+    struct ns_slot ns_slots[WH_EVENTS_NAMESPACES];
     struct wh_mevents st;
     unsigned long long seq;
 };
@@ -71,6 +79,33 @@ static struct slot *slot_of(struct wh_events *e, uint64_t key)
     return oldest;
 }
 
+/* May one more Event of namespace key be queued at now? Counts it when so.
+ * A namespace not among the last WH_EVENTS_NAMESPACES starts afresh in the
+ * slot whose window began first. */
+static bool ns_admits(struct wh_events *e, uint64_t key, long now)
+{
+    struct ns_slot *sl = NULL, *oldest = &e->ns_slots[0];
+    for (size_t i = 0; i < WH_EVENTS_NAMESPACES && !sl; i++) {
+        struct ns_slot *x = &e->ns_slots[i];
+        if (x->key == key)
+            sl = x;
+        else if (!x->key || (oldest->key && x->start_ms < oldest->start_ms))
+            oldest = x;
+    }
+    if (!sl) {
+        sl = oldest;
+        *sl = (struct ns_slot){.key = key, .start_ms = now};
+    }
+    if (now - sl->start_ms >= e->window_ms) {
+        sl->start_ms = now;
+        sl->n = 0;
+    }
+    if (sl->n >= WH_EVENTS_PER_NAMESPACE)
+        return false;
+    sl->n++;
+    return true;
+}
+
 void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
                      const struct wh_event_note *n)
 {
@@ -78,6 +113,8 @@ void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
         return;
     uint64_t key = fnv(fnv(fnv(fnv(14695981039346656037ULL, s->ns), s->kind), s->name), n->reason);
     key += !key;
+    uint64_t ns_key = fnv(14695981039346656037ULL, s->ns);
+    ns_key += !ns_key;
     long now = wh_clock_ms();
     pthread_mutex_lock(&e->mu);
     struct slot *sl = slot_of(e, key);
@@ -86,6 +123,8 @@ void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
         e->st.deduplicated++;
     } else if (e->len == WH_EVENTS_QUEUE) {
         e->st.dropped++; /* the slot keeps its window: the next offer tries again */
+    } else if (!ns_admits(e, ns_key, now)) {
+        e->st.limited++; /* likewise */
     } else {
         struct item *it = &e->q[(e->head + e->len++) % WH_EVENTS_QUEUE];
         it->s = *s;

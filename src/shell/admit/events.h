@@ -3,10 +3,13 @@
  *
  * A serving thread offers a warning (wh_events_offer: a short mutex
  * section, never a wait on the network); one worker thread posts it to the
- * API server (RBAC: create events, core API group). Rate-limited: one Event
+ * API server (RBAC: create events, core API group), in the namespace of the
+ * request that warned (admit.c offers nothing else). Rate-limited: one Event
  * per (namespace, kind, name, reason) per window, the warnings in between
- * counted into the next Event's count; a bounded queue, and an offer that
- * finds it full is dropped and counted. A failed POST is counted, not
+ * counted into the next Event's count; at most WH_EVENTS_PER_NAMESPACE
+ * Events per namespace per window (of the WH_EVENTS_NAMESPACES namespaces
+ * last seen), the rest counted as limited; a bounded queue, and an offer
+ * that finds it full is dropped and counted. A failed POST is counted, not
  * retried; after a 429 (POST or GET) the worker waits out Retry-After, at
  * most WH_EVENTS_BACKOFF_MAX_MS, before its next request. Nothing here can
  * delay or fail an admission.
@@ -30,6 +33,8 @@
 
 #define WH_EVENTS_WINDOW_MS 60000L      /* one Event per object and reason per minute */
 #define WH_EVENTS_QUEUE 64              /* Events waiting for the worker */
+#define WH_EVENTS_PER_NAMESPACE 30      /* Events of one namespace per window */
+#define WH_EVENTS_NAMESPACES 128        /* namespaces whose counts are kept */
 #define WH_EVENTS_POST_TIMEOUT_MS 2000L /* one POST, at most */
 #define WH_EVENTS_GET_TIMEOUT_MS 2000L  /* one GET of a LeaderWorkerSet, at most */
 #define WH_EVENTS_BACKOFF_MAX_MS 2000L  /* the longest Retry-After waited out */
