@@ -670,6 +670,7 @@ MODELS = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
     ("apps/v1", "Deployment"): "V1Deployment",
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): "V1ValidatingWebhookConfiguration",
 }

@@ -528,6 +528,73 @@ class UpgradeFromReference(unittest.TestCase):
 
 # An overlay with the opt-in matchConditions component, as docs/deploy.md
 # ("matchConditions with kustomize") shows it.
+PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+
+
+class NetworkPolicy(Chart):
+    """tpuWebhook.networkPolicy (issue 35 item 2; docs/deploy.md,
+    "NetworkPolicy"): off by default; on, only the given API server ranges
+    and Prometheus pods reach the webhook's named port; on without any API
+    server source, the render fails (such a policy stops every pod
+    creation); the kustomize component is the chart's policy."""
+
+    def policy(self, **np):
+        objs, _ = render(tv(networkPolicy=dict(np, enabled=True)))
+        self.valid(objs)
+        pols = dl.find(objs, "NetworkPolicy")
+        self.assertEqual(len(pols), 1)
+        return pols[0], objs
+
+    def test_off_by_default(self):
+        objs, _ = render()
+        self.assertEqual(dl.find(objs, "NetworkPolicy"), [])
+
+    def test_no_api_server_source_fails(self):
+        with self.assertRaises(TemplateError) as cm:
+            render(tv(networkPolicy={"enabled": True}))
+        self.assertIn("apiServerCIDRs", str(cm.exception))
+
+    def test_peers_are_the_values(self):
+        pol, objs = self.policy(apiServerCIDRs=["172.16.0.0/28", "10.8.0.0/16"],
+                                prometheus=PROMETHEUS_PEER,
+                                extraFrom=[{"ipBlock": {"cidr": "10.9.0.0/24"}}])
+        self.assertEqual(pol["metadata"]["namespace"], "ray-system")
+        spec = pol["spec"]
+        self.assertEqual(spec["policyTypes"], ["Ingress"])
+        # The webhook's pods, by the Deployment's selector; its named port.
+        self.assertEqual(spec["podSelector"]["matchLabels"],
+                         deployment(objs)["spec"]["selector"]["matchLabels"])
+        self.assertEqual(spec["ingress"][0]["ports"], [{"protocol": "TCP", "port": "https"}])
+        self.assertIn("https", [p["name"] for p in container(objs)["ports"]])
+        self.assertEqual(spec["ingress"][0]["from"],
+                         [{"ipBlock": {"cidr": "172.16.0.0/28"}},
+                          {"ipBlock": {"cidr": "10.8.0.0/16"}}, PROMETHEUS_PEER,
+                          {"ipBlock": {"cidr": "10.9.0.0/24"}}])
+        self.assertEqual(len(spec["ingress"]), 1)
+        # Without Prometheus selectors: the API server only.
+        pol, _ = self.policy(apiServerCIDRs=["172.16.0.0/28"])
+        self.assertEqual(pol["spec"]["ingress"][0]["from"], [{"ipBlock": {"cidr": "172.16.0.0/28"}}])
+
+    def test_kustomize_component_equals_the_chart(self):
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        pol, _ = self.policy(apiServerCIDRs=["192.0.2.0/24"], prometheus=PROMETHEUS_PEER)
+        with tempfile.TemporaryDirectory() as d:
+            rel = os.path.relpath(os.path.join(dl.ROOT, "deploy", "kustomize"), d)
+            with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+                f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                        "resources:\n  - %s/default\ncomponents:\n"
+                        "  - %s/components/network-policy\n" % (rel, rel))
+            objs = dl.kustomize_render(d)
+        kpol = dl.find(objs, "NetworkPolicy")
+        self.assertEqual(len(kpol), 1)
+        self.assertEqual(kpol[0]["spec"], pol["spec"])
+        self.assertEqual(kpol[0]["metadata"]["namespace"], pol["metadata"]["namespace"])
+        self.assertEqual(dl.schema_errors(objs), [])
+        plain = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", "default"))
+        self.assertEqual(dl.find(plain, "NetworkPolicy"), [])
+
+
 KUSTOMIZE_OVERLAY = """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
