@@ -512,7 +512,11 @@ class UpgradeFromReference(unittest.TestCase):
     def test_docs_steps_are_the_tested_ones(self):
         with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
             doc = f.read()
-        sec = doc.split("\n## Upgrading from kuberay-tpu-webhook\n", 1)[1].split("\n## ", 1)[0]
+        # A part of the one upgrade chapter, "Upgrade from the reference webhook".
+        self.assertEqual(re.findall(r"(?m)^## .*[Uu]pgrad.*$", doc),
+                         ["## Upgrade from the reference webhook"])
+        chapter = doc.split("\n## Upgrade from the reference webhook\n", 1)[1].split("\n## ", 1)[0]
+        sec = chapter.split("\n### Upgrading from kuberay-tpu-webhook\n", 1)[1].split("\n### ", 1)[0]
         cmd = re.search(r"helm upgrade RELEASE deploy/helm/kuberay-tpu-webhook -f values.yaml(.*?)\n\s*```", sec, re.S)
         self.assertIsNotNone(cmd)
         sets = re.findall(r"--set (\S+?)=", cmd.group(1))

@@ -3,7 +3,10 @@ use exists in the /metrics of a running `tpu-webhook serve` after a mix of
 requests (admissions allowed and denied, a bad review, probes, an unknown
 path): once `--standalone`, once in Kubernetes mode against the fake API
 server of tests/kube (the caches, and whatever only that mode exports). A
-renamed metric or label fails here.
+renamed metric or label fails here. docs/cli.md names every metric family
+either mode exports and every route the server's 404 answer lists (the
+route table itself), so a metric or route added without a word there fails
+too.
 """
 import copy
 import http.client
@@ -177,7 +180,10 @@ class Scrape(unittest.TestCase):
                 ("POST", "/mutate", "{not json"),              # 400
                 ("GET", "/", None), ("GET", "/healthz", None), ("GET", "/readyz", None),
                 ("GET", "/nope", None)]:
-            got.append((path, s.call(method, path, body)[0]))
+            status, data = s.call(method, path, body)
+            got.append((path, status))
+            if status == 404:  # the route table, as the server lists it
+                Scrape.not_found = json.loads(data)["message"]
         return got
 
     def test_traffic_was_answered_as_intended(self):
@@ -238,6 +244,24 @@ class Scrape(unittest.TestCase):
                     sels, _ = ml.selectors(t["expr"])
                     ok = ref in ml.TARGET_LABELS or any(ref in s for n, _ in sels for s in self.metrics.get(n, []))
                     self.assertTrue(ok, "panel %r: legend uses {{%s}}" % (p["title"], ref))
+
+    def test_docs_name_every_metric_and_route(self):
+        with open(os.path.join(ml.ROOT, "docs", "cli.md"), encoding="utf-8") as f:
+            doc = f.read()
+        families = set()
+        for text in (self.text, self.kube_text):
+            families |= set(re.findall(r"(?m)^# TYPE (\S+) ", text))
+        self.assertGreater(len(families), 20)
+        self.assertEqual(sorted(f for f in families if "`%s`" % f not in doc), [],
+                         "metrics missing from docs/cli.md's metrics table")
+        # "no such path; the webhook serves POST /a, /b and /c, GET /d, ..."
+        m = re.match(r"no such path; the webhook serves POST (.*), GET (.*)$", self.not_found)
+        self.assertIsNotNone(m, self.not_found)
+        routes = [("POST", p) for p in re.split(r", | and ", m.group(1))]
+        routes += [("GET", p) for p in re.split(r", | and ", m.group(2))]
+        self.assertIn(("GET", "/debug/slices"), routes)
+        self.assertEqual([r for r in routes if "| `%s %s` |" % r not in doc], [],
+                         "routes missing from docs/cli.md's route table")
 
     def test_checker_catches_a_renamed_metric(self):
         with self.assertRaises(AssertionError):
