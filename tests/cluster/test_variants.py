@@ -12,6 +12,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
 from clusterlib import physics  # noqa: E402
+from test_core import legacy_worker_pod  # noqa: E402
 
 INDEXED_JOB = os.path.join(cl.WORKLOADS, "indexed-job-v6e-4x4.yaml")
 
@@ -58,6 +59,33 @@ class Kustomize(OwnCluster):
         cl.kubectl("apply", "-n", ns, "-f", INDEXED_JOB)
         pods = cl.wait_pods(ns, 4, selector="job-name=train-v6e")
         physics.check_slices(pods)
+
+
+
+class Uninstall(OwnCluster):
+    """docs/deploy.md's uninstall (the webhook configurations first, then
+    `helm uninstall`), after the webhook has admitted pods and claimed a
+    legacy worker id: no object of any listable kind is left with the
+    chart's label app.kubernetes.io/name=kuberay-tpu-webhook."""
+
+    def test_nothing_labelled_left(self):
+        ns = "cl-uninstall"
+        cl.create_namespace(ns)
+        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p", ns, {"tpu-webhook/inject": "enabled"}))
+        cl.kubectl("create", "-f", "-", input=legacy_worker_pod("legacy", ns))
+        cl.wait_for(lambda: cl.get_json("leases", "-n", "ray-system")["items"], 30,
+                    "the legacy worker id's Lease")
+        kinds = cl.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+        sel = "app.kubernetes.io/name=kuberay-tpu-webhook"
+
+        def labelled():
+            return cl.kubectl("get", ",".join(kinds), "-A", "-l", sel, "-o", "name").stdout.split()
+        self.assertIn("deployment.apps/kuberay-tpu-webhook", labelled())
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            cl.kubectl("delete", kind, "-l", sel)
+        cl.run([os.path.join(cl.REPO, "build-tools", "helm4", "helm"), "uninstall", "tpu-webhook",
+                "-n", "ray-system", "--kubeconfig", cl.env()["KUBECONFIG"]])
+        cl.wait_for(lambda: labelled() == [], 60, "no object labelled %s (left: %s)" % (sel, labelled()))
 
 
 if __name__ == "__main__":
