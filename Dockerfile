@@ -1,20 +1,21 @@
 # Container image of tpu-webhook: `tpu-webhook serve` as a non-root user.
-#   docker build -t REGISTRY/tpu-webhook:TAG .
+#   scripts/release.sh --registry REGISTRY   (docs/deploy.md, "Build a release")
 # The build stage builds exactly as scripts/test.sh's gcc build (same
 # configure line, tests off); the runtime stage carries only the shared
 # libraries the binary links. tests/deploy/test_image.py checks both against
 # the real build on every test run, since no Docker engine runs in CI.
 
-# Build arguments, all optional: VERSION must be CMakeLists.txt's
+# Build arguments: scripts/release.sh passes them all, from git (an image
+# built without them says "unknown"). VERSION must be CMakeLists.txt's
 # project(VERSION) (the build stage refuses another; tests/ops/test_version.py
 # checks the default), REVISION the git commit (the build context has no
-# .git, see .dockerignore), CREATED the build date (RFC 3339), and
-# SOURCE_DATE_EPOCH for the binary's build date, e.g.
-#   docker build --build-arg REVISION=$(git rev-parse --short=12 HEAD) \
-#     --build-arg CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t REGISTRY/tpu-webhook:0.1.0 .
+# .git, see .dockerignore), CREATED the commit's date (RFC 3339), SOURCE the
+# repository's https:// address, and SOURCE_DATE_EPOCH the same date for the
+# binary's build date, so that the binary logs "VERSION (REVISION)".
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown
+ARG SOURCE=unknown
 
 FROM debian:12 AS build
 ARG VERSION
@@ -39,11 +40,13 @@ FROM debian:12-slim
 ARG VERSION
 ARG REVISION
 ARG CREATED
+ARG SOURCE
 LABEL org.opencontainers.image.title="tpu-webhook" \
       org.opencontainers.image.description="Admission webhook for TPU workloads on GKE (KubeRay, Jobs, JobSets)" \
       org.opencontainers.image.version="$VERSION" \
       org.opencontainers.image.revision="$REVISION" \
       org.opencontainers.image.created="$CREATED" \
+      org.opencontainers.image.source="$SOURCE" \
       org.opencontainers.image.licenses="Apache-2.0"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \

@@ -62,9 +62,13 @@ class VersionSources(Version):
                         read("deploy", "kustomize", "base", "deployment.yaml"))
         self.assertEqual(tag.group(1), v, "kustomize base image tag")
         labels = read("Dockerfile")
-        for key in ("title", "description", "version", "revision", "created", "licenses"):
+        for key in ("title", "description", "version", "revision", "created", "source",
+                    "licenses"):
             self.assertIn("org.opencontainers.image.%s=" % key, labels)
-        self.assertIn('org.opencontainers.image.version="$VERSION"', labels)
+        # Each fed by the build argument scripts/release.sh passes from git.
+        for key, arg in (("version", "VERSION"), ("revision", "REVISION"),
+                         ("created", "CREATED"), ("source", "SOURCE")):
+            self.assertIn('org.opencontainers.image.%s="$%s"' % (key, arg), labels)
 
 
 class VersionBinary(Version):
