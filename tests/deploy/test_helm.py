@@ -532,6 +532,9 @@ class UpgradeFromReference(unittest.TestCase):
 
 # An overlay with the opt-in matchConditions component, as docs/deploy.md
 # ("matchConditions with kustomize") shows it.
+DELETING = {"name": "not-being-deleted",
+            "expression": "object == null || !has(object.metadata.deletionTimestamp)"}
+
 PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
 
@@ -681,9 +684,55 @@ class MatchConditions(unittest.TestCase):
                          yaml.safe_load(KUSTOMIZE_OVERLAY % {"kustomize": "deploy/kustomize", "base": "default"}))
 
     def condition(self, hook):
+        """The hook's own condition: the one besides not-being-deleted,
+        which every validating hook carries first (test_deleting_skipped)."""
         mc = hook["matchConditions"]
+        if hook["clientConfig"]["service"]["path"].startswith("/validate"):
+            self.assertEqual(mc[0], DELETING)
+            mc = mc[1:]
         self.assertEqual(len(mc), 1)
         return mc[0]["expression"]
+
+    def test_deleting_skipped(self):
+        """Issue 35 item 6: every validating hook (RayCluster /validate, the
+        two /validate-workload entries; chart and kustomize) skips an object
+        that carries a deletionTimestamp, so a finalizer removal never
+        waits on the webhook; below 1.28 /validate carries no condition
+        (the hang stays, docs/deploy.md, "Deletions")."""
+        import cel
+        hooks = [(what, v) for what, _, v in self.sources()]
+        objs, _ = render(tv(workloads={"enabled": True}))
+        hooks += [("chart " + w["name"], w) for w in
+                  dl.find(objs, "ValidatingWebhookConfiguration", "tpu-webhook-workload-validating-cfg")[0]
+                  ["webhooks"]]
+        kobjs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", "workloads"))
+        hooks += [("kustomize " + w["name"], w) for w in
+                  dl.find(kobjs, "ValidatingWebhookConfiguration", "tpu-webhook-workload-validating-cfg")[0]
+                  ["webhooks"]]
+        self.assertEqual(len(hooks), 8)
+        live = raycluster([group([tpu_container()])])
+        going = copy.deepcopy(live)
+        going["metadata"]["deletionTimestamp"] = "2026-12-07T14:00:00Z"
+        going["metadata"]["finalizers"] = []
+        for what, h in hooks:
+            with self.subTest(hook=what):
+                self.assertEqual(h["matchConditions"][0], DELETING)
+                self.assertEqual([r["operations"] for r in h["rules"]],
+                                 [["CREATE", "UPDATE"]] * len(h["rules"]))
+                expr = DELETING["expression"]
+                self.assertIs(cel.evaluate(expr, object=live, oldObject=live), True)
+                self.assertIs(cel.evaluate(expr, object=going, oldObject=live), False)
+                self.assertIs(cel.evaluate(expr, object=None, oldObject=live), True)  # DELETE
+        # All conditions must hold for the call: the object being deleted
+        # skips /validate whatever the other condition says.
+        for what, v in hooks[:4]:
+            with self.subTest(hook=what, all=True):
+                self.assertFalse(all(cel.evaluate(c["expression"], object=going, oldObject=live)
+                                     for c in v["matchConditions"]))
+                self.assertTrue(all(cel.evaluate(c["expression"], object=live, oldObject=live)
+                                    for c in v["matchConditions"]))
+        _, v, _ = self.hooks(kube="v1.27.9")
+        self.assertNotIn("matchConditions", v)
 
     def test_rendered_for_1_28_and_later_only(self):
         for kube, want in (("v1.30.0", True), ("v1.28.0", True), ("1.29.3-gke.1", True),
@@ -740,7 +789,9 @@ class MatchConditions(unittest.TestCase):
                 for c in w.get("matchConditions") or []:
                     cel.parse(c["expression"])
                     n += 1
-        self.assertEqual(n, 4)  # /mutate, /validate and the two /mutate-workload entries
+        # /mutate, /validate (2: not-being-deleted), the two /mutate-workload
+        # entries and the two /validate-workload entries (not-being-deleted)
+        self.assertEqual(n, 7)
         with self.assertRaises(cel.CelSyntaxError):
             cel.parse("object.spec.containers.exists(c, c.size() > 1)")
 

@@ -75,6 +75,17 @@ that the cluster has the field (docs/workloads.md). */}}
 {{- end -}}
 {{- end -}}
 
+{{/* The validating webhooks' matchCondition that skips an object being
+deleted (docs/deploy.md, "Deletions"): removing a finalizer is an UPDATE,
+and with the webhook down a fail-closed webhook that matched it would hold
+the object in Terminating. The webhook admits such UPDATEs itself
+(src/core/ratchet.c); this keeps the API server from calling it at all.
+object is null on DELETE and CONNECT (not in the rules, guarded anyway). */}}
+{{- define "tpu-webhook.notDeleting" -}}
+- name: not-being-deleted
+  expression: object == null || !has(object.metadata.deletionTimestamp)
+{{- end -}}
+
 {{/* A container requesting TPU chips, in CEL (the webhook's own test:
 src/core/podspec.c, limits or requests). */}}
 {{- define "tpu-webhook.celTPU" -}}
