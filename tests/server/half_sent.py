@@ -96,7 +96,7 @@ def get(path):
 
 def metric(name):
     status, body = get("/metrics")
-    m = re.search(rb"\n" + name.encode() + rb" (\d+)", body)
+    m = re.search(rb"\n" + re.escape(name.encode()) + rb" (\d+)", body)
     return int(m.group(1)) if status == 200 and m else -1
 
 
@@ -189,11 +189,13 @@ for i in range(72):
     s.sendall(hostile_header(3145728 if i < 42 else 16384) + b"{")
     hostile.append(s)
 time.sleep(1.5)
-held = metric("tpu_webhook_http_request_memory_bytes")
-# 72 first steps (4 KiB) and the legitimate requests in flight; the header
-# blocks promised 126 MiB.
-check(0 <= held < 12 * MiB, "72 header-only uploads: request memory %d bytes" % held)
-print("phase 1: request memory %d bytes with 72 header-only uploads" % held)
+# /metrics does not say what requests hold (an attacker would read how much
+# more fills the budget): the process's memory does. 72 first steps and the
+# legitimate requests in flight; the header blocks promised 126 MiB.
+held = (rss_kb() - rss0) * 1024
+if not UNDER_ASAN:
+    check(held < 12 * MiB, "72 header-only uploads: RSS grew %d bytes" % held)
+print("phase 1: RSS grew %d bytes with 72 header-only uploads" % held)
 cut1 = wait_cut(hostile, True, 40)
 print("phase 1: %d of 72 trickling connections cut by the server" % cut1)
 check(cut1 == 72, "only %d of 72 trickling uploads were cut (--request-timeout is 60s)" % cut1)
@@ -211,10 +213,11 @@ for i in range(12):
         pass
     hostile.append(s)
 time.sleep(1)
-held = metric("tpu_webhook_http_request_memory_bytes")
-check(0 <= held <= 16 * MiB + 12 * MiB,
-      "12 uploads of 3 MiB less a byte: request memory %d bytes (share 16 MiB)" % held)
-print("phase 2: request memory %d bytes with 12 uploads of 3 MiB less a byte" % held)
+held = (rss_kb() - rss0) * 1024
+if not UNDER_ASAN:
+    check(held <= 16 * MiB + 12 * MiB,
+          "12 uploads of 3 MiB less a byte: RSS grew %d bytes (share 16 MiB)" % held)
+print("phase 2: RSS grew %d bytes with 12 uploads of 3 MiB less a byte" % held)
 cut2 = wait_cut(hostile, False, 40)
 print("phase 2: %d of 12 stalled connections cut by the server" % cut2)
 check(cut2 == 12, "only %d of 12 stalled uploads were cut" % cut2)
@@ -235,8 +238,9 @@ n_rate = log.count("request body arrived slower than --min-body-rate")
 print("cut-off lines naming the body rate: %d" % n_rate)
 check(n_rate >= 16, "only %d cut-offs logged with the body rate" % n_rate)
 timeouts = metric("tpu_webhook_http_connections_timed_out_total")
-check(timeouts >= 84, "timed-out connections metric %d, want >= 84" % timeouts)
-check(metric("tpu_webhook_http_request_memory_bytes") < 8 * MiB, "request memory not given back")
+# A stalled body may be shed to make room (budget short) before it times out.
+shed = metric('tpu_webhook_http_shed_total{reason="slow_body"}')
+check(timeouts + shed >= 84, "timed-out %d + shed %d connections, want >= 84" % (timeouts, shed))
 rss1 = rss_kb()
 print("VmRSS %d kB -> %d kB" % (rss0, rss1))
 if not UNDER_ASAN:

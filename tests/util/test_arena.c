@@ -120,8 +120,9 @@ static void test_body_steps(void **unused)
     memset(chunk, 'x', sizeof(chunk));
     assert_int_equal(wh_reqmem_body_add(rm, &b, chunk, 1, 3u << 20), WH_REQMEM_TAKEN);
     assert_int_equal(b.cap, WH_REQMEM_BODY_STEP); /* one byte holds one step, not 3 MiB */
-    assert_int_equal(wh_reqmem_held(rm), WH_REQMEM_BODY_STEP);
-    assert_int_equal(atomic_load(&sh.held), WH_REQMEM_BODY_STEP);
+    /* ... and is charged for what it holds (the byte and the NUL), not the step */
+    assert_int_equal(wh_reqmem_held(rm), 2);
+    assert_int_equal(atomic_load(&sh.held), 2);
     size_t len = 1;
     enum wh_reqmem_refusal r;
     while ((r = wh_reqmem_body_add(rm, &b, chunk, sizeof(chunk), 3u << 20)) == WH_REQMEM_TAKEN) {
@@ -130,12 +131,20 @@ static void test_body_steps(void **unused)
     }
     assert_int_equal(r, WH_REQMEM_OVER_SHARE);
     assert_int_equal(b.len, len);
-    assert_true(atomic_load(&sh.held) <= sh.cap);
+    assert_int_equal(atomic_load(&sh.held), len + 1);
+    assert_true(atomic_load(&sh.held) <= sh.cap && sh.cap - atomic_load(&sh.held) < sizeof(chunk));
+    /* Shed from another thread: its charge is given back at once, and it
+     * takes no more bytes; freeing it later gives nothing back twice. */
+    assert_int_equal(wh_reqmem_body_shed(rm, &b), len + 1);
+    assert_int_equal(wh_reqmem_held(rm), 0);
+    assert_int_equal(atomic_load(&sh.held), 0);
+    assert_int_equal(wh_reqmem_body_add(rm, &b, chunk, 1, 3u << 20), WH_REQMEM_SHED);
     assert_int_equal(b.data[len], '\0');
     wh_reqmem_body_free(rm, &b);
     assert_int_equal(wh_reqmem_held(rm), 0);
     assert_int_equal(atomic_load(&sh.held), 0);
     /* the last step stops at the limit + 1 (its Content-Length) */
+    atomic_store(&b.shed, false);
     assert_int_equal(wh_reqmem_body_add(rm, &b, chunk, 1000, 1000), WH_REQMEM_TAKEN);
     assert_int_equal(b.cap, 1001);
     wh_reqmem_body_free(rm, &b);
@@ -144,8 +153,10 @@ static void test_body_steps(void **unused)
     static char mb[300 * 1024];
     assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_TAKEN);
     assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_TAKEN);
+    assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_TAKEN);
     assert_int_equal(wh_reqmem_body_add(rm, &big, mb, sizeof(mb), 3u << 20), WH_REQMEM_OVER_TOTAL);
-    assert_int_equal(big.len, 2 * sizeof(mb));
+    assert_int_equal(big.len, 3 * sizeof(mb));
+    assert_int_equal(wh_reqmem_room(rm), (1u << 20) - 3 * sizeof(mb) - 1);
     wh_reqmem_body_free(rm, &big);
     assert_int_equal(wh_reqmem_held(rm), 0);
     wh_reqmem_free(rm);

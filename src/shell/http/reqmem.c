@@ -258,6 +258,18 @@ static char *body_resize(struct wh_reqmem_body *b, size_t cap)
 enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem_body *b,
                                           const char *p, size_t n, size_t limit)
 {
+    if (atomic_load(&b->shed))
+        return WH_REQMEM_SHED;
+    /* Charged for the bytes it holds (and its NUL), not for the buffer's
+     * capacity: steps ahead of the bytes are mapped from MAP_MIN on, so
+     * their pages are not touched before bytes arrive. */
+    size_t more = n + (b->data ? 0 : 1);
+    if (!share_charge(b->share, more))
+        return WH_REQMEM_OVER_SHARE;
+    if (!charge_total(rm, more)) {
+        share_refund(b->share, more);
+        return WH_REQMEM_OVER_TOTAL;
+    }
     size_t need = b->len + n + 1;
     if (need > b->cap) {
         size_t cap = b->cap ? 2 * b->cap : WH_REQMEM_BODY_STEP;
@@ -267,13 +279,6 @@ enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem
             cap = need;
         if (cap >= MAP_MIN)
             cap = pages(cap);
-        size_t more = cap - b->cap;
-        if (!share_charge(b->share, more))
-            return WH_REQMEM_OVER_SHARE;
-        if (!charge_total(rm, more)) {
-            share_refund(b->share, more);
-            return WH_REQMEM_OVER_TOTAL;
-        }
         char *q = body_resize(b, cap);
         if (!q) {
             share_refund(b->share, more);
@@ -283,10 +288,33 @@ enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem
         b->data = q;
         b->cap = cap;
     }
+    atomic_fetch_add(&b->charged, more);
     memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
     return WH_REQMEM_TAKEN;
+}
+
+/* Give back what b is charged; each charged byte is given back once,
+ * whoever (owner or shedder) takes it. */
+static size_t uncharge(struct wh_reqmem *rm, struct wh_reqmem_body *b)
+{
+    size_t n = atomic_exchange(&b->charged, 0);
+    share_refund(b->share, n);
+    atomic_fetch_sub(&rm->held, n);
+    return n;
+}
+
+size_t wh_reqmem_body_shed(struct wh_reqmem *rm, struct wh_reqmem_body *b)
+{
+    atomic_store(&b->shed, true);
+    return uncharge(rm, b);
+}
+
+size_t wh_reqmem_room(const struct wh_reqmem *rm)
+{
+    size_t held = wh_reqmem_held(rm);
+    return held < rm->o.total_budget ? rm->o.total_budget - held : 0;
 }
 
 void wh_reqmem_body_free(struct wh_reqmem *rm, struct wh_reqmem_body *b)
@@ -297,8 +325,7 @@ void wh_reqmem_body_free(struct wh_reqmem *rm, struct wh_reqmem_body *b)
         else
             free(b->data);
     }
-    share_refund(b->share, b->cap);
-    atomic_fetch_sub(&rm->held, b->cap);
+    uncharge(rm, b);
     b->data = NULL;
     b->len = b->cap = 0;
 }

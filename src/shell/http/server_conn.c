@@ -15,8 +15,8 @@
 
 #include "wh/clock.h"   /* wh_clock_ms */
 #include "wh/log.h"     /* wh_log */
-#include "wh/metrics.h" /* wh_metrics_timeout */
-#include "wh/reqmem.h"  /* wh_reqmem_trim_idle */
+#include "wh/metrics.h" /* wh_metrics_timeout, wh_metrics_shed */
+#include "wh/reqmem.h"  /* wh_reqmem_trim_idle, wh_reqmem_body_shed */
 
 void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
 {
@@ -145,6 +145,64 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     atomic_fetch_sub(&s->n_conns, 1);
     *socket_context = NULL;
     free(cn);
+}
+
+void wh_srv_conn_body(struct wh_server *s, struct conn *cn, struct wh_reqmem_body *body,
+                      long long last_ms)
+{
+    if (!cn)
+        return;
+    pthread_mutex_lock(&s->lock);
+    cn->body = body;
+    atomic_store(&cn->body_last_ms, last_ms);
+    atomic_store(&cn->body_rate_bps, -1);
+    pthread_mutex_unlock(&s->lock);
+}
+
+size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, size_t need,
+                               const struct wh_reqmem_share *share)
+{
+    long long quiet_before = wh_clock_ms() - WH_SRV_SHED_QUIET_MS;
+    long long min_rate = s->o.min_body_rate > 0 ? s->o.min_body_rate : 1;
+    size_t freed = 0;
+    long long n = 0;
+    char first[ADDR_LEN] = "";
+    pthread_mutex_lock(&s->lock);
+    while (freed < need) {
+        struct conn *victim = NULL;
+        long long slowest = min_rate, oldest = 0;
+        for (struct conn *cn = s->conns; cn; cn = cn->next) {
+            if (cn == self || !cn->body || cn->cut || (share && cn->body->share != share))
+                continue;
+            long long last = atomic_load(&cn->body_last_ms);
+            long long rate = last <= quiet_before ? 0 : atomic_load(&cn->body_rate_bps);
+            if (rate < 0) /* no whole window yet, not quiet: too young to judge */
+                continue;
+            if (rate < slowest || (rate == slowest && victim && last < oldest)) {
+                slowest = rate;
+                oldest = last;
+                victim = cn;
+            }
+        }
+        if (!victim)
+            break;
+        freed += wh_reqmem_body_shed(s->rm, victim->body);
+        /* As the tick cuts: the MHD thread sees end-of-stream and closes. */
+        shutdown(victim->fd, SHUT_RDWR);
+        victim->cut = true;
+        if (!n++)
+            memcpy(first, victim->client, ADDR_LEN);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (n) {
+        wh_metrics_shed(s->m, WH_SHED_SLOW_BODY, n);
+        wh_log(WH_LOG_WARN, "connection_shed", "client", WH_F_STR, first, "connections", WH_F_INT,
+               n, "freed_bytes", WH_F_INT, (long long)freed, "reason", WH_F_STR,
+               "request memory ran short: the connections whose request bodies arrived slowest "
+               "(under --min-body-rate) were cut",
+               (char *)NULL);
+    }
+    return freed;
 }
 
 /* Connections cut per tick that get a log line of their own. */

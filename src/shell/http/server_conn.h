@@ -16,6 +16,30 @@ struct conn *wh_srv_conn_of(struct MHD_Connection *c);
 /* The client's numeric address into out (len bytes), "" when unknown. */
 void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len);
 
+/* The body the connection is receiving now (NULL: none, or it is in),
+ * under the server's lock, so that wh_srv_shed_slow_bodies never reads one
+ * that is being freed; last_ms: when its bytes last arrived. cn may be
+ * NULL (no record: nothing to do). */
+void wh_srv_conn_body(struct wh_server *s, struct conn *cn, struct wh_reqmem_body *body,
+                      long long last_ms);
+
+/* Room an admission needs beyond twice its body (parsed review, answer). */
+#define WH_SRV_ANSWER_ROOM ((size_t)256 * 1024)
+
+/* Request memory is short by need bytes: cut the connections whose bodies
+ * arrive slowest, below --min-body-rate over their last whole second (a
+ * body that has received nothing for WH_SRV_SHED_QUIET_MS counts as 0),
+ * never self's (share non-NULL: only bodies charged to that client share,
+ * the one that ran short), until their charges cover need; their memory
+ * counts as free at once (wh_reqmem_body_shed). Shedding by behaviour, not by address: on GKE
+ * every real review comes from one to three API-server addresses, and an
+ * ordinary review arrives whole in one go. Returns the bytes freed (0: no
+ * body is stalled). Counted (wh_metrics_shed) and logged. */
+size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, size_t need,
+                               const struct wh_reqmem_share *share);
+#define WH_SRV_SHED_QUIET_MS 1000
+#define WH_SRV_RATE_WINDOW_MS 1000
+
 /* MHD's connection notification (cls: the server): links a struct conn
  * into the server's list when a connection starts, unlinks and frees it
  * when it closes. */

@@ -51,7 +51,14 @@ struct conn {
      * the cut is logged as. */
     atomic_bool body_rate;
     bool cut;
-    struct client *cl;          /* NULL when the address could not be read */
+    struct client *cl; /* NULL when the address could not be read */
+    /* The request body being received (wh_srv_conn_body), under the
+     * server's lock; when its bytes last arrived. */
+    struct wh_reqmem_body *body;
+    atomic_llong body_last_ms;
+    /* Bytes per second over its last whole window (WH_SRV_RATE_WINDOW_MS),
+     * -1 before one has passed. */
+    atomic_llong body_rate_bps;
     const char *target_problem; /* of the request being read; static text */
     char client[ADDR_LEN];
 };
@@ -72,6 +79,8 @@ struct request {
     size_t received;        /* body bytes arrived, stored or discarded */
     long long body_t0_ms;   /* the first call: when the body may start */
     long long body_last_ms; /* when body bytes last arrived (body_t0_ms before) */
+    long long rate_t0_ms;   /* the rate window (server_conn.h): since when */
+    size_t rate_bytes;      /* ... and the bytes in it */
     long long deadline_ms;  /* the request's: start + request_timeout_ms */
     struct wh_review *rv;   /* parsed body, kept until the answer is sent */
     struct wh_engine_result res;

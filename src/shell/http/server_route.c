@@ -19,7 +19,7 @@
 #include "wh/reqmem.h" /* wh_reqmem_get, wh_reqmem_put, wh_reqmem_body_add, wh_reqmem_body_free, wh_arena_hold */
 #include "server_admit.h"  /* wh_srv_admit */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error, wh_srv_reply_text */
-#include "server_conn.h"   /* wh_srv_conn_of */
+#include "server_conn.h"   /* wh_srv_conn_of, wh_srv_conn_body, wh_srv_shed_slow_bodies */
 #include "mhd/mhderr.h"    /* wh_mhderr_unmark */
 #include "mhd/tlsrec.h"    /* wh_tlsrec_flush */
 
@@ -81,7 +81,6 @@ static enum MHD_Result serve_get(struct wh_server *s, struct MHD_Connection *c, 
     enum MHD_Result ret;
     live.ready = !atomic_load(&s->unready) && s->pl.ready(s->pl.ctx, NULL, 0);
     live.connections = atomic_load(&s->n_conns);
-    live.request_memory = (long long)wh_reqmem_held(s->rm);
     enum wh_err err = wh_metrics_render(s->m, &st, &live, &b);
     if (!err && s->pl.slices && (err = s->pl.slices(s->pl.ctx, false, &b)) == WH_ERR_UNAVAILABLE)
         err = WH_OK; /* no slice check, no slice metrics */
@@ -169,11 +168,12 @@ static void pace_body(struct wh_server *s, struct MHD_Connection *c, const struc
 }
 
 /* The body is in: the request's own deadline again. */
-static void body_done(struct MHD_Connection *c, const struct request *rq)
+static void body_done(struct wh_server *s, struct MHD_Connection *c, const struct request *rq)
 {
     struct conn *cn = wh_srv_conn_of(c);
     if (!cn)
         return;
+    wh_srv_conn_body(s, cn, NULL, 0); /* in: never shed as a stalled body */
     atomic_store(&cn->body_rate, false);
     atomic_store(&cn->deadline_ms, rq->deadline_ms);
 }
@@ -198,7 +198,8 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     struct conn *cn = wh_srv_conn_of(c);
     rq->body.share = cn && cn->cl ? &cn->cl->share : NULL;
     rq->body_limit = s->o.max_body;
-    rq->body_t0_ms = rq->body_last_ms = wh_clock_ms();
+    rq->body_t0_ms = rq->body_last_ms = rq->rate_t0_ms = wh_clock_ms();
+    wh_srv_conn_body(s, cn, &rq->body, rq->body_last_ms);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end = NULL;
@@ -232,13 +233,18 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
 /* Append n body bytes to the body, which grows in steps as they arrive
  * (wh/reqmem.h). false when the body is over its limit or the memory
  * refuses; a refused body gives back what it held at once. */
-static bool add_body(struct wh_server *s, struct request *rq, const char *p, size_t n)
+static bool add_body(struct wh_server *s, struct conn *cn, struct request *rq, const char *p,
+                     size_t n)
 {
     if (n > rq->body_limit - rq->body.len) {
         rq->too_big = true;
         return false;
     }
     enum wh_reqmem_refusal r = wh_reqmem_body_add(s->rm, &rq->body, p, n, rq->body_limit);
+    /* Short of memory: the stalled bodies go first (server_conn.h). */
+    if ((r == WH_REQMEM_OVER_TOTAL || r == WH_REQMEM_OVER_SHARE) &&
+        wh_srv_shed_slow_bodies(s, cn, n + 1, r == WH_REQMEM_OVER_SHARE ? rq->body.share : NULL))
+        r = wh_reqmem_body_add(s->rm, &rq->body, p, n, rq->body_limit);
     if (r == WH_REQMEM_TAKEN)
         return true;
     rq->busy = true;
@@ -263,7 +269,7 @@ static enum MHD_Result refuse_busy_body(struct wh_server *s, struct MHD_Connecti
 /* The whole body is in: the request's arena, charged for the body too. */
 static enum MHD_Result body_in(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
-    body_done(c, rq);
+    body_done(s, c, rq);
     if (rq->too_big) {
         char msg[160];
         snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
@@ -272,6 +278,11 @@ static enum MHD_Result body_in(struct wh_server *s, struct MHD_Connection *c, st
     if (rq->busy)
         return refuse_busy_body(s, c, rq);
     if (!rq->arena) {
+        /* Room to parse and answer it, made by shedding stalled bodies. */
+        size_t want = 2 * rq->body.len + WH_SRV_ANSWER_ROOM;
+        size_t room = wh_reqmem_room(s->rm);
+        if (room < want)
+            (void)wh_srv_shed_slow_bodies(s, wh_srv_conn_of(c), want - room, NULL);
         rq->arena = wh_reqmem_get(s->rm);
         if (!rq->arena)
             return wh_srv_reply_error(s, c, rq, 503, BUSY_MESSAGE, NULL);
@@ -299,7 +310,18 @@ static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, str
          * the connection is closed without an answer. */
         rq->received += *upload_size;
         rq->body_last_ms = wh_clock_ms();
-        if (rq->too_big || rq->busy || !add_body(s, rq, upload, *upload_size))
+        struct conn *cn = wh_srv_conn_of(c);
+        rq->rate_bytes += *upload_size;
+        if (rq->body_last_ms - rq->rate_t0_ms >= WH_SRV_RATE_WINDOW_MS) {
+            long long bps = (long long)rq->rate_bytes * 1000 / (rq->body_last_ms - rq->rate_t0_ms);
+            if (cn)
+                atomic_store(&cn->body_rate_bps, bps);
+            rq->rate_t0_ms = rq->body_last_ms;
+            rq->rate_bytes = 0;
+        }
+        if (cn)
+            atomic_store(&cn->body_last_ms, rq->body_last_ms);
+        if (rq->too_big || rq->busy || !add_body(s, cn, rq, upload, *upload_size))
             rq->discarded += *upload_size;
         *upload_size = 0;
         pace_body(s, c, rq);
@@ -359,6 +381,7 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (rq->mark)
         wh_mhderr_unmark(rq->marked, rq->mark);
     struct conn *cn = wh_srv_conn_of(c);
+    wh_srv_conn_body(s, cn, NULL, 0); /* before the body goes */
     if (cn)
         atomic_store(&cn->deadline_ms,
                      wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);

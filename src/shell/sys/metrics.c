@@ -52,6 +52,7 @@ struct wh_metrics {
     atomic_llong reloads[2];   /* [rejected, ok] */
     atomic_llong cert_refused; /* 1 while the files hold a refused pair */
     atomic_llong timeouts;
+    atomic_llong shed[WH_SHED__COUNT];
     long long started; /* Unix time of wh_metrics_new() */
 };
 
@@ -145,6 +146,12 @@ void wh_metrics_tls_refused(struct wh_metrics *m, bool refused)
 void wh_metrics_timeout(struct wh_metrics *m)
 {
     inc(&m->timeouts, 1);
+}
+
+void wh_metrics_shed(struct wh_metrics *m, enum wh_mshed why, long long n)
+{
+    if ((unsigned)why < WH_SHED__COUNT)
+        inc(&m->shed[why], n);
 }
 
 long long wh_metrics_in_flight(const struct wh_metrics *m)
@@ -325,11 +332,16 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
         err = gauge(b, "tpu_webhook_http_open_connections", "gauge",
                     "Client connections open (TLS handshakes and idle keep-alives included).",
                     live->connections);
-    if (!err && live)
-        err = gauge(b, "tpu_webhook_http_request_memory_bytes", "gauge",
-                    "Memory of the requests in flight: bodies as they arrive, parsed reviews, "
-                    "answers (the --max-body-memory budget).",
-                    live->request_memory);
+    /* Not the request memory held: against a known budget it would tell a
+     * client how much more to send to fill it. What was shed says that the
+     * budget ran short, and why (docs/deploy.md, Memory). */
+    if (!err)
+        err = head(b, "tpu_webhook_http_shed_total", "counter",
+                   "Connections cut to make room: reason slow_body when request memory ran "
+                   "short (the slowest bodies go first).");
+    if (!err)
+        err = wh_buf_addf(b, "tpu_webhook_http_shed_total{reason=\"slow_body\"} %lld\n",
+                          get(&m->shed[WH_SHED_SLOW_BODY]));
     if (!err)
         err = gauge(b, "tpu_webhook_http_connections_timed_out_total", "counter",
                     "Connections cut off for sending their request too slowly.", get(&m->timeouts));

@@ -17,9 +17,10 @@
  * takes 0.019 ms instead of 0.031.
  *
  * Bodies are not in the arena: a body is read into a buffer of its own
- * (struct wh_reqmem_body) that grows in steps as its bytes arrive, each step
- * charged before it is allocated, so that a header block that promises 3 MiB
- * and sends one byte holds 4 KiB, not 3 MiB. The body's bytes then count
+ * (struct wh_reqmem_body) that grows in steps as its bytes arrive, charged
+ * for the bytes it holds (not its buffer's steps) before they are taken,
+ * so that a header block that promises 3 MiB and sends one byte is charged
+ * two bytes, not 3 MiB. The body's bytes then count
  * against its request's arena too (wh_arena_hold), from the moment it is
  * handed to the arena.
  *
@@ -47,7 +48,7 @@
 #ifndef WH_REQMEM_H
 #define WH_REQMEM_H
 
-#include <stdatomic.h> /* atomic_size_t */
+#include <stdatomic.h> /* atomic_size_t, atomic_bool */
 #include <stddef.h>    /* size_t */
 
 #include "wh/arena.h" /* struct wh_arena */
@@ -105,8 +106,13 @@ struct wh_reqmem_share {
 /* A request body, zeroed to start. The request owns it (and data) until
  * wh_reqmem_body_free; share is borrowed. */
 struct wh_reqmem_body {
-    char *data;                    /* len bytes and a NUL; NULL before the first byte */
-    size_t len, cap;               /* cap: bytes allocated, all charged */
+    char *data;      /* len bytes and a NUL; NULL before the first byte */
+    size_t len, cap; /* cap: bytes allocated */
+    /* What it is charged (to the server and the share): the bytes it holds
+     * and the NUL, until wh_reqmem_body_shed or _free gives them back.
+     * Another thread may shed it (the server, short of memory). */
+    atomic_size_t charged;
+    atomic_bool shed;              /* no more bytes are taken */
     struct wh_reqmem_share *share; /* charged as well; NULL: none */
 };
 
@@ -115,6 +121,7 @@ enum wh_reqmem_refusal {
     WH_REQMEM_OVER_TOTAL, /* the step would put the server over total_budget */
     WH_REQMEM_OVER_SHARE, /* ... the client over its share's cap */
     WH_REQMEM_NO_MEMORY,  /* the system refused */
+    WH_REQMEM_SHED,       /* the body was shed (wh_reqmem_body_shed) */
 };
 
 /* The step a body's buffer starts with; each later one doubles it. */
@@ -130,5 +137,14 @@ enum wh_reqmem_refusal wh_reqmem_body_add(struct wh_reqmem *rm, struct wh_reqmem
 /* Free the buffer and give its charge back; b is zeroed (share kept).
  * NULL-safe for b->data. */
 void wh_reqmem_body_free(struct wh_reqmem *rm, struct wh_reqmem_body *b);
+
+/* From another thread than the owner's (which keeps b and frees it as
+ * usual): give back what b is charged now and refuse its later bytes, so
+ * that its memory counts as free while its connection closes. Returns the
+ * bytes given back. */
+size_t wh_reqmem_body_shed(struct wh_reqmem *rm, struct wh_reqmem_body *b);
+
+/* total_budget less what is held now (0 when over). */
+size_t wh_reqmem_room(const struct wh_reqmem *rm);
 
 #endif /* WH_REQMEM_H */

@@ -46,6 +46,13 @@ void wh_metrics_tls_refused(struct wh_metrics *m, bool refused);
 /* A connection cut off for being too slow. */
 void wh_metrics_timeout(struct wh_metrics *m);
 
+/* Connections cut to make room, by what they were doing. */
+enum wh_mshed {
+    WH_SHED_SLOW_BODY, /* its body stalled while request memory ran short */
+    WH_SHED__COUNT
+};
+void wh_metrics_shed(struct wh_metrics *m, enum wh_mshed why, long long n);
+
 long long wh_metrics_in_flight(const struct wh_metrics *m);
 
 /* Buckets (seconds) of tpu_webhook_claim_duration_seconds: the claims
@@ -101,9 +108,8 @@ struct wh_mgauges {
 
 /* What the server knows at scrape time. */
 struct wh_mlive {
-    bool ready;               /* /readyz answers 200 */
-    long long connections;    /* client connections open */
-    long long request_memory; /* bytes of request bodies and arenas held */
+    bool ready;            /* /readyz answers 200 */
+    long long connections; /* client connections open */
 };
 
 /* Append the exposition text; g (may be NULL) adds the pipeline's gauges,
