@@ -69,7 +69,11 @@ static inline const char *kh_script(void)
 static inline int kh_write(const char *dir, const char *name, const char *text)
 {
     char p[512];
-    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    int n = snprintf(p, sizeof(p), "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof(p)) {
+        fprintf(stderr, "harness: path too long: %s/%s\n", dir, name);
+        return -1;
+    }
     FILE *f = fopen(p, "w");
     if (!f) {
         fprintf(stderr, "harness: cannot write %s\n", p);
