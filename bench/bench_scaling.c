@@ -16,6 +16,9 @@
  *  - check: `tpu-webhook check` (wh_check_text) of a RayCluster of n worker
  *    groups, each with a problem and a warning: one row per group, its
  *    message and warnings taken from the validation's findings.
+ *  - check --strict: the same with an unknown field in each group, so the
+ *    strict walk (strict.h) visits every value and finds n unknown fields
+ *    (WH_STRICT_MAX_FINDINGS listed, then one "and N more").
  *  - doctor: n TPU nodes and n/4 pending TPU pods, each with a nodeSelector
  *    of its own (node pool and subblock), judged by doctor's rules
  *    (wh_doctor_run: is some node able to take each pod?).
@@ -32,9 +35,10 @@
  * A benchmark, not a test: it prints figures and fails only when a case
  * does not get the expected answer.
  */
-#include <stdio.h>  /* printf, snprintf */
-#include <stdlib.h> /* qsort, free, atoi */
-#include <string.h> /* strstr */
+#include <stdbool.h> /* bool */
+#include <stdio.h>   /* printf, snprintf */
+#include <stdlib.h>  /* qsort, free, atoi */
+#include <string.h>  /* strstr */
 
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, pipe */
@@ -42,12 +46,13 @@
 #include <cjson/cJSON.h>
 
 #include "wh/buf.h"               /* wh_buf_* */
-#include "wh/check.h"             /* wh_check_text */
+#include "wh/check.h"             /* wh_check_text_opts */
 #include "wh/decision.h"          /* wh_decision_* */
 #include "wh/doctor.h"            /* wh_doctor_run */
 #include "wh/json.h"              /* wh_json_* */
 #include "wh/review.h"            /* wh_review_of_request */
 #include "wh/state.h"             /* wh_memstate_* */
+#include "wh/strict.h"            /* WH_STRICT_MAX_FINDINGS */
 #include "wh/workload_validate.h" /* wh_validate_workload */
 #include "store.h"                /* wh_store_* (the kube room's, private) */
 
@@ -109,8 +114,9 @@ static double node_cache(int n)
 /* ---- check --------------------------------------------------------------- */
 
 /* n single-host tpu7x groups: numOfHosts 2 where the topology has 1 host (a
- * problem) and MEGASCALE_NUM_SLICES on it (a warning). */
-static char *check_text(int n, size_t *len)
+ * problem) and MEGASCALE_NUM_SLICES on it (a warning); extra is put into
+ * each group (JSON members with a trailing comma, or ""). */
+static char *check_text(int n, const char *extra, size_t *len)
 {
     struct wh_buf b;
     wh_buf_init(&b, (size_t)64 << 20);
@@ -123,14 +129,14 @@ static char *check_text(int n, size_t *len)
     for (int i = 0; !err && i < n; i++)
         err = wh_buf_addf(
             &b,
-            "%s{\"groupName\":\"group-%d\",\"replicas\":2,\"minReplicas\":0,\"maxReplicas\":2,"
+            "%s{%s\"groupName\":\"group-%d\",\"replicas\":2,\"minReplicas\":0,\"maxReplicas\":2,"
             "\"numOfHosts\":2,\"rayStartParams\":{},\"template\":{\"spec\":{\"nodeSelector\":{"
             "\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\","
             "\"cloud.google.com/gke-tpu-topology\":\"2x2x1\"},\"containers\":[{\"name\":"
             "\"ray-worker\",\"image\":\"rayproject/ray:2.52.0-py310\",\"resources\":{"
             "\"limits\":{\"google.com/tpu\":\"4\"},\"requests\":{\"google.com/tpu\":\"4\"}},"
             "\"env\":[{\"name\":\"MEGASCALE_NUM_SLICES\",\"value\":\"2\"}]}]}}}",
-            i ? "," : "", i);
+            i ? "," : "", extra, i);
     if (!err)
         err = wh_buf_add(&b, "]}}\n");
     if (err)
@@ -138,22 +144,34 @@ static char *check_text(int n, size_t *len)
     return wh_buf_take(&b, len);
 }
 
-static double check(int n)
+static double check_with(int n, bool strict)
 {
     size_t len;
-    char *text = check_text(n, &len);
+    char *text = check_text(n, strict ? "\"numOfHost\":2," : "", &len);
     cJSON *rows = cJSON_CreateArray();
     struct wh_check_stats st = {0};
+    struct wh_check_opts opts = {.strict = strict};
     char errbuf[WH_ERRBUF_LEN];
     double t0 = wh_bench_cpu_ms();
-    if (!rows || wh_check_text("bench.yaml", text, len, rows, &st, errbuf))
+    if (!rows || wh_check_text_opts("bench.yaml", text, len, &opts, rows, &st, errbuf))
         wh_bench_die("check failed");
     double t = wh_bench_cpu_ms() - t0;
-    if (st.rows != (size_t)n || st.rejected != (size_t)n)
-        wh_bench_die("check: not one rejected row per group");
+    if (st.rejected != (size_t)n || st.strict != (strict ? WH_STRICT_MAX_FINDINGS + 1 : 0) ||
+        st.rows != st.rejected + st.strict)
+        wh_bench_die("check: not one rejected row per group (and the strict rows)");
     cJSON_Delete(rows);
     free(text);
     return t;
+}
+
+static double check(int n)
+{
+    return check_with(n, false);
+}
+
+static double check_strict(int n)
+{
+    return check_with(n, true);
 }
 
 /* ---- doctor -------------------------------------------------------------- */
@@ -366,6 +384,7 @@ int main(int argc, char **argv)
     } cases[] = {
         {"node cache: LIST + relist of n nodes", node_cache, 5000},
         {"check: RayCluster of n denied groups", check, 1000},
+        {"check --strict: the same, n typos", check_strict, 1000},
         {"doctor: n nodes, n/4 pending selectors", doctor, 4000},
         {"render state: n pods, groups of 8", render_state, 2000},
         {"validate-workload: n nodes, index", workload_index, 4000},
