@@ -183,7 +183,9 @@ class ManifestsChecker(unittest.TestCase):
         kinds = {"deployment": ["Deployment"], "pods": ["Pod"], "service": ["Service"],
                  "endpoints": ["Service"], "pdb": ["PodDisruptionBudget"],
                  "serviceaccount": ["ServiceAccount"], "certificate": ["Certificate"],
-                 "issuer": ["Issuer"]}
+                 "issuer": ["Issuer"], "role": ["Role"], "rolebinding": ["RoleBinding"],
+                 # optional components, not in the default overlay
+                 "servicemonitor": [], "prometheusrule": []}
         with open(os.path.join(dl.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
             lines = [ln for ln in f if re.search(r"kubectl -n ray-system .*\b(get|delete) \S+ -l \S+", ln)]
         self.assertGreaterEqual(len(lines), 2)
