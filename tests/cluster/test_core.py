@@ -262,6 +262,39 @@ class Reinvocation(ClusterCase):
                                 % (after - before))
 
 
+class DeleteWithWebhookDown(ClusterCase):
+    """Issue 35 item 6: an opted-in Job with a finalizer (the test's own) is
+    deleted while the webhook is stopped. Removing the finalizer is an
+    UPDATE of an object being deleted; the chart's validating webhooks must
+    not be called for it (a deletionTimestamp matchCondition), or the
+    object hangs for as long as the webhook is down."""
+
+    def test_finalizer_removed(self):
+        ns = "cl-delete-down"
+        cl.create_namespace(ns, {"tpu-webhook/inject": "enabled"})
+        with open(INDEXED_JOB) as f:
+            job = f.read()
+        job = job.replace("metadata: {name: train-v6e}\nspec:\n  completionMode",
+                          "metadata: {name: train-v6e, finalizers: [cluster-test.tpu-webhook/hold]}\n"
+                          "spec:\n  completionMode")
+        self.assertIn("cluster-test.tpu-webhook/hold", job)
+        cl.kubectl("apply", "-n", ns, "-f", "-", input=job)
+        cl.webhook("stop")
+        try:
+            cl.kubectl("delete", "job", "train-v6e", "-n", ns, "--wait=false")
+            p = cl.kubectl("patch", "job", "train-v6e", "-n", ns, "--type=json", "-p",
+                           '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
+            self.assertEqual(p.returncode, 0, "finalizer removal refused with the webhook down: "
+                             + p.stderr)
+            cl.wait_for(lambda: cl.kubectl("get", "job", "train-v6e", "-n", ns,
+                                           check=False).returncode != 0, 30, "the Job gone")
+        finally:
+            cl.webhook("start")
+            cl.kubectl("patch", "job", "train-v6e", "-n", ns, "--type=json", "-p",
+                       '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
+        cl.wait_webhook_active()
+
+
 class NegativeControl(ClusterCase):
     """The judge can fail: with the webhook's configurations removed, the
     Indexed Job's stored pods fail the physics checks the other cases pass.
