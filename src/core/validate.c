@@ -127,8 +127,8 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, boo
 }
 
 /* Record one problem of this group: into the denial and the report. */
-static enum wh_err vproblem_at(struct group_ctx *g, struct about a, bool own, const char *fmt,
-                               va_list ap)
+__attribute__((format(printf, 4, 0))) static enum wh_err
+vproblem_at(struct group_ctx *g, struct about a, bool own, const char *fmt, va_list ap)
 {
     char text[2048], line[4096];
     vsnprintf(text, sizeof(text), fmt, ap);

@@ -42,7 +42,8 @@ struct vctx {
  * ratchet compares (ratchet.h), NULL for the text itself, which names the
  * fields the rule reads; a rule whose text counts a JobSet's replicas gives
  * its own, without them. */
-static enum wh_err vproblem(struct vctx *v, const char *value, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static enum wh_err vproblem(struct vctx *v, const char *value,
+                                                                  const char *fmt, va_list ap)
 {
     if (v->out) {
         char text[WH_VIOLATION_MESSAGE_MAX + 1];
