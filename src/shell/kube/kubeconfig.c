@@ -1,19 +1,16 @@
 /* kubeconfig.c: in-cluster configuration and kubeconfig files. */
 #include "wh/kubeconfig.h"
 
-#include <errno.h>    /* errno */
-#include <fcntl.h>    /* open, O_NONBLOCK */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* getenv, free */
 #include <string.h>   /* strcmp, strdup */
-#include <sys/stat.h> /* fstat, S_ISREG */
-#include <unistd.h>   /* close */
+#include <sys/stat.h> /* stat */
 
 #include <cjson/cJSON.h>
 
 #include "wh/b64.h"    /* wh_b64_decode */
 #include "wh/buf.h"    /* wh_buf */
-#include "wh/fileio.h" /* wh_read_regular_file */
+#include "wh/fileio.h" /* wh_read_regular_file, wh_check_regular_file */
 #include "wh/utf8.h"   /* wh_utf8_cut */
 #include "wh/yaml.h"   /* wh_yaml_load_one */
 
@@ -47,29 +44,6 @@ void wh_kube_config_clear(struct wh_kube_config *cfg)
         free(x);
     }
     memset(cfg, 0, sizeof(*cfg));
-}
-
-/* A file the client (or libcurl) reads later: it must open without
- * blocking and be a regular file (a symbolic link is followed: the
- * service-account token is one). errbuf gets why not, without the path. */
-static enum wh_err check_regular(const char *path, char *errbuf)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return wh_fail(errbuf, errno == ENOENT ? WH_ERR_NOTFOUND : WH_ERR_IO, "cannot open: %s",
-                       strerror(errno));
-    struct stat st;
-    enum wh_err err = WH_OK;
-    if (fstat(fd, &st))
-        err = wh_fail(errbuf, WH_ERR_IO, "cannot stat: %s", strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        err = wh_fail(errbuf, WH_ERR_IO,
-                      "not a regular file (a FIFO, socket, device or directory): refused");
-    else if ((unsigned long long)st.st_size > WH_KUBECONFIG_MAX)
-        err = wh_fail(errbuf, WH_ERR_TOOBIG, "%lld bytes, over the %zu-byte limit",
-                      (long long)st.st_size, WH_KUBECONFIG_MAX);
-    close(fd);
-    return err;
 }
 
 /* Concatenate up to five strings (NULL ends the list); malloc'd or NULL. */
@@ -117,7 +91,7 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
     char why[WH_ERRBUF_LEN];
-    if (check_regular(out->token_file, why)) {
+    if (wh_check_regular_file(out->token_file, WH_KUBECONFIG_MAX, why)) {
         enum wh_err err = wh_fail(errbuf, WH_ERR_NOTFOUND,
                                   "in-cluster configuration: service-account token %s: %s (is "
                                   "automountServiceAccountToken off?)",
@@ -125,7 +99,7 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
         wh_kube_config_clear(out);
         return err;
     }
-    if (check_regular(out->ca_file, why)) {
+    if (wh_check_regular_file(out->ca_file, WH_KUBECONFIG_MAX, why)) {
         enum wh_err err = wh_fail(errbuf, WH_ERR_NOTFOUND,
                                   "in-cluster configuration: service-account CA %s: %s",
                                   out->ca_file, why);
@@ -290,7 +264,7 @@ static enum wh_err file_or_data(struct kc *k, const cJSON *map, const char *fiel
         if (!*file)
             return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
         char why[WH_ERRBUF_LEN];
-        enum wh_err e = check_regular(*file, why);
+        enum wh_err e = wh_check_regular_file(*file, WH_KUBECONFIG_MAX, why);
         if (e)
             return wh_fail(k->errbuf, e, "kubeconfig %s: %s.%s: %s: %s", k->path, field, file_key,
                            *file, why);
@@ -509,7 +483,7 @@ static enum wh_err load_user(struct kc *k, const cJSON *u, const char *name,
         if (!out->token_file)
             return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
         char why[WH_ERRBUF_LEN];
-        enum wh_err e = check_regular(out->token_file, why);
+        enum wh_err e = wh_check_regular_file(out->token_file, WH_KUBECONFIG_MAX, why);
         if (e)
             return wh_fail(k->errbuf, e, "kubeconfig %s: %s.tokenFile: %s: %s", k->path, field,
                            out->token_file, why);

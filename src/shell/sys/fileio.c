@@ -30,21 +30,47 @@ enum wh_err wh_read_file(const char *path, struct wh_buf *b, char *errbuf)
     return err;
 }
 
-enum wh_err wh_read_regular_file(const char *path, struct wh_buf *b, char *errbuf)
+/* Open path for reading without blocking; refuse it unless it is a regular
+ * file of at most max bytes. *fd is open on WH_OK only. */
+static enum wh_err open_regular(const char *path, size_t max, int *fd, char *errbuf)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return wh_fail(errbuf, WH_ERR_IO, "cannot open: %s", strerror(errno));
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (*fd < 0)
+        return wh_fail(errbuf, errno == ENOENT ? WH_ERR_NOTFOUND : WH_ERR_IO, "cannot open: %s",
+                       strerror(errno));
     enum wh_err err = WH_OK;
     struct stat st;
-    if (fstat(fd, &st)) {
+    if (fstat(*fd, &st)) {
         err = wh_fail(errbuf, WH_ERR_IO, "cannot stat: %s", strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        err = wh_fail(errbuf, WH_ERR_IO, "not a regular file (a FIFO, socket, device or directory)");
-    } else if ((unsigned long long)st.st_size > b->max) {
+        err = wh_fail(errbuf, WH_ERR_IO,
+                      "not a regular file (a FIFO, socket, device or directory): refused");
+    } else if ((unsigned long long)st.st_size > max) {
         err = wh_fail(errbuf, WH_ERR_TOOBIG, "%lld bytes, over the %zu-byte limit",
-                      (long long)st.st_size, b->max);
+                      (long long)st.st_size, max);
     }
+    if (err) {
+        close(*fd);
+        *fd = -1;
+    }
+    return err;
+}
+
+enum wh_err wh_check_regular_file(const char *path, size_t max, char *errbuf)
+{
+    int fd;
+    enum wh_err err = open_regular(path, max, &fd, errbuf);
+    if (!err)
+        close(fd);
+    return err;
+}
+
+enum wh_err wh_read_regular_file(const char *path, struct wh_buf *b, char *errbuf)
+{
+    int fd;
+    enum wh_err err = open_regular(path, b->max, &fd, errbuf);
+    if (err) /* its callers' contract: a missing file is WH_ERR_IO */
+        return err == WH_ERR_NOTFOUND ? WH_ERR_IO : err;
     char chunk[65536];
     ssize_t n = 0;
     while (!err && (n = read(fd, chunk, sizeof(chunk))) != 0) {

@@ -19,4 +19,10 @@ WH_NODISCARD enum wh_err wh_read_file(const char *path, struct wh_buf *b, char *
  * the threads that must not stop (tls.h). */
 WH_NODISCARD enum wh_err wh_read_regular_file(const char *path, struct wh_buf *b, char *errbuf);
 
+/* The rule wh_read_regular_file reads by, for a file read later (by
+ * libcurl, or again on each use): path opens with O_NONBLOCK and is a
+ * regular file (a symbolic link is followed) of at most max bytes.
+ * WH_ERR_NOTFOUND when it does not exist; errbuf gets why, without path. */
+WH_NODISCARD enum wh_err wh_check_regular_file(const char *path, size_t max, char *errbuf);
+
 #endif
