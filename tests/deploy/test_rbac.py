@@ -135,7 +135,15 @@ def doctor_calls():
     self_check = re.search(r'"/api/v1/%s', text)
     if not self_check:
         raise AssertionError("cmd_doctor.c no longer lists with /api/v1/<resource>: update this test")
-    return {("", r, "list") for r in re.findall(r'\blist\(k, "([a-z]+)"', text)}
+    # doctor lists the core resources of its table (cmd_doctor.c's
+    # resources[], one paged LIST each through wh_kube_list).
+    table = re.search(r'\bresources\[\]\s*=\s*\{([^}]*)\}', text)
+    if not table:
+        raise AssertionError("cmd_doctor.c has no resources[] table of the lists it makes: update this test")
+    names = re.findall(r'"([a-z]+)"', table.group(1))
+    if not names:
+        raise AssertionError("cmd_doctor.c's resources[] names no resource: update this test")
+    return {("", r, "list") for r in names}
 
 
 def granted(rules):
