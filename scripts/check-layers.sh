@@ -29,6 +29,11 @@ declare -A uses=(
   [shell/http]='util core offline shell/sys'
   [shell/cli]='util core offline shell/sys shell/kube shell/admit shell/http'
 )
+# Rooms inside a layer: a folder of the layer's sources whose private
+# headers are its own (a file of the layer outside the folder may use its
+# public header, include/<layer>/wh/, not them). Each is in its layer's
+# library; see CMakeLists.txt for why doctor is not a layer of its own.
+inner_rooms=(offline/doctor)
 declare -A rank_of # a lookup, not a subshell per include: the check runs on a loaded machine
 for i in "${!layers[@]}"; do rank_of[${layers[$i]}]=$i; done
 rank() { echo "${rank_of[$1]:--1}"; }
@@ -80,6 +85,13 @@ check_file() { # file layer
       fail "$f:$lno: includes \"$n\", which is not beside it (a private header sits in its room's folder)"
     elif [[ $(realpath "$dir/$n") != "$(realpath "src/$l")"/* ]]; then
       fail "$f:$lno: includes \"$n\", a private header of another room"
+    else
+      for r in "${inner_rooms[@]}"; do
+        if [[ $(realpath "$dir/$n") == "$(realpath "src/$r")"/* &&
+              $(realpath "$f") != "$(realpath "src/$r")"/* ]]; then
+          fail "$f:$lno: includes \"$n\", a private header of the room $r (use its wh/ header)"
+        fi
+      done
     fi
   done < <(grep -no '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"' "$f" || true)
 }
