@@ -66,6 +66,51 @@ class Kustomize(OwnCluster):
 
 
 
+# The labels of everything an install and the webhook create (docs/deploy.md,
+# "Uninstall"): the install's own objects, and the claim Leases.
+PROJECT_SELECTORS = ("app.kubernetes.io/name=kuberay-tpu-webhook",
+                     "app.kubernetes.io/managed-by=tpu-webhook,app.kubernetes.io/component=worker-id-claim")
+WEBHOOK_KINDS = "mutatingwebhookconfiguration,validatingwebhookconfiguration"
+
+
+def uninstall_blocks():
+    """The sh blocks of docs/deploy.md's Uninstall section, in order: the
+    webhook configurations, the Helm one, the kustomize (by-hand) one, the
+    claim Leases."""
+    with open(os.path.join(cl.REPO, "docs", "deploy.md")) as f:
+        doc = f.read()
+    section = doc.split("\n## Uninstall\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    assert len(blocks) == 4, "docs/deploy.md's Uninstall: %d sh blocks, not 4: %s" % (len(blocks), blocks)
+    return blocks
+
+
+def labelled():
+    """Every object, of every listable kind but Events (which expire), with
+    the project's labels."""
+    kinds = [k for k in cl.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+             if k.split(".")[0] != "events"]
+    return [o for sel in PROJECT_SELECTORS
+            for o in cl.kubectl("get", ",".join(kinds), "-A", "-l", sel, "-o", "name").stdout.split()]
+
+
+def admit_and_claim(case, ns):
+    """Pods admitted through the install and a legacy worker id claimed, so
+    that the uninstall has runtime objects (the claim Lease) to remove."""
+    cl.create_namespace(ns)
+    cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p", ns, {"tpu-webhook/inject": "enabled"}))
+    cl.kubectl("create", "-f", "-", input=legacy_worker_pod("legacy", ns))
+    cl.wait_for(lambda: any(o.startswith("lease.") for o in labelled()), 30,
+                "the legacy worker id's Lease")
+    case.assertIn("deployment.apps/kuberay-tpu-webhook", labelled())
+
+
+def run_steps(steps):
+    path = os.path.join(cl.REPO, "build-tools", "helm4") + ":" + cl.env()["PATH"]
+    for step in steps:
+        cl.run(["bash", "-euo", "pipefail", "-c", "export PATH=%s\n%s" % (path, step)], timeout=180)
+
+
 class Uninstall(OwnCluster):
     """docs/deploy.md's uninstall of a Helm install, its own commands read
     from that file (the webhook configurations first, `helm uninstall`, the
@@ -74,41 +119,68 @@ class Uninstall(OwnCluster):
     chart's label or the claims' labels, and a TPU pod is then created as
     if the webhook had never been installed."""
 
-    SELECTORS = ("app.kubernetes.io/name=kuberay-tpu-webhook",
-                 "app.kubernetes.io/managed-by=tpu-webhook,app.kubernetes.io/component=worker-id-claim")
-
-    @staticmethod
-    def documented_steps():
-        """The sh blocks of docs/deploy.md's Uninstall section a Helm
-        install runs: all but the by-hand (kustomize) one."""
-        with open(os.path.join(cl.REPO, "docs", "deploy.md")) as f:
-            doc = f.read()
-        section = doc.split("\n## Uninstall\n", 1)[1].split("\n## ", 1)[0]
-        blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
-        return [b for b in blocks if "helm" in b or "kuberay-tpu-webhook-certs" not in b]
-
     def test_nothing_labelled_left(self):
         ns = "cl-uninstall"
-        cl.create_namespace(ns)
-        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p", ns, {"tpu-webhook/inject": "enabled"}))
-        cl.kubectl("create", "-f", "-", input=legacy_worker_pod("legacy", ns))
-        kinds = [k for k in cl.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
-                 if k.split(".")[0] != "events"]
-
-        def labelled():
-            return [o for sel in self.SELECTORS
-                    for o in cl.kubectl("get", ",".join(kinds), "-A", "-l", sel, "-o", "name").stdout.split()]
-        cl.wait_for(lambda: any(o.startswith("lease.") for o in labelled()), 30,
-                    "the legacy worker id's Lease")
-        self.assertIn("deployment.apps/kuberay-tpu-webhook", labelled())
-        steps = self.documented_steps()
-        self.assertEqual(len(steps), 3, steps)
-        path = os.path.join(cl.REPO, "build-tools", "helm4") + ":" + cl.env()["PATH"]
-        for step in steps:
-            cl.run(["bash", "-euo", "pipefail", "-c", "export PATH=%s\n%s" % (path, step)], timeout=180)
+        admit_and_claim(self, ns)
+        first, helm, _, leases = uninstall_blocks()
+        self.assertIn("helm uninstall", helm)
+        run_steps([first, helm, leases])
         cl.wait_for(lambda: labelled() == [], 60, "no object of the project's labels (left: %s)" % labelled())
         cl.kubectl("create", "-f", "-", input=cl.tpu_pod("after", ns))
         cl.kubectl("get", "pod", "-n", ns, "after")
+
+
+class UninstallKustomize(OwnCluster):
+    """docs/deploy.md's uninstall of a kustomize install (cluster.sh
+    --install kustomize: deploy/kustomize/base and the workload webhooks),
+    its commands read from that file: the webhook configurations, the
+    by-hand block (each line but those the doc marks for cert-manager or
+    monitoring installs, which this one is not) and the claim Leases. Then
+    every object the install applied is gone but the Namespace (kept, as
+    the doc says), nothing of the project's labels is left, no webhook
+    configuration names the webhook, and with the webhook processes
+    stopped too a TPU pod is created, unmutated: nothing calls a webhook
+    that is not there."""
+    UP_ARGS = ["--install", "kustomize"]
+    SKIPPED = re.compile(r"#\s*(cert-manager|monitoring) installs\s*$")
+
+    def installed(self):
+        """(kind, namespace, name) of each object cluster.sh applied."""
+        import yaml
+        path = os.path.join(cl.env()["WH_CLUSTER_DIR"], "kustomize", "installed.yaml")
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        return [(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]) for d in docs]
+
+    def test_everything_removed(self):
+        self.assertEqual(cl.env()["WH_WEBHOOK_INSTALL"], "kustomize")
+        objs = self.installed()
+        hooks = [o for o in objs if o[0].endswith("WebhookConfiguration")]
+        self.assertEqual(len(hooks), 4, hooks)
+        ns = "cl-uninstall-kustomize"
+        admit_and_claim(self, ns)
+        first, _, by_hand, leases = uninstall_blocks()
+        lines = [ln for ln in by_hand.splitlines() if ln.strip()]
+        kept = [ln for ln in lines if not self.SKIPPED.search(ln)]
+        # The two lines for installs with cert-manager or monitoring, whose
+        # kinds this cluster does not serve.
+        self.assertEqual(len(lines) - len(kept), 2, lines)
+        run_steps([first, "\n".join(kept), leases])
+        cl.wait_for(lambda: labelled() == [], 60, "no object of the project's labels (left: %s)" % labelled())
+        for kind, namespace, name in objs:
+            if kind == "Namespace":
+                continue
+            with self.subTest(kind=kind, name=name):
+                args = ["get", kind, name, "--ignore-not-found", "-o", "name"]
+                args += ["-n", namespace] if namespace else []
+                self.assertEqual(cl.kubectl(*args).stdout.strip(), "", "%s %s/%s left" % (kind, namespace, name))
+        left = cl.kubectl("get", WEBHOOK_KINDS, "-o", "name").stdout.split()
+        self.assertEqual([o for o in left if "tpu-webhook" in o], [])
+        cl.webhook("stop")
+        for name, labels in (("after", None), ("after-inject", {"tpu-webhook/inject": "enabled"})):
+            cl.kubectl("create", "-f", "-", input=cl.tpu_pod(name, ns, labels))
+            pod = cl.get_json("pod", "-n", ns, name)
+            self.assertNotIn("TPU_WORKER_ID", cl.env_names(pod))
 
 
 if __name__ == "__main__":
