@@ -477,6 +477,189 @@ static void test_numeric_token_not_echoed(void **st)
     assert_null(strstr(errbuf, "9.876543210123"));
 }
 
+/* $KUBECONFIG's files merged as kubectl merges them (loader.go's rules):
+ * current-context from the first file that sets it; each context, cluster
+ * and user whole from the first file holding its name; relative paths
+ * against the file that holds them; missing files, empty entries and
+ * repeats skipped. */
+static char *merge_dir(const char *sub)
+{
+    char *d = malloc(600);
+    assert_non_null(d);
+    snprintf(d, 600, "%s/%s", srv.dir, sub);
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", d, d);
+    assert_int_equal(system(cmd), 0);
+    return d;
+}
+
+static enum wh_err load_list(const char *list, struct wh_kube_config *cfg, char *errbuf)
+{
+    enum wh_err err = wh_kubeconfig_load_list(list, cfg, errbuf);
+    /* The resolver reads $KUBECONFIG the same way. */
+    struct wh_kube_config again;
+    char eb[WH_ERRBUF_LEN] = "";
+    setenv("KUBECONFIG", list, 1);
+    assert_int_equal(wh_kubeconfig_resolve(NULL, false, &again, eb), err);
+    unsetenv("KUBECONFIG");
+    if (err)
+        assert_string_equal(eb, errbuf);
+    else
+        assert_string_equal(again.source, cfg->source);
+    wh_kube_config_clear(&again);
+    return err;
+}
+
+static void test_kubeconfig_merge(void **st)
+{
+    (void)st;
+    char *a = merge_dir("merge-a"), *b = merge_dir("merge-b"), *c = merge_dir("merge-c");
+    char text[4096], cmd[2048], list[4096], errbuf[WH_ERRBUF_LEN] = "";
+    /* a: the current context and the cluster, its CA beside it only. */
+    snprintf(text, sizeof(text),
+             "current-context: ctx\n"
+             "contexts:\n- name: ctx\n  context: {cluster: fake, user: tester}\n"
+             "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:%d\n"
+             "    certificate-authority: ca.crt\n",
+             srv.port);
+    assert_int_equal(kh_write(a, "config", text), 0);
+    snprintf(cmd, sizeof(cmd), "cp %s/ca.crt %s/", srv.dir, a);
+    assert_int_equal(system(cmd), 0);
+    /* b: another current-context, the same context and cluster names
+     * pointing elsewhere (a's win), and the user, its token file beside
+     * it only. */
+    assert_int_equal(kh_write(b, "config",
+                              "current-context: other\n"
+                              "contexts:\n- name: ctx\n  context: {cluster: nope, user: nope}\n"
+                              "- name: other\n  context: {cluster: fake, user: tester}\n"
+                              "clusters:\n- name: fake\n  cluster:\n"
+                              "    server: https://127.0.0.1:1\n"
+                              "users:\n- name: tester\n  user:\n    tokenFile: tok\n"),
+                     0);
+    assert_int_equal(kh_write(b, "tok", KH_TOKEN "\n"), 0);
+    /* c: no current-context; the user again, with a certificate: an entry
+     * comes whole from one file, never field by field. */
+    assert_int_equal(kh_write(c, "config",
+                              "users:\n- name: tester\n  user:\n    token: from-c\n"
+                              "    client-certificate: c.crt\n    client-key: c.key\n"),
+                     0);
+    snprintf(cmd, sizeof(cmd), "cp %s/client.crt %s/c.crt && cp %s/client.key %s/c.key", srv.dir, c,
+             srv.dir, c);
+    assert_int_equal(system(cmd), 0);
+    snprintf(list, sizeof(list), "%s/none::%s/config:%s/config:%s/config:%s/config:", srv.dir, a, a,
+             b, c);
+    struct wh_kube_config cfg;
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_OK);
+    char want[700];
+    snprintf(want, sizeof(want), "https://127.0.0.1:%d", srv.port);
+    assert_string_equal(cfg.server, want);
+    snprintf(want, sizeof(want), "%s/ca.crt", a);
+    assert_string_equal(cfg.ca_file, want);
+    snprintf(want, sizeof(want), "%s/tok", b);
+    assert_string_equal(cfg.token_file, want);
+    assert_null(cfg.token);
+    assert_null(cfg.cert_file);
+    snprintf(want, sizeof(want), "%s/config", b); /* the user's file */
+    assert_string_equal(cfg.source, want);
+    /* And it works: the fake answers with the merged CA and token. */
+    struct wh_kube *k = wh_kube_new(&cfg, errbuf);
+    assert_non_null(k);
+    assert_int_equal(get(k, errbuf), 200);
+    wh_kube_free(k);
+    wh_kube_config_clear(&cfg);
+
+    /* c first: it sets no current-context, so a's; c's user wins whole. */
+    snprintf(list, sizeof(list), "%s/config:%s/config:%s/config", c, a, b);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_OK);
+    assert_string_equal(cfg.token, "from-c");
+    assert_null(cfg.token_file);
+    assert_int_equal(strncmp(cfg.cert_file, c, strlen(c)), 0);
+    wh_kube_config_clear(&cfg);
+
+    /* b first: its current-context and its cluster of that name. */
+    snprintf(list, sizeof(list), "%s/config:%s/config", b, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_OK);
+    assert_string_equal(cfg.server, "https://127.0.0.1:1");
+    assert_null(cfg.ca_file);
+    wh_kube_config_clear(&cfg);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_kubeconfig_merge_errors(void **st)
+{
+    (void)st;
+    char *a = merge_dir("merge-e"), list[4096], errbuf[WH_ERRBUF_LEN] = "", want[700];
+    struct wh_kube_config cfg;
+    assert_int_equal(kh_write(a, "good",
+                              "current-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                              "clusters:\n- name: c\n  cluster:\n"
+                              "    server: https://127.0.0.1:1\n"
+                              "users:\n- name: u\n  user: {token: t0k}\n"),
+                     0);
+    /* None of the files exists. */
+    snprintf(list, sizeof(list), "%s/x:%s/y", a, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_ERR_NOTFOUND);
+    assert_non_null(strstr(errbuf, "no such file"));
+    /* A bad file later in the list, its entries unused: the load fails
+     * naming that file and the field, as kubectl's does. */
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"clusters: {c: 1}\n", "clusters: must be a list"},
+        {"users:\n- name: u\n  user: {}\n- name: u\n  user: {}\n", "users[1].name: \"u\""},
+        {"contexts:\n- context: {cluster: c}\n", "contexts[0].name: missing"},
+        {"contexts:\n- 7\n", "contexts[0]: must be a mapping"},
+        {"current-context: 5\n", "current-context: must be a string"},
+        {"- a list\n", "not a YAML mapping"},
+        {"a: [\n", "kubeconfig"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(kh_write(a, "bad", bad[i].text), 0);
+        snprintf(list, sizeof(list), "%s/good:%s/bad", a, a);
+        assert_int_not_equal(load_list(list, &cfg, errbuf), WH_OK);
+        snprintf(want, sizeof(want), "kubeconfig %s/bad: ", a);
+        if (!strstr(errbuf, want) || !strstr(errbuf, bad[i].field))
+            fail_msg("%s: %s", bad[i].text, errbuf);
+        assert_null(strstr(errbuf, "t0k"));
+    }
+    /* An entry's error names the file the entry came from. */
+    assert_int_equal(kh_write(a, "cl", "clusters:\n- name: c\n  cluster: {server: 5}\n"), 0);
+    snprintf(list, sizeof(list), "%s/cl:%s/good", a, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_ERR_INVALID);
+    snprintf(want, sizeof(want), "kubeconfig %s/cl: clusters[name=c].cluster.server: must be", a);
+    assert_non_null(strstr(errbuf, want));
+    /* A context naming a user no file holds: every file searched is named. */
+    assert_int_equal(kh_write(a, "ctx",
+                              "current-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: v}\n"),
+                     0);
+    snprintf(list, sizeof(list), "%s/ctx:%s/good", a, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_ERR_INVALID);
+    snprintf(want, sizeof(want), "kubeconfig %s/ctx, %s/good: users: no entry named \"v\"", a, a);
+    if (!strstr(errbuf, want))
+        fail_msg("%s", errbuf);
+    /* An empty file holds nothing; no file sets current-context. */
+    assert_int_equal(kh_write(a, "empty", ""), 0);
+    assert_int_equal(kh_write(a, "nocur", "users:\n- name: u\n  user: {}\n"), 0);
+    snprintf(list, sizeof(list), "%s/empty:%s/nocur", a, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_ERR_INVALID);
+    assert_non_null(strstr(errbuf, "current-context: missing"));
+    snprintf(list, sizeof(list), "%s/empty:%s/good", a, a);
+    assert_int_equal(load_list(list, &cfg, errbuf), WH_OK);
+    wh_kube_config_clear(&cfg);
+    /* A FIFO in the list: refused at once (alarm() in setup), named. */
+    snprintf(want, sizeof(want), "%s/fifo", a);
+    assert_int_equal(mkfifo(want, 0600), 0);
+    snprintf(list, sizeof(list), "%s/good:%s", a, want);
+    assert_int_not_equal(load_list(list, &cfg, errbuf), WH_OK);
+    assert_non_null(strstr(errbuf, "not a regular file"));
+    assert_non_null(strstr(errbuf, want));
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +676,8 @@ int main(void)
         cmocka_unit_test_setup(test_fifo_refused_at_once, reset),
         cmocka_unit_test_setup(test_plain_http, reset),
         cmocka_unit_test_setup(test_numeric_token_not_echoed, reset),
+        cmocka_unit_test_setup(test_kubeconfig_merge, reset),
+        cmocka_unit_test_setup(test_kubeconfig_merge_errors, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

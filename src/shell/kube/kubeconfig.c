@@ -1,9 +1,10 @@
 /* kubeconfig.c: in-cluster configuration and kubeconfig files. */
 #include "wh/kubeconfig.h"
 
+#include <errno.h>    /* errno, ENOENT */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* getenv, free */
-#include <string.h>   /* strcmp, strdup */
+#include <string.h>   /* strcmp, strdup, strtok_r */
 #include <sys/stat.h> /* stat */
 
 #include <cjson/cJSON.h>
@@ -111,14 +112,29 @@ enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf)
 
 /* ---- kubeconfig ---------------------------------------------------------- */
 
-/* The file is read with wh_yaml_load (the manifests' loader), so a kubeconfig
- * resolves as kubectl reads it: YAML 1.1 scalars (true/yes/on are booleans,
- * unquoted digits are numbers), JSON accepted, and a duplicate key refused. */
+/* Each file is read with wh_yaml_load (the manifests' loader), so a
+ * kubeconfig resolves as kubectl reads it: YAML 1.1 scalars (true/yes/on are
+ * booleans, unquoted digits are numbers), JSON accepted, and a duplicate key
+ * refused. */
+struct kc_file {
+    char *path;
+    char *dir;  /* the file's directory, for relative paths; NULL: the working directory */
+    cJSON *doc; /* NULL for an empty file */
+};
+
+/* The files of one load, merged as kubectl merges $KUBECONFIG's list: the
+ * first file that sets current-context gives it, and the first file that
+ * holds an entry of a name (context, cluster, user) gives the whole entry,
+ * read relative to that file. path and dir are those of the file being
+ * read, for messages and relative paths. */
 struct kc {
     const char *path;
-    char *dir; /* the file's directory, for relative paths */
+    const char *dir;
     char *errbuf;
     char *cluster_exec; /* the cluster's exec extension as JSON, for an exec user; or NULL */
+    struct kc_file *files;
+    size_t nfiles;
+    char all[300]; /* the files, for a message about all of them */
 };
 
 static const cJSON *map_get(const cJSON *map, const char *key)
@@ -189,24 +205,27 @@ static enum wh_err get_flag(struct kc *k, const cJSON *map, const char *key, con
                    k->path, field, key, what);
 }
 
-/* The entry named name in the sequence top[key] (contexts, clusters, users),
- * returning its inner mapping (entry[inner]). */
-static enum wh_err find_named(struct kc *k, const cJSON *root, const char *key, const char *inner,
-                              const char *name, const char *by, const cJSON **out)
+/* The entry named name in the lists key (contexts, clusters, users) of the
+ * files, the first file holding it winning; returns its inner mapping
+ * (entry[inner]) and makes that file the one read. The lists' shapes were
+ * checked by check_file. */
+static enum wh_err find_named(struct kc *k, const char *key, const char *inner, const char *name,
+                              const char *by, const cJSON **out)
 {
     *out = NULL;
-    const cJSON *seq = map_get(root, key);
-    if (!cJSON_IsArray(seq))
-        return wh_fail(k->errbuf, WH_ERR_INVALID,
-                       "kubeconfig %s: %s: missing or not a list (needed for %s \"%s\")", k->path,
-                       key, by, name);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, seq)
-    {
-        const char *n = NULL;
-        if (get_str(k, e, "name", key, &n))
-            return WH_ERR_INVALID;
-        if (n && !strcmp(n, name)) {
+    bool any = false;
+    for (size_t f = 0; f < k->nfiles; f++) {
+        const cJSON *seq = map_get(k->files[f].doc, key), *e;
+        if (!cJSON_IsArray(seq))
+            continue;
+        any = true;
+        cJSON_ArrayForEach(e, seq)
+        {
+            const cJSON *n = map_get(e, "name");
+            if (!cJSON_IsString(n) || strcmp(n->valuestring, name))
+                continue;
+            k->path = k->files[f].path;
+            k->dir = k->files[f].dir;
             const cJSON *in = map_get(e, inner);
             if (!cJSON_IsObject(in))
                 return wh_fail(k->errbuf, WH_ERR_INVALID,
@@ -216,8 +235,11 @@ static enum wh_err find_named(struct kc *k, const cJSON *root, const char *key, 
             return WH_OK;
         }
     }
+    if (!any)
+        return wh_fail(k->errbuf, WH_ERR_INVALID,
+                       "kubeconfig %s: %s: missing (needed for %s \"%s\")", k->all, key, by, name);
     return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s: no entry named \"%s\" (from %s)",
-                   k->path, key, name, by);
+                   k->all, key, name, by);
 }
 
 static char *resolve(struct kc *k, const char *p)
@@ -538,21 +560,24 @@ static enum wh_err check_plain_http(struct kc *k, const char *cluster, const cha
     return out->warning ? WH_OK : wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
 }
 
-static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_config *out)
+static enum wh_err load_doc(struct kc *k, struct wh_kube_config *out)
 {
-    if (!cJSON_IsObject(root))
-        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: not a YAML mapping", k->path);
     const char *cur = NULL;
-    enum wh_err err = get_str(k, root, "current-context", "", &cur);
-    if (err)
-        return err;
-    if (!cur || !*cur)
+    for (size_t f = 0; f < k->nfiles && !cur; f++) {
+        k->path = k->files[f].path;
+        enum wh_err err = get_str(k, k->files[f].doc, "current-context", "", &cur);
+        if (err)
+            return err;
+        if (cur && !*cur)
+            cur = NULL;
+    }
+    if (!cur)
         return wh_fail(k->errbuf, WH_ERR_INVALID,
                        "kubeconfig %s: current-context: missing (run 'kubectl config "
                        "use-context NAME --kubeconfig %s')",
-                       k->path, k->path);
+                       k->all, k->files[0].path);
     const cJSON *ctx, *cl, *user = NULL;
-    err = find_named(k, root, "contexts", "context", cur, "current-context", &ctx);
+    enum wh_err err = find_named(k, "contexts", "context", cur, "current-context", &ctx);
     if (err)
         return err;
     char field[160];
@@ -566,72 +591,170 @@ static enum wh_err load_doc(struct kc *k, const cJSON *root, struct wh_kube_conf
     if (!cluster_name || !*cluster_name)
         return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.cluster: missing", k->path,
                        field);
-    err = find_named(k, root, "clusters", "cluster", cluster_name, field, &cl);
+    const char *ctx_path = k->path;
+    err = find_named(k, "clusters", "cluster", cluster_name, field, &cl);
     if (!err)
         err = load_cluster(k, cl, cluster_name, out);
+    const char *cluster_path = k->path;
     if (!err && user_name && *user_name) {
-        err = find_named(k, root, "users", "user", user_name, field, &user);
+        err = find_named(k, "users", "user", user_name, field, &user);
         if (!err)
             err = load_user(k, user, user_name, out);
     }
+    /* The file an exec plugin's messages name: the user's, else the context's. */
+    if (!err && !(out->source = strdup(user ? k->path : ctx_path)))
+        err = wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
     if (!err && out->exec && out->exec->provide_cluster_info) {
         out->exec->cluster_config = k->cluster_exec;
         k->cluster_exec = NULL;
     }
+    k->path = cluster_path;
     if (!err)
         err = check_plain_http(k, cluster_name, user_name, out);
     return err;
 }
 
-enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out, char *errbuf)
+/* What kubectl refuses in any file of the list, used or not: a document
+ * that is not a mapping, a current-context that is not a string, contexts,
+ * clusters or users that are not lists of mappings, an entry without a
+ * name, and two entries of one name in one file. */
+static enum wh_err check_file(struct kc *k, const struct kc_file *f)
 {
-    memset(out, 0, sizeof(*out));
+    k->path = f->path;
+    if (!f->doc)
+        return WH_OK;
+    if (!cJSON_IsObject(f->doc))
+        return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: not a YAML mapping", f->path);
+    const char *cur;
+    enum wh_err err = get_str(k, f->doc, "current-context", "", &cur);
+    if (err)
+        return err;
+    static const char *const lists[] = {"contexts", "clusters", "users"};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        const cJSON *seq = map_get(f->doc, lists[i]), *e;
+        if (!seq || cJSON_IsNull(seq))
+            continue;
+        if (!cJSON_IsArray(seq))
+            return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s: must be a list", f->path,
+                           lists[i]);
+        size_t at = 0;
+        cJSON_ArrayForEach(e, seq)
+        {
+            char fld[64];
+            snprintf(fld, sizeof(fld), "%s[%zu]", lists[i], at++);
+            const char *name = NULL;
+            if (!cJSON_IsObject(e))
+                return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s: must be a mapping",
+                               f->path, fld);
+            if ((err = get_str(k, e, "name", fld, &name)))
+                return err;
+            if (!name || !*name)
+                return wh_fail(k->errbuf, WH_ERR_INVALID, "kubeconfig %s: %s.name: missing",
+                               f->path, fld);
+            for (const cJSON *o = seq->child; o != e; o = o->next) {
+                const cJSON *on = map_get(o, "name");
+                if (cJSON_IsString(on) && !strcmp(on->valuestring, name))
+                    return wh_fail(k->errbuf, WH_ERR_INVALID,
+                                   "kubeconfig %s: %s.name: \"%s\" is the name of an earlier "
+                                   "entry too (names are unique in a file)",
+                                   f->path, fld, name);
+            }
+        }
+    }
+    return WH_OK;
+}
+
+/* Read and parse one file of the list. An empty file holds nothing, as
+ * kubectl reads it. */
+static enum wh_err open_file(struct kc *k, struct kc_file *f, const char *path)
+{
+    f->path = strdup(path);
+    if (!f->path)
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
+    const char *slash = strrchr(path, '/');
+    f->dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
+    if (slash && !f->dir)
+        return wh_fail(k->errbuf, WH_ERR_NOMEM, "out of memory");
     struct wh_buf text;
     wh_buf_init(&text, WH_KUBECONFIG_MAX);
-    struct kc k = {.path = path, .errbuf = errbuf};
-    cJSON *doc = NULL;
-    char inner[WH_ERRBUF_LEN];
-    enum wh_err err = wh_read_regular_file(path, &text, errbuf);
-    if (!err)
-        err = wh_yaml_load_one(wh_buf_ptr(&text), wh_buf_len(&text), &doc, errbuf);
-    if (err) {
-        snprintf(inner, sizeof(inner), "%s", errbuf);
-        err = wh_fail(errbuf, err, "kubeconfig %s: %s", path, inner);
-        goto out;
-    }
-    const char *slash = strrchr(path, '/');
-    k.dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
-    out->source = strdup(path);
-    if ((slash && !k.dir) || !out->source) {
-        err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    err = load_doc(&k, doc, out);
-out:
-    cJSON_Delete(doc);
-    free(k.cluster_exec);
-    free(k.dir);
+    enum wh_err err = wh_read_regular_file(path, &text, k->errbuf);
+    size_t len = wh_buf_len(&text);
+    if (!err && len > 0 && strspn(wh_buf_ptr(&text), " \t\r\n") < len)
+        err = wh_yaml_load_one(wh_buf_ptr(&text), len, &f->doc, k->errbuf);
     wh_buf_free(&text);
+    if (err) {
+        char inner[WH_ERRBUF_LEN];
+        snprintf(inner, sizeof(inner), "%s", k->errbuf);
+        return wh_fail(k->errbuf, err, "kubeconfig %s: %s", path, inner);
+    }
+    return check_file(k, f);
+}
+
+/* Load and merge the files paths[0..n) (n >= 1, each existing). */
+static enum wh_err load_files(const char *const *paths, size_t n, struct wh_kube_config *out,
+                              char *errbuf)
+{
+    memset(out, 0, sizeof(*out));
+    struct kc k = {.errbuf = errbuf, .files = calloc(n, sizeof(struct kc_file))};
+    enum wh_err err = k.files ? WH_OK : wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    size_t at = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        at += (size_t)snprintf(k.all + at, sizeof(k.all) - at, "%s%s", i ? ", " : "", paths[i]);
+        at = at < sizeof(k.all) ? at : sizeof(k.all) - 1;
+        err = open_file(&k, &k.files[i], paths[i]);
+        k.nfiles = i + 1;
+    }
+    if (!err)
+        err = load_doc(&k, out);
+    for (size_t i = 0; i < k.nfiles; i++) {
+        cJSON_Delete(k.files[i].doc);
+        free(k.files[i].path);
+        free(k.files[i].dir);
+    }
+    free(k.files);
+    free(k.cluster_exec);
     if (err)
         wh_kube_config_clear(out);
     return err;
 }
 
-/* $KUBECONFIG's first file that exists (a list separated by ':'), in
- * out (n bytes); false when none does. */
-static bool first_existing(const char *list, char *out, size_t n)
+enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out, char *errbuf)
 {
-    while (*list) {
-        size_t len = strcspn(list, ":");
-        if (len > 0 && len < n) {
-            snprintf(out, n, "%.*s", (int)len, list);
-            struct stat st;
-            if (!stat(out, &st))
-                return true;
-        }
-        list += len + (list[len] == ':');
+    return load_files(&path, 1, out, errbuf);
+}
+
+enum wh_err wh_kubeconfig_load_list(const char *list, struct wh_kube_config *out, char *errbuf)
+{
+    memset(out, 0, sizeof(*out));
+    size_t cap = 1;
+    for (const char *c = list; *c; c++)
+        cap += *c == ':';
+    char *copy = strdup(list);
+    const char **paths = calloc(cap, sizeof(*paths));
+    if (!copy || !paths) {
+        free(copy);
+        free(paths);
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
     }
-    return false;
+    /* Empty entries and repeats are dropped, a file that does not exist is
+     * skipped; any other file that cannot be read fails the load. */
+    size_t n = 0;
+    for (char *save = NULL, *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+        bool seen = false;
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = !strcmp(paths[i], p);
+        struct stat st;
+        if (!seen && !(stat(p, &st) && errno == ENOENT))
+            paths[n++] = p;
+    }
+    enum wh_err err = n ? load_files(paths, n, out, errbuf)
+                        : wh_fail(errbuf, WH_ERR_NOTFOUND,
+                                  "KUBECONFIG=%.300s: no such file (unset it to use "
+                                  "~/.kube/config or the in-cluster configuration)",
+                                  list);
+    free(paths);
+    free(copy);
+    return err;
 }
 
 enum wh_err wh_kubeconfig_resolve(const char *path, bool in_cluster_default,
@@ -643,14 +766,8 @@ enum wh_err wh_kubeconfig_resolve(const char *path, bool in_cluster_default,
         return wh_kubeconfig_in_cluster(out, errbuf);
     char p[4096];
     const char *env = getenv("KUBECONFIG");
-    if (env && *env) {
-        if (first_existing(env, p, sizeof(p)))
-            return wh_kubeconfig_load(p, out, errbuf);
-        return wh_fail(errbuf, WH_ERR_NOTFOUND,
-                       "KUBECONFIG=%.300s: no such file (unset it to use ~/.kube/config or the "
-                       "in-cluster configuration)",
-                       env);
-    }
+    if (env && *env)
+        return wh_kubeconfig_load_list(env, out, errbuf);
     const char *home = getenv("HOME");
     struct stat st;
     if (home && *home && snprintf(p, sizeof(p), "%s/.kube/config", home) < (int)sizeof(p) &&

@@ -4,15 +4,17 @@
  *   - in-cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT, the
  *     service-account token file (re-read by the client on every request,
  *     so a token the kubelet rotates is picked up) and the service-account CA;
- *   - a kubeconfig file (--kubeconfig), read with wh_yaml_load as
+ *   - a kubeconfig file (--kubeconfig), or the files $KUBECONFIG lists
+ *     merged as kubectl merges them, read with wh_yaml_load as
  *     kubectl reads it (YAML or JSON; YAML 1.1 scalars; a duplicate key is
  *     refused; a string field given a number is refused, quote it): the
  *     current-context's cluster (server, certificate-authority(-data),
  *     insecure-skip-tls-verify, the exec extension) and user (token,
  *     tokenFile, client-certificate(-data), client-key(-data), exec: an
  *     ExecCredential plugin, client.authentication.k8s.io/v1 or v1beta1, run
- *     by kube.c). Relative paths are relative to the kubeconfig's directory,
- *     as kubectl resolves them (an exec command too, when it holds a '/').
+ *     by kube.c). Relative paths are relative to the directory of the file
+ *     that holds them, as kubectl resolves them (an exec command too, when
+ *     it holds a '/').
  * Errors name the file, the field and the bad value, never a credential.
  * Files (kubeconfig, token, certificates) are read with
  * wh_read_regular_file: a FIFO or a device is refused at once, not waited on.
@@ -60,7 +62,7 @@ struct wh_exec_config {
 #define WH_EXEC_TIMEOUT_MS 60000L
 
 struct wh_kube_config {
-    char *source;  /* "in-cluster" or the kubeconfig path, for messages */
+    char *source;  /* "in-cluster" or the kubeconfig file, for messages */
     char *server;  /* "https://host:port" without a trailing slash */
     char *ca_file; /* CA bundle file, or NULL */
     char *ca_pem;  /* CA bundle PEM bytes (certificate-authority-data), or NULL */
@@ -84,10 +86,22 @@ struct wh_kube_config {
 /* Load the current context of a kubeconfig file. On failure out is cleared. */
 WH_NODISCARD enum wh_err wh_kubeconfig_load(const char *path, struct wh_kube_config *out,
                                             char *errbuf);
+/* Load the current context of a list of kubeconfig files separated by ':'
+ * ($KUBECONFIG), merged as kubectl merges them: empty entries and repeats
+ * are dropped and a file that does not exist is skipped (WH_ERR_NOTFOUND
+ * when none exists); every other file is read and checked, and one that is
+ * bad fails the load naming it and the field. The first file that sets
+ * current-context gives it; the first file holding a context, cluster or
+ * user of a name gives that whole entry (later files' entries of that name
+ * are ignored), its relative paths resolved against its own directory.
+ * source is the file of the user's entry (else the context's). On failure
+ * out is cleared. */
+WH_NODISCARD enum wh_err wh_kubeconfig_load_list(const char *list, struct wh_kube_config *out,
+                                                 char *errbuf);
 /* The in-cluster configuration. Fails (WH_ERR_NOTFOUND) outside a pod. */
 WH_NODISCARD enum wh_err wh_kubeconfig_in_cluster(struct wh_kube_config *out, char *errbuf);
 /* The configuration kubectl would use: path when given; else $KUBECONFIG
- * (its first existing file when it lists several); else ~/.kube/config when
+ * (its files merged: wh_kubeconfig_load_list); else ~/.kube/config when
  * it exists; else in-cluster. serve (in_cluster_default) skips $KUBECONFIG
  * and ~/.kube/config: without --kubeconfig it is in-cluster, as the
  * reference is. */
