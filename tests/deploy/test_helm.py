@@ -161,6 +161,41 @@ class ChartDefaults(Chart):
             with self.subTest(object=key):
                 self.assertEqual(k[key], h[key])
 
+    def test_image_one_name_everywhere(self):
+        """The image each install path deploys is one: the chart's default
+        (repository tpu-webhook, tag appVersion) is the kustomize base's; the
+        README's Helm install and its kustomize overlay (`images:`) point the
+        same name at the same REGISTRY/tpu-webhook:<appVersion> that
+        scripts/release.sh builds, and render it."""
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        app = chart_meta()["appVersion"]
+        default = "tpu-webhook:" + app
+        self.assertEqual(container(render()[0])["image"], default)
+        for kdir in ("base", "default", "workloads"):
+            objs = dl.kustomize_render(os.path.join(dl.ROOT, "deploy", "kustomize", kdir))
+            with self.subTest(kustomize=kdir):
+                self.assertEqual(container(objs)["image"], default)
+        with open(os.path.join(dl.ROOT, "README.md")) as f:
+            readme = f.read()
+        sets = dict(re.findall(r"--set tpuWebhook\.image\.(repository|tag)=(\S+)", readme))
+        self.assertEqual(set(sets), {"repository", "tag"}, "README's helm install sets no image")
+        images = re.findall(r"- \{name: ([^,]+), newName: ([^,]+), newTag: ([^}]+)\}", readme)
+        self.assertEqual(len(images), 1, "README's kustomize overlay: one images: entry")
+        name, new_name, new_tag = images[0]
+        self.assertEqual(name, default.split(":")[0], "the overlay's images: must name the base's image")
+        self.assertEqual((new_name, new_tag), (sets["repository"], sets["tag"]))
+        self.assertEqual(new_tag, app, "README installs a tag other than the chart's appVersion")
+        with open(os.path.join(dl.ROOT, "scripts", "release.sh")) as f:
+            self.assertIn('image="${registry%/}/tpu-webhook:$version"', f.read())
+        want = "%s:%s" % (new_name, new_tag)
+        self.assertEqual(container(render(tv(image={"repository": new_name, "tag": new_tag}))[0])["image"], want)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+                default_dir = os.path.join(dl.ROOT, "deploy", "kustomize", "default")
+                yaml.safe_dump({"resources": [os.path.relpath(default_dir, d)],
+                                "images": [{"name": name, "newName": new_name, "newTag": new_tag}]}, f)
+            self.assertEqual(container(dl.kustomize_render(d))["image"], want)
+
     def test_workloads_off_by_default_and_equal_to_the_kustomize_overlay(self):
         import test_manifests as tm
         objs, _ = render()
