@@ -9,7 +9,7 @@
 #   - the Helm chart packaged (OUT/kuberay-tpu-webhook-CHART.tgz) with
 #     appVersion VERSION and its image repository set to the registry's;
 #   - the CLI tarball OUT/tpu-webhook-VERSION-linux-ARCH.tar.gz (the binary,
-#     LICENSE, README.md; reproducible: sorted, owner 0, mtime of the commit);
+#     LICENSE, README.md, docs/*.md; reproducible: sorted, owner 0, mtime of the commit);
 #   - OUT/SHA256SUMS over both files;
 # then prints the commands that push them (or runs them with --push).
 #
@@ -170,6 +170,10 @@ name="tpu-webhook-$version-linux-$arch"
 mkdir -p "$work/$name"
 cp "$binary" "$work/$name/tpu-webhook"
 cp LICENSE README.md "$work/$name/"
+# The docs the README links to; the alerts' runbook_url is a path among
+# them (docs/troubleshooting.md#<section>).
+mkdir "$work/$name/docs"
+cp docs/*.md "$work/$name/docs/"
 tar -C "$work" --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
     -cf - "$name" | gzip -9n >"$out/$name.tar.gz"
 (cd "$out" && sha256sum "$name.tar.gz" "$chart_tgz" >SHA256SUMS)

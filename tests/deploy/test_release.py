@@ -103,8 +103,10 @@ class Release(unittest.TestCase):
         tgz = os.path.join(self.tmp, name + ".tar.gz")
         with tarfile.open(tgz) as t:
             names = sorted(t.getnames())
-            self.assertEqual(names, [name, name + "/LICENSE", name + "/README.md",
-                                     name + "/tpu-webhook"])
+            docs = sorted(f for f in os.listdir(os.path.join(dl.ROOT, "docs")) if f.endswith(".md"))
+            self.assertIn("troubleshooting.md", docs)  # the alerts' runbook_url
+            self.assertEqual(names, sorted([name, name + "/LICENSE", name + "/README.md", name + "/docs",
+                                            name + "/tpu-webhook"] + [name + "/docs/" + f for f in docs]))
             for m in t.getmembers():
                 self.assertEqual((m.uid, m.gid, int(m.mtime)), (0, 0, epoch), m.name)
             t.extract(name + "/tpu-webhook", self.tmp)

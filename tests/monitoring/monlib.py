@@ -108,9 +108,17 @@ def selectors(expr):
     return out, grouping
 
 
+# What every runbook_url of the rules file starts with: the page's path in
+# the release (the project publishes no address; an operator who serves the
+# docs sets an absolute base).
+DEFAULT_RUNBOOK_BASE = "docs/troubleshooting.md"
+
+
 def default_runbook_base():
-    """The published docs/troubleshooting.md: the chart's default
-    metrics.prometheusRule.runbookBaseURL, which every runbook_url of the
-    rules file must start with (so the three agree)."""
+    return DEFAULT_RUNBOOK_BASE
+
+
+def chart_runbook_base():
+    """The chart's default metrics.prometheusRule.runbookBaseURL."""
     with open(os.path.join(ROOT, "deploy", "helm", "kuberay-tpu-webhook", "values.yaml")) as f:
         return yaml.safe_load(f)["tpuWebhook"]["metrics"]["prometheusRule"]["runbookBaseURL"]
