@@ -7,8 +7,9 @@
 # seconds. Each step prints its time; the figures go into docs/cluster.md.
 #
 # targets: one binary a line, "<output name> <Go package> [k8s-version]".
-# k8s-version stamps the binary with the k8s.io/kubernetes (or client-go)
-# release its go.mod requires, as Kubernetes' own release build does: a
+# k8s-version stamps the binary with the Kubernetes release it is built
+# from, as Kubernetes' own release build does: k8s.io/kubernetes's for its
+# own commands, else the release of the client-go it links: a
 # plain `go build` reports v0.0.0-master, which Helm's kubeVersion check and
 # `kubectl version` would see.
 #
@@ -28,12 +29,17 @@ die() {
 command -v go >/dev/null || die "no go on PATH or in /usr/local/go/bin; install Go 1.26 (scripts/setup.sh test says how)"
 
 # The version a k8s-version target is stamped with: k8s.io/kubernetes's
-# release when the module requires it, else client-go's v0.X.Y as v1.X.Y.
-k8s_version() { # k8s_version MODDIR
+# release for a package of k8s.io/kubernetes, else client-go's v0.X.Y as
+# v1.X.Y. Not k8s.io/kubernetes whenever the module graph holds it: KubeRay
+# pulls it in through scheduler-plugins (v1.31.8) and links client-go v0.34.
+k8s_version() { # k8s_version MODDIR PACKAGE
   local v
-  v=$(cd "$1" && go list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null) ||
-    v=$(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/client-go |
-      sed 's/^v0\./v1./')
+  case $2 in
+  k8s.io/kubernetes/*) v=$(cd "$1" && go list -m -f '{{.Version}}' k8s.io/kubernetes) ;;
+  *) v=$(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/client-go |
+    sed 's/^v0\./v1./') ;;
+  esac
+  [ -n "$v" ] || die "no Kubernetes version for $2 in $1"
   echo "$v"
 }
 
@@ -75,7 +81,7 @@ build_module() { # build_module NAME
     [ -z "$out" ] || [ "${out#\#}" != "$out" ] && continue
     local ldf="-s -w"
     if [ "${flag:-}" = k8s-version ]; then
-      v=$(k8s_version "$dir")
+      v=$(k8s_version "$dir" "$pkg")
       ldf=$(ldflags_for "$v")
     fi
     t0=$(date +%s)
