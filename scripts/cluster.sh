@@ -19,9 +19,15 @@
 #   --components LIST    operators to start, space or comma separated, each
 #                        tests/cluster/lib/<name>.sh (default: "kuberay
 #                        jobset lws"; "" for none)
-#   --install helm|kustomize   how the webhook is installed (default helm)
+#   --install helm|kustomize|none   how the webhook is installed (default
+#                        helm; none: not at all, for a case that installs
+#                        another, e.g. the reference's manifests)
 #   --replicas N         webhook processes (default 1), each its own Lease
-#                        holder
+#                        holder; with N > 1 the API server spreads its calls
+#                        over them (--enable-aggregator-routing: the
+#                        Service's EndpointSlice, one address per replica
+#                        on lo, which needs root)
+#   --endpoint-routing   that routing with any N (and with --install none)
 #   --kuberay-indexing on|off  KubeRay's multi-host indexing feature gate
 #                        (default on), for kuberay_up
 #   --webhook PATH       the tpu-webhook binary (default: $WH_BINARY, else
@@ -30,7 +36,8 @@
 #
 # State lives in ${WH_CLUSTER_DIR:-<repo>/build-cluster}: env (source it:
 # KUBECONFIG, CLUSTER_BIN, ...), admin.kubeconfig, pki/, logs/NAME.log,
-# pids/NAME. Every listener is on 127.0.0.1, its port chosen free at start.
+# pids/NAME. Every listener is on 127.0.0.1 (with --replicas N > 1, the
+# webhooks' on addresses of their own on lo), its port chosen free at start.
 set -Eeuo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export WH_CLUSTER_DIR=${WH_CLUSTER_DIR:-$repo/build-cluster}
@@ -72,6 +79,7 @@ down() {
   for name in "$D"/pids/*; do # any not in .order
     [ -e "$name" ] && cluster_stop "$(basename "$name")"
   done
+  cluster_addresses_release
   if ((keep_logs)) && [ -d "$D/logs" ]; then
     find "$D" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
     cluster_log "stopped; logs kept in $D/logs"
@@ -177,7 +185,8 @@ start_control_plane() {
     --client-ca-file "$D/pki/cluster-ca.crt" --authorization-mode RBAC \
     --service-account-issuer "https://127.0.0.1:$API_PORT" --service-account-key-file "$D/pki/sa.pub" \
     --service-account-signing-key-file "$D/pki/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
-    --allow-privileged --endpoint-reconciler-type none --profiling=false
+    --allow-privileged --endpoint-reconciler-type none --profiling=false \
+    --enable-aggregator-routing="$routing"
   kubeconfig "$D/admin.kubeconfig" "client-certificate: $D/pki/admin.crt" "client-key: $D/pki/admin.key"
   export KUBECONFIG=$D/admin.kubeconfig
   cluster_wait 240 "kube-apiserver /readyz" kube-apiserver \
@@ -258,22 +267,22 @@ webhook_cmd() { # webhook_cmd I
   cat <<EOF
 #!/usr/bin/env bash
 export POD_NAME=kuberay-tpu-webhook-local-$i POD_NAMESPACE=$WH_NAMESPACE
-exec "$WH_BIN" serve --bind-address 127.0.0.$((i + 1)):$WH_PORT \\
+exec "$WH_BIN" serve --bind-address ${WH_ADDRS[i]}:$WH_PORT \\
   --tls-cert-file "$D/webhook/tls.crt" --tls-private-key-file "$D/webhook/tls.key" \\
   --kube-config-path "$D/webhook/kubeconfig" --v=1 --shutdown-timeout=5s
 EOF
 }
 
 webhook_start() {
-  local i n
-  n=$(cat "$D/webhook/replicas")
-  for ((i = 0; i < n; i++)); do
+  local i addrs
+  mapfile -t addrs <"$D/webhook/addresses"
+  for ((i = 0; i < ${#addrs[@]}; i++)); do
     cluster_spawn "tpu-webhook-$i" bash "$D/webhook/run-$i.sh"
   done
-  for ((i = 0; i < n; i++)); do
+  for ((i = 0; i < ${#addrs[@]}; i++)); do
     cluster_wait 120 "tpu-webhook-$i /readyz" "tpu-webhook-$i" \
       curl -fsS --cacert "$D/pki/webhook-ca.crt" \
-      --resolve "$WH_SERVICE.$WH_NAMESPACE.svc:$(cat "$D/webhook/port"):127.0.0.$((i + 1))" \
+      --resolve "$WH_SERVICE.$WH_NAMESPACE.svc:$(cat "$D/webhook/port"):${addrs[i]}" \
       "https://$WH_SERVICE.$WH_NAMESPACE.svc:$(cat "$D/webhook/port")/readyz"
   done
 }
@@ -310,16 +319,30 @@ install_webhook() {
   helm) install_helm ;;
   kustomize) install_kustomize ;;
   esac
-  # The API server reaches an ExternalName Service at externalName:<the
-  # webhook's clientConfig port>: this process on 127.0.0.1.
-  cluster_kubectl patch service "$WH_SERVICE" -n "$WH_NAMESPACE" --type merge \
-    -p '{"spec":{"type":"ExternalName","externalName":"127.0.0.1","selector":null,"ports":null}}' >/dev/null ||
-    cluster_die "patching Service $WH_NAMESPACE/$WH_SERVICE to ExternalName 127.0.0.1"
+  local i a
+  WH_ADDRS=()
+  if ((!routing)); then
+    # The API server reaches an ExternalName Service at externalName:<the
+    # webhook's clientConfig port>: this process on 127.0.0.1.
+    WH_ADDRS=(127.0.0.1)
+    cluster_kubectl patch service "$WH_SERVICE" -n "$WH_NAMESPACE" --type merge \
+      -p '{"spec":{"type":"ExternalName","externalName":"127.0.0.1","selector":null,"ports":null}}' >/dev/null ||
+      cluster_die "patching Service $WH_NAMESPACE/$WH_SERVICE to ExternalName 127.0.0.1"
+  else
+    # The chart's ClusterIP Service as installed; its EndpointSlice lists
+    # one address per replica, as the EndpointSlice controller would list
+    # the pods (none runs: no kubelet). The API server picks one at random
+    # for each connection it opens.
+    for ((i = 0; i < replicas; i++)); do
+      a=$(cluster_address)
+      WH_ADDRS+=("$a")
+    done
+    cluster_endpoints "$WH_NAMESPACE" "$WH_SERVICE" "$WH_PORT" "${WH_ADDRS[@]}"
+  fi
+  printf '%s\n' "${WH_ADDRS[@]}" >"$D/webhook/addresses"
   # Serving certificate for the Service's DNS name, the caBundle and the
   # Secret, as an operator without cert-manager does.
-  local ips=() i
-  for ((i = 0; i < replicas; i++)); do ips+=("127.0.0.$((i + 1))"); done
-  cluster_cert "$D/webhook" "$WH_SERVICE.$WH_NAMESPACE.svc" "$WH_SERVICE.$WH_NAMESPACE.svc" "${ips[@]}"
+  cluster_cert "$D/webhook" "$WH_SERVICE.$WH_NAMESPACE.svc" "$WH_SERVICE.$WH_NAMESPACE.svc" "${WH_ADDRS[@]}"
   KUBECTL=$CLUSTER_BIN/kubectl bash "$repo/certs/install-without-cert-manager.sh" --cert-dir "$D/webhook" \
     --workloads --namespace "$WH_NAMESPACE" --service "$WH_SERVICE" >"$D/logs/install-certs.log" 2>&1 ||
     {
@@ -336,7 +359,7 @@ install_webhook() {
   done
   webhook_start
   cluster_wait 120 "the webhook configuration active (a dry-run TPU pod mutated)" tpu-webhook-0 webhook_active
-  cluster_log "tpu-webhook ($install, $replicas replica(s)) serving on 127.0.0.1:$WH_PORT"
+  cluster_log "tpu-webhook ($install, $replicas replica(s)) serving on ${WH_ADDRS[*]} port $WH_PORT"
 }
 
 write_env() {
@@ -353,6 +376,8 @@ export WH_WEBHOOK_CA_KEY=$D/pki/webhook-ca.key
 export WH_WEBHOOK_BINARY=$WH_BIN
 export WH_WEBHOOK_PORT=$WH_PORT
 export WH_WEBHOOK_REPLICAS=$replicas
+export WH_WEBHOOK_ADDRESSES="${WH_ADDRS[*]}"
+export WH_ENDPOINT_ROUTING=$routing
 export WH_WEBHOOK_INSTALL=$install
 export WH_KUBERAY_INDEXING=$kuberay_indexing
 export WH_CLUSTER_COMPONENTS="${components[*]}"
@@ -402,9 +427,15 @@ up() {
   pki
   start_control_plane
   create_nodes
-  install_webhook
+  WH_PORT="" WH_ADDRS=()
+  if [ "$install" = none ]; then
+    cluster_log "no webhook installed (--install none)"
+  else
+    install_webhook
+  fi
   printf '%s\n' "${components[@]}" >"$D/components"
-  export WH_KUBERAY_INDEXING=$kuberay_indexing WH_WEBHOOK_REPLICAS=$replicas WH_WEBHOOK_INSTALL=$install
+  export WH_KUBERAY_INDEXING=$kuberay_indexing WH_WEBHOOK_REPLICAS=$replicas WH_WEBHOOK_INSTALL=$install \
+    WH_ENDPOINT_ROUTING=$routing
   for c in "${components[@]}"; do
     # shellcheck source=/dev/null
     . "$repo/tests/cluster/lib/$c.sh"
@@ -423,6 +454,7 @@ cmd=${1:-}
 case $cmd in
 up)
   components=(kuberay jobset lws) install=helm replicas=1 kuberay_indexing=on WH_BIN=${WH_BINARY:-} keep_logs=0
+  routing=""
   while [ $# -gt 0 ]; do
     case $1 in
     --components)
@@ -431,7 +463,7 @@ up)
       shift 2
       ;;
     --install)
-      case ${2:-} in helm | kustomize) install=$2 ;; *) cluster_die "--install helm|kustomize, not '${2:-}'" ;; esac
+      case ${2:-} in helm | kustomize | none) install=$2 ;; *) cluster_die "--install helm|kustomize|none, not '${2:-}'" ;; esac
       shift 2
       ;;
     --replicas)
@@ -452,6 +484,10 @@ up)
       keep_logs=1
       shift
       ;;
+    --endpoint-routing)
+      routing=1
+      shift
+      ;;
     -h | --help)
       usage
       exit 0
@@ -459,12 +495,14 @@ up)
     *) cluster_die "up: unknown option '$1' (bash scripts/cluster.sh --help)" ;;
     esac
   done
+  [ -n "$routing" ] || routing=$((replicas > 1))
   up
   ;;
 down) down "$@" ;;
 status) status ;;
 webhook)
   [ -f "$D/env" ] || cluster_die "no cluster is up in $D"
+  [ -f "$D/webhook/addresses" ] || cluster_die "the cluster in $D has no webhook of cluster.sh (up --install none)"
   # shellcheck source=/dev/null
   . "$D/env"
   case ${1:-} in

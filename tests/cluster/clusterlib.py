@@ -127,12 +127,18 @@ def webhook_pid(i=0):
         return int(f.read())
 
 
+def webhook_address(i=0):
+    """The address webhook replica i listens on (cluster.sh's
+    WH_WEBHOOK_ADDRESSES; one a replica)."""
+    return env()["WH_WEBHOOK_ADDRESSES"].split()[i]
+
+
 def metrics(i=0):
     """The webhook replica i's /metrics, as {(name, labels text): value}."""
     port = env()["WH_WEBHOOK_PORT"]
     ctx = ssl.create_default_context(cafile=env()["WH_WEBHOOK_CA"])
     ctx.check_hostname = False
-    with urllib.request.urlopen("https://127.0.0.%d:%s/metrics" % (i + 1, port), context=ctx,
+    with urllib.request.urlopen("https://%s:%s/metrics" % (webhook_address(i), port), context=ctx,
                                 timeout=10) as r:
         text = r.read().decode()
     out = {}

@@ -333,8 +333,8 @@ def served_serial(port):
     """The serial of the certificate the webhook hands out in a handshake
     for the Service's name, as the API server sees it."""
     p = subprocess.run(
-        "openssl s_client -connect 127.0.0.1:%s -servername kuberay-tpu-webhook.ray-system.svc "
-        "</dev/null 2>/dev/null | openssl x509 -noout -serial" % port,
+        "openssl s_client -connect %s:%s -servername kuberay-tpu-webhook.ray-system.svc "
+        "</dev/null 2>/dev/null | openssl x509 -noout -serial" % (cl.webhook_address(), port),
         shell=True, capture_output=True, text=True, timeout=30)
     return p.stdout.strip()
 
@@ -356,8 +356,7 @@ class CertRenewal(ClusterCase):
         e = cl.env()
         port, d = e["WH_WEBHOOK_PORT"], e["WH_CLUSTER_DIR"]
         crt = os.path.join(d, "webhook", "tls.crt")
-        names = ["kuberay-tpu-webhook.ray-system.svc"] + [
-            "127.0.0.%d" % (i + 1) for i in range(int(e["WH_WEBHOOK_REPLICAS"]))]
+        names = ["kuberay-tpu-webhook.ray-system.svc"] + e["WH_WEBHOOK_ADDRESSES"].split()
         pid = cl.webhook_pid()
         cl.wait_webhook_active()
         seen = [served_serial(port)]

@@ -19,6 +19,13 @@
 #                                   for the DNS names (an IP is an IP SAN),
 #                                   signed by the webhook CA (pki/webhook-ca.*)
 #   cluster_kubectl ARGS...         the cluster's kubectl as admin
+#   cluster_address                 a new address for a listener the API
+#                                   server reaches through an EndpointSlice
+#                                   (10.213.B.N/32 on lo; needs root)
+#   cluster_addresses_release       removes every address cluster_address added
+#   cluster_endpoints NS SVC PORT ADDR...
+#                                   the EndpointSlice of Service NS/SVC (port
+#                                   "https"): ADDR:PORT each, ready
 
 cluster_log() { echo "cluster: $*" >&2; }
 
@@ -122,4 +129,58 @@ cluster_cert() { # cluster_cert DIR CN DNS...
 
 cluster_kubectl() {
   "$CLUSTER_BIN/kubectl" --kubeconfig "$WH_CLUSTER_DIR/admin.kubeconfig" "$@"
+}
+
+# With --enable-aggregator-routing (cluster.sh up --replicas N, N > 1) the
+# API server dials a webhook Service through its EndpointSlices, picking a
+# ready endpoint at random for each new connection; it refuses ExternalName
+# Services there, and EndpointSlice validation refuses loopback addresses
+# (127.0.0.0/8). So each such listener gets an address of its own on the
+# loopback interface, outside every range the cluster uses: 10.213.B.N/32,
+# B free on this machine when the first is taken (clusters of other
+# worktrees use other Bs), N counting up. addresses lists them for down.
+cluster_address() {
+  local f=$WH_CLUSTER_DIR/addresses a b n
+  if [ -s "$f" ]; then
+    a=$(tail -n 1 "$f")
+    b=${a%.*}
+    n=$((${a##*.} + 1))
+  else
+    for b in $(shuf -i 0-255); do
+      ip -o -4 addr show | grep -q " 10\.213\.$b\." || break
+    done
+    b=10.213.$b n=1
+  fi
+  a=$b.$n
+  echo "$a" >>"$f"
+  ip addr add "$a/32" dev lo >&2 ||
+    cluster_die "ip addr add $a/32 dev lo failed: more than one webhook replica needs an address per replica, which needs root (CAP_NET_ADMIN); --replicas 1 needs none"
+  echo "$a"
+}
+
+cluster_addresses_release() {
+  local f=$WH_CLUSTER_DIR/addresses a
+  [ -f "$f" ] || return 0
+  while read -r a; do
+    [ -z "$a" ] || ip addr del "$a/32" dev lo 2>/dev/null || true
+  done <"$f"
+  rm -f "$f"
+}
+
+cluster_endpoints() { # cluster_endpoints NS SVC PORT ADDR...
+  local ns=$1 svc=$2 port=$3
+  shift 3
+  python3 - "$ns" "$svc" "$port" "$@" <<'PY' | cluster_kubectl apply --server-side --field-manager=cluster-sh -f - >/dev/null ||
+import json, sys
+ns, svc, port, addrs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+print(json.dumps({
+    "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+    "metadata": {"name": svc + "-cluster-sh", "namespace": ns,
+                 "labels": {"kubernetes.io/service-name": svc,
+                            "endpointslice.kubernetes.io/managed-by": "cluster-sh"}},
+    "addressType": "IPv4",
+    "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in addrs]}))
+PY
+    cluster_die "creating the EndpointSlice of Service $ns/$svc"
 }

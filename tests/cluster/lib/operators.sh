@@ -11,17 +11,20 @@
 #   operator_crds FILE...  creates the CRDs (server-side: they are too large
 #                          for the last-applied annotation) and waits until
 #                          each is Established
-#   operator_webhooks COMPONENT KUSTOMIZE-DIR NAMESPACE SERVICE PORT
+#   operator_webhooks COMPONENT KUSTOMIZE-DIR NAMESPACE SERVICE PORT HOST
 #                          installs the upstream webhook configurations of
 #                          KUSTOMIZE-DIR (kubectl kustomize) as a release
 #                          does: names prefixed "COMPONENT-", every
 #                          clientConfig pointed at SERVICE.NAMESPACE:PORT with
 #                          the webhook CA as caBundle, and SERVICE an
-#                          ExternalName Service for 127.0.0.1 (kwok's
-#                          recipe: the API server dials 127.0.0.1:PORT)
-#   operator_serving_cert DIR NAMESPACE SERVICE
-#                          DIR/tls.crt and tls.key for SERVICE.NAMESPACE.svc,
-#                          signed by the webhook CA
+#                          ExternalName Service for HOST 127.0.0.1 (kwok's
+#                          recipe: the API server dials 127.0.0.1:PORT), or,
+#                          when the API server routes by endpoints
+#                          (WH_ENDPOINT_ROUTING=1), a ClusterIP Service whose
+#                          EndpointSlice lists HOST
+#   operator_serving_cert DIR NAMESPACE SERVICE HOST
+#                          DIR/tls.crt and tls.key for SERVICE.NAMESPACE.svc
+#                          (and HOST), signed by the webhook CA
 #   operator_health NAME PORT
 #                          waits for NAME's /readyz on 127.0.0.1:PORT
 #   operator_controller COMPONENT BINARY CONFIG-APIVERSION NAMESPACE SERVICE
@@ -56,22 +59,24 @@ operator_crds() { # operator_crds FILE...
     cluster_die "CRDs not Established after 120 s:$names"
 }
 
-operator_serving_cert() { # operator_serving_cert DIR NAMESPACE SERVICE
-  cluster_cert "$1" "$3.$2.svc" "$3.$2.svc" "$3.$2.svc.cluster.local" 127.0.0.1
+operator_serving_cert() { # operator_serving_cert DIR NAMESPACE SERVICE HOST
+  cluster_cert "$1" "$3.$2.svc" "$3.$2.svc" "$3.$2.svc.cluster.local" "$4"
 }
 
-operator_webhooks() { # operator_webhooks COMPONENT KUSTOMIZE-DIR NAMESPACE SERVICE PORT
-  local comp=$1 kdir=$2 ns=$3 svc=$4 port=$5 out=$WH_CLUSTER_DIR/$1
+operator_webhooks() { # operator_webhooks COMPONENT KUSTOMIZE-DIR NAMESPACE SERVICE PORT HOST
+  local comp=$1 kdir=$2 ns=$3 svc=$4 port=$5 host=$6 out=$WH_CLUSTER_DIR/$1
   mkdir -p "$out"
   cluster_kubectl kustomize "$kdir" >"$out/webhooks.upstream.yaml" ||
     cluster_die "$comp: kubectl kustomize $kdir"
   python3 - "$out/webhooks.upstream.yaml" "$comp" "$ns" "$svc" "$port" \
-    "$WH_CLUSTER_DIR/pki/webhook-ca.crt" >"$out/webhooks.yaml" <<'PY' ||
+    "$WH_CLUSTER_DIR/pki/webhook-ca.crt" "${WH_ENDPOINT_ROUTING:-0}" "$host" >"$out/webhooks.yaml" <<'PY' ||
 import base64, sys, yaml
-src, comp, ns, svc, port, ca = sys.argv[1:]
+src, comp, ns, svc, port, ca, routing, host = sys.argv[1:]
 bundle = base64.b64encode(open(ca, "rb").read()).decode()
-out = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc, "namespace": ns},
-        "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}}]
+spec = {"type": "ExternalName", "externalName": host}
+if routing == "1":
+    spec = {"type": "ClusterIP", "ports": [{"name": "https", "port": int(port), "protocol": "TCP"}]}
+out = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc, "namespace": ns}, "spec": spec}]
 for d in yaml.safe_load_all(open(src)):
     if not d or d["kind"] not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         continue
@@ -88,6 +93,7 @@ PY
     cluster_die "$comp: rewriting the webhook configurations of $kdir"
   cluster_kubectl apply --server-side --field-manager=cluster-sh -f "$out/webhooks.yaml" >/dev/null ||
     cluster_die "$comp: installing $out/webhooks.yaml"
+  [ "${WH_ENDPOINT_ROUTING:-0}" != 1 ] || cluster_endpoints "$ns" "$svc" "$port" "$host"
 }
 
 operator_health() { # operator_health NAME PORT
@@ -95,28 +101,29 @@ operator_health() { # operator_health NAME PORT
 }
 
 operator_controller() { # operator_controller COMPONENT BINARY CONFIG-APIVERSION NAMESPACE SERVICE KUSTOMIZE-DIR
-  local comp=$1 bin=$2 api=$3 ns=$4 svc=$5 kdir=$6 dir=$WH_CLUSTER_DIR/$1 port hport
+  local comp=$1 bin=$2 api=$3 ns=$4 svc=$5 kdir=$6 dir=$WH_CLUSTER_DIR/$1 port hport host=127.0.0.1
   [ -x "$bin" ] || cluster_die "$comp: no $bin (bash tests/cluster/build.sh $comp)"
   cluster_kubectl get namespace "$ns" >/dev/null 2>&1 || cluster_kubectl create namespace "$ns" >/dev/null ||
     cluster_die "$comp: creating namespace $ns"
   port=$(cluster_free_port)
   hport=$(cluster_free_port)
-  operator_serving_cert "$dir/certs" "$ns" "$svc"
+  [ "${WH_ENDPOINT_ROUTING:-0}" != 1 ] || host=$(cluster_address)
+  operator_serving_cert "$dir/certs" "$ns" "$svc" "$host"
   cat >"$dir/config.yaml" <<EOF
 apiVersion: $api
 kind: Configuration
 leaderElection: {leaderElect: false}
 internalCertManagement: {enable: false}
-webhook: {host: 127.0.0.1, port: $port, certDir: $dir/certs}
+webhook: {host: $host, port: $port, certDir: $dir/certs}
 metrics: {bindAddress: "0"}
 health: {healthProbeBindAddress: "127.0.0.1:$hport"}
 EOF
-  operator_webhooks "$comp" "$kdir" "$ns" "$svc" "$port"
+  operator_webhooks "$comp" "$kdir" "$ns" "$svc" "$port" "$host"
   cluster_spawn "$comp-controller" "$bin" --config "$dir/config.yaml" --kubeconfig "$WH_CLUSTER_DIR/admin.kubeconfig"
   operator_health "$comp-controller" "$hport"
   # Any HTTP answer over TLS for the Service's name: the webhook serves.
-  cluster_wait 120 "$comp webhook on 127.0.0.1:$port" "$comp-controller" \
+  cluster_wait 120 "$comp webhook on $host:$port" "$comp-controller" \
     curl -sS -o /dev/null --cacert "$WH_CLUSTER_DIR/pki/webhook-ca.crt" \
-    --resolve "$svc.$ns.svc:$port:127.0.0.1" "https://$svc.$ns.svc:$port/"
-  cluster_log "$comp controller ready (webhook 127.0.0.1:$port)"
+    --resolve "$svc.$ns.svc:$port:$host" "https://$svc.$ns.svc:$port/"
+  cluster_log "$comp controller ready (webhook $host:$port)"
 }
