@@ -820,7 +820,7 @@ class ValidationSubslice(unittest.TestCase):
         self.assertEqual(r.warnings, [])
 
 
-PATCH_MAX = 1024 * 1024  # WH_PATCH_MAX_BYTES (include/wh/decision.h)
+PATCH_MAX = 1024 * 1024  # WH_PATCH_MAX_BYTES (include/core/wh/decision.h)
 MESSAGE_MAX = 16 * 1024  # WH_MESSAGE_MAX
 
 

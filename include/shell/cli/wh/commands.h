@@ -15,9 +15,9 @@
  * unknown one is exit 2). The table of commands is src/shell/cli/cli.c's. */
 int wh_cli_main(int argc, char **argv);
 
-/* review: one AdmissionReview in, the response out (src/shell/cmd_review.c). */
+/* review: one AdmissionReview in, the response out (src/shell/cli/cmd_review.c). */
 int wh_cmd_review(int argc, char **argv);
-/* serve: the HTTPS admission webhook (src/shell/cmd_serve.c), over the
+/* serve: the HTTPS admission webhook (src/shell/cli/cmd_serve.c), over the
  * legacy-id pipeline (wh_serve_admit). */
 int wh_cmd_serve(int argc, char **argv);
 
@@ -35,13 +35,13 @@ struct wh_serve_pipeline {
 extern const struct wh_serve_pipeline wh_serve_admit;
 /* serve over the pipeline sp makes. */
 int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp);
-/* certs: development CA and server certificate (src/shell/cmd_certs.c). */
+/* certs: development CA and server certificate (src/shell/cli/cmd_certs.c). */
 int wh_cmd_certs(int argc, char **argv);
 /* render: the worker pods of Ray manifests as the webhook would mutate them
- * (src/shell/cmd_render.c). */
+ * (src/shell/cli/cmd_render.c). */
 int wh_cmd_render(int argc, char **argv);
 /* check: validate every Ray manifest under the given paths, one table row
- * per TPU worker group (src/shell/cmd_check.c). */
+ * per TPU worker group (src/shell/cli/cmd_check.c). */
 int wh_cmd_check(int argc, char **argv);
 /* doctor: judge the TPU slices that exist, from files or the cluster
  * (src/shell/cli/cmd_doctor.c). */
