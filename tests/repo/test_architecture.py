@@ -4,7 +4,8 @@
   a module added without a word on its job fails here;
 - every path the document names (src/..., include/..., tests/...,
   scripts/..., a file name such as `server_route.c` in backquotes) exists,
-  so a file moved or deleted without its map fails here too.
+  so a file moved or deleted without its map fails here too; so does every
+  one CONTRIBUTING.md names in its walks of the common changes.
 
 Usage: test_architecture.py SOURCE_DIR [unittest args]
 """
@@ -18,6 +19,7 @@ import unittest
 ROOT = os.path.realpath(sys.argv[1])
 del sys.argv[1]
 DOC = os.path.join("docs", "internals", "architecture.md")
+GUIDE = "CONTRIBUTING.md"  # its walks name files too: checked for stale ones
 
 # A path of the repository named in the text: a top folder, then path
 # characters, ending in a file name with an extension. A pattern such as
@@ -38,8 +40,28 @@ def source_files(root, top):
     return out
 
 
+def stale(root, doc, text):
+    """The paths and file names doc names that do not exist."""
+    out = []
+    for p in sorted(set(PATH.findall(text))):
+        if not os.path.exists(os.path.join(root, p)):
+            out.append("%s: names %s, which does not exist; fix or drop it" % (doc, p))
+    basenames = set()
+    for top in ("src", "include", "tests"):
+        for p in source_files(root, top):
+            parts = p.split(os.sep)
+            basenames.add(parts[-1])
+            basenames.add("/".join(parts[-2:]))
+    for n in sorted(set(NAME.findall(text))):
+        if n not in basenames:
+            out.append("%s: names `%s`, which no file under src/, include/ or tests/ is; "
+                       "fix or drop it" % (doc, n))
+    return out
+
+
 def problems(root):
-    """What the map and the tree disagree on, one line each."""
+    """What the map (and CONTRIBUTING.md's walks) and the tree disagree
+    on, one line each."""
     doc_path = os.path.join(root, DOC)
     if not os.path.isfile(doc_path):
         return ["%s: missing" % DOC]
@@ -54,19 +76,11 @@ def problems(root):
         if m not in named:
             out.append("%s: %s is not in the module list; add a row with its job"
                        % (DOC, m))
-    for p in sorted(named):
-        if not os.path.exists(os.path.join(root, p)):
-            out.append("%s: names %s, which does not exist; fix or drop it" % (DOC, p))
-    basenames = set()
-    for top in ("src", "include", "tests"):
-        for p in source_files(root, top):
-            parts = p.split(os.sep)
-            basenames.add(parts[-1])
-            basenames.add("/".join(parts[-2:]))
-    for n in sorted(set(NAME.findall(text))):
-        if n not in basenames:
-            out.append("%s: names `%s`, which no file under src/, include/ or tests/ is; "
-                       "fix or drop it" % (DOC, n))
+    out += stale(root, DOC, text)
+    guide = os.path.join(root, GUIDE)
+    if os.path.isfile(guide):
+        with open(guide, encoding="utf-8") as f:
+            out += stale(root, GUIDE, f.read())
     return out
 
 
@@ -116,6 +130,13 @@ class Catches(unittest.TestCase):
         found = problems(self.root)
         self.assertEqual(len(found), 1, found)
         self.assertIn("`moved.c`", found[0])
+
+    def test_stale_path_in_guide(self):
+        self.write(DOC, "src/core/a.c src/core/b.c src/shell/sys/c.c\n")
+        self.write(GUIDE, "1. `src/core/a.c`, then `src/offline/gone.c`\n")
+        found = problems(self.root)
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("CONTRIBUTING.md: names src/offline/gone.c", found[0])
 
     def test_no_sources_is_a_failure(self):
         shutil.rmtree(os.path.join(self.root, "src"))
