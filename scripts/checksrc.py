@@ -15,6 +15,8 @@ the compilers do not enforce. Prints one line per violation, exits 1 if any.
 - length, in src/ only: no function over FUNC_MAX (80) lines, counted from
   the first line of its head (the return type) to its closing brace, and no
   file over FILE_MAX (800) lines, unless the code says why it is long. The
+  limits are smell detectors, not a layout tool: the check asks for a split
+  by meaning or a reason, and a reason a reader would accept is an answer. The
   marker is a comment that starts with `/* long: ` and gives a reason of at
   least ten characters, e.g. `/* long: one state machine, read top to
   bottom */`. For a function it stands in the comments just above the
@@ -144,16 +146,18 @@ def length_problems(name, text, code):
     lines = text.splitlines()
     if len(lines) > FILE_MAX:
         if not file_marked(lines, code):
-            out.append("%s: %d lines, over %d; split it along its sections, or say why not "
-                       "in a /* long: <reason> */ comment above its first line of code"
-                       % (name, len(lines), FILE_MAX))
+            out.append("%s: %d lines, over %d, a sign it may hold more than one thing; "
+                       "split it where its meaning splits (never just to fit the number), or "
+                       "say why it is one piece in a /* long: <reason> */ comment above its "
+                       "first line of code" % (name, len(lines), FILE_MAX))
     for fn, first, last, _ in functions(code):
         n = last - first + 1
         if (n > FUNC_MAX and not long_waived(lines, first)
                 and "%s:%s" % (name, fn) not in WAIVED_LONG):
-            out.append("%s:%d: %s() is %d lines, over %d; split it into helpers, or say why "
-                       "not in a /* long: <reason> */ comment just above it"
-                       % (name, first, fn, n, FUNC_MAX))
+            out.append("%s:%d: %s() is %d lines, over %d, a sign it may do more than one "
+                       "thing; split it where its meaning splits (never just to fit the "
+                       "number), or say why it is one piece in a /* long: <reason> */ comment "
+                       "just above it" % (name, first, fn, n, FUNC_MAX))
     return out
 
 
