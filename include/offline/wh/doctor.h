@@ -24,7 +24,7 @@
  * Expected values come from the core: hosts from topology.h and the TPU
  * containers (tpuenv.h), TPU_WORKER_ID from wh_tpu_worker_id, and for drift
  * the engine itself (wh_render_admit_pod on the pod with the injected
- * variables removed, see doctor.c).
+ * variables removed, see src/offline/doctor/drift.c).
  *
  * The report (a cJSON object, the caller's):
  *   {"pods": N TPU pods, "slices": [{"namespace", "kind", "name",

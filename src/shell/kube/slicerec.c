@@ -15,7 +15,7 @@ enum { SF_LABEL, SF_ANN, SF_SPEC, SF_SEL, SF_CONT, SF_ENV, SF_LIMIT, SF_REQUEST,
 
 #define MAX_CONTAINERS 0xffff
 
-/* The label and annotation keys the slice rules read (doctor.c): the
+/* The label and annotation keys the slice rules read (offline/doctor): the
  * controllers' and GKE's. A user's own labels would cost memory per pod. */
 static bool keep_meta_key(const char *k)
 {

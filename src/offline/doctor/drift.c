@@ -1,0 +1,145 @@
+/* drift.c: what the webhook would write now, against what a pod holds
+ * (doctor_impl.h).
+ *
+ * A pod as created never shows which env entries the webhook added. So the
+ * pod is rebuilt as its controller sent it, minus every variable a mutation
+ * path writes (injected below; the user's MEGASCALE_NUM_SLICES stays, it is
+ * an input), and goes through the engine (wh_render_admit_pod) against the
+ * listed nodes. A legacy KubeRay pod keeps its TPU_WORKER_ID, replicaIndex
+ * label and hostname: they are the evidence from which the engine re-derives
+ * its indices (mutate.c, reuse_indices), so no cluster state is needed; the
+ * id rules judge the id itself. What the engine writes is compared with what
+ * the pod holds; a variable the engine leaves alone (LWS's own) is not
+ * compared. */
+#include "doctor_impl.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp */
+
+#include "wh/buf.h"    /* wh_buf_* */
+#include "wh/render.h" /* wh_render_admit_pod */
+
+/* Every variable a mutation path writes (mutate.c, workload_env.c). */
+static const char *const injected[] = {
+    "TPU_WORKER_ID",
+    "TPU_NAME",
+    "TPU_WORKER_HOSTNAMES",
+    "TPU_PROCESS_ADDRESSES",
+    "TPU_PROCESS_PORT",
+    "TPU_DEVICE_PLUGIN_HOST_IP",
+    "TPU_DEVICE_PLUGIN_ADDR",
+    "MEGASCALE_SLICE_ID",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+    "MEGASCALE_PORT",
+    "TORCH_TPU_TOPOLOGY",
+    "TORCH_TPU_SLICEBUILDER_ADDRESSES",
+    "PET_NNODES",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PET_NPROC_PER_NODE",
+};
+#define N_INJECTED (sizeof(injected) / sizeof(injected[0]))
+
+/* Whether the webhook mutates the pod: every KubeRay TPU pod (a legacy
+ * one only with the evidence the engine re-derives its indices from);
+ * another workload's pod when it opts in by label or already carries a
+ * value only this webhook writes (a namespace's opt-in label is not in a
+ * pod list). */
+bool wh_dr_webhook_serves(const struct dpod *p)
+{
+    if (p->kind == DK_KUBERAY)
+        return !p->kuberay_legacy || wh_meta_has_label(p->obj, WH_LABEL_LEGACY_REPLICA);
+    const char *in = wh_meta_label(p->obj, "tpu-webhook/inject");
+    if (in)
+        return !strcmp(in, "enabled");
+    for (unsigned i = 0; i < p->n_tpu; i++)
+        if (env_of(&p->c[i], "PET_NNODES") || env_of(&p->c[i], "TORCH_TPU_SLICEBUILDER_ADDRESSES"))
+            return true;
+    return false;
+}
+
+/* The pod as its controller sent it: the injected entries of its TPU
+ * containers removed (a legacy KubeRay pod keeps TPU_WORKER_ID). */
+static enum wh_err as_created(const struct dpod *p, cJSON **out)
+{
+    cJSON *pod = cJSON_Duplicate(p->obj, 1);
+    if (!pod)
+        return WH_ERR_NOMEM;
+    cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
+                                                 "containers");
+    for (unsigned i = 0; i < p->n_tpu; i++) {
+        cJSON *c = cJSON_GetArrayItem(cs, p->c[i].index);
+        cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+        for (cJSON *e = cJSON_IsArray(env) ? env->child : NULL, *next; e; e = next) {
+            next = e->next;
+            const char *name = wh_json_str(e, "name");
+            bool strip = false;
+            for (size_t k = 0; name && k < N_INJECTED && !strip; k++)
+                strip = !strcmp(name, injected[k]);
+            if (strip && p->kuberay_legacy && !strcmp(name, "TPU_WORKER_ID"))
+                strip = false;
+            if (strip)
+                cJSON_Delete(cJSON_DetachItemViaPointer(env, e));
+        }
+    }
+    *out = pod;
+    return WH_OK;
+}
+
+/* "NAME=value; ..." of the entries that differ, in holds / want. */
+static void diff_env(const struct dcont *c, const cJSON *env2, struct wh_buf *holds,
+                     struct wh_buf *want, enum wh_err *err)
+{
+    for (size_t k = 0; k < N_INJECTED && !*err; k++) {
+        struct wh_env_lookup now;
+        wh_env_lookup(env2, injected[k], &now);
+        const char *has = env_of(c, injected[k]);
+        if (!now.exists || (has && !strcmp(has, now.value)))
+            continue;
+        char a[SHOW_ROOM], b[SHOW_ROOM];
+        *err = wh_buf_addf(holds, "%s%s=%s", wh_buf_len(holds) ? "; " : "", injected[k],
+                           wh_dr_show(has, a));
+        if (!*err)
+            *err = wh_buf_addf(want, "%s%s=%s", wh_buf_len(want) ? "; " : "", injected[k],
+                               wh_dr_show(now.value, b));
+    }
+}
+
+enum wh_err wh_dr_drift_pod(struct dslice *s, const struct dpod *p, const struct wh_state *st,
+                            char *errbuf)
+{
+    cJSON *pod = NULL, *now = NULL;
+    char *denial = NULL;
+    enum wh_err err = as_created(p, &pod);
+    enum wh_route route = p->kind == DK_KUBERAY ? WH_ROUTE_MUTATE : WH_ROUTE_MUTATE_WORKLOAD;
+    if (!err)
+        err = wh_render_admit_pod(pod, route, st, &now, &denial, errbuf);
+    if (!err && denial) {
+        struct pfields f = {"drift", p->name, "(the whole pod)", "admitted", "refused"};
+        err = wh_dr_problem(s, false, &f, "the webhook would refuse this pod now: %s", denial);
+    }
+    const cJSON *cs = now ? wh_json_path(now, "spec", "containers", NULL) : NULL;
+    for (unsigned i = 0; cs && i < p->n_tpu && !err; i++) {
+        struct wh_buf holds, want;
+        wh_buf_init(&holds, 64 * 1024);
+        wh_buf_init(&want, 64 * 1024);
+        diff_env(&p->c[i], wh_json_get(cJSON_GetArrayItem(cs, p->c[i].index), "env"), &holds, &want,
+                 &err);
+        if (!err && wh_buf_len(&holds)) {
+            char field[64];
+            snprintf(field, sizeof(field), "spec.containers[%d].env", p->c[i].index);
+            struct pfields f = {"drift", p->name, field, wh_buf_ptr(&holds), wh_buf_ptr(&want)};
+            err = wh_dr_problem(s, false, &f,
+                                "the pod was admitted by another webhook (or an older version), or "
+                                "edited; re-create it through this webhook to get these values");
+        }
+        wh_buf_free(&holds);
+        wh_buf_free(&want);
+    }
+    free(denial);
+    cJSON_Delete(pod);
+    cJSON_Delete(now);
+    return err;
+}
