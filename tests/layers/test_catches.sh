@@ -15,8 +15,8 @@ echo '#include "wh/nosuch.h" /* planted */' >> "$tmp/src/offline/render.c"
 echo '#include "wh/admit.h" /* planted */' >> "$tmp/include/shell/sys/wh/metrics.h"
 echo '#include "wh/admit.h" /* planted */' >> "$tmp/src/shell/http/server.c"
 echo '#include "wh/cache.h" /* planted */' >> "$tmp/include/shell/http/wh/server.h"
-echo '#include "htab.h" /* planted */' >> "$tmp/src/shell/admit/claims.c"
-echo '#include "../kube/htab.h" /* planted */' >> "$tmp/src/shell/admit/ledger.c"
+echo '#include "store.h" /* planted */' >> "$tmp/src/shell/admit/claims.c"
+echo '#include "../kube/store.h" /* planted */' >> "$tmp/src/shell/admit/ledger.c"
 echo '/* planted */' > "$tmp/src/offline/doctor/planted.h"
 echo '#include "doctor/planted.h" /* planted */' >> "$tmp/src/offline/check.c"
 mkdir -p "$tmp/include/wh" "$tmp/src/misc" "$tmp/src/shell/misc"
@@ -35,8 +35,8 @@ for want in 'src/core/mutate.c:[0-9]*: core includes wh/server.h of shell' \
             'include/shell/sys/wh/metrics.h:[0-9]*: shell/sys includes wh/admit.h of shell/admit' \
             'src/shell/http/server.c:[0-9]*: shell/http includes wh/admit.h of shell/admit, a layer it does not use' \
             'include/shell/http/wh/server.h:[0-9]*: shell/http includes wh/cache.h of shell/kube, a layer it does not use' \
-            'src/shell/admit/claims.c:[0-9]*: includes "htab.h", which is not beside it' \
-            'src/shell/admit/ledger.c:[0-9]*: includes "../kube/htab.h", a private header of another room' \
+            'src/shell/admit/claims.c:[0-9]*: includes "store.h", which is not beside it' \
+            'src/shell/admit/ledger.c:[0-9]*: includes "../kube/store.h", a private header of another room' \
             'src/offline/check.c:[0-9]*: includes "doctor/planted.h", a private header of the room offline/doctor' \
             'src/shell/misc: not a layer' \
             'src/shell/stray.c: a source outside every room' \

@@ -6,7 +6,7 @@
 #include <stdlib.h>    /* calloc, free, realloc */
 #include <string.h>    /* strncmp, strcmp, strlen, memcpy, memset */
 
-#include "htab.h"       /* wh_htab_*, wh_intern, wh_unintern */
+#include "wh/htab.h"    /* wh_htab_*, wh_intern, wh_unintern */
 #include "wh/hash.h"    /* wh_hash_str, WH_HASH_INIT */
 #include "wh/json.h"    /* wh_json_get, wh_json_path, wh_json_str, wh_json_print, wh_json_parse */
 #include "wh/podspec.h" /* wh_container_requests_tpu, WH_TPU_RESOURCE */

@@ -9,7 +9,7 @@
 
 #include "wh/hash.h"      /* wh_hash_str */
 #include "wh/nodeindex.h" /* wh_nodeindex_* */
-#include "htab.h"         /* wh_htab_*, wh_intern, wh_unintern */
+#include "wh/htab.h"      /* wh_htab_*, wh_intern, wh_unintern */
 #include "slicerec.h"     /* wh_slicerecs_* */
 #include "wh/json.h" /* wh_json_get, wh_json_str, wh_json_path, wh_json_add, wh_json_set_lit, wh_json_set_str_lit, wh_json_set_str */
 

@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "testutil.h"
-#include "htab.h"
+#include "wh/htab.h"
 #include "store.h"
 
 /* A KubeRay worker pod of ns/cluster/group with one TPU container. */

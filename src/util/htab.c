@@ -1,5 +1,5 @@
 /* htab.c: chained hash tables and interned strings (see htab.h). */
-#include "htab.h"
+#include "wh/htab.h"
 
 #include <stdlib.h> /* calloc, malloc, free */
 #include <string.h> /* strcmp, strlen, memcpy */
