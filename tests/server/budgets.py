@@ -29,7 +29,6 @@ Exit 0 = pass.
 """
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -51,35 +50,14 @@ def connect(source, timeout=30.0):
     return servelib.tls_connect(CTX, PORT, source, timeout)
 
 
-def read_response(s):
-    """(status, body) of one response on s."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        b = s.recv(65536)
-        if not b:
-            raise OSError("closed before the header block")
-        data += b
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    m = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
-    n = int(m.group(1)) if m else 0
-    while len(rest) < n:
-        b = s.recv(65536)
-        if not b:
-            raise OSError("closed in the body")
-        rest += b
-    return status, rest[:n]
-
-
 def metric(name_labels):
     s = connect("127.0.0.1")
     try:
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        status, body = read_response(s)
+        status, body = servelib.read_response(s)
     finally:
         s.close()
-    m = re.search(rb"\n" + re.escape(name_labels.encode()) + rb" (\d+)", body)
-    return int(m.group(1)) if status == 200 and m else -1
+    return servelib.series(body).get(name_labels, -1) if status == 200 else -1
 
 
 def rss_kb():
@@ -161,7 +139,7 @@ def api_server_client():
                 s = connect("127.0.0.1")
             s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(ORDINARY) + ORDINARY)
-            st, answer = read_response(s)
+            st, answer = servelib.read_response(s)
         except OSError as e:
             with lock:
                 errors.append(repr(e))

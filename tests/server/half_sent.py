@@ -31,7 +31,6 @@ Exit 0 = pass.
 """
 import json
 import os
-import re
 import ssl
 import sys
 import tempfile
@@ -56,33 +55,13 @@ def connect(source, timeout=10.0):
     return servelib.tls_connect(CTX, PORT, source, timeout)
 
 
-def read_response(s):
-    """(status, body) of one response on s."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        b = s.recv(65536)
-        if not b:
-            raise OSError("closed before the header block")
-        data += b
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    m = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
-    n = int(m.group(1)) if m else 0
-    while len(rest) < n:
-        b = s.recv(65536)
-        if not b:
-            raise OSError("closed in the body")
-        rest += b
-    return status, rest[:n]
-
-
 def post(source, path, body):
     s = connect(source)
     try:
         s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (path.encode(), len(body))
                   + body)
-        return read_response(s)
+        return servelib.read_response(s)
     finally:
         s.close()
 
@@ -91,15 +70,14 @@ def get(path):
     s = connect("127.0.0.2")
     try:
         s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path.encode())
-        return read_response(s)
+        return servelib.read_response(s)
     finally:
         s.close()
 
 
 def metric(name):
     status, body = get("/metrics")
-    m = re.search(rb"\n" + re.escape(name.encode()) + rb" (\d+)", body)
-    return int(m.group(1)) if status == 200 and m else -1
+    return servelib.series(body).get(name, -1) if status == 200 else -1
 
 
 def rss_kb():

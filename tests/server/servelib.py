@@ -72,6 +72,36 @@ def tls_connect(ctx, port, source="127.0.0.1", timeout=10.0):
     return ctx.wrap_socket(raw)
 
 
+def read_response(s):
+    """(status, body) of one response on s (Content-Length framing, as
+    the server sends); OSError when it closes first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = s.recv(65536)
+        if not b:
+            raise OSError("closed before the header block")
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    m = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+    n = int(m.group(1)) if m else 0
+    while len(rest) < n:
+        b = s.recv(65536)
+        if not b:
+            raise OSError("closed in the body")
+        rest += b
+    return status, rest[:n]
+
+
+def series(metrics_text):
+    """{series: value} of a /metrics answer (bytes), integers only: each
+    line `name{labels} N`, comments left out."""
+    out = {}
+    for m in re.finditer(rb"(?m)^([a-z_][^ #\n]*) (\d+)$", metrics_text):
+        out[m.group(1).decode()] = int(m.group(2))
+    return out
+
+
 def stop_server(server):
     """SIGTERM, then a failure unless it exits 0 within 15 s (killed then)."""
     server.terminate()
