@@ -1521,22 +1521,21 @@ static void case_hostile(void)
     char nul[] = "{\"request\":\0}";
     call("POST", "/validate", nul, sizeof(nul) - 1, &rr);
     CHECK(rr.status == 400, "NUL in body: %ld", rr.status);
-    /* More connections than allowed: the extra ones wait in the listen
-     * queue (a request on one times out), and when the others go the
-     * server takes new ones again. */
+    /* More silent connections than allowed: a request waits in the listen
+     * queue until the server cuts idle ones to make room (server_conn.h;
+     * the header timeout would too), and is answered; waited for, with a
+     * bound far over either. */
     int fds[24];
     for (int i = 0; i < 24; i++)
         fds[i] = tcp_connect();
-    sleep_ms(200);
     CURL *q = easy();
-    curl_easy_setopt(q, CURLOPT_TIMEOUT_MS, 700L);
+    curl_easy_setopt(q, CURLOPT_TIMEOUT_MS, (long)(WAIT_S * 1000));
     request(q, "GET", "/healthz", NULL, 0, NULL, &rr);
     curl_easy_cleanup(q);
-    CHECK(rr.rc == CURLE_OPERATION_TIMEDOUT, "over the connection limit: %s %ld",
+    CHECK(rr.rc == CURLE_OK && rr.status == 200, "over the connection limit: %s %ld",
           curl_easy_strerror(rr.rc), rr.status);
     for (int i = 0; i < 24; i++)
         close(fds[i]);
-    sleep_ms(200);
     expect("GET", "/healthz", NULL, 200, NULL, "ok");
     /* Memory stays bounded over many near-limit bodies. */
     size_t len = 3 * 1024 * 1024 - 16;

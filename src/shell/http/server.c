@@ -25,7 +25,7 @@
 #include "wh/log.h"       /* wh_log */
 #include "mhd/mhderr.h"   /* wh_mhderr_install */
 #include "wh/reqmem.h"    /* wh_reqmem_new, wh_reqmem_free */
-#include "server_conn.h"  /* wh_srv_on_connection */
+#include "server_conn.h"  /* wh_srv_on_connection, WH_SRV_IDLE_HEADROOM_DIV */
 #include "server_impl.h"  /* struct wh_server */
 #include "server_pool.h"  /* wh_srv_pool_start, wh_srv_pool_stop, wh_srv_pool_free */
 #include "server_route.h" /* wh_srv_on_request, wh_srv_on_completed, wh_srv_on_uri */
@@ -232,6 +232,10 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct w
     s->pl = *pl;
     s->m = m;
     s->listen_fd = -1;
+    unsigned headroom = o->max_connections / WH_SRV_IDLE_HEADROOM_DIV;
+    if (headroom < o->threads)
+        headroom = o->threads;
+    s->idle_shed_above = o->max_connections > headroom ? o->max_connections - headroom : 0;
     pthread_mutex_init(&s->lock, NULL);
     if (open_listener(&ss, sl, o->bind, &s->listen_fd, errbuf))
         goto fail;

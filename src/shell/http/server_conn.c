@@ -94,6 +94,45 @@ static void client_unref(struct wh_server *s, struct client *cl)
     free(cl);
 }
 
+/* Cut cn: its MHD thread sees end-of-stream and closes it itself; the fd is
+ * not closed here, so it cannot be reused under MHD. Under s->lock. */
+static void conn_cut(struct wh_server *s, struct conn *cn)
+{
+    shutdown(cn->fd, SHUT_RDWR);
+    cn->cut = true;
+    s->live--;
+}
+
+/* While more than idle_shed_above connections are live, cut the one idle
+ * longest (never self), if it has been idle WH_SRV_IDLE_GRACE_MS. Under
+ * s->lock; returns how many were cut, counted for the tick's log line.
+ * One walk of the list a cut: the list is at most --max-connections long,
+ * and a cut is an accept that found the slots short. A request may start
+ * on the victim between the walk and the cut: the race every keep-alive
+ * close has (MHD's idle timeout too), on the connection idle longest. */
+static long long shed_idle_locked(struct wh_server *s, const struct conn *self, long long now)
+{
+    long long n = 0;
+    while (s->live > s->idle_shed_above) {
+        struct conn *victim = NULL;
+        long long oldest = now - WH_SRV_IDLE_GRACE_MS + 1;
+        for (struct conn *cn = s->conns; cn; cn = cn->next) {
+            long long since = atomic_load(&cn->idle_since_ms);
+            if (cn != self && !cn->cut && since >= 0 && since < oldest) {
+                oldest = since;
+                victim = cn;
+            }
+        }
+        if (!victim)
+            break;
+        conn_cut(s, victim);
+        if (!s->idle_unlogged++)
+            memcpy(s->idle_first, victim->client, ADDR_LEN);
+        n++;
+    }
+    return n;
+}
+
 struct conn *wh_srv_conn_of(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
@@ -115,7 +154,9 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         }
         cn->fd = ci->connect_fd;
-        atomic_store(&cn->deadline_ms, wh_clock_ms() + s->o.header_timeout_ms);
+        long long now = wh_clock_ms();
+        atomic_store(&cn->deadline_ms, now + s->o.header_timeout_ms);
+        atomic_store(&cn->idle_since_ms, now);
         wh_srv_client_of(c, cn->client, sizeof(cn->client));
         unsigned char key[16];
         bool keyed = client_key(c, key);
@@ -125,8 +166,14 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (s->conns)
             s->conns->prev = cn;
         s->conns = cn;
+        s->live++;
+        /* The accept that finds the slots short makes room: an attacker's
+         * idle connections are older than the API server's new one. */
+        long long shed = shed_idle_locked(s, cn, now);
         pthread_mutex_unlock(&s->lock);
         atomic_fetch_add(&s->n_conns, 1);
+        if (shed)
+            wh_metrics_shed(s->m, WH_SHED_IDLE, shed);
         *socket_context = cn;
         return;
     }
@@ -140,6 +187,8 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         s->conns = cn->next;
     if (cn->next)
         cn->next->prev = cn->prev;
+    if (!cn->cut)
+        s->live--;
     client_unref(s, cn->cl);
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_sub(&s->n_conns, 1);
@@ -187,9 +236,7 @@ size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, siz
         if (!victim)
             break;
         freed += wh_reqmem_body_shed(s->rm, victim->body);
-        /* As the tick cuts: the MHD thread sees end-of-stream and closes. */
-        shutdown(victim->fd, SHUT_RDWR);
-        victim->cut = true;
+        conn_cut(s, victim);
         if (!n++)
             memcpy(first, victim->client, ADDR_LEN);
     }
@@ -207,6 +254,9 @@ size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, siz
 
 /* Connections cut per tick that get a log line of their own. */
 #define TICK_LOG_MAX 16
+/* Idle connections shed get one log line at most this often: an attack
+ * makes thousands a second. */
+#define IDLE_LOG_MS 1000
 
 /* After this long without an admission, pooled arenas give their kept
  * chunks back (the memory of a burst returns to the system). */
@@ -223,17 +273,32 @@ void wh_server_tick(struct wh_server *s)
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
         if (cn->cut || atomic_load(&cn->deadline_ms) > now)
             continue;
-        /* The MHD thread sees end-of-stream and closes the connection itself;
-         * the fd is not closed here, so it cannot be reused under MHD. */
-        shutdown(cn->fd, SHUT_RDWR);
-        cn->cut = true;
+        conn_cut(s, cn);
         if (n_cut < TICK_LOG_MAX) {
             memcpy(clients[n_cut], cn->client, ADDR_LEN);
             slow_body[n_cut] = atomic_load(&cn->body_rate);
         }
         n_cut++;
     }
+    /* When no worker has a slot left, none accepts: room is made here. */
+    long long shed = shed_idle_locked(s, NULL, now);
+    long long idle_cut = 0;
+    char idle_first[ADDR_LEN];
+    if (s->idle_unlogged && now - s->idle_logged_ms >= IDLE_LOG_MS) {
+        idle_cut = s->idle_unlogged;
+        memcpy(idle_first, s->idle_first, ADDR_LEN);
+        s->idle_unlogged = 0;
+        s->idle_logged_ms = now;
+    }
     pthread_mutex_unlock(&s->lock);
+    if (shed)
+        wh_metrics_shed(s->m, WH_SHED_IDLE, shed);
+    if (idle_cut)
+        wh_log(WH_LOG_WARN, "connection_shed", "client", WH_F_STR, idle_first, "connections",
+               WH_F_INT, idle_cut, "reason", WH_F_STR,
+               "connection slots ran short (--max-connections): the connections idle longest "
+               "were cut",
+               (char *)NULL);
     /* Logged outside the lock: MHD threads take it for every connection
      * opened or closed, and a write to a slow stderr must not stall them. */
     for (size_t i = 0; i < n_cut; i++) {

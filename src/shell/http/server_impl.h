@@ -50,7 +50,11 @@ struct conn {
     /* The deadline is the body's (--min-body-rate), not the request's: what
      * the cut is logged as. */
     atomic_bool body_rate;
-    bool cut;
+    bool cut; /* shut down for its thread to close; under the server's lock */
+    /* Since when it has had no request in progress (accepted, or its last
+     * request completed); -1 from a request's first handler call to its
+     * completion. What the idle shedding (server_conn.h) ranks by. */
+    atomic_llong idle_since_ms;
     struct client *cl; /* NULL when the address could not be read */
     /* The request body being received (wh_srv_conn_body), under the
      * server's lock; when its bytes last arrived. */
@@ -137,6 +141,17 @@ struct wh_server {
     struct wh_srv_pool *pool; /* decides the reviews that may wait (server_pool.h) */
     pthread_mutex_t lock;     /* the conn list and the clients table */
     struct conn *conns;
+    /* Under lock: the connections linked and not cut; over idle_shed_above,
+     * connection slots run short and the longest idle are cut
+     * (server_conn.h, WH_SRV_IDLE_HEADROOM_DIV). */
+    unsigned live;
+    unsigned idle_shed_above;
+    /* Under lock: idle connections cut since the tick last logged them, and
+     * the first one's client; the tick logs them at most once a second
+     * (idle_logged_ms, the tick's own). */
+    long long idle_unlogged;
+    char idle_first[ADDR_LEN];
+    long long idle_logged_ms;
     struct client *clients[CLIENT_BUCKETS];
 };
 

@@ -102,8 +102,10 @@ static struct request *request_new(struct wh_server *s, struct MHD_Connection *c
     rq->start_us = wh_clock_us();
     rq->deadline_ms = wh_clock_ms() + s->o.request_timeout_ms;
     struct conn *cn = wh_srv_conn_of(c);
-    if (cn)
+    if (cn) {
         atomic_store(&cn->deadline_ms, rq->deadline_ms);
+        atomic_store(&cn->idle_since_ms, -1); /* busy: never shed as idle */
+    }
     atomic_fetch_add(&s->active, 1);
     atomic_fetch_add(&s->accepted, 1);
     wh_metrics_begin(s->m);
@@ -382,9 +384,11 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         wh_mhderr_unmark(rq->marked, rq->mark);
     struct conn *cn = wh_srv_conn_of(c);
     wh_srv_conn_body(s, cn, NULL, 0); /* before the body goes */
-    if (cn)
-        atomic_store(&cn->deadline_ms,
-                     wh_clock_ms() + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+    if (cn) {
+        long long now = wh_clock_ms();
+        atomic_store(&cn->deadline_ms, now + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+        atomic_store(&cn->idle_since_ms, now);
+    }
     /* The review and the result are blocks of the arena (the hooks that
      * wh_server_start installed put everything allocated while it is bound
      * there): the reset releases them without walking the tree. */

@@ -338,10 +338,13 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
     if (!err)
         err = head(b, "tpu_webhook_http_shed_total", "counter",
                    "Connections cut to make room: reason slow_body when request memory ran "
-                   "short (the slowest bodies go first).");
+                   "short (the slowest bodies go first), idle when connection slots ran short "
+                   "(the longest idle go first).");
     if (!err)
-        err = wh_buf_addf(b, "tpu_webhook_http_shed_total{reason=\"slow_body\"} %lld\n",
-                          get(&m->shed[WH_SHED_SLOW_BODY]));
+        err = wh_buf_addf(b,
+                          "tpu_webhook_http_shed_total{reason=\"slow_body\"} %lld\n"
+                          "tpu_webhook_http_shed_total{reason=\"idle\"} %lld\n",
+                          get(&m->shed[WH_SHED_SLOW_BODY]), get(&m->shed[WH_SHED_IDLE]));
     if (!err)
         err = gauge(b, "tpu_webhook_http_connections_timed_out_total", "counter",
                     "Connections cut off for sending their request too slowly.", get(&m->timeouts));

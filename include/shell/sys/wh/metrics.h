@@ -49,6 +49,7 @@ void wh_metrics_timeout(struct wh_metrics *m);
 /* Connections cut to make room, by what they were doing. */
 enum wh_mshed {
     WH_SHED_SLOW_BODY, /* its body stalled while request memory ran short */
+    WH_SHED_IDLE,      /* it had no request in progress while connection slots ran short */
     WH_SHED__COUNT
 };
 void wh_metrics_shed(struct wh_metrics *m, enum wh_mshed why, long long n);
