@@ -15,6 +15,7 @@
 #include "wh/clock.h" /* wh_clock_ms, wh_clock_us, wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/json.h"  /* wh_json_path, wh_json_str0 */
 #include "wh/log.h"   /* wh_log */
+#include "nswin.h"    /* wh_nswin_admit */
 #include "uidcache.h" /* wh_uidcache_* */
 
 #define WINDOW_SLOTS 512 /* objects x reasons remembered; the oldest is forgotten */
@@ -33,13 +34,6 @@ struct slot {
     long withheld; /* warnings since, deduplicated */
 };
 
-/* One namespace's Events in its current window. */
-struct ns_slot {
-    uint64_t key;  /* FNV-1a of the namespace; 0 free */
-    long start_ms; /* when its window began */
-    long n;        /* Events queued in it */
-};
-
 struct wh_events {
     struct wh_kube *kube;
     long window_ms;
@@ -53,7 +47,7 @@ struct wh_events {
     struct item q[WH_EVENTS_QUEUE];
     size_t head, len;
     struct slot slots[WINDOW_SLOTS];
-    struct ns_slot ns_slots[WH_EVENTS_NAMESPACES];
+    struct wh_nswin ns; /* Events per namespace (nswin.h) */
     struct wh_mevents st;
     unsigned long long seq;
 };
@@ -79,33 +73,6 @@ static struct slot *slot_of(struct wh_events *e, uint64_t key)
     return oldest;
 }
 
-/* May one more Event of namespace key be queued at now? Counts it when so.
- * A namespace not among the last WH_EVENTS_NAMESPACES starts afresh in the
- * slot whose window began first. */
-static bool ns_admits(struct wh_events *e, uint64_t key, long now)
-{
-    struct ns_slot *sl = NULL, *oldest = &e->ns_slots[0];
-    for (size_t i = 0; i < WH_EVENTS_NAMESPACES && !sl; i++) {
-        struct ns_slot *x = &e->ns_slots[i];
-        if (x->key == key)
-            sl = x;
-        else if (!x->key || (oldest->key && x->start_ms < oldest->start_ms))
-            oldest = x;
-    }
-    if (!sl) {
-        sl = oldest;
-        *sl = (struct ns_slot){.key = key, .start_ms = now};
-    }
-    if (now - sl->start_ms >= e->window_ms) {
-        sl->start_ms = now;
-        sl->n = 0;
-    }
-    if (sl->n >= WH_EVENTS_PER_NAMESPACE)
-        return false;
-    sl->n++;
-    return true;
-}
-
 void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
                      const struct wh_event_note *n)
 {
@@ -123,7 +90,7 @@ void wh_events_offer(struct wh_events *e, const struct wh_event_subject *s,
         e->st.deduplicated++;
     } else if (e->len == WH_EVENTS_QUEUE) {
         e->st.dropped++; /* the slot keeps its window: the next offer tries again */
-    } else if (!ns_admits(e, ns_key, now)) {
+    } else if (!wh_nswin_admit(&e->ns, ns_key, now, e->window_ms)) {
         e->st.limited++; /* likewise */
     } else {
         struct item *it = &e->q[(e->head + e->len++) % WH_EVENTS_QUEUE];

@@ -7,8 +7,9 @@
  * request that warned (admit.c offers nothing else). Rate-limited: one Event
  * per (namespace, kind, name, reason) per window, the warnings in between
  * counted into the next Event's count; at most WH_EVENTS_PER_NAMESPACE
- * Events per namespace per window (of the WH_EVENTS_NAMESPACES namespaces
- * last seen), the rest counted as limited; a bounded queue, and an offer
+ * Events per namespace per window (a table of WH_EVENTS_NAMESPACES, the
+ * namespaces beyond it sharing one more window: nswin.h), the rest counted
+ * as limited; a bounded queue, and an offer
  * that finds it full is dropped and counted. A failed POST is counted, not
  * retried; after a 429 (POST or GET) the worker waits out Retry-After, at
  * most WH_EVENTS_BACKOFF_MAX_MS, before its next request. Nothing here can
