@@ -5,6 +5,7 @@
 #include <string.h> /* strcmp, strlen, memcpy */
 
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/kinds.h"    /* wh_kinds, wh_kind_find */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_meta_label, wh_meta_annotation */
 #include "wh/topology.h" /* WH_TOPOLOGY_MAX_CHIPS */
 #include "wh/utf8.h"     /* wh_utf8_trim_cut */
@@ -85,11 +86,13 @@ static const char *owner_uid(const cJSON *pod, const char *kind, const char *nam
 void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const char *ns,
                          const char *kind, const char *owner)
 {
-    const char *api = !strcmp(kind, "LeaderWorkerSet") ? "leaderworkerset.x-k8s.io/v1"
-                      : !strcmp(kind, "JobSet")        ? "jobset.x-k8s.io/v1alpha2"
-                                                       : "batch/v1";
+    /* kind is a row's, or "Indexed Job" (a Job's row); an owner of another
+     * kind is named as a batch/v1 object. */
     if (!strcmp(kind, "Indexed Job"))
-        kind = "Job";
+        kind = wh_kinds[WH_ROW_JOB].kind;
+    const struct wh_kind_def *def = wh_kind_find(kind);
+    const char *api = def && def->review == WH_KIND_WORKLOAD ? def->api_version
+                                                             : wh_kinds[WH_ROW_JOB].api_version;
     if (!owner || !*owner || strlen(owner) >= sizeof(s->name) || strlen(ns) >= sizeof(s->ns))
         return; /* no controller (a plain pod's client reads its own warnings) */
     snprintf(s->api_version, sizeof(s->api_version), "%s", api);
@@ -100,9 +103,9 @@ void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const cha
      * carry its uid as label (and annotation) jobset.sigs.k8s.io/jobset-uid;
      * an LWS's pods carry none (docs/workloads.md, "Events on the workload"). */
     const char *uid = "";
-    if (!strcmp(kind, "Job")) {
+    if (def && def->identity == WH_IDENTITY_JOB_INDEX) {
         uid = owner_uid(pod, kind, owner);
-    } else if (!strcmp(kind, "JobSet")) {
+    } else if (def && def->identity == WH_IDENTITY_JOBSET) {
         uid = wh_meta_label(pod, WH_KEY_JS_UID);
         uid = uid ? uid : wh_meta_annotation(pod, WH_KEY_JS_UID);
         uid = uid ? uid : "";

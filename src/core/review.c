@@ -3,11 +3,11 @@
 
 #include <string.h> /* strcmp, strncmp */
 
-#include "wh/json.h"              /* wh_json_* */
-#include "wh/workload_validate.h" /* wh_workload_kind_validated */
-#include "wh/podspec.h"           /* label keys, wh_pod_is_legacy */
-#include "wh/mem.h"               /* wh_calloc, wh_free */
-#include "wh/utf8.h"              /* wh_utf8_cut, wh_utf8_is_ascii */
+#include "wh/json.h"    /* wh_json_* */
+#include "wh/kinds.h"   /* wh_kinds, wh_kind_class */
+#include "wh/podspec.h" /* label keys, wh_pod_is_legacy */
+#include "wh/mem.h"     /* wh_calloc, wh_free */
+#include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_is_ascii */
 
 struct wh_review {
     cJSON *root;          /* owned: the whole AdmissionReview; NULL for wh_review_of_request */
@@ -25,7 +25,7 @@ static const char *owner_cluster_uid(const cJSON *meta, const char *cluster)
     cJSON_ArrayForEach(ref, refs)
     {
         if (cJSON_IsTrue(wh_json_get(ref, "controller")) &&
-            !strcmp(wh_json_str0(ref, "kind"), "RayCluster") &&
+            !strcmp(wh_json_str0(ref, "kind"), wh_kinds[WH_ROW_RAYCLUSTER].kind) &&
             !strcmp(wh_json_str0(ref, "name"), cluster))
             return wh_json_str0(ref, "uid");
     }
@@ -128,10 +128,7 @@ static void read_info(struct wh_review *rv)
     in->operation = wh_json_str0(req, "operation");
     in->dry_run = cJSON_IsTrue(wh_json_get(req, "dryRun"));
     in->kind_name = wh_json_str0(wh_json_get(req, "kind"), "kind");
-    in->kind = !strcmp(in->kind_name, "Pod")               ? WH_KIND_POD
-               : !strcmp(in->kind_name, "RayCluster")      ? WH_KIND_RAYCLUSTER
-               : wh_workload_kind_validated(in->kind_name) ? WH_KIND_WORKLOAD
-                                                           : WH_KIND_OTHER;
+    in->kind = wh_kind_class(in->kind_name);
     in->object_ns = wh_json_str0(meta, "namespace");
     in->ns = wh_json_str0(req, "namespace");
     in->ns_from_request = *in->ns != '\0';

@@ -6,6 +6,7 @@
 #include <stdio.h>  /* snprintf, vsnprintf */
 #include <string.h> /* strlen */
 
+#include "wh/kinds.h"   /* wh_kinds */
 #include "wh/podspec.h" /* wh_meta_* */
 #include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_trim_cut */
 
@@ -24,15 +25,15 @@ const char *wh_wl_job_name(const cJSON *pod)
 
 void wh_wl_describe(struct wh_wl *w)
 {
-    const char *owner = NULL, *kind = "Pod";
+    const char *owner = NULL, *kind = wh_kinds[WH_ROW_POD].kind;
     switch (w->kind) {
     case WH_WL_LWS:
         owner = wh_meta_label(w->pod, WH_KEY_LWS_NAME);
-        kind = "LeaderWorkerSet";
+        kind = wh_kinds[WH_ROW_LWS].kind;
         break;
     case WH_WL_JOBSET:
         owner = wh_wl_meta_value(w->pod, WH_KEY_JS_NAME, false);
-        kind = "JobSet";
+        kind = wh_kinds[WH_ROW_JOBSET].kind;
         break;
     case WH_WL_INDEXED_JOB:
         owner = wh_wl_job_name(w->pod);
@@ -40,7 +41,7 @@ void wh_wl_describe(struct wh_wl *w)
         break;
     default:
         owner = wh_wl_job_name(w->pod);
-        kind = owner ? "Job" : "Pod";
+        kind = owner ? wh_kinds[WH_ROW_JOB].kind : wh_kinds[WH_ROW_POD].kind;
         break;
     }
     wh_event_subject_of(&w->d->subject, w->pod, w->ns, kind, owner);

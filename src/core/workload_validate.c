@@ -12,6 +12,7 @@
 
 #include "wh/buf.h"       /* wh_buf */
 #include "wh/json.h"      /* wh_json_* */
+#include "wh/kinds.h"     /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
@@ -28,6 +29,7 @@
 
 struct vctx {
     const char *kind, *ns, *name;
+    const struct wh_kind_def *def; /* kind's row of wh_kinds (NULL: none) */
     struct wh_buf problems;
     size_t n_problems;
     bool full; /* the problems so far fill the message; the rest are counted */
@@ -260,7 +262,7 @@ static enum wh_err lws_identity_skip(struct vctx *v, const struct wh_tpu_contain
 static enum wh_err template_identity(struct vctx *v, const struct wh_tpu_containers *tc,
                                      const char *field, long hosts)
 {
-    bool lws = !strcmp(v->kind, "LeaderWorkerSet");
+    bool lws = v->def && v->def->identity == WH_IDENTITY_LWS;
     if (lws && hosts > 1)
         WH_TRY(lws_identity_skip(v, tc, field));
     for (unsigned i = 0; i < tc->n; i++) {
@@ -623,11 +625,6 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     return err;
 }
 
-bool wh_workload_kind_validated(const char *kind)
-{
-    return !strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet");
-}
-
 enum wh_err wh_validate_workload(const struct wh_review *rv, const struct wh_state *st,
                                  struct wh_decision *d, char *errbuf)
 {
@@ -652,6 +649,7 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct
     /* The object's own name or generateName, not in->name, which falls back
      * to request.name: answers name the object as its metadata does. */
     struct vctx v = {.kind = kind,
+                     .def = wh_kind_find(kind),
                      .ns = in->ns,
                      .name = in->object_name,
                      .d = d,
@@ -660,9 +658,10 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct
                      .st = st,
                      .errbuf = errbuf};
     wh_buf_init(&v.problems, PROBLEMS_MAX);
-    enum wh_err err = !strcmp(kind, "Job")      ? validate_job(&v, obj)
-                      : !strcmp(kind, "JobSet") ? validate_jobset(&v, obj)
-                                                : validate_lws(&v, obj);
+    enum wh_kind_identity id = v.def ? v.def->identity : WH_IDENTITY_LWS;
+    enum wh_err err = id == WH_IDENTITY_JOB_INDEX ? validate_job(&v, obj)
+                      : id == WH_IDENTITY_JOBSET  ? validate_jobset(&v, obj)
+                                                  : validate_lws(&v, obj);
     if (!err && v.n_problems)
         err = wh_decision_deny(d, "%s", wh_buf_ptr(&v.problems));
     wh_buf_free(&v.problems);

@@ -12,7 +12,8 @@
 #include "wh/render.h"        /* wh_render_validate */
 #include "wh/validate.h"      /* struct wh_validation */
 #include "wh/topology.h"      /* wh_topology_parse, wh_topology_hosts */
-#include "wh/workload_pods.h" /* wh_workload_pods_kind */
+#include "wh/kinds.h"         /* wh_kind_find, wh_kind_pods_by */
+#include "wh/workload_pods.h" /* wh_workload_template_requests_tpu */
 #include "wh/doctor.h"        /* wh_doctor_service_warnings, wh_doctor_collect_services */
 #include "wh/strict.h"        /* wh_strict_object */
 #include "wh/yaml.h"          /* wh_yaml_load_at */
@@ -332,20 +333,21 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
 
 static bool is_ray_kind(const char *k)
 {
-    return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService"));
+    return wh_kind_pods_by(k, WH_PODS_KUBERAY);
 }
 
 /* The first pod template of a Job, JobSet or LWS whose containers request
  * TPUs; NULL when none does. */
 static const cJSON *tpu_template(const cJSON *doc)
 {
-    const char *kind = wh_json_str0(doc, "kind");
+    const struct wh_kind_def *def = wh_kind_find(wh_json_str0(doc, "kind"));
+    enum wh_kind_identity id = def ? def->identity : WH_IDENTITY_JOBSET;
     const cJSON *spec = wh_json_get(doc, "spec"), *t;
-    if (!strcmp(kind, "Job")) {
+    if (id == WH_IDENTITY_JOB_INDEX) {
         t = wh_json_get(spec, "template");
         return wh_workload_template_requests_tpu(t) ? t : NULL;
     }
-    if (!strcmp(kind, "LeaderWorkerSet")) {
+    if (id == WH_IDENTITY_LWS) {
         t = wh_json_path(spec, "leaderWorkerTemplate", "workerTemplate", NULL);
         return wh_workload_template_requests_tpu(t) ? t : NULL;
     }
@@ -480,7 +482,8 @@ enum wh_err wh_check_text_opts(const char *file, const char *text, size_t len,
         bool is_list = !strcmp(wh_json_str0(d, "kind"), "List") && cJSON_IsArray(list);
         for (const cJSON *x = is_list ? list->child : d; !err && x; x = is_list ? x->next : NULL) {
             const char *kind = wh_json_str(x, "kind");
-            bool workload = wh_workload_pods_kind(kind), judged = workload || is_ray_kind(kind);
+            bool workload = wh_kind_pods_by(kind, WH_PODS_WORKLOAD),
+                 judged = workload || is_ray_kind(kind);
             struct origin o = {file, lines[i], kind,
                                wh_json_str0(wh_json_get(x, "metadata"), "name"), ""};
             judged_any |= judged;
@@ -591,7 +594,7 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
             groups++;
         else if (!strcmp(wh_json_str0(r, "verdict"), "strict"))
             continue;
-        else if (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet"))
+        else if (wh_kind_pods_by(kind, WH_PODS_WORKLOAD))
             workloads++;
     }
     char wl[48] = "", more[96] = "";

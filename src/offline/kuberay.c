@@ -13,6 +13,7 @@
 #include <string.h> /* strcmp, memset */
 
 #include "wh/json.h"            /* wh_json_* */
+#include "wh/kinds.h"           /* wh_kinds, wh_kind_find */
 #include "wh/kuberay_cluster.h" /* wh_kr_cluster, wh_kr_at_least, wh_kr_invent_suffix */
 #include "wh/kuberay_json.h"    /* wh_kr_put, wh_kr_child, wh_kr_sort_object */
 #include "wh/kuberay_spec.h"    /* wh_kr_build_spec */
@@ -122,8 +123,8 @@ static enum wh_err owner_ref(const struct wh_kr_cluster *c, cJSON *meta)
         return WH_ERR_NOMEM;
     }
     WH_TRY(wh_json_add(refs, r));
-    WH_TRY(wh_kr_put_str(r, "apiVersion", "ray.io/v1"));
-    WH_TRY(wh_kr_put_str(r, "kind", "RayCluster"));
+    WH_TRY(wh_kr_put_str(r, "apiVersion", wh_kinds[WH_ROW_RAYCLUSTER].api_version));
+    WH_TRY(wh_kr_put_str(r, "kind", wh_kinds[WH_ROW_RAYCLUSTER].kind));
     WH_TRY(wh_kr_put_str(r, "name", c->name));
     const char *uid = wh_json_str(wh_json_get(c->cluster, "metadata"), "uid");
     if (uid && uid[0])
@@ -141,8 +142,8 @@ static enum wh_err build_pod(const struct wh_kr_cluster *c, const cJSON *group, 
     if (!pod)
         return WH_ERR_NOMEM;
     WH_TRY(wh_json_add(pods, pod));
-    WH_TRY(wh_kr_put_str(pod, "apiVersion", "v1"));
-    WH_TRY(wh_kr_put_str(pod, "kind", "Pod"));
+    WH_TRY(wh_kr_put_str(pod, "apiVersion", wh_kinds[WH_ROW_POD].api_version));
+    WH_TRY(wh_kr_put_str(pod, "kind", wh_kinds[WH_ROW_POD].kind));
     cJSON *meta = wh_kr_child(pod, "metadata", false);
     if (!meta)
         return WH_ERR_NOMEM;
@@ -316,8 +317,8 @@ static enum wh_err wrap_cluster(const cJSON *obj, const char *kind, const cJSON 
         cJSON_Delete(l);
         return WH_ERR_NOMEM;
     }
-    WH_TRY(wh_kr_put_str(c, "apiVersion", "ray.io/v1"));
-    WH_TRY(wh_kr_put_str(c, "kind", "RayCluster"));
+    WH_TRY(wh_kr_put_str(c, "apiVersion", wh_kinds[WH_ROW_RAYCLUSTER].api_version));
+    WH_TRY(wh_kr_put_str(c, "kind", wh_kinds[WH_ROW_RAYCLUSTER].kind));
     char sfx[6], cname[320];
     wh_kr_invent_suffix(name, 0, sfx);
     snprintf(cname, sizeof(cname), "%s-%s", name, sfx);
@@ -340,14 +341,14 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
         return wh_fail(errbuf, WH_ERR_KIND,
                        "the object has no kind; expected RayCluster, "
                        "RayJob or RayService");
-    if (!strcmp(kind, "RayCluster")) {
+    /* A KubeRay kind's row says where its RayCluster spec sits. */
+    const struct wh_kind_def *def = wh_kind_find(kind);
+    if (def && def->review == WH_KIND_RAYCLUSTER) {
         *cluster = cJSON_Duplicate(obj, 1);
         return *cluster ? WH_OK : WH_ERR_NOMEM;
     }
-    if (!strcmp(kind, "RayJob"))
-        field = "rayClusterSpec";
-    else if (!strcmp(kind, "RayService"))
-        field = "rayClusterConfig";
+    if (def && def->pods == WH_PODS_KUBERAY && def->cluster_spec && strchr(def->cluster_spec, '.'))
+        field = strchr(def->cluster_spec, '.') + 1; /* "spec.rayClusterSpec" */
     else
         return wh_fail(errbuf, WH_ERR_KIND, "%s %s is not a RayCluster, RayJob or RayService", kind,
                        name);

@@ -12,6 +12,7 @@
 #include <strings.h> /* strcasecmp */
 
 #include "wh/json.h"         /* wh_json_* */
+#include "wh/kinds.h"        /* wh_kinds, WH_KIND_ORIGIN_LABEL */
 #include "wh/kuberay_json.h" /* wh_kr_scalar_text */
 
 static const char name_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -109,7 +110,8 @@ enum wh_err wh_kr_cluster_init(struct wh_kr_cluster *c, const cJSON *cluster,
     snprintf(c->fqdn, sizeof(c->fqdn), "%s.%s.svc.%s", c->head_svc, c->ns,
              opts->cluster_domain ? opts->cluster_domain : "cluster.local");
     const cJSON *labels = wh_json_get(meta, "labels");
-    c->from_rayservice = !strcmp(wh_json_str0(labels, "ray.io/originated-from-crd"), "RayService");
+    c->from_rayservice = !strcmp(wh_json_str0(labels, WH_KIND_ORIGIN_LABEL),
+                                 wh_kinds[WH_ROW_RAYSERVICE].kind);
     const cJSON *ann = wh_json_get(meta, "annotations");
     c->overwrite_cmd = !strcasecmp(wh_json_str0(ann, "ray.io/overwrite-container-cmd"), "true");
     c->ft = !strcasecmp(wh_json_str0(ann, "ray.io/ft-enabled"), "true") ||

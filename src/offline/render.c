@@ -17,6 +17,7 @@
 #include "wh/decision.h"          /* struct wh_decision */
 #include "wh/engine.h"            /* enum wh_route */
 #include "wh/json.h"              /* wh_json_* */
+#include "wh/kinds.h"             /* wh_kinds, wh_kind_find, wh_kind_pods_by */
 #include "wh/jsonpatch.h"         /* wh_jsonpatch_apply */
 #include "wh/mutate.h"            /* wh_mutate_pod */
 #include "wh/review.h"            /* wh_review_of_request, wh_review_free */
@@ -42,15 +43,16 @@ static void kind_info_of(const cJSON *obj, bool pod, struct kind_info *k)
     const char *slash = strchr(api, '/');
     snprintf(k->group, sizeof(k->group), "%.*s", slash ? (int)(slash - api) : 0, api);
     snprintf(k->version, sizeof(k->version), "%s", slash ? slash + 1 : api);
-    k->kind = pod ? "Pod" : wh_json_str0(obj, "kind");
-    k->resource = pod                                   ? "pods"
-                  : !strcmp(k->kind, "Job")             ? "jobs"
-                  : !strcmp(k->kind, "JobSet")          ? "jobsets"
-                  : !strcmp(k->kind, "LeaderWorkerSet") ? "leaderworkersets"
-                                                        : "rayclusters";
-    if (!pod && !strcmp(k->kind, "RayCluster")) {
-        snprintf(k->group, sizeof(k->group), "ray.io");
-        snprintf(k->version, sizeof(k->version), "v1");
+    k->kind = pod ? wh_kinds[WH_ROW_POD].kind : wh_json_str0(obj, "kind");
+    /* What is neither a Pod nor a workload is a KubeRay kind's RayCluster. */
+    const struct wh_kind_def *def = pod ? &wh_kinds[WH_ROW_POD]
+                                    : wh_kind_pods_by(k->kind, WH_PODS_WORKLOAD)
+                                        ? wh_kind_find(k->kind)
+                                        : &wh_kinds[WH_ROW_RAYCLUSTER];
+    k->resource = def->resource;
+    if (!pod && !strcmp(k->kind, wh_kinds[WH_ROW_RAYCLUSTER].kind)) {
+        snprintf(k->group, sizeof(k->group), "%s", def->group);
+        snprintf(k->version, sizeof(k->version), "%s", def->version);
     }
 }
 
@@ -152,10 +154,9 @@ static const char *json_type(const cJSON *v)
 static const char *spec_path(const cJSON *cluster)
 {
     const char *from = wh_json_str0(wh_json_path(cluster, "metadata", "labels", NULL),
-                                    "ray.io/originated-from-crd");
-    return !strcmp(from, "RayJob")       ? "spec.rayClusterSpec"
-           : !strcmp(from, "RayService") ? "spec.rayClusterConfig"
-                                         : "spec";
+                                    WH_KIND_ORIGIN_LABEL);
+    const struct wh_kind_def *def = wh_kind_find(from);
+    return def && def->pods == WH_PODS_KUBERAY && def->cluster_spec ? def->cluster_spec : "spec";
 }
 
 static enum wh_err type_error(const cJSON *cluster, const char *field, const cJSON *v,
@@ -389,8 +390,8 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
      * sized so "<name>-headless" and "-serve-svc" fit in 63) and creates no
      * pods for a longer one, whatever the webhook said. */
     const char *name = wh_json_str0(wh_json_get(out->cluster, "metadata"), "name");
-    if (!strcmp(wh_json_str0(obj, "kind"), "RayCluster") && (opts->major > 1 || opts->minor >= 4) &&
-        strlen(name) > 53) {
+    if (!strcmp(wh_json_str0(obj, "kind"), wh_kinds[WH_ROW_RAYCLUSTER].kind) &&
+        (opts->major > 1 || opts->minor >= 4) && strlen(name) > 53) {
         err = wh_fail(errbuf, WH_ERR_INVALID,
                       "metadata.name \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
                       "RayCluster names over 53 and creates no pods: shorten the name",
@@ -548,7 +549,7 @@ static enum wh_err workload_summary(const struct wh_render_result *r, struct wh_
 
 enum wh_err wh_render_summary(const struct wh_render_result *r, struct wh_buf *out)
 {
-    if (wh_workload_pods_kind(wh_json_str(r->cluster, "kind")))
+    if (wh_kind_pods_by(wh_json_str(r->cluster, "kind"), WH_PODS_WORKLOAD))
         return workload_summary(r, out);
     const char *name = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
     const char *ns = wh_json_str0(wh_json_get(r->cluster, "metadata"), "namespace");

@@ -6,6 +6,7 @@
 
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
+#include "wh/kinds.h"   /* wh_kind_find */
 #include "wh/patch.h"   /* wh_env_entry */
 #include "wh/podspec.h" /* wh_container_tpu, wh_container_requests_tpu */
 
@@ -13,12 +14,6 @@
 #define LWS "leaderworkerset.sigs.k8s.io/"
 #define JS "jobset.sigs.k8s.io/"
 #define LWS_TPU_PORT 8476 /* LWS's TPU_PROCESS_PORT */
-
-bool wh_workload_pods_kind(const char *kind)
-{
-    return kind &&
-           (!strcmp(kind, "Job") || !strcmp(kind, "JobSet") || !strcmp(kind, "LeaderWorkerSet"));
-}
 
 /* A made-up but stable UID / hash from a name. */
 static void fake_uid(const char *a, const char *b, char *out, size_t n)
@@ -114,7 +109,8 @@ static cJSON *pod_from_template(const cJSON *tmpl, const char *ns)
     cJSON *pod = cJSON_CreateObject(), *meta = cJSON_CreateObject();
     const cJSON *tm = wh_json_get(tmpl, "metadata"), *ts = wh_json_get(tmpl, "spec");
     if (!pod || !meta || wh_json_set_str(pod, "apiVersion", "v1") ||
-        wh_json_set_str(pod, "kind", "Pod") || wh_json_set(pod, "metadata", meta)) {
+        wh_json_set_str(pod, "kind", wh_kinds[WH_ROW_POD].kind) ||
+        wh_json_set(pod, "metadata", meta)) {
         cJSON_Delete(meta);
         cJSON_Delete(pod);
         return NULL;
@@ -528,7 +524,8 @@ enum wh_err wh_workload_pods(const cJSON *obj, cJSON **pods, char *errbuf)
 {
     *pods = NULL;
     const char *kind = wh_json_str0(obj, "kind");
-    if (!wh_workload_pods_kind(kind))
+    const struct wh_kind_def *def = wh_kind_find(kind);
+    if (!def || def->pods != WH_PODS_WORKLOAD)
         return wh_fail(errbuf, WH_ERR_KIND,
                        "kind \"%.64s\" is not a Job, JobSet or "
                        "LeaderWorkerSet",
@@ -536,9 +533,9 @@ enum wh_err wh_workload_pods(const cJSON *obj, cJSON **pods, char *errbuf)
     cJSON *out = cJSON_CreateArray();
     if (!out)
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
-    enum wh_err err = !strcmp(kind, "Job")      ? job(obj, out, errbuf)
-                      : !strcmp(kind, "JobSet") ? jobset(obj, out, errbuf)
-                                                : lws(obj, out, errbuf);
+    enum wh_err err = def->identity == WH_IDENTITY_JOB_INDEX ? job(obj, out, errbuf)
+                      : def->identity == WH_IDENTITY_JOBSET  ? jobset(obj, out, errbuf)
+                                                             : lws(obj, out, errbuf);
     if (err == WH_ERR_NOMEM)
         wh_fail(errbuf, err, "out of memory building the pods");
     if (err) {

@@ -13,18 +13,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/err.h" /* enum wh_err */
+#include "wh/err.h"   /* enum wh_err */
+#include "wh/kinds.h" /* enum wh_kind */
 
 /* Largest AdmissionReview the engine accepts (the API server's own 3 MiB
  * request limit, doubled for UPDATE's oldObject). */
 #define WH_REVIEW_MAX_BYTES ((size_t)6 * 1024 * 1024)
-
-enum wh_kind {
-    WH_KIND_OTHER,
-    WH_KIND_POD,
-    WH_KIND_RAYCLUSTER,
-    WH_KIND_WORKLOAD, /* Job, JobSet, LeaderWorkerSet (workload_validate.h) */
-};
 
 struct wh_review;
 

@@ -8,17 +8,13 @@
 #ifndef WH_WORKLOAD_VALIDATE_H
 #define WH_WORKLOAD_VALIDATE_H
 
-#include <stdbool.h> /* bool */
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
 
-/* True for the kinds this policy judges: Job, JobSet, LeaderWorkerSet. */
-bool wh_workload_kind_validated(const char *kind);
-
-/* Judge rv (an AdmissionReview whose kind is one of the above; its
+/* Judge rv (an AdmissionReview of a kind whose row of wh_kinds (kinds.h)
+ * has validator WH_VALIDATOR_WORKLOAD: Job, JobSet, LeaderWorkerSet; its
  * operation, kind, namespace and the object's name are its info's) on
  * CREATE and UPDATE; other operations are allowed. Every failing part is
  * reported in one denial, each naming kind/name, the field, its value and

@@ -22,9 +22,6 @@
 /* Most pods one manifest builds. */
 #define WH_WORKLOAD_MAX_PODS 10000L
 
-/* True for Job, JobSet and LeaderWorkerSet. */
-bool wh_workload_pods_kind(const char *kind);
-
 /* True when a pod template's containers request google.com/tpu (or carry one that is
  * not a quantity, which the validation denies). */
 bool wh_workload_template_requests_tpu(const cJSON *tmpl);

@@ -14,6 +14,7 @@
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/clock.h" /* wh_clock_ms, wh_clock_us, wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/json.h"  /* wh_json_path, wh_json_str0 */
+#include "wh/kinds.h" /* wh_kinds */
 #include "wh/log.h"   /* wh_log */
 #include "nswin.h"    /* wh_nswin_admit */
 #include "uidcache.h" /* wh_uidcache_* */
@@ -268,7 +269,7 @@ static bool pause_locked(struct wh_events *e, long ms)
  * stopped. Returns the back-off the POST's answer asks for. */
 static long deliver(struct wh_events *e, struct item *it, unsigned long long seq)
 {
-    if (!*it->s.uid && !strcmp(it->s.kind, "LeaderWorkerSet")) {
+    if (!*it->s.uid && !strcmp(it->s.kind, wh_kinds[WH_ROW_LWS].kind)) {
         long pause = lws_uid(e, it);
         pthread_mutex_lock(&e->mu);
         bool go = pause_locked(e, pause);

@@ -8,19 +8,19 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"           /* wh_buf */
-#include "wh/commands.h"      /* wh_cmd_render */
-#include "wh/doctor.h"        /* wh_doctor_collect_services, wh_doctor_service_warnings */
-#include "wh/fileio.h"        /* wh_read_file */
-#include "flags.h"            /* wh_flags_command_args, WH_FLAGS_OUTPUT */
-#include "wh/json.h"          /* wh_json_* */
-#include "wh/kuberay.h"       /* wh_kuberay_opts */
-#include "output.h"           /* wh_output_doc */
-#include "wh/render.h"        /* wh_render_object */
-#include "wh/render_env.h"    /* wh_render_env_text */
-#include "wh/workload_pods.h" /* wh_workload_pods_kind */
-#include "wh/yaml.h"          /* wh_yaml_load */
-#include "wh/yaml_emit.h"     /* wh_yaml_emit */
+#include "wh/buf.h"        /* wh_buf */
+#include "wh/commands.h"   /* wh_cmd_render */
+#include "wh/doctor.h"     /* wh_doctor_collect_services, wh_doctor_service_warnings */
+#include "wh/fileio.h"     /* wh_read_file */
+#include "flags.h"         /* wh_flags_command_args, WH_FLAGS_OUTPUT */
+#include "wh/json.h"       /* wh_json_* */
+#include "wh/kuberay.h"    /* wh_kuberay_opts */
+#include "output.h"        /* wh_output_doc */
+#include "wh/render.h"     /* wh_render_object */
+#include "wh/render_env.h" /* wh_render_env_text */
+#include "wh/kinds.h"      /* wh_kind_find, wh_kind_pods_by */
+#include "wh/yaml.h"       /* wh_yaml_load */
+#include "wh/yaml_emit.h"  /* wh_yaml_emit */
 
 /* Rendered output is bounded: WH_KUBERAY_MAX_PODS pods of a few KiB. */
 #define RENDER_OUTPUT_MAX ((size_t)512 * 1024 * 1024)
@@ -90,11 +90,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return -1;
 }
 
+/* A kind render expands into pods (its row of wh_kinds, kinds.h). */
 static bool is_ray_kind(const cJSON *doc)
 {
-    const char *k = wh_json_str(doc, "kind");
-    return k && (!strcmp(k, "RayCluster") || !strcmp(k, "RayJob") || !strcmp(k, "RayService") ||
-                 wh_workload_pods_kind(k));
+    const struct wh_kind_def *def = wh_kind_find(wh_json_str(doc, "kind"));
+    return def && def->pods != WH_PODS_NONE;
 }
 
 /* Append the rendered pods (or summary) of one result. */
@@ -112,7 +112,7 @@ static enum wh_err emit(const struct opts *o, const struct wh_render_result *r, 
         return wh_render_env_text(r->origins, out);
     const char *cluster = wh_json_str0(wh_json_get(r->cluster, "metadata"), "name");
     const char *kind = wh_json_str0(r->cluster, "kind");
-    bool ray = !wh_workload_pods_kind(kind);
+    bool ray = !wh_kind_pods_by(kind, WH_PODS_WORKLOAD);
     int i = 0;
     for (cJSON *p = r->pods->child; p; p = p->next, i++) {
         if (o->json) {
@@ -154,8 +154,9 @@ static void render_one(const struct opts *o, const cJSON *d, const cJSON *servic
     const char *sep = name[0] ? " " : "";
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_render_result r;
-    enum wh_err err = wh_workload_pods_kind(kind) ? wh_render_workload(d, &r, errbuf)
-                                                  : wh_render_object(d, &o->kuberay, &r, errbuf);
+    enum wh_err err = wh_kind_pods_by(kind, WH_PODS_WORKLOAD)
+                          ? wh_render_workload(d, &r, errbuf)
+                          : wh_render_object(d, &o->kuberay, &r, errbuf);
     if (!err && r.pods) /* a Job's headless Service, as doctor judges it */
         err = wh_doctor_service_warnings(r.cluster, r.pods, services, r.verdict.warnings, errbuf);
     if (err) {

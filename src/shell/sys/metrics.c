@@ -6,11 +6,12 @@
 #include <stdatomic.h>    /* atomic_* */
 #include <stdio.h>        /* fopen, fread */
 #include <stdlib.h>       /* calloc, free, strtoll */
-#include <string.h>       /* strcmp, strchr */
+#include <string.h>       /* strchr */
 #include <sys/resource.h> /* getrusage, getrlimit */
 #include <unistd.h>       /* sysconf */
 
 #include "wh/buildinfo.h" /* wh_build_* */
+#include "wh/kinds.h"     /* wh_kinds, wh_kind_find, wh_kind_row_of */
 
 /* Status codes with their own label; the rest count as "other". Index 0 is
  * "no answer" (client went away). */
@@ -28,10 +29,17 @@ static const long long bounds_us[] = {100,     250,     500,     1000,     2500,
 
 const double wh_mclaim_bounds[WH_MCLAIM_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5};
 
-/* Label values of tpu_webhook_admissions_total (bounded: see metrics.h). */
-static const char *const kind_labels[] = {"Pod",    "RayCluster",      "Job",
-                                          "JobSet", "LeaderWorkerSet", "other"};
-#define N_KINDS (sizeof(kind_labels) / sizeof(kind_labels[0]))
+/* The kind index of tpu_webhook_admissions_total: a row of wh_kinds
+ * (kinds.h) with a metrics label, in the table's order, then "other" for
+ * every other kind (bounded: see metrics.h). */
+#define N_KINDS ((size_t)WH_ROW__COUNT + 1)
+#define K_OTHER ((size_t)WH_ROW__COUNT)
+
+/* The label of kind index k; NULL for a row without one (never counted). */
+static const char *kind_label(size_t k)
+{
+    return k == K_OTHER ? "other" : wh_kinds[k].metrics_label;
+}
 enum reason { R_PATCHED, R_NO_PATCH, R_INVALID, R_STATE_UNAVAILABLE, N_REASONS };
 static const char *const reason_labels[N_REASONS] = {"patched", "no_patch", "invalid",
                                                      "cluster_state_unavailable"};
@@ -118,9 +126,8 @@ void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct
 {
     if ((unsigned)path >= WH_MPATH__COUNT)
         path = WH_MPATH_OTHER;
-    size_t k = 0;
-    while (k < N_KINDS - 1 && (!a->kind || strcmp(a->kind, kind_labels[k])))
-        k++;
+    const struct wh_kind_def *def = wh_kind_find(a->kind);
+    size_t k = def && def->metrics_label ? (size_t)wh_kind_row_of(def) : K_OTHER;
     enum reason r = a->allowed             ? (a->n_ops ? R_PATCHED : R_NO_PATCH)
                     : a->state_unavailable ? R_STATE_UNAVAILABLE
                                            : R_INVALID;
@@ -220,8 +227,9 @@ static enum wh_err render_latency(const struct wh_metrics *m, struct wh_buf *b)
  * (path, kind) appears once it has counted something. */
 static bool always_shown(size_t path, size_t kind)
 {
-    return (path == WH_MPATH_MUTATE && !strcmp(kind_labels[kind], "Pod")) ||
-           (path == WH_MPATH_VALIDATE && !strcmp(kind_labels[kind], "RayCluster"));
+    enum wh_kind class = kind == K_OTHER ? WH_KIND_OTHER : wh_kinds[kind].review;
+    return (path == WH_MPATH_MUTATE && class == WH_KIND_POD) ||
+           (path == WH_MPATH_VALIDATE && class == WH_KIND_RAYCLUSTER);
 }
 
 static enum wh_err render_admissions(const struct wh_metrics *m, struct wh_buf *b)
@@ -230,14 +238,14 @@ static enum wh_err render_admissions(const struct wh_metrics *m, struct wh_buf *
                            "AdmissionReviews answered, by route, object kind, decision and reason.");
     for (size_t p = 0; !err && p < WH_MPATH__COUNT; p++)
         for (size_t k = 0; !err && k < N_KINDS; k++)
-            for (size_t r = 0; !err && r < N_REASONS; r++) {
+            for (size_t r = 0; !err && kind_label(k) && r < N_REASONS; r++) {
                 long long v = get(&m->admissions[p][k][r]);
                 if (!v && !always_shown(p, k))
                     continue;
                 err = wh_buf_addf(b,
                                   "tpu_webhook_admissions_total{path=\"%s\",kind=\"%s\","
                                   "decision=\"%s\",reason=\"%s\"} %lld\n",
-                                  wh_routes[p].label, kind_labels[k],
+                                  wh_routes[p].label, kind_label(k),
                                   r <= R_NO_PATCH ? "allowed" : "denied", reason_labels[r], v);
             }
     if (!err)
