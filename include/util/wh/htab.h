@@ -1,5 +1,6 @@
 /* htab.h: an intrusive chained hash table and refcounted interned strings
- * (the pod and node store's tables, store.c).
+ * (the pod and node store's tables, store.c; the doctor's maps,
+ * src/offline/doctor/map.c).
  *
  * Intrusive: an entry embeds struct wh_hnode as its first member and sets
  * its hash; the table links entries but never allocates or frees them, so

@@ -16,25 +16,19 @@
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
-#include <stdint.h>  /* uint32_t */
 
 #include "wh/err.h"       /* enum wh_err */
+#include "wh/htab.h"      /* struct wh_htab */
 #include "wh/json.h"      /* cJSON */
 #include "wh/nodeindex.h" /* struct wh_node_rec, struct wh_nodeindex */
 #include "wh/podspec.h"   /* wh_env_lookup, wh_meta_label, wh_meta_annotation */
 #include "wh/state.h"     /* struct wh_state */
 
-/* ---- a string-keyed hash table (map.c) ----------------------------------- */
+/* ---- the maps: string keys over the tree's hash table (map.c) ------------- */
 
-struct dent {
-    struct dent *next;
-    uint32_t h;
-    char *key;
-    void *val;
-};
+/* Keys are copied, values borrowed; wh_dr_map_free frees the entries. */
 struct dmap {
-    struct dent **b;
-    size_t nb, n;
+    struct wh_htab t;
 };
 
 void *wh_dr_map_get(const struct dmap *m, const char *key);

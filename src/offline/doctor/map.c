@@ -1,65 +1,52 @@
-/* map.c: the string-keyed hash table of the doctor's model (doctor_impl.h). */
+/* map.c: the doctor model's maps, string keys to borrowed values, over
+ * the tree's hash table (wh/htab.h); see doctor_impl.h. */
 #include "doctor_impl.h"
 
-#include <stdlib.h> /* calloc, free */
-#include <string.h> /* memset, strcmp, strdup */
+#include <stdlib.h> /* free, malloc */
+#include <string.h> /* memcpy, strcmp, strlen */
 
 #include "wh/hash.h" /* wh_hash_str, WH_HASH_INIT */
+#include "wh/htab.h" /* wh_htab_*, struct wh_hnode */
+
+/* An entry: the table's node first, the key copied after it. */
+struct dent {
+    struct wh_hnode h;
+    void *val;
+    char key[];
+};
 
 void *wh_dr_map_get(const struct dmap *m, const char *key)
 {
-    if (!m->nb)
+    if (!m->t.nb)
         return NULL;
     uint32_t h = wh_hash_str(WH_HASH_INIT, key);
-    for (struct dent *e = m->b[h & (m->nb - 1)]; e; e = e->next)
-        if (e->h == h && !strcmp(e->key, key))
-            return e->val;
+    for (const struct wh_hnode *e = *wh_htab_slot(&m->t, h); e; e = e->next) {
+        const struct dent *d = (const struct dent *)e;
+        if (e->hash == h && !strcmp(d->key, key))
+            return d->val;
+    }
     return NULL;
-}
-
-static bool dmap_grow(struct dmap *m)
-{
-    if (m->n < m->nb)
-        return true;
-    size_t nb = m->nb ? m->nb * 2 : 64;
-    struct dent **b = calloc(nb, sizeof(*b));
-    if (!b)
-        return false;
-    for (size_t i = 0; i < m->nb; i++)
-        for (struct dent *e = m->b[i], *next; e; e = next) {
-            next = e->next;
-            e->next = b[e->h & (nb - 1)];
-            b[e->h & (nb - 1)] = e;
-        }
-    free(m->b);
-    m->b = b;
-    m->nb = nb;
-    return true;
 }
 
 enum wh_err wh_dr_map_put(struct dmap *m, const char *key, void *val)
 {
-    struct dent *e = dmap_grow(m) ? calloc(1, sizeof(*e)) : NULL;
-    if (!e || !(e->key = strdup(key))) {
-        free(e);
+    size_t n = strlen(key) + 1;
+    struct dent *e = wh_htab_grow(&m->t) ? malloc(sizeof(*e) + n) : NULL;
+    if (!e)
         return WH_ERR_NOMEM;
-    }
-    e->h = wh_hash_str(WH_HASH_INIT, key);
+    e->h.hash = wh_hash_str(WH_HASH_INIT, key);
     e->val = val;
-    e->next = m->b[e->h & (m->nb - 1)];
-    m->b[e->h & (m->nb - 1)] = e;
-    m->n++;
+    memcpy(e->key, key, n);
+    wh_htab_insert(&m->t, &e->h);
     return WH_OK;
 }
 
 void wh_dr_map_free(struct dmap *m)
 {
-    for (size_t i = 0; i < m->nb; i++)
-        for (struct dent *e = m->b[i], *next; e; e = next) {
+    for (size_t i = 0; i < m->t.nb; i++)
+        for (struct wh_hnode *e = m->t.b[i], *next; e; e = next) {
             next = e->next;
-            free(e->key);
             free(e);
         }
-    free(m->b);
-    memset(m, 0, sizeof(*m));
+    wh_htab_free(&m->t);
 }
