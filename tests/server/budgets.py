@@ -16,8 +16,11 @@ The wave arrives faster than the server can judge it (a body is judged
 once it has been quiet for WH_SRV_SHED_QUIET_MS, 1 s, or over a whole
 rate window), so on a fast machine nothing asks for room once the bodies
 can be judged: a prober from the attackers' addresses then sends a further
-64 KiB body every 0.2 s until the server has shed a first slow body to take
-it (waited for, not slept on). Once every trickle has been measured over a
+1 MiB body every 0.2 s until the server has shed a first slow body to take
+it (waited for, not slept on). A probe is as big as the bodies that fill the
+budget because the small ones are cut for their rate about 5 s after they
+start (--min-body-rate): on a slow machine they are gone before the probes
+begin, and 24 probes of 1 MiB fill the budget again whatever was cut. Once every trickle has been measured over a
 whole window (two rounds of the trickle, whose first window still counts
 the body sent at once), 127.0.0.1 plays the API server: 50 clients at
 once, each sending 6 ordinary reviews (a few KiB, at once) on its own
@@ -112,7 +115,7 @@ while metric('tpu_webhook_http_shed_total{reason="slow_body"}') <= 0 and \
     time.sleep(0.2)
     s = connect("127.0.0.%d" % (2 + probes % 3))
     s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: 3145728\r\n\r\n" + b" " * (64 * 1024))
+              b"Content-Length: 3145728\r\n\r\n" + b" " * MiB)
     with attackers_lock:
         attackers.append(s)
     probes += 1
