@@ -1555,6 +1555,192 @@ static void test_claim_unreadable_after_conflict(void **st)
     wh_claims_free(b);
 }
 
+/* Until the claim Lease of (default, cluster, tpu, 0, worker_id) in ns
+ * answers want (or 15 s pass); its last status. */
+static long wait_lease_status(struct wh_kube *k, const char *ns, const char *cluster,
+                              long worker_id, long want)
+{
+    long got = -1;
+    for (long end = kh_now_ms() + 15000; kh_now_ms() < end; kh_sleep_ms(20))
+        if ((got = lease_status(k, ns, cluster, worker_id)) == want)
+            break;
+    return got;
+}
+
+/* The first pod of a kh_created_pod() array, as the API server stores it,
+ * with a deletionTimestamp when deleting (the pod is terminating); a
+ * one-element array for /_control/pods. */
+static char *stored_pod(const char *review, const char *name, long host, unsigned n_tpu,
+                        bool deleting)
+{
+    char *text = kh_created_pod(review, name, 0, host, n_tpu);
+    assert_non_null(text);
+    if (!deleting)
+        return text;
+    cJSON *arr = cJSON_Parse(text);
+    free(text);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, 0), "metadata");
+    cJSON_AddStringToObject(meta, "deletionTimestamp", "2026-12-01T10:34:47Z");
+    cJSON_AddNumberToObject(meta, "deletionGracePeriodSeconds", 30);
+    text = cJSON_PrintUnformatted(arr);
+    cJSON_Delete(arr);
+    return text;
+}
+
+/* Until this replica's cache holds n pods (or 15 s pass). */
+static void wait_cached(struct wh_admit *ad, size_t n)
+{
+    struct wh_mgauges as;
+    for (long end = kh_now_ms() + 15000; kh_now_ms() < end; kh_sleep_ms(10)) {
+        wh_admit_stats(ad, &as);
+        if (as.pods_cached == n)
+            return;
+    }
+    fail_msg("the cache holds %zu pods, want %zu", as.pods_cached, n);
+}
+
+/* A claim never outlives the pod it stands for: a slice's pods deleted
+ * (KubeRay scaling down: an UPDATE that sets deletionTimestamp, then the
+ * DELETE; or the DELETE alone) give their ids' Leases back as soon as the
+ * watch shows it, so replacements made at once (scaling up again) get the
+ * same slice's free ids. Before, the Leases held the ids for their
+ * lifetime (60 s) and the replacements went to replica 1: two slices
+ * short for good. An older pod with the same ids going (terminating while
+ * its id was handed out again) gives nothing back. */
+static void test_claim_released_when_pod_goes(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    const char *ns = "claims-release";
+    assert_int_equal(kh_kubeconfig(&srv, "kc-release", NULL), 0);
+    path_in(p, sizeof(p), "kc-release");
+    struct wh_admit_opts o = {.kubeconfig_path = p, .cache = &fast, .claims_namespace = ns};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    if (!ad)
+        fail_msg("wh_admit_new: %s", errbuf);
+    assert_true(wait_ready(ad, 30000));
+    struct wh_kube *reader = kube_from(p);
+    struct wh_mgauges as;
+    wh_admit_stats(ad, &as);
+    size_t cached = as.pods_cached;
+    char *body = kh_review(tmpl16, "released", "tpu");
+    assert_non_null(body);
+    char *pods[HOSTS] = {0}, name[64];
+    unsigned n_tpu = 1;
+    for (int i = 0; i < HOSTS; i++) {
+        struct wh_engine_result res;
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        if (!res.allowed || res.replica != 0 || pods[res.host])
+            fail_msg("pod %d: allowed %d replica %ld host %ld: %s", i, res.allowed, res.replica,
+                     res.host, res.message ? res.message : "");
+        n_tpu = res.n_tpu_containers;
+        snprintf(name, sizeof(name), "released-w-%ld", res.host);
+        pods[res.host] = stored_pod(body, name, res.host, n_tpu, false);
+        assert_int_equal(kh_control(&srv, "pods", pods[res.host], NULL), 0);
+        wh_engine_result_free(&res);
+    }
+    wait_cached(ad, cached + HOSTS);
+
+    /* An older pod with host 3's ids, terminating, then gone: not the pod
+     * the claim was taken for (the live released-w-3 holds it). */
+    char *older = stored_pod(body, "released-older-3", 3, n_tpu, true);
+    assert_int_equal(kh_control(&srv, "pods", older, NULL), 0);
+    wait_cached(ad, cached + HOSTS + 1);
+    assert_int_equal(kh_control(&srv, "pods/delete", older, NULL), 0);
+    wait_cached(ad, cached + HOSTS);
+    free(older);
+
+    /* Host 5: the UPDATE that marks it for deletion frees the id. */
+    char *going = stored_pod(body, "released-w-5", 5, n_tpu, true);
+    assert_int_equal(kh_control(&srv, "pods", going, NULL), 0);
+    assert_int_equal(wait_lease_status(reader, ns, "released", 5 * (long)n_tpu, 404), 404);
+    /* Host 9: a DELETE with no update before it. */
+    assert_int_equal(kh_control(&srv, "pods/delete", pods[9], NULL), 0);
+    assert_int_equal(wait_lease_status(reader, ns, "released", 9 * (long)n_tpu, 404), 404);
+    for (long h = 0; h < HOSTS; h++)
+        if (h != 5 && h != 9 && lease_status(reader, ns, "released", h * (long)n_tpu) != 200)
+            fail_msg("the claim of host %ld, whose pod lives, is gone", h);
+
+    /* The replacements: replica 0, hosts 5 and 9. */
+    bool got[HOSTS] = {0};
+    for (int i = 0; i < 2; i++) {
+        struct wh_engine_result res;
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        if (!res.allowed || res.replica != 0 || (res.host != 5 && res.host != 9) || got[res.host])
+            fail_msg("replacement %d: allowed %d replica %ld host %ld: %s", i, res.allowed,
+                     res.replica, res.host, res.message ? res.message : "");
+        got[res.host] = true;
+        wh_engine_result_free(&res);
+    }
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.claim.released, 2);
+    free(going);
+    for (int i = 0; i < HOSTS; i++)
+        free(pods[i]);
+    free(body);
+    wh_kube_free(reader);
+    wh_admit_free(ad);
+}
+
+/* A claim whose attempts' answers are lost (the API server carries the
+ * POST out, then times out) until its budget is spent: the Lease it may
+ * have created is read back with the time kept for it, and this claim's
+ * own is taken. When even that read gets no answer, the claim fails (the
+ * pod is denied) and the Lease is deleted as soon as the API server
+ * answers again, so the retried pod is not kept from the id for the
+ * claim's lifetime (kube.replicas.errors: the retry went to a 5th
+ * replica). */
+static void test_lost_claim_resolved(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "", why[WH_ERRBUF_LEN];
+    const char *ns = "claims-lost";
+    assert_int_equal(kh_kubeconfig(&srv, "kc-lost", NULL), 0);
+    path_in(p, sizeof(p), "kc-lost");
+    struct wh_kube *reader = kube_from(p);
+    struct wh_claims_opts co = {.ns = ns, .holder = "replica-a"};
+    struct wh_claims *c = wh_claims_new(kube_from(p), &co, errbuf);
+    assert_non_null(c);
+    struct wh_claim_key key = {.ns = "default",
+                               .cluster = "lost",
+                               .group = "tpu",
+                               .replica = 0,
+                               .worker_id = 1};
+    struct wh_claim_ticket t;
+
+    /* Every POST times out after it was carried out; reads answer. */
+    assert_int_equal(kh_control(&srv, "faults",
+                                "{\"error_rate\":1.0,\"errors\":[\"timeout\"],\"only\":\"leases\","
+                                "\"method\":\"POST\"}",
+                                NULL),
+                     0);
+    enum wh_claim_outcome oc = wh_claims_take(c, &key, &t, why, sizeof(why));
+    if (oc != WH_CLAIM_TAKEN)
+        fail_msg("outcome %d (%s), want taken: the Lease is this claim's", (int)oc, why);
+    assert_int_equal(lease_status(reader, ns, "lost", 1), 200);
+
+    /* Every Lease request times out: denied, and the Lease goes once the
+     * API server answers. */
+    key.worker_id = 2;
+    assert_int_equal(kh_control(&srv, "faults",
+                                "{\"error_rate\":1.0,\"errors\":[\"timeout\"],\"only\":\"leases\"}",
+                                NULL),
+                     0);
+    oc = wh_claims_take(c, &key, &t, why, sizeof(why));
+    assert_int_equal(kh_control(&srv, "faults", "{\"error_rate\":0}", NULL), 0);
+    assert_int_equal(oc, WH_CLAIM_FAILED);
+    assert_int_equal(wait_lease_status(reader, ns, "lost", 2, 404), 404);
+    struct wh_mclaims ms;
+    wh_claims_stats(c, &ms);
+    assert_int_equal(ms.released, 1);
+    /* The taken one stays (its pod has not gone). */
+    assert_int_equal(lease_status(reader, ns, "lost", 1), 200);
+    wh_claims_free(c);
+    wh_kube_free(reader);
+}
+
 /* The one percent-encoder of the kube room (reflector.c's continue tokens
  * and resourceVersions, cmd_doctor.c's namespace and label selector). */
 static void test_escape(void **state)
@@ -1688,6 +1874,8 @@ int main(void)
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_recreated_cluster_claims),
         cmocka_unit_test(test_claim_unreadable_after_conflict),
+        cmocka_unit_test(test_claim_released_when_pod_goes),
+        cmocka_unit_test(test_lost_claim_resolved),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),
