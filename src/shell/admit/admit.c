@@ -155,32 +155,22 @@ static const struct wh_state_ops view_ops = {
 
 /* The pod cache's hooks drive the ledger (see cache.h and ledger.h): a live
  * pod with a reservation's ids confirms it; the watch's health and what it
- * has delivered decide when unconfirmed reservations may expire. They also
- * tell the claims which claimed pods exist and which are going
- * (wh_claims_pod_seen()). */
+ * has delivered decide when unconfirmed reservations may expire. */
 static void on_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted)
 {
-    const struct wh_admit *ad = arg;
-    bool live = !deleted && !pod->deleting;
-    if (!pod->replica_label || pod->worker_id < 0 || !pod->ns || !pod->cluster || !pod->group)
-        return;
-    if (live)
-        wh_ledger_confirm(ad->ledger, pod->ns, pod->cluster, pod->group, pod->replica_label,
-                          pod->worker_id);
-    long replica = ad->claims ? wh_ledger_label_replica(pod->group, pod->replica_label) : -1;
-    if (replica >= 0)
-        wh_claims_pod_seen(ad->claims, pod->name, pod->ns, pod->cluster, pod->group, replica,
-                           pod->worker_id, live);
+    struct wh_ledger *lg = arg;
+    if (!deleted && !pod->deleting && pod->replica_label && pod->worker_id >= 0)
+        wh_ledger_confirm(lg, pod->ns, pod->cluster, pod->group, pod->replica_label, pod->worker_id);
 }
 
 static void on_pods_health(void *arg, long since_ms)
 {
-    wh_ledger_set_fresh_since(((struct wh_admit *)arg)->ledger, since_ms);
+    wh_ledger_set_fresh_since(arg, since_ms);
 }
 
 static void on_pods_current(void *arg, long at_ms)
 {
-    wh_ledger_set_heard(((struct wh_admit *)arg)->ledger, at_ms);
+    wh_ledger_set_heard(arg, at_ms);
 }
 
 /* The first client: the configuration as serve reads it (--kubeconfig, else
@@ -260,12 +250,25 @@ static enum wh_err start_events(struct wh_admit *ad, struct wh_kube *first,
     return ad->events ? WH_OK : WH_ERR_INVALID;
 }
 
-/* The worker-id claims, unless the test switch turned them off. They get
- * a client of their own (the cache owns the first), sharing its
- * configuration and credential. */
-static enum wh_err start_claims(struct wh_admit *ad, struct wh_kube *first,
-                                const struct wh_admit_opts *opts, char *errbuf)
+static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
+                                    char *errbuf)
 {
+    struct wh_kube *kube = new_kube(opts, errbuf);
+    if (!kube)
+        return WH_ERR_INVALID;
+    wh_log(WH_LOG_NOTICE, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
+    struct wh_cache_hooks hooks = {.arg = ad->ledger,
+                                   .pod_changed = on_pod_changed,
+                                   .pods_health = on_pods_health,
+                                   .pods_current = on_pods_current};
+    ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
+    if (!ad->cache)
+        return WH_ERR_INVALID;
+    if (start_events(ad, kube, opts, errbuf))
+        return WH_ERR_INVALID;
+    if (opts->slice_check_interval_ms >= 0 &&
+        !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
+        return WH_ERR_INVALID;
     if (opts->claims_off) {
         wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
                "worker-id claims are turned off (a test switch): several replicas can hand out "
@@ -273,7 +276,9 @@ static enum wh_err start_claims(struct wh_admit *ad, struct wh_kube *first,
                (char *)NULL);
         return WH_OK;
     }
-    struct wh_kube *kube = wh_kube_clone(first, errbuf);
+    /* The claims get a client of their own (the cache owns the first),
+     * sharing its configuration and credential. */
+    kube = wh_kube_clone(kube, errbuf);
     if (!kube)
         return WH_ERR_INVALID;
     char ns[WH_ERRBUF_LEN], holder[WH_ERRBUF_LEN];
@@ -287,34 +292,6 @@ static enum wh_err start_claims(struct wh_admit *ad, struct wh_kube *first,
            "lifetime_s", WH_F_INT,
            (long long)(co.lifetime_s > 0 ? co.lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S),
            (char *)NULL);
-    return WH_OK;
-}
-
-static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
-                                    char *errbuf)
-{
-    struct wh_kube *kube = new_kube(opts, errbuf);
-    if (!kube)
-        return WH_ERR_INVALID;
-    wh_log(WH_LOG_NOTICE, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
-    /* The claims first: the cache's hooks read ad->claims from the
-     * watch's thread, which must find it set before it starts. */
-    if (start_claims(ad, kube, opts, errbuf)) {
-        wh_kube_free(kube);
-        return WH_ERR_INVALID;
-    }
-    struct wh_cache_hooks hooks = {.arg = ad,
-                                   .pod_changed = on_pod_changed,
-                                   .pods_health = on_pods_health,
-                                   .pods_current = on_pods_current};
-    ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
-    if (!ad->cache)
-        return WH_ERR_INVALID;
-    if (start_events(ad, kube, opts, errbuf))
-        return WH_ERR_INVALID;
-    if (opts->slice_check_interval_ms >= 0 &&
-        !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
-        return WH_ERR_INVALID;
     return WH_OK;
 }
 
@@ -351,10 +328,10 @@ void wh_admit_free(struct wh_admit *ad)
 {
     if (!ad)
         return;
+    wh_claims_free(ad->claims);
     wh_events_free(ad->events);
     wh_slices_free(ad->slices); /* before the cache it reads */
-    wh_cache_free(ad->cache);   /* before the claims and the ledger its hooks feed */
-    wh_claims_free(ad->claims);
+    wh_cache_free(ad->cache);   /* before the ledger: its hooks feed the ledger */
     wh_ledger_free(ad->ledger);
     free(ad);
 }

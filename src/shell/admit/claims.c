@@ -2,9 +2,9 @@
  * docs/legacy-indices.md). */
 #include "wh/claims.h"
 
-#include <pthread.h>    /* pthread_create, pthread_mutex_lock */
+#include <pthread.h>    /* pthread_t, pthread_mutex_t */
 #include <stdatomic.h>  /* atomic_load */
-#include <stdint.h>     /* uintptr_t */
+#include <stdint.h>     /* uintptr_t, INT32_MAX */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* strdup, strcmp, strnlen */
@@ -16,10 +16,14 @@
 
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/clock.h" /* wh_clock_ms, wh_nap */
+#include "wh/json.h"  /* wh_json_whole */
 #include "wh/log.h"   /* wh_log */
-#include "claims_impl.h"
+#include "owners.h"   /* wh_owners */
 
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+#define CLAIM_SELECTOR \
+    "app.kubernetes.io%2Fmanaged-by%3Dtpu-webhook%2Capp.kubernetes.io%2Fcomponent%3Dworker-id-claim"
+#define RESP_MAX ((size_t)64 * 1024 * 1024)
 /* Tells this claim attempt's own Lease from any other (see take()). */
 #define NONCE_ANN "tpu-webhook/claim-nonce"
 /* The RayCluster instance a claim was made for (wh_claim_key.cluster_uid). */
@@ -29,13 +33,24 @@
  * meets more than one per id. */
 #define MAX_SUPERSEDE 3
 #define BACKOFF_FIRST_MS 50L
-/* Reading a claim's Lease back after its budget, when an attempt's answer
- * was lost (see resolve_lost()), and one read's timeout: two reads fit, so
- * one timeout or reset does not decide. Budget + this stays inside the
- * shipped webhook timeout (5 s); a budget cut short for it left a POST
- * delayed by a slow handshake no time for its retry. */
-#define RESOLVE_MS 1000L
-#define RESOLVE_ATTEMPT_MS 500L
+/* One attempt never takes more than this, so that a request the API server
+ * sits on leaves time to ask again within the budget. */
+#define ATTEMPT_MAX_MS 1000L
+/* The sweeper's LIST may carry thousands of claims after a burst. */
+#define LIST_TIMEOUT_MS 10000L
+
+struct wh_claims {
+    struct wh_kube *kube;
+    char *ns, *holder;
+    char path[512]; /* the Leases collection */
+    long lifetime_s, sweep_ms, budget_ms;
+    struct wh_nap nap; /* the sweeper's sleep; stopped by wh_claims_free */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu; /* guards everything below */
+    struct wh_mclaims st;
+    struct wh_owners *owners; /* RayCluster uids as the API server says */
+};
 
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN])
@@ -129,8 +144,15 @@ long long wh_claims_parse_time_us(const char *s)
     return us >= 0 ? us : -1;
 }
 
+static long long wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* "HTTP <status>: <Status.message>" of an error answer. */
-void wh_claim_describe_answer(long status, const struct wh_buf *resp, char *out, size_t n)
+static void describe_answer(long status, const struct wh_buf *resp, char *out, size_t n)
 {
     cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
     const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "message"));
@@ -208,6 +230,17 @@ static void fill_ticket(const cJSON *lease, const char *name, struct wh_claim_ti
     snprintf(t->rv, sizeof(t->rv), "%s", rv && strlen(rv) < sizeof(t->rv) ? rv : "");
 }
 
+/* Whose Lease answered a 409: this claim's own (an attempt whose answer
+ * was lost created it: the nonce tells), one of a deleted instance of the
+ * RayCluster (it records another cluster uid), or a live claim (HELD). */
+enum found { FOUND_HELD, FOUND_MINE, FOUND_STALE, FOUND_UNKNOWN };
+
+/* A claim of a deleted instance of the RayCluster, as read back. */
+struct stale_claim {
+    struct wh_claim_ticket lease; /* what its deletion needs */
+    char cluster_uid[128];        /* the instance it was made for */
+};
+
 static const char *annotation(const cJSON *lease, const char *key)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
@@ -217,9 +250,9 @@ static const char *annotation(const cJSON *lease, const char *key)
 
 /* GET the Lease name and tell (enum found). MINE fills ticket, STALE fills
  * stale (what its deletion needs). */
-enum found wh_claim_read(struct wh_claims *c, const char *name, const struct wh_claim_key *k,
-                         const char *nonce, long left, struct wh_claim_ticket *ticket,
-                         struct stale_claim *stale)
+static enum found read_claim(struct wh_claims *c, const char *name, const struct wh_claim_key *k,
+                             const char *nonce, long left, struct wh_claim_ticket *ticket,
+                             struct stale_claim *stale)
 {
     char path[700], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -233,13 +266,10 @@ enum found wh_claim_read(struct wh_claims *c, const char *name, const struct wh_
         wh_buf_free(&resp);
         return FOUND_UNKNOWN; /* ask again while the budget lasts */
     }
-    /* 404 after a 409: gone since (swept, or superseded by another
-     * replica): held as a 409 means, and the pod is decided again. */
-    if (ans.status == 404) {
-        wh_buf_free(&resp);
-        return FOUND_ABSENT;
-    }
-    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
+    /* 404: gone since the 409 (swept, or superseded by another replica):
+     * HELD, and the pod is decided again. */
+    cJSON *j = ans.status == 200 ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
+                                 : NULL;
     wh_buf_free(&resp);
     const char *seen = annotation(j, NONCE_ANN);
     const char *uid = annotation(j, CLUSTER_UID_ANN);
@@ -294,8 +324,12 @@ static void log_claim_failed(const char *name, const struct wh_claim_key *k, con
            why, (char *)NULL);
 }
 
+static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
+                         long timeout_ms, bool *deleted);
+static bool str_ok(const char *s);
+
 /* Delete the claim of a deleted instance of k's RayCluster (stale, as read
- * by wh_claim_read), with its uid and resourceVersion as preconditions: a
+ * by read_claim), with its uid and resourceVersion as preconditions: a
  * claim made again meanwhile (by a replica admitting the new instance) is
  * left alone. *api_error when the API server did not answer. */
 static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
@@ -304,10 +338,10 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
     const struct wh_claim_ticket *t = &stale->lease;
     bool deleted = false;
     *api_error = false;
-    if (!wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv))
+    if (!str_ok(t->uid) || !str_ok(t->rv))
         return;
-    *api_error = !wh_claim_delete(c, t->name, t->uid, t->rv,
-                                  left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
+    *api_error = !delete_lease(c, t->name, t->uid, t->rv,
+                               left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
     if (!deleted)
         return;
     pthread_mutex_lock(&c->mu);
@@ -326,8 +360,8 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
 static const struct wh_claim_key *checked_key(struct wh_claims *c, const struct wh_claim_key *k,
                                               struct wh_claim_key *copy)
 {
-    if (!k->cluster_uid || !k->cluster_uid[0] || !wh_claim_str_ok(k->ns) ||
-        !wh_claim_str_ok(k->cluster) || !wh_claim_str_ok(k->cluster_uid))
+    if (!k->cluster_uid || !k->cluster_uid[0] || !str_ok(k->ns) || !str_ok(k->cluster) ||
+        !str_ok(k->cluster_uid))
         return k;
     *copy = *k;
     if (!wh_owners_confirm(c->owners, c->kube, k->ns, k->cluster, k->cluster_uid,
@@ -347,7 +381,7 @@ static enum found after_conflict(struct wh_claims *c, const char *name,
     long left = deadline - wh_clock_ms();
     bool ask = lost || (k->cluster_uid && k->cluster_uid[0]);
     struct stale_claim stale = {0};
-    enum found f = ask && left > 0 ? wh_claim_read(c, name, k, nonce, left, ticket, &stale)
+    enum found f = ask && left > 0 ? read_claim(c, name, k, nonce, left, ticket, &stale)
                                    : FOUND_HELD;
     if (f == FOUND_UNKNOWN) {
         ++*api_errors;
@@ -358,8 +392,6 @@ static enum found after_conflict(struct wh_claims *c, const char *name,
          * server that is failing again and again. */
         return lost ? f : FOUND_HELD;
     }
-    if (f == FOUND_ABSENT)
-        return FOUND_HELD;
     if (f != FOUND_STALE)
         return f;
     if (*supersedes >= MAX_SUPERSEDE)
@@ -374,70 +406,6 @@ static enum found after_conflict(struct wh_claims *c, const char *name,
     if (api_error)
         ++*api_errors;
     return FOUND_STALE;
-}
-
-/* The budget ran out after an attempt whose answer was lost: the Lease may
- * exist, made by this very claim, and the pod is about to be denied. Read
- * it back until deadline (RESOLVE_MS more): ours, the claim is taken after
- * all (it was created inside the budget); absent or another's, nothing of ours
- * is left behind. Unknown: the Lease is remembered as an orphan, which the
- * worker deletes (nonce checked) as soon as the API server answers, so
- * that the retried pod is not kept from the id for a whole lifetime. */
-static enum wh_claim_outcome resolve_lost(struct wh_claims *c, const char *name, const char *nonce,
-                                          long deadline, struct wh_claim_ticket *ticket,
-                                          uint64_t *api_errors)
-{
-    const struct wh_claim_key none = {.cluster_uid = NULL}; /* never STALE */
-    struct stale_claim stale;
-    for (int i = 0; i < 2; i++) {
-        long left = deadline - wh_clock_ms();
-        if (left <= 0 || atomic_load(&c->nap.stop))
-            break;
-        enum found f = wh_claim_read(c, name, &none, nonce,
-                                     left < RESOLVE_ATTEMPT_MS ? left : RESOLVE_ATTEMPT_MS, ticket,
-                                     &stale);
-        if (f == FOUND_MINE)
-            return WH_CLAIM_TAKEN;
-        if (f != FOUND_UNKNOWN)
-            return WH_CLAIM_FAILED;
-        ++*api_errors;
-    }
-    struct wh_claim_ticket t = {0};
-    snprintf(t.name, sizeof(t.name), "%s", name);
-    wh_claims_held_add(c, &t, nonce);
-    return WH_CLAIM_FAILED;
-}
-
-static void ticket_of_answer(const struct wh_buf *resp, const char *name,
-                             struct wh_claim_ticket *ticket)
-{
-    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
-    fill_ticket(j, name, ticket);
-    cJSON_Delete(j);
-}
-
-/* What take()'s attempts leave to finish_take(). */
-struct attempts {
-    const char *name, *nonce; /* the Lease's */
-    bool lost;                /* an attempt may have created the Lease unseen */
-    long long t0;             /* when the claim began (wh_clock_us) */
-};
-
-/* After the attempts: a lost one resolved, a taken claim remembered (to be
- * given back when its pod goes), the outcome counted, a failure logged. */
-static enum wh_claim_outcome finish_take(struct wh_claims *c, const struct attempts *at,
-                                         enum wh_claim_outcome oc, const struct wh_claim_key *k,
-                                         struct wh_claim_ticket *ticket, uint64_t api_errors,
-                                         const char *why)
-{
-    if (oc == WH_CLAIM_FAILED && at->lost && !atomic_load(&c->nap.stop))
-        oc = resolve_lost(c, at->name, at->nonce, wh_clock_ms() + RESOLVE_MS, ticket, &api_errors);
-    if (oc == WH_CLAIM_TAKEN)
-        wh_claims_held_add(c, ticket, NULL);
-    count_outcome(c, oc, wh_clock_us() - at->t0, api_errors);
-    if (oc == WH_CLAIM_FAILED)
-        log_claim_failed(at->name, k, why);
-    return oc;
 }
 
 enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
@@ -474,7 +442,9 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
         }
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
-            ticket_of_answer(&resp, name, ticket);
+            cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
+            fill_ticket(j, name, ticket);
+            cJSON_Delete(j);
             oc = WH_CLAIM_TAKEN;
             break;
         }
@@ -497,7 +467,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
             snprintf(why, why_len, "%s", errbuf);
         } else {
             api_errors++;
-            wh_claim_describe_answer(ans.status, &resp, why, why_len);
+            describe_answer(ans.status, &resp, why, why_len);
             lost = lost || ans.status >= 500; /* "etcdserver: request timed out" may have written */
             if (ans.status != 429 && ans.status < 500)
                 break; /* 401, 403, 404, 422: asking again will not help */
@@ -513,15 +483,17 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
         backoff *= 2;
     }
     wh_buf_free(&resp);
-    struct attempts at = {.name = name, .nonce = nonce, .lost = lost, .t0 = t0};
-    return finish_take(c, &at, oc, k, ticket, api_errors, why);
+    count_outcome(c, oc, wh_clock_us() - t0, api_errors);
+    if (oc == WH_CLAIM_FAILED)
+        log_claim_failed(name, k, why);
+    return oc;
 }
 
 /* Delete one claim; preconditions make sure that it is the object that was
  * seen (not a newer claim of the same name). Returns true when the API
  * server answered (deleted, or someone else did it first). */
-bool wh_claim_delete(struct wh_claims *c, const char *name, const char *uid, const char *rv,
-                     long timeout_ms, bool *deleted)
+static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
+                         long timeout_ms, bool *deleted)
 {
     char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -544,9 +516,8 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
 {
     pthread_mutex_lock(&c->mu);
     c->st.superseded_pod++;
-    wh_claims_held_drop(c, t->name); /* given back here, or left to expire */
     pthread_mutex_unlock(&c->mu);
-    if (!wh_claim_str_ok(t->name) || !wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv)) {
+    if (!str_ok(t->name) || !str_ok(t->uid) || !str_ok(t->rv)) {
         snprintf(why, why_len,
                  "the API server's answer to claim %s carried no usable uid and "
                  "resourceVersion",
@@ -554,7 +525,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
         return false;
     }
     bool deleted = false;
-    bool answered = wh_claim_delete(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
+    bool answered = delete_lease(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
     if (!deleted)
         snprintf(why, why_len, "%s",
                  answered ? "the Lease had changed or was gone"
@@ -562,7 +533,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
     return deleted;
 }
 
-bool wh_claim_str_ok(const char *s)
+static bool str_ok(const char *s)
 {
     /* Names, uids and versions go into a path and a JSON text unescaped. */
     if (!s || !*s)
@@ -574,10 +545,118 @@ bool wh_claim_str_ok(const char *s)
     return true;
 }
 
+/* The LIST of the claims (the caller frees it with cJSON_Delete), or NULL
+ * with reason set. */
+static cJSON *list_claims(struct wh_claims *c, char reason[WH_ERRBUF_LEN])
+{
+    char path[700], errbuf[WH_ERRBUF_LEN] = "";
+    snprintf(path, sizeof(path), "%s?labelSelector=%s", c->path, CLAIM_SELECTOR);
+    struct wh_buf resp;
+    wh_buf_init(&resp, RESP_MAX);
+    struct wh_kube_answer ans = {0};
+    enum wh_err err = wh_kube_request(c->kube, "GET", path, NULL, 0, LIST_TIMEOUT_MS, &resp, &ans,
+                                      errbuf);
+    cJSON *list = NULL;
+    if (err)
+        snprintf(reason, WH_ERRBUF_LEN, "%s", errbuf);
+    else if (ans.status != 200)
+        describe_answer(ans.status, &resp, reason, WH_ERRBUF_LEN);
+    else if (!(list = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))))
+        snprintf(reason, WH_ERRBUF_LEN, "LIST leases: the answer is not JSON");
+    wh_buf_free(&resp);
+    return list;
+}
+
+/* Whether a listed claim is due for deletion at now (wall-clock us). */
+static bool claim_expired(const struct wh_claims *c, const cJSON *item, long long now)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
+    const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+    const char *renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "renewTime"));
+    if (!renew)
+        renew = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
+    long long at = wh_claims_parse_time_us(renew);
+    /* A claim without a readable time or duration was not written by
+     * us as we write them; it still expires, by the default lifetime:
+     * counted from its creation (the API server's clock), or at once when
+     * even that cannot be read (nothing says it guards a live pod). */
+    long d; /* leaseDurationSeconds is an int32 */
+    if (at < 0 || !wh_json_whole(dur, 1, INT32_MAX, &d))
+        d = WH_CLAIMS_DEFAULT_LIFETIME_S;
+    if (at < 0)
+        at = wh_claims_parse_time_us(cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "metadata"),
+                                             "creationTimestamp")));
+    if (at < 0)
+        return true;
+    /* Each replica deletes its own claims; another's only one sweep
+     * period later (its holder crashed, or is partitioned away), so
+     * that sweepers rarely race for the same object. */
+    const char *holder = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity"));
+    long long grace = holder && !strcmp(holder, c->holder) ? 0 : (long long)c->sweep_ms * 1000;
+    return now >= at + (long long)d * 1000000 + grace;
+}
+
+/* One LIST of the claims, deleting the expired ones. */
+static void sweep(struct wh_claims *c)
+{
+    char reason[WH_ERRBUF_LEN] = "";
+    cJSON *list = list_claims(c, reason);
+    size_t objects = 0;
+    uint64_t swept = 0, api_errors = reason[0] ? 1 : 0;
+    long long now = wall_us();
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        if (atomic_load(&c->nap.stop))
+            break;
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
+        const char *rv = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+        objects++;
+        if (!claim_expired(c, item, now) || !str_ok(name) || !str_ok(uid) || !str_ok(rv))
+            continue;
+        bool deleted = false;
+        if (!delete_lease(c, name, uid, rv, c->budget_ms, &deleted))
+            api_errors++;
+        if (deleted) {
+            swept++;
+            objects--;
+        }
+    }
+    cJSON_Delete(list);
+    pthread_mutex_lock(&c->mu);
+    c->st.api_errors += api_errors;
+    c->st.swept += swept;
+    if (reason[0])
+        c->st.sweeps_failed++;
+    else
+        c->st.objects = objects;
+    pthread_mutex_unlock(&c->mu);
+    if (reason[0])
+        wh_log(WH_LOG_WARN, "claim_sweep_failed", "namespace", WH_F_STR, c->ns, "error", WH_F_STR,
+               reason, (char *)NULL);
+    else if (swept)
+        wh_log(WH_LOG_INFO, "claims_expired_deleted", "namespace", WH_F_STR, c->ns, "deleted",
+               WH_F_INT, (long long)swept, "remaining", WH_F_INT, (long long)objects, (char *)NULL);
+}
+
+static void *sweeper(void *arg)
+{
+    struct wh_claims *c = arg;
+    do
+        sweep(c);
+    while (wh_nap(&c->nap, c->sweep_ms));
+    return NULL;
+}
+
 struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opts *opts,
                                 char *errbuf)
 {
-    if (!opts->ns || !wh_claim_str_ok(opts->ns) || !opts->holder || !opts->holder[0]) {
+    if (!opts->ns || !str_ok(opts->ns) || !opts->holder || !opts->holder[0]) {
         wh_kube_free(kube);
         wh_fail(errbuf, WH_ERR_INVALID,
                 "worker-id claims need the webhook's namespace (a Kubernetes name, got \"%s\") "
@@ -623,13 +702,7 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     c->budget_ms = budget_ms;
     wh_nap_init(&c->nap);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    atomic_init(&c->n_held, 0);
-    if (pthread_create(&c->thread, NULL, wh_claims_thread, c)) {
+    if (pthread_create(&c->thread, NULL, sweeper, c)) {
         wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the claim sweeper thread");
         wh_claims_free(c);
         return NULL;
@@ -642,22 +715,10 @@ void wh_claims_free(struct wh_claims *c)
 {
     if (!c)
         return;
-    wh_nap_stop(&c->nap); /* aborts a request in flight */
-    pthread_mutex_lock(&c->mu);
-    c->stopping = true;
-    c->kick = true;
-    pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    wh_nap_stop(&c->nap);
     if (c->started)
         pthread_join(c->thread, NULL);
-    for (size_t b = 0; b < HELD_BUCKETS; b++)
-        while (c->held[b]) {
-            struct held *h = c->held[b];
-            c->held[b] = h->next;
-            free(h);
-        }
     wh_nap_destroy(&c->nap);
-    pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     wh_kube_free(c->kube);
     wh_owners_free(c->owners);

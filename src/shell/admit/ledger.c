@@ -333,10 +333,11 @@ static long lookup(struct wh_ledger_group *g, long replica, long worker_id)
     return -1;
 }
 
-long wh_ledger_label_replica(const char *group, const char *label)
+/* The replica number of a "<group>-<n>" label of this group, or -1. */
+static long label_replica(const struct wh_ledger_group *g, const char *label)
 {
-    size_t gl = strlen(group);
-    if (!label || strncmp(label, group, gl) || label[gl] != '-')
+    size_t gl = strlen(g->group);
+    if (!label || strncmp(label, g->group, gl) || label[gl] != '-')
         return -1;
     const char *p = label + gl + 1;
     if (*p < '0' || *p > '9')
@@ -348,12 +349,6 @@ long wh_ledger_label_replica(const char *group, const char *label)
         v = v * 10 + (*p - '0');
     }
     return v;
-}
-
-/* The replica number of a "<group>-<n>" label of this group, or -1. */
-static long label_replica(const struct wh_ledger_group *g, const char *label)
-{
-    return wh_ledger_label_replica(g->group, label);
 }
 
 int wh_ledger_each(struct wh_ledger_group *g, wh_pod_visit_fn fn, void *arg)

@@ -102,9 +102,6 @@ WH_NODISCARD enum wh_err wh_ledger_reserve(struct wh_ledger_group *g, long repli
  * claim for it failed). Returns true when one matched. */
 bool wh_ledger_release(struct wh_ledger_group *g, long replica, long worker_id);
 
-/* The replica of a "<group>-<n>" replicaIndex label of group, or -1. */
-long wh_ledger_label_replica(const char *group, const char *label);
-
 /* A live pod with these ids showed up in the watch: drop the matching
  * pending reservation. Returns true when one matched. */
 bool wh_ledger_confirm(struct wh_ledger *lg, const char *ns, const char *cluster, const char *group,

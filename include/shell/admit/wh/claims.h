@@ -5,17 +5,14 @@
  * namespace, named after a hash of (pod namespace, cluster, group, replica,
  * worker id) and created with POST: the API server (etcd) lets exactly one
  * creator win; everyone else gets 409 AlreadyExists. A claim is never
- * renewed: it lives leaseDurationSeconds from its creation, long enough for
- * every replica's pod watch to show the pod that took the id, and is then
- * deleted by whichever replica's sweeper sees it expired first, with uid +
- * resourceVersion preconditions. It is given back sooner only when what it
- * stands for is gone: the pod it was taken for is being deleted
- * (wh_claims_pod_seen()), or was denied by this replica (a lost answer,
- * see wh_claims_take()). See docs/legacy-indices.md for why.
+ * renewed and never deleted early: it lives leaseDurationSeconds from its
+ * creation, long enough for every replica's pod watch to show the pod that
+ * took the id, and is then deleted by whichever replica's sweeper sees it
+ * expired first, with uid + resourceVersion preconditions. See
+ * docs/legacy-indices.md for why.
  *
- * Thread-safe. The claims object owns its API client and its thread (the
- * sweeper, which also gives claims back); wh_claims_free() stops the
- * thread and frees both. What it keeps
+ * Thread-safe. The claims object owns its API client and its sweeper
+ * thread; wh_claims_free() stops the thread and frees both. What it keeps
  * across calls is allocated with the C library's malloc, never from the
  * request arena a caller's thread may have bound (reqmem.h).
  */
@@ -82,11 +79,7 @@ struct wh_claim_key {
  * honoured) within the budget; FAILED then, with the reason in why. A
  * transfer that timed out may have created the Lease anyway: its retry
  * sees 409 and reads the Lease back, so an id is never used unless this
- * call saw it created. When the budget runs out after such a transfer, up
- * to 1 s more reads the Lease back (no create is sent then): this claim's own is
- * TAKEN after all; one that cannot be read is deleted by the thread (nonce
- * checked) as soon as the API server answers, because the caller denies
- * the pod and a Lease kept for it would keep the retried pod from its id. A 409 whose Lease records another cluster uid than
+ * call saw it created. A 409 whose Lease records another cluster uid than
  * k's (the RayCluster was deleted and created again under its name) is
  * deleted with uid + resourceVersion preconditions and the id claimed
  * again, a few times at most; a Lease without a recorded uid, or when k
@@ -94,25 +87,6 @@ struct wh_claim_key {
 WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
                                                   struct wh_claim_ticket *ticket, char *why,
                                                   size_t why_len);
-
-/* What the pod watch saw of the legacy pod named pod with these ids
- * (admit.c's cache hooks; never blocks on the network). live: listed,
- * added or updated without a deletionTimestamp; else being deleted or
- * gone. A TAKEN claim of this replica becomes bound to the first live pod
- * with its ids (the pod it was taken for: a second live pod with the same
- * ids is what the claims exist to prevent); once that very pod (by name) is
- * seen going, the thread deletes the Lease with the ticket's uid +
- * resourceVersion preconditions, so a claim made again for a new pod is
- * never touched. Another pod with the ids going says nothing (an older pod,
- * terminating while the id was handed out again), nor does a claim's pod
- * going before it was seen live; and only the taking replica knows the
- * ticket: a claim whose replica restarted, or whose pod's deletion a relist
- * skipped, expires as before. Why giving back at deletion is safe: the
- * engine counts no pod being deleted (its ids are free to every replica
- * whose watch shows it so), and a replica whose watch is behind still sees
- * the pod live and keeps away from its id. */
-void wh_claims_pod_seen(struct wh_claims *c, const char *pod, const char *ns, const char *cluster,
-                        const char *group, long replica, long worker_id, bool live);
 
 /* Give up a TAKEN claim at once, because a live pod holds its id (counted
  * as superseded, reason pod_holds_id): DELETE its Lease with uid and
