@@ -39,7 +39,14 @@ trap 'kill -- -"$go_pid" 2>/dev/null || true; [ -z "$cluster_pid" ] || kill -- -
 run_cluster_suite() {
   local t0 t1 rc=0
   t0=$(date +%s)
-  while [ ! -f build/cluster-go-build.rc ]; do sleep 2; done
+  while [ ! -f build/cluster-go-build.rc ]; do
+    if ! kill -0 "$go_pid" 2>/dev/null && [ ! -f build/cluster-go-build.rc ]; then
+      echo "test.sh: FAILED: the Go builds ended without an exit status (killed?); build/cluster-go-build.log"
+      echo 1 >build/cluster-suite.rc
+      return
+    fi
+    sleep 2
+  done
   t1=$(date +%s)
   echo "cluster suite: Go builds $((t1 - go_t0)) s in the background, $((t1 - t0)) s of it waited for after the gcc stage"
   if [ "$(cat build/cluster-go-build.rc)" != 0 ]; then
@@ -61,7 +68,7 @@ echo "== gcc build + tests"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE '^cluster$'
-setsid bash -c "$(declare -f run_cluster_suite); go_t0=$go_t0; run_cluster_suite" \
+setsid bash -c "$(declare -f run_cluster_suite); go_t0=$go_t0 go_pid=$go_pid; run_cluster_suite" \
   >build/cluster-suite.log 2>&1 &
 cluster_pid=$!
 
