@@ -2,8 +2,10 @@
 #include "wh/workload_pods.h"
 
 #include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
 
+#include "wh/buf.h"     /* wh_buf */
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/kinds.h"   /* wh_kind_find */
@@ -13,7 +15,7 @@
 #define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
 #define LWS "leaderworkerset.sigs.k8s.io/"
 #define JS "jobset.sigs.k8s.io/"
-#define LWS_TPU_PORT 8476 /* LWS's TPU_PROCESS_PORT */
+#define LWS_TPU_PORT 8476u /* LWS's TPU_PROCESS_PORT of TPU container 0 */
 
 /* A made-up but stable UID / hash from a name. */
 static void fake_uid(const char *a, const char *b, char *out, size_t n)
@@ -359,69 +361,105 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
     return err;
 }
 
-/* LWS's pod webhook: TPU identity for the TPU containers (docs/workloads.md). */
+/* The TPU containers of pod as LWS's pod webhook lists them: the regular
+ * containers, then the init containers. Counts them into *n; fills out
+ * (room for *n) when not NULL. */
+static void lws_tpu_containers(cJSON *pod, cJSON **out, size_t *n)
+{
+    static const char *const lists[2] = {"containers", "initContainers"};
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+    size_t k = 0;
+    for (int l = 0; l < 2; l++) {
+        cJSON *cs = cJSON_GetObjectItemCaseSensitive(spec, lists[l]);
+        for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
+            if (cJSON_IsObject(c) && wh_container_requests_tpu(c)) {
+                if (out)
+                    out[k] = c;
+                k++;
+            }
+    }
+    *n = k;
+}
+
+/* The value of env name in container c, "" when it has none. */
+static const char *env_value(const cJSON *c, const char *name)
+{
+    const cJSON *env = wh_json_get(c, "env");
+    for (const cJSON *e = cJSON_IsArray(env) ? env->child : NULL; e; e = e->next)
+        if (!strcmp(wh_json_str0(e, "name"), name))
+            return wh_json_str0(e, "value");
+    return "";
+}
+
+/* A TPU container's process port: its own TPU_PROCESS_PORT, or dflt. */
+struct port {
+    const char *text;
+    char dflt[24];
+};
+
+/* LWS's pod webhook: TPU identity for the TPU containers (docs/workloads.md),
+ * as LWS v0.9.0's AddTPUVariables writes it: container i of every host is
+ * one process on port i, its own TPU_PROCESS_PORT or 8476 + i. */
 static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long worker,
                                bool leader_tpu, const char *sub)
 {
-    cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
-                                                 "containers");
-    int n_tpu = 0;
-    cJSON *first = NULL;
-    for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
-        if (wh_container_requests_tpu(c) && n_tpu++ == 0)
-            first = c;
-    if (!first || has_env(first, "TPU_WORKER_HOSTNAMES") || has_env(first, "TPU_WORKER_ID"))
+    size_t n_tpu;
+    lws_tpu_containers(pod, NULL, &n_tpu);
+    if (!n_tpu)
         return WH_OK;
-    cJSON *hosts = cJSON_CreateArray(); /* build the strings in one go */
-    char host[400], *list = NULL, *procs = NULL;
-    size_t ll = 0, pl = 0;
-    enum wh_err err = hosts ? WH_OK : WH_ERR_NOMEM;
+    cJSON **tpu = calloc(n_tpu, sizeof(*tpu));
+    struct port *ports = calloc(n_tpu, sizeof(*ports));
+    if (!tpu || !ports) {
+        free(tpu);
+        free(ports);
+        return WH_ERR_NOMEM;
+    }
+    lws_tpu_containers(pod, tpu, &n_tpu);
+    if (has_env(tpu[0], "TPU_WORKER_HOSTNAMES") || has_env(tpu[0], "TPU_WORKER_ID")) {
+        free(tpu);
+        free(ports);
+        return WH_OK;
+    }
+    for (size_t c = 0; c < n_tpu; c++) {
+        snprintf(ports[c].dflt, sizeof(ports[c].dflt), "%zu", LWS_TPU_PORT + c);
+        ports[c].text = has_env(tpu[c], "TPU_PROCESS_PORT")
+                            ? env_value(tpu[c], "TPU_PROCESS_PORT") /* as written, LWS's way */
+                            : ports[c].dflt;
+    }
+    struct wh_buf list, procs;
+    wh_buf_init(&list, (size_t)1 << 30);
+    wh_buf_init(&procs, (size_t)1 << 30);
+    char host[400];
+    enum wh_err err = WH_OK;
     for (long k = leader_tpu ? 0 : 1; k < size && !err; k++) {
         if (k == 0)
             snprintf(host, sizeof(host), "%.253s.%.63s", leader, sub);
         else
             snprintf(host, sizeof(host), "%.250s-%ld.%.63s", leader, k, sub);
-        for (int c = 0; c < n_tpu && !err; c++)
-            err = wh_json_add(hosts, cJSON_CreateString(host));
-    }
-    for (const cJSON *h = hosts ? hosts->child : NULL; h && !err; h = h->next) {
-        ll += strlen(h->valuestring) + 1;
-        pl += strlen(h->valuestring) + 8;
-    }
-    if (!err && (!(list = cJSON_malloc(ll + 1)) || !(procs = cJSON_malloc(pl + 1))))
-        err = WH_ERR_NOMEM;
-    if (!err) {
-        /* Both buffers were sized above for every entry, separators included. */
-        char *a = list, *b = procs;
-        *a = *b = '\0';
-        for (const cJSON *h = hosts->child; h; h = h->next) {
-            const char *sep = h == hosts->child ? "" : ",";
-            a += snprintf(a, (size_t)(list + ll + 1 - a), "%s%s", sep, h->valuestring);
-            b += snprintf(b, (size_t)(procs + pl + 1 - b), "%s%s:%d", sep, h->valuestring,
-                          LWS_TPU_PORT);
+        for (size_t c = 0; c < n_tpu && !err; c++) {
+            const char *sep = wh_buf_len(&list) ? "," : "";
+            err = wh_buf_addf(&list, "%s%s", sep, host);
+            if (!err)
+                err = wh_buf_addf(&procs, "%s%s:%s", sep, host, ports[c].text);
         }
     }
-    int ci = 0;
-    for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c && !err; c = c->next) {
-        if (!wh_container_requests_tpu(c))
-            continue;
-        char id[32], port[16];
-        snprintf(id, sizeof(id), "%ld", (worker - (leader_tpu ? 0 : 1)) * n_tpu + ci);
-        snprintf(port, sizeof(port), "%d", LWS_TPU_PORT + ci);
-        err = add_env(c, "TPU_WORKER_HOSTNAMES", list, NULL);
+    for (size_t c = 0; c < n_tpu && !err; c++) {
+        char id[32];
+        snprintf(id, sizeof(id), "%ld", (worker - (leader_tpu ? 0 : 1)) * (long)n_tpu + (long)c);
+        err = add_env(tpu[c], "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&list), NULL);
         if (!err)
-            err = add_env(c, "TPU_WORKER_ID", id, NULL);
+            err = add_env(tpu[c], "TPU_WORKER_ID", id, NULL);
         if (!err)
-            err = add_env(c, "TPU_NAME", leader, NULL);
+            err = add_env(tpu[c], "TPU_NAME", leader, NULL);
         if (!err)
-            err = add_env(c, "TPU_PROCESS_ADDRESSES", procs, NULL);
+            err = add_env(tpu[c], "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&procs), NULL);
         if (!err)
-            err = add_env(c, "TPU_PROCESS_PORT", port, NULL);
-        ci++;
+            err = add_env(tpu[c], "TPU_PROCESS_PORT", ports[c].text, NULL);
     }
-    cJSON_free(list);
-    cJSON_free(procs);
-    cJSON_Delete(hosts);
+    wh_buf_free(&list);
+    wh_buf_free(&procs);
+    free(tpu);
+    free(ports);
     return err;
 }
 

@@ -279,6 +279,60 @@ class LwsSubdomainPolicy(unittest.TestCase):
         self.assertIn('spec.networkConfig.subdomainPolicy is "PerGroup"', p.stderr.decode())
 
 
+def review_workload(pod):
+    """The webhook's /mutate-workload answer for pod (a CREATE)."""
+    rv = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+          "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                      "resource": {"group": "", "version": "v1", "resource": "pods"},
+                      "namespace": pod["metadata"].get("namespace", "default"),
+                      "operation": "CREATE", "object": pod}}
+    p = run("review", "--workload", stdin=json.dumps(rv).encode())
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(p.stdout)["response"]
+
+
+class LwsTpu7xPorts(unittest.TestCase):
+    """Issue 34, item 5: a TPU7x LWS pod with two TPU containers (one libtpu
+    each) gets LWS v0.9.0's per-container process ports: container i listens
+    on its own TPU_PROCESS_PORT (8476 + i unless declared) and
+    TPU_PROCESS_ADDRESSES lists every host's containers on theirs, in
+    TPU_WORKER_HOSTNAMES order (LWS's AddTPUVariables)."""
+
+    def check(self, pods, ports):
+        self.assertEqual(len(pods), 2)
+        for p in pods:
+            cs = p["spec"]["containers"]
+            envs = [{e["name"]: e.get("value") for e in c["env"]} for c in cs]
+            self.assertEqual([e["TPU_PROCESS_PORT"] for e in envs], ports)
+            hosts = envs[0]["TPU_WORKER_HOSTNAMES"].split(",")
+            self.assertEqual(hosts, ["ironwood-0.ironwood"] * 2 + ["ironwood-0-1.ironwood"] * 2)
+            want = ",".join("%s:%s" % (h, ports[i % 2]) for i, h in enumerate(hosts))
+            for e in envs:
+                self.assertEqual(e["TPU_PROCESS_ADDRESSES"], want)
+                self.assertEqual(e["TPU_WORKER_HOSTNAMES"], envs[0]["TPU_WORKER_HOSTNAMES"])
+            # entry TPU_WORKER_ID of the list is this container's own address
+            for c, e in zip(cs, envs):
+                own = "%s.%s:%s" % (p["spec"]["hostname"], p["spec"]["subdomain"], e["TPU_PROCESS_PORT"])
+                self.assertEqual(want.split(",")[int(e["TPU_WORKER_ID"])], own, c["name"])
+            # the webhook's own admission of the pod as render shows it: nothing to add
+            resp = review_workload(p)
+            self.assertTrue(resp["allowed"], resp)
+            self.assertNotIn("patch", resp)
+
+    def test_default_ports(self):
+        self.check(render("lws-tpu7x-two-containers.yaml"), ["8476", "8477"])
+
+    def test_declared_port_kept(self):
+        with open(os.path.join(FIX, "lws-tpu7x-two-containers.yaml")) as f:
+            text = f.read()
+        numa1 = "        - name: numa1\n          image: IMAGE\n"
+        self.assertIn(numa1, text)
+        text = text.replace(numa1, numa1 + '          env: [{name: TPU_PROCESS_PORT, value: "9000"}]\n')
+        p = run("render", "--output", "json", "-", stdin=text.encode())
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.check(json.loads(p.stdout)["items"], ["8476", "9000"])
+
+
 JOB = """apiVersion: batch/v1
 kind: Job
 metadata: {name: train}
@@ -376,7 +430,7 @@ class Check(unittest.TestCase):
         rows = {(r["kind"], r["name"]): r for r in report["rows"]}
         self.assertEqual(set(rows), {("JobSet", "llm"), ("Job", "train-v6e"), ("LeaderWorkerSet", "vllm"),
                                      ("Job", "torchtpu-smoke"), ("Job", "train-short"),
-                                     ("LeaderWorkerSet", "serve")})
+                                     ("LeaderWorkerSet", "serve"), ("LeaderWorkerSet", "ironwood")})
         bad = rows[("Job", "train-short")]
         self.assertEqual(bad["verdict"], "rejected")
         self.assertIn('Job "default/train-short": spec.parallelism is 2, expected 4', bad["message"])
