@@ -31,7 +31,20 @@ setsid nice -n 19 bash -c 'bash tests/cluster/build.sh; echo $? >build/cluster-g
   >"$go_log" 2>&1 &
 go_pid=$!
 cluster_pid=
-trap 'kill -- -"$go_pid" 2>/dev/null || true; [ -z "$cluster_pid" ] || kill -- -"$cluster_pid" 2>/dev/null || true' EXIT
+# On any exit: the background jobs killed, then every cluster the suite
+# brought up stopped (the ctest fixture cluster.down never runs when its
+# ctest is killed, and the cluster's daemons are not in the job's process
+# group), so no etcd or API server outlives a failed run.
+stop_background() {
+  local d
+  kill -- -"$go_pid" 2>/dev/null || true
+  [ -z "$cluster_pid" ] || kill -- -"$cluster_pid" 2>/dev/null || true
+  for d in build/tests/cluster/state build/tests/cluster/state-*; do
+    [ -d "$d/pids" ] || continue
+    WH_CLUSTER_DIR=$PWD/$d bash scripts/cluster.sh down --keep-logs >/dev/null 2>&1 || true
+  done
+}
+trap stop_background EXIT
 
 # The cluster suite in the gcc build, once the Go builds have written their
 # exit status: its output to build/cluster-suite.log, its status to
