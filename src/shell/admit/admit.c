@@ -284,7 +284,10 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
     char ns[WH_ERRBUF_LEN], holder[WH_ERRBUF_LEN];
     claims_namespace(opts, ns);
     claims_holder(opts, holder);
-    struct wh_claims_opts co = {.ns = ns, .holder = holder, .lifetime_s = opts->claim_lifetime_s};
+    struct wh_claims_opts co = {.ns = ns,
+                                .holder = holder,
+                                .lifetime_s = opts->claim_lifetime_s,
+                                .budget_ms = opts->claim_budget_ms};
     ad->claims = wh_claims_new(kube, &co, errbuf);
     if (!ad->claims)
         return WH_ERR_INVALID;

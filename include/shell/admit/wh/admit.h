@@ -35,6 +35,7 @@ struct wh_admit_opts {
     const char *claims_namespace; /* NULL/"": $POD_NAMESPACE, the service account's, "default" */
     const char *claims_holder;    /* NULL/"": $POD_NAME or the host name, + a random suffix */
     long claim_lifetime_s;        /* 0: default (60 s) */
+    long claim_budget_ms;         /* one claim, retries included; 0: default (claims.h) */
     bool claims_off;              /* tests only: show what several replicas do without them */
     long events_window_ms; /* 0: default (events.h, one Event per object and reason a minute) */
     /* The live slice check (wh/slices.h, Kubernetes mode): how often it
