@@ -12,58 +12,107 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
+import operators as op  # noqa: E402
 from clusterlib import physics  # noqa: E402
 from test_core import legacy_worker_pod  # noqa: E402
 
 INDEXED_JOB = os.path.join(cl.WORKLOADS, "indexed-job-v6e-4x4.yaml")
 
 
+# The shared cluster's env, read once: a class's set-up points
+# WH_CLUSTER_DIR at its own cluster for the classes after it in a process.
+SHARED = {}
+
+
 class OwnCluster(unittest.TestCase):
-    """A base: its own cluster, up with UP_ARGS, in <shared dir>-<name>."""
+    """A base: its own cluster, up with UP_ARGS, in <shared dir>-<CLUSTER,
+    else the class's name in lower case>.
+
+    Classes that name the same CLUSTER (with the same UP_ARGS) share one
+    cluster, to save its `up`: a class with KEEP leaves it up for the
+    next, which reuses it when every process of it still runs (cluster.sh
+    status) and it was brought up with the same arguments; otherwise it
+    brings up a fresh one. ctest runs a file's entries in the order of its
+    classes (the suite runs serially: RESOURCE_LOCK), so the last class of
+    a CLUSTER, without KEEP, brings it down; a class run alone leaves a
+    KEEP cluster to the fixture cluster.down, which stops every
+    <shared dir>-*."""
     UP_ARGS = []
+    CLUSTER = None
+    KEEP = False
 
     @classmethod
     def setUpClass(cls):
-        shared = cl.env()
-        d = shared["WH_CLUSTER_DIR"] + "-" + cls.__name__.lower()
+        shared = SHARED or SHARED.update(cl.env()) or SHARED
+        name = getattr(cls, "CLUSTER", None)
+        d = shared["WH_CLUSTER_DIR"] + "-" + (name or cls.__name__.lower())
         env = dict(os.environ, WH_CLUSTER_DIR=d)
         # Inner timeouts stay under ctest's (600 s, tests/cluster/CMakeLists.txt)
         # so that tearDownClass runs; a class ctest kills anyway is stopped by
         # cluster.down, which stops every <shared dir>-* too.
         cls.down = lambda: subprocess.run(["bash", cl.CLUSTER_SH, "down"], env=env,
                                           capture_output=True, timeout=90)
-        cls.down()
-        p = subprocess.run(["bash", cl.CLUSTER_SH, "up", "--components", "", "--webhook",
-                            shared["WH_WEBHOOK_BINARY"], "--keep-logs"] + cls.UP_ARGS,
-                           env=env, capture_output=True, text=True, timeout=300)
-        if p.returncode:
+        args = ["--components", "", "--webhook", shared["WH_WEBHOOK_BINARY"], "--keep-logs"] + cls.UP_ARGS
+        stamp = os.path.join(d, "own-cluster-args")
+        cls.reused = False
+        if name and os.path.isfile(stamp) and os.path.isfile(os.path.join(d, "env")):
+            with open(stamp) as f:
+                same = f.read() == json.dumps(args)
+            cls.reused = same and subprocess.run(["bash", cl.CLUSTER_SH, "status"], env=env,
+                                                 capture_output=True, timeout=60).returncode == 0
+        if not cls.reused:
             cls.down()
-            raise AssertionError("cluster.sh up %s: exit %d\n%s" % (
-                " ".join(cls.UP_ARGS), p.returncode, p.stderr[-4000:]))
+            p = subprocess.run(["bash", cl.CLUSTER_SH, "up"] + args,
+                               env=env, capture_output=True, text=True, timeout=300)
+            if p.returncode:
+                cls.down()
+                raise AssertionError("cluster.sh up %s: exit %d\n%s" % (
+                    " ".join(cls.UP_ARGS), p.returncode, p.stderr[-4000:]))
+            with open(stamp, "w") as f:
+                f.write(json.dumps(args))
+        print("cluster %s: %s" % (d, "reused" if cls.reused else "up"))
         os.environ["WH_CLUSTER_DIR"] = d
         cl.ENV = None
 
     @classmethod
     def tearDownClass(cls):
-        cls.down()
+        if not getattr(cls, "KEEP", False):
+            cls.down()
+
+
+KUSTOMIZE = ["--install", "kustomize"]
+
+
+def kustomize_indexed_job(ns):
+    """The Indexed Job's stored pods in a fresh ns."""
+    cl.create_namespace(ns)
+    cl.kubectl("apply", "-n", ns, "-f", INDEXED_JOB)
+    return cl.wait_pods(ns, 4, selector="job-name=train-v6e")
 
 
 class Kustomize(OwnCluster):
     """The webhook installed from deploy/kustomize (base and the workload
     webhooks, no cert-manager) instead of the chart: the Indexed Job's
     stored pods pass the same physics."""
-    UP_ARGS = ["--install", "kustomize"]
+    UP_ARGS, CLUSTER, KEEP = KUSTOMIZE, "kustomize", True
 
     def test_indexed_job(self):
         self.assertEqual(cl.env()["WH_WEBHOOK_INSTALL"], "kustomize")
         cfg = cl.get_json("mutatingwebhookconfiguration", "tpu-webhook-workload-mutating-cfg")
         self.assertNotIn("helm.sh/chart", json.dumps(cfg["metadata"]))
-        ns = "cl-kustomize"
-        cl.create_namespace(ns)
-        cl.kubectl("apply", "-n", ns, "-f", INDEXED_JOB)
-        pods = cl.wait_pods(ns, 4, selector="job-name=train-v6e")
-        physics.check_slices(pods)
+        physics.check_slices(kustomize_indexed_job("cl-kustomize"))
 
+
+class KustomizeUnregistered(OwnCluster):
+    """Kustomize's negative control, on its cluster: with the install's
+    mutating configurations deleted, the same Indexed Job's stored pods
+    fail the physics."""
+    UP_ARGS, CLUSTER, KEEP = KUSTOMIZE, "kustomize", True
+
+    def test_unregistered(self):
+        with op.webhook_unregistered():
+            pods = kustomize_indexed_job("cl-kustomize-unregistered")
+        print("ok: the check fails: %s" % op.fails(physics.check_slices, pods))
 
 
 # The labels of everything an install and the webhook create (docs/deploy.md,
@@ -100,6 +149,9 @@ def admit_and_claim(case, ns):
     cl.create_namespace(ns)
     cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p", ns, {"tpu-webhook/inject": "enabled"}))
     cl.kubectl("create", "-f", "-", input=legacy_worker_pod("legacy", ns))
+    for name in ("p", "legacy"):
+        assert "TPU_WORKER_ID" in cl.env_names(cl.get_json("pod", name, "-n", ns)), \
+            "pod %s/%s stored without TPU_WORKER_ID: the webhook did not admit it" % (ns, name)
     cl.wait_for(lambda: any(o.startswith("lease.") for o in labelled()), 30,
                 "the legacy worker id's Lease")
     case.assertIn("deployment.apps/kuberay-tpu-webhook", labelled())
@@ -111,23 +163,15 @@ def run_steps(steps):
         cl.run(["bash", "-euo", "pipefail", "-c", "export PATH=%s\n%s" % (path, step)], timeout=180)
 
 
-class Uninstall(OwnCluster):
-    """docs/deploy.md's uninstall of a Helm install, its own commands read
-    from that file (the webhook configurations first, `helm uninstall`, the
-    claim Leases), after the webhook has admitted pods and claimed a legacy
-    worker id: no object of any listable kind but Events is left with the
-    chart's label or the claims' labels, and a TPU pod is then created as
-    if the webhook had never been installed."""
+class UninstallKustomizeUnregistered(OwnCluster):
+    """UninstallKustomize's negative control, on the kustomize cluster
+    (before that case removes the install): admit_and_claim fails with the
+    install's mutating configurations deleted."""
+    UP_ARGS, CLUSTER, KEEP = KUSTOMIZE, "kustomize", True
 
-    def test_nothing_labelled_left(self):
-        ns = "cl-uninstall"
-        admit_and_claim(self, ns)
-        first, helm, _, leases = uninstall_blocks()
-        self.assertIn("helm uninstall", helm)
-        run_steps([first, helm, leases])
-        cl.wait_for(lambda: labelled() == [], 60, "no object of the project's labels (left: %s)" % labelled())
-        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("after", ns))
-        cl.kubectl("get", "pod", "-n", ns, "after")
+    def test_unregistered(self):
+        with op.webhook_unregistered():
+            print("ok: the check fails: %s" % op.fails(admit_and_claim, self, "cl-uninstall-kustomize-unreg"))
 
 
 class UninstallKustomize(OwnCluster):
@@ -141,7 +185,7 @@ class UninstallKustomize(OwnCluster):
     configuration names the webhook, and with the webhook processes
     stopped too a TPU pod is created, unmutated: nothing calls a webhook
     that is not there."""
-    UP_ARGS = ["--install", "kustomize"]
+    UP_ARGS, CLUSTER = KUSTOMIZE, "kustomize"
     SKIPPED = re.compile(r"#\s*(cert-manager|monitoring) installs\s*$")
 
     def installed(self):
@@ -181,6 +225,38 @@ class UninstallKustomize(OwnCluster):
             cl.kubectl("create", "-f", "-", input=cl.tpu_pod(name, ns, labels))
             pod = cl.get_json("pod", "-n", ns, name)
             self.assertNotIn("TPU_WORKER_ID", cl.env_names(pod))
+
+
+class UninstallUnregistered(OwnCluster):
+    """Uninstall's negative control, on its cluster: with the webhook's
+    mutating configurations deleted, the pods the case creates before
+    the uninstall are stored unmutated and no worker id is claimed, so
+    its first check (admit_and_claim) fails."""
+    CLUSTER, KEEP = "uninstall", True
+
+    def test_unregistered(self):
+        with op.webhook_unregistered():
+            print("ok: the check fails: %s" % op.fails(admit_and_claim, self, "cl-uninstall-unregistered"))
+
+
+class Uninstall(OwnCluster):
+    """docs/deploy.md's uninstall of a Helm install, its own commands read
+    from that file (the webhook configurations first, `helm uninstall`, the
+    claim Leases), after the webhook has admitted pods and claimed a legacy
+    worker id: no object of any listable kind but Events is left with the
+    chart's label or the claims' labels, and a TPU pod is then created as
+    if the webhook had never been installed."""
+    CLUSTER = "uninstall"
+
+    def test_nothing_labelled_left(self):
+        ns = "cl-uninstall"
+        admit_and_claim(self, ns)
+        first, helm, _, leases = uninstall_blocks()
+        self.assertIn("helm uninstall", helm)
+        run_steps([first, helm, leases])
+        cl.wait_for(lambda: labelled() == [], 60, "no object of the project's labels (left: %s)" % labelled())
+        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("after", ns))
+        cl.kubectl("get", "pod", "-n", ns, "after")
 
 
 if __name__ == "__main__":
