@@ -9,6 +9,7 @@
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/kinds.h"   /* wh_kind_find */
+#include "wh/names.h"   /* wh_names_label_value, WH_NAME_MAX */
 #include "wh/patch.h"   /* wh_env_entry */
 #include "wh/podspec.h" /* wh_container_tpu, wh_container_requests_tpu */
 
@@ -295,6 +296,65 @@ static enum wh_err put_job_keys(cJSON *keys, const struct js_job *jj)
     return err;
 }
 
+/* JobSet's spec.coordinator: the endpoint its controller writes as label
+ * and annotation JS "coordinator" on every child Job and pod
+ * (CoordinatorEndpoint, JobSet v0.12.0: <js>-<rjob>-<jobIndex>-<podIndex>.
+ * <subdomain>), into ep (empty without a coordinator); refused as JobSet's
+ * own webhook refuses it (validateCoordinator, validateCoordinatorLabelValue),
+ * since it then creates no Job. */
+static enum wh_err coordinator(const cJSON *spec, const char *js, const char *sub, char *ep,
+                               size_t len, char *errbuf)
+{
+    const cJSON *co = wh_json_get(spec, "coordinator");
+    *ep = '\0';
+    if (!co || cJSON_IsNull(co))
+        return WH_OK;
+    const char *rname = wh_json_str0(co, "replicatedJob");
+    long job, pod, replicas = 0, completions = -1;
+    WH_TRY(count(co, "jobIndex", "spec.coordinator", 0, &job, errbuf));
+    WH_TRY(count(co, "podIndex", "spec.coordinator", 0, &pod, errbuf));
+    const cJSON *rjobs = wh_json_get(spec, "replicatedJobs"), *rj = NULL;
+    for (rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj; rj = rj->next)
+        if (!strcmp(wh_json_str0(rj, "name"), rname))
+            break;
+    const cJSON *jspec = wh_json_path(rj, "template", "spec", NULL);
+    const char *mode = wh_json_str(jspec, "completionMode");
+    if (!rj)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.coordinator.replicatedJob \"%.64s\" is not a replicated job of the "
+                       "JobSet; JobSet's webhook refuses it: name one of spec.replicatedJobs",
+                       rname);
+    WH_TRY(count(rj, "replicas", "spec.replicatedJobs[]", 1, &replicas, errbuf));
+    if (job >= replicas)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.coordinator.jobIndex %ld is not a Job of replicated job \"%.64s\" "
+                       "(%ld replicas); JobSet's webhook refuses it: use 0 to %ld",
+                       job, rname, replicas, replicas - 1);
+    WH_TRY(count(jspec, "completions", "spec.replicatedJobs[].template.spec", -1, &completions,
+                 errbuf));
+    if ((mode && strcmp(mode, "Indexed")) || completions < 0)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.coordinator names replicated job \"%.64s\", whose Jobs are not "
+                       "Indexed with completions set; JobSet's webhook refuses it: set "
+                       "completionMode Indexed and completions",
+                       rname);
+    if (pod >= completions)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "spec.coordinator.podIndex %ld is not a pod of replicated job \"%.64s\" "
+                       "(completions %ld); JobSet's webhook refuses it: use 0 to %ld",
+                       pod, rname, completions, completions - 1);
+    int n = snprintf(ep, len, "%s-%s-%ld-%ld.%s", js, rname, job, pod, sub);
+    const char *rule = n < 0 || (size_t)n >= len ? "must be no more than 63 characters"
+                                                 : wh_names_label_value(ep);
+    if (rule)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "the coordinator endpoint \"%.100s\" is no valid value for label " JS
+                       "coordinator (%s); JobSet's webhook refuses it: shorten the JobSet, "
+                       "replicated job or subdomain name",
+                       ep, rule);
+    return WH_OK;
+}
+
 static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
 {
     const char *js;
@@ -315,6 +375,8 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
     fake_uid(ns_of(obj), js, uid, sizeof(uid));
     snprintf(gs, sizeof(gs), "%ld", global);
     const char *excl = wh_meta_annotation(obj, "alpha.jobset.sigs.k8s.io/exclusive-topology");
+    char coord[WH_NAME_MAX + 2];
+    WH_TRY(coordinator(spec, js, sub, coord, sizeof(coord), errbuf));
     int i = 0;
     enum wh_err err = WH_OK;
     for (const cJSON *rj = cJSON_IsArray(rjobs) ? rjobs->child : NULL; rj && !err;
@@ -341,6 +403,8 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
                                 .index = j,
                                 .global_index = before + j};
             err = put_job_keys(keys, &jj);
+            if (!err && *coord)
+                err = put(keys, JS "coordinator", coord);
             size_t first = cJSON_GetArraySize(out) > 0 ? (size_t)cJSON_GetArraySize(out) : 0;
             struct job_in in = {.ns = ns_of(obj),
                                 .job = child,

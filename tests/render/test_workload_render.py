@@ -279,6 +279,67 @@ class LwsSubdomainPolicy(unittest.TestCase):
         self.assertIn('spec.networkConfig.subdomainPolicy is "PerGroup"', p.stderr.decode())
 
 
+class JobSetCoordinator(unittest.TestCase):
+    """Issue 34, item 5: spec.coordinator as JobSet v0.12.0's controller
+    writes it (CoordinatorEndpoint, labelAndAnnotateObject): label and
+    annotation jobset.sigs.k8s.io/coordinator = <jobset>-<replicatedJob>-
+    <jobIndex>-<podIndex>.<subdomain> on every pod, so a Pathways worker's
+    fieldRef to it resolves; a coordinator JobSet's webhook refuses is
+    refused with the reason."""
+
+    KEY = "jobset.sigs.k8s.io/coordinator"
+
+    def text(self):
+        with open(os.path.join(FIX, "jobset-pathways-coordinator.yaml")) as f:
+            return f.read()
+
+    def render_text(self, text):
+        p = run("render", "--output", "json", "-", stdin=text.encode())
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        return json.loads(p.stdout)["items"]
+
+    def test_every_pod_labelled_and_annotated(self):
+        pods = render("jobset-pathways-coordinator.yaml")
+        self.assertEqual(len(pods), 3)
+        for p in pods:
+            md = p["metadata"]
+            self.assertEqual(md["labels"][self.KEY], "pathways-head-0-0.pathways")
+            self.assertEqual(md["annotations"][self.KEY], "pathways-head-0-0.pathways")
+        # the coordinator is a pod that exists: its hostname.subdomain
+        head = pods[0]
+        self.assertEqual("%s.%s" % (head["spec"]["hostname"], head["spec"]["subdomain"]),
+                         "pathways-head-0-0.pathways")
+        for w in pods[1:]:
+            env = physics.env_of(physics.resolve_field_refs(w)["spec"]["containers"][0])
+            self.assertEqual(env["PATHWAYS_HEAD"], "pathways-head-0-0.pathways")
+
+    def test_indices_and_subdomain(self):
+        text = self.text().replace("    replicatedJob: head\n",
+                                   "    replicatedJob: worker\n    podIndex: 1\n")
+        text = text.replace("spec:\n  coordinator:", "spec:\n  network: {subdomain: pw}\n  coordinator:")
+        for p in self.render_text(text):
+            self.assertEqual(p["metadata"]["labels"][self.KEY], "pathways-worker-0-1.pw")
+            self.assertEqual(p["spec"]["subdomain"], "pw")
+
+    def test_none_without_coordinator(self):
+        text = self.text().replace("  coordinator:\n    replicatedJob: head\n", "")
+        for p in self.render_text(text):
+            self.assertNotIn(self.KEY, p["metadata"]["labels"])
+            self.assertNotIn(self.KEY, p["metadata"]["annotations"])
+
+    def test_refused_as_jobset_refuses(self):
+        for old, new, part in (
+                ("replicatedJob: head", "replicatedJob: boss", 'replicatedJob "boss" is not a replicated job'),
+                ("replicatedJob: head", "replicatedJob: head\n    jobIndex: 1", "jobIndex 1 is not a Job"),
+                ("replicatedJob: head", "replicatedJob: worker\n    podIndex: 2", "podIndex 2 is not a pod"),
+                ("name: pathways\n", "name: %s\n" % ("p" * 50), "shorten the JobSet")):
+            text = self.text().replace(old, new, 1)
+            p = run("render", "-", stdin=text.encode())
+            self.assertEqual(p.returncode, 2, p.stderr.decode())
+            self.assertIn(part, p.stderr.decode())
+            self.assertIn("JobSet's webhook refuses it", p.stderr.decode())
+
+
 def review_workload(pod):
     """The webhook's /mutate-workload answer for pod (a CREATE)."""
     rv = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -430,7 +491,8 @@ class Check(unittest.TestCase):
         rows = {(r["kind"], r["name"]): r for r in report["rows"]}
         self.assertEqual(set(rows), {("JobSet", "llm"), ("Job", "train-v6e"), ("LeaderWorkerSet", "vllm"),
                                      ("Job", "torchtpu-smoke"), ("Job", "train-short"),
-                                     ("LeaderWorkerSet", "serve"), ("LeaderWorkerSet", "ironwood")})
+                                     ("LeaderWorkerSet", "serve"), ("LeaderWorkerSet", "ironwood"),
+                                     ("JobSet", "pathways")})
         bad = rows[("Job", "train-short")]
         self.assertEqual(bad["verdict"], "rejected")
         self.assertIn('Job "default/train-short": spec.parallelism is 2, expected 4', bad["message"])
