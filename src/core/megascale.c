@@ -2,7 +2,6 @@
 #include "wh/megascale.h"
 
 #include "wh/json.h"    /* wh_parse_long, wh_json_get */
-#include "wh/mutate.h"  /* WH_MEGASCALE_PORT */
 #include "wh/podspec.h" /* wh_env_lookup, wh_container_requests_tpu */
 
 enum wh_ms_world wh_megascale_world(const cJSON *env, long slices, bool fill, const char **declared)

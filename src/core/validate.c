@@ -20,7 +20,6 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mem.h"      /* wh_realloc, wh_strdup, wh_free */
 #include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port, wh_megascale_joined_slices */
-#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
 #include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
 #include "wh/topology.h" /* wh_topology, wh_is_tpu7x */

@@ -9,7 +9,6 @@
 #include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_port, wh_megascale_shared_slice_id, wh_megascale_shared_port */
-#include "wh/mutate.h"   /* WH_MEGASCALE_PORT */
 #include "wh/patch.h"    /* wh_env_writer */
 #include "wh/podspec.h"  /* wh_env_lookup */
 #include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */

@@ -14,7 +14,6 @@
 #include "wh/json.h"      /* wh_json_* */
 #include "wh/kinds.h"     /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
-#include "wh/mutate.h"    /* WH_MEGASCALE_PORT */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
 #include "wh/ratchet.h"   /* wh_violations_add */

@@ -10,6 +10,11 @@
 
 #include <cjson/cJSON.h>
 
+/* MEGASCALE_PORT when the container declares none: of its first TPU
+ * container, the others counting up on TPU7x (wh_megascale_port;
+ * docs/internals/reference-behaviour.md §2.8). */
+#define WH_MEGASCALE_PORT 8081
+
 enum wh_ms_world {
     WH_MS_SLICE,    /* no MEGASCALE: the container's slice is a world of its own */
     WH_MS_REPLICAS, /* every slice of the replicated job */

@@ -4,14 +4,15 @@
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
 
-#include "wh/decision.h" /* struct wh_decision */
-#include "wh/err.h"      /* enum wh_err */
-#include "wh/review.h"   /* struct wh_review */
-#include "wh/state.h"    /* struct wh_state */
-#include "wh/tpuenv.h"   /* the process port base, beside the ports below */
+#include "wh/decision.h"  /* struct wh_decision */
+#include "wh/err.h"       /* enum wh_err */
+#include "wh/megascale.h" /* the MEGASCALE port, beside the one below */
+#include "wh/review.h"    /* struct wh_review */
+#include "wh/state.h"     /* struct wh_state */
+#include "wh/tpuenv.h"    /* the process port base, beside the one below */
 
-/* Ports (docs/internals/reference-behaviour.md §2.8; the process port base is in tpuenv.h). */
-#define WH_MEGASCALE_PORT 8081
+/* The device plugin's port (docs/internals/reference-behaviour.md §2.8; the
+ * process port base is in tpuenv.h, MEGASCALE's in megascale.h). */
 #define WH_DEVICE_PLUGIN_PORT 2112
 
 /* Decide about rv (an AdmissionReview whose kind is Pod; the pod's
