@@ -57,25 +57,28 @@ MUTATING = ("kuberay-tpu-mutating-webhook-cfg", "tpu-webhook-workload-mutating-c
 
 
 @contextlib.contextmanager
-def webhook_unregistered():
-    """The webhook's mutating configurations deleted for the body (seen
-    gone: a dry-run TPU pod comes back unmutated), then created again as
-    they were and seen active."""
+def webhook_unregistered(configs=None, probe=None):
+    """The webhook's configurations (default: its mutating ones; else
+    [(kind, name)]) deleted for the body, seen gone (no answer of probe()
+    true; default: a dry-run TPU pod comes back unmutated), then created
+    again as they were and seen active (every answer of probe() true)."""
+    configs = configs or [("mutatingwebhookconfiguration", n) for n in MUTATING]
+    probe = probe or (lambda: (cl.webhook_active(),))
     saved = []
-    for name in MUTATING:
-        obj = cl.get_json("mutatingwebhookconfiguration", name)
+    for kind, name in configs:
+        obj = cl.get_json(kind, name)
         for k in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
             obj["metadata"].pop(k, None)
         saved.append(obj)
     try:
-        for name in MUTATING:
-            cl.kubectl("delete", "mutatingwebhookconfiguration", name)
-        cl.wait_for(lambda: not cl.webhook_active(), 60, "the webhook's configurations gone")
+        for kind, name in configs:
+            cl.kubectl("delete", kind, name)
+        cl.wait_for(lambda: not any(probe()), 60, "the webhook's configurations gone")
         yield
     finally:
         for obj in saved:
             cl.kubectl("create", "-f", "-", input=json.dumps(obj))
-        cl.wait_webhook_active()
+        cl.wait_for(lambda: all(probe()), 120, "the webhook's configurations active again")
 
 
 def fails(check, *args):

@@ -28,7 +28,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
 import kuberay_physics as K  # noqa: E402
+import operators as op  # noqa: E402
 import test_kuberay as T  # noqa: E402
+from test_core import legacy_worker_pod  # noqa: E402
 from test_variants import OwnCluster  # noqa: E402
 
 REFERENCE = os.path.join(cl.REPO, "tests", "fixtures", "reference-deployments", "deployments")
@@ -73,6 +75,158 @@ def moving_to_helm_steps():
     return re.sub(r"(?m)^  ", "", blocks[0])
 
 
+def owned(tree, prefix=()):
+    """The paths (tuples of fieldsV1 keys) a managedFields entry owns; "."
+    marks the element itself."""
+    out = set()
+    for k, v in tree.items():
+        if k == ".":
+            out.add(prefix)
+        elif v:
+            out |= owned(v, prefix + (k,))
+        else:
+            out.add(prefix + (k,))
+    return out
+
+
+def value_at(obj, path):
+    """The object's value at a fieldsV1 path (f:field, k:{list item key})."""
+    for seg in path:
+        if seg.startswith("f:"):
+            obj = obj[seg[2:]]
+        elif seg.startswith("k:"):
+            key = json.loads(seg[2:])
+            obj = next(i for i in obj if all(i.get(k) == v for k, v in key.items()))
+        else:
+            raise AssertionError("no value for %s at %s" % (seg, path))
+    return obj
+
+
+def left_by_kubectl(kind, name, nsargs):
+    """{path: value} of the fields that only the reference's `kubectl
+    apply` (manager kubectl-client-side-apply, which owns every field the
+    object had after its apply, defaults included) still owns: fields the
+    chart's server-side apply neither set nor removed. Leaves only: an
+    element with owned children is judged by them."""
+    obj = cl.get_json(kind, name, *nsargs, "--show-managed-fields")
+    mine, others = set(), set()
+    for m in obj["metadata"]["managedFields"]:
+        (mine if m["manager"] == "kubectl-client-side-apply" else others).update(owned(m.get("fieldsV1") or {}))
+    every = mine | others
+    left = {p for p in mine - others if not any(q[:len(p)] == p and q != p for q in every)}
+    return {"/".join(p): value_at(obj, p) for p in sorted(left)}
+
+
+LEFT_OBJECTS = [(k, n, []) for k, n in CONFIGS] + [("deployment", SVC, ["-n", NS]), ("service", SVC, ["-n", NS])]
+ANY = object()
+LAST_APPLIED = "f:metadata/f:annotations/f:kubectl.kubernetes.io/last-applied-configuration"
+INJECT = "f:metadata/f:annotations/f:cert-manager.io/inject-ca-from"
+CONTAINER = 'f:spec/f:template/f:spec/f:containers/k:{"name":"kuberay-tpu-webhook"}/'
+
+# The API server's defaults, filled in on the reference's create and so
+# owned by its kubectl apply: the values a fresh install has too. Harmless.
+LEFT_DEFAULTS = {
+    "deployment/" + SVC: {
+        "f:spec/f:progressDeadlineSeconds": 600,
+        CONTAINER + "f:livenessProbe/f:successThreshold": 1,
+        CONTAINER + "f:readinessProbe/f:successThreshold": 1,
+        CONTAINER + "f:terminationMessagePath": "/dev/termination-log",
+        CONTAINER + "f:terminationMessagePolicy": "File",
+        "f:spec/f:template/f:spec/f:dnsPolicy": "ClusterFirst",
+        "f:spec/f:template/f:spec/f:restartPolicy": "Always",
+        "f:spec/f:template/f:spec/f:schedulerName": "default-scheduler",
+        # The deprecated alias the API server copies from serviceAccountName.
+        "f:spec/f:template/f:spec/f:serviceAccount": SVC,
+    },
+    "validatingwebhookconfiguration/kuberay-tpu-validating-webhook-cfg": {
+        'f:webhooks/k:{"name":"raycluster-kuberay-tpu-webhook.ray-system.svc"}/f:objectSelector': {},
+    },
+    "service/" + SVC: {
+        "f:spec/f:internalTrafficPolicy": "Cluster",
+        "f:spec/f:sessionAffinity": "None",
+    },
+}
+# What the reference set that is not a default: docs/deploy.md's clean-up
+# removes each. inject-ca-from names the reference's Certificate: with
+# cert-manager in the cluster and the chart without it, cert-manager's CA
+# injector would write that Certificate's CA into the caBundle, and the API
+# server would refuse this webhook's certificate (every pod refused). The
+# last-applied annotation is the reference's manifest: a later `kubectl
+# apply` would merge against it.
+LEFT_REFERENCE = {
+    "mutatingwebhookconfiguration/kuberay-tpu-mutating-webhook-cfg": {
+        INJECT: NS + "/kuberay-tpu-webhook-certs", LAST_APPLIED: ANY},
+    "validatingwebhookconfiguration/kuberay-tpu-validating-webhook-cfg": {
+        INJECT: NS + "/kuberay-tpu-webhook-certs", LAST_APPLIED: ANY},
+    "deployment/" + SVC: {LAST_APPLIED: ANY},
+    "service/" + SVC: {LAST_APPLIED: ANY},
+}
+
+
+def left_behind():
+    return {"%s/%s" % (k, n): left_by_kubectl(k, n, a) for k, n, a in LEFT_OBJECTS}
+
+
+def expected(*tables):
+    out = {"%s/%s" % (k, n): {} for k, n, _ in LEFT_OBJECTS}
+    for t in tables:
+        for obj, fields in t.items():
+            out[obj].update(fields)
+    return out
+
+
+def check_left(case, left, want):
+    """left equals want, exactly (ANY: present, whatever the value)."""
+    got = {o: {p: (ANY if want.get(o, {}).get(p) is ANY else v) for p, v in f.items()} for o, f in left.items()}
+    case.assertEqual(got, want, "the fields the takeover leaves behind (docs/deploy.md, the clean-up)")
+
+
+def cleanup_steps():
+    """docs/deploy.md's clean-up after the move to Helm (the block that
+    removes inject-ca-from)."""
+    with open(os.path.join(cl.REPO, "docs", "deploy.md")) as f:
+        doc = f.read()
+    section = doc.split("\n## Upgrade from the reference webhook\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", section, re.S) if "inject-ca-from-" in b]
+    assert len(blocks) == 1, blocks
+    return re.sub(r"(?m)^  ", "", blocks[0])
+
+
+def unregistered_probe():
+    """(a dry-run legacy worker pod comes back mutated through /mutate,
+    a dry-run of bad-numofhosts.yaml is refused through /validate)."""
+    mutated = '"TPU_WORKER_ID"' in cl.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", check=False,
+                                              input=legacy_worker_pod("probe", "default")).stdout
+    refused = cl.kubectl("apply", "--dry-run=server", "-n", "default", "-f",
+                         os.path.join(T.MANIFESTS, "bad-numofhosts.yaml"), check=False).returncode != 0
+    return mutated, refused
+
+
+def check_scaled(pods, old, ns):
+    """After the scale-up to 2 slices: 8 pods, the existing 4 untouched,
+    both slices right."""
+    assert len(pods) == 8, len(pods)
+    for p in pods:
+        uid = p["metadata"]["uid"]
+        if uid in old:
+            assert p["spec"] == old[uid]["spec"], "an existing pod changed: %s" % p["metadata"]["name"]
+    assert sum(p["metadata"]["uid"] in old for p in pods) == 4, "the existing pods not kept"
+    K.check_cluster(pods, T.services(ns))
+
+
+def check_refused(ns):
+    """bad-numofhosts.yaml refused by /validate, with the webhook's name."""
+    bad = os.path.join(T.MANIFESTS, "bad-numofhosts.yaml")
+    p = cl.kubectl("apply", "-n", ns, "-f", bad, check=False)
+    assert p.returncode != 0, "an impossible RayCluster was admitted: %s" % p.stdout
+    for part in ('admission webhook "raycluster-kuberay-tpu-webhook.ray-system.svc"', "denied the request"):
+        assert part in p.stderr, (part, p.stderr)
+    return p.stderr
+
+
+UPGRADE_ARGS = ["--install", "none", "--endpoint-routing", "--components", "kuberay"]
+
+
 class ReferenceUpgrade(unittest.TestCase):
     """The reference's deployment, a RayCluster admitted through its routes,
     then the documented move to this project's chart: the same
@@ -80,10 +234,12 @@ class ReferenceUpgrade(unittest.TestCase):
     configuration of each kind (none left beside its replacement); the
     existing worker pods untouched; the RayCluster scaled up with its new
     pods right beside the old ones; an impossible RayCluster refused."""
-    UP_ARGS = ["--install", "none", "--endpoint-routing", "--components", "kuberay"]
-    # A cluster of its own: test_variants.py's OwnCluster set-up and
-    # tear-down (tests/CMakeLists.txt makes entries of the classes that
-    # derive from unittest.TestCase in this file).
+    UP_ARGS = UPGRADE_ARGS
+    # A cluster of its own (test_variants.py's OwnCluster set-up and
+    # tear-down; tests/CMakeLists.txt makes entries of the classes that
+    # derive from unittest.TestCase in this file), kept up for
+    # ReferenceUpgradeUnregistered.
+    CLUSTER, KEEP = "upgrade", True
     setUpClass = vars(OwnCluster)["setUpClass"]
     tearDownClass = vars(OwnCluster)["tearDownClass"]
 
@@ -163,11 +319,9 @@ class ReferenceUpgrade(unittest.TestCase):
         self.assertEqual(dep["metadata"]["annotations"].get("meta.helm.sh/release-name"), "tpu-webhook")
         print("ok: helm install over the reference: the same names and routes %s" % sorted(after))
         # What only the reference's kubectl apply set, and Helm's
-        # server-side apply neither sets nor removes, stays (for the record).
-        for kind, name, nsargs in [(k, n, []) for k, n in CONFIGS] + [("deployment", SVC, ["-n", NS])]:
-            mf = cl.get_json(kind, name, *nsargs, "--show-managed-fields")["metadata"]["managedFields"]
-            left = [json.dumps(m.get("fieldsV1"))[:400] for m in mf if m["manager"] == "kubectl-client-side-apply"]
-            print("note: %s %s: fields still owned by the reference's kubectl apply: %s" % (kind, name, left))
+        # server-side apply neither sets nor removes, stays: asserted at the
+        # end (after the upgrade's own checks), an exact list.
+        left = left_behind()
 
         # This project's webhook now serves, with the chart's RBAC.
         token = cl.kubectl("create", "token", SVC, "-n", NS, "--duration", "2h").stdout.strip()
@@ -184,23 +338,47 @@ class ReferenceUpgrade(unittest.TestCase):
         self.serve("tpu-webhook-0", addr, kc)
 
         T.set_replicas(ns, 2)
-        pods = T.judge(ns)
-        self.assertEqual(len(pods), 8)
-        for p in pods:
-            uid = p["metadata"]["uid"]
-            if uid in old:
-                self.assertEqual(p["spec"], old[uid]["spec"], "an existing pod changed")
-        self.assertEqual(sum(p["metadata"]["uid"] in old for p in pods), 4, "the existing pods kept")
-        K.check_cluster(pods, T.services(ns))
+        check_scaled(T.judge(ns), old, ns)
         print("ok: after the upgrade: 4 existing pods untouched, 4 new ones, 2 slices right")
+        print("ok: bad-numofhosts.yaml refused through /validate: %s" % check_refused(ns).strip()[:200])
+        for obj, fields in sorted(left.items()):
+            print("left by the reference's kubectl apply: %s: %s" % (
+                obj, {p: ("%s..." % str(v)[:40]) for p, v in fields.items()}))
+        check_left(self, left, expected(LEFT_DEFAULTS, LEFT_REFERENCE))
+        # The documented clean-up leaves only the defaults.
+        cl.run(["bash", "-euo", "pipefail", "-c", cleanup_steps()])
+        check_left(self, left_behind(), expected(LEFT_DEFAULTS))
+        print("ok: the clean-up of docs/deploy.md leaves only the API server's defaults")
 
-        bad = os.path.join(T.MANIFESTS, "bad-numofhosts.yaml")
-        p = cl.kubectl("apply", "-n", ns, "-f", bad, check=False)
-        self.assertNotEqual(p.returncode, 0, "an impossible RayCluster was admitted: %s" % p.stdout)
-        for part in ('admission webhook "raycluster-kuberay-tpu-webhook.ray-system.svc"', "denied the request"):
-            self.assertIn(part, p.stderr)
-        print("ok: bad-numofhosts.yaml refused through /validate: %s" % p.stderr.strip()[:200])
+class ReferenceUpgradeUnregistered(unittest.TestCase):
+    """ReferenceUpgrade's negative control, on its cluster after the
+    upgrade (replayed first when the cluster is not ReferenceUpgrade's):
+    with the KubeRay configurations deleted, the checks of that case fail:
+    a v6e-16 RayCluster's stored pods fail kuberay_physics.py, so do the
+    pods after the scale-up, and bad-numofhosts.yaml is admitted."""
+    UP_ARGS, CLUSTER = UPGRADE_ARGS, "upgrade"
+    setUpClass = vars(OwnCluster)["setUpClass"]
+    tearDownClass = vars(OwnCluster)["tearDownClass"]
+    serve, stop, endpoint, install_certs = (ReferenceUpgrade.serve, ReferenceUpgrade.stop,
+                                            ReferenceUpgrade.endpoint, ReferenceUpgrade.install_certs)
 
+    def test_unregistered(self):
+        if not self.reused:
+            ReferenceUpgrade.test_upgrade(self)
+        self.assertEqual(cl.get_json("deployment", SVC, "-n", NS)["metadata"]["annotations"].get(
+            "meta.helm.sh/release-name"), "tpu-webhook", "the chart installed over the reference")
+        ns = "up-unregistered"
+        cl.create_namespace(ns)
+        with op.webhook_unregistered([(k, n) for k, n in CONFIGS], unregistered_probe):
+            cl.kubectl("apply", "-n", ns, "-f", T.V6E16)
+            pods = op.settled_pods(ns, T.WORKERS, 4)
+            print("ok: physics: the check fails: %s" % op.fails(K.check_cluster, pods, T.services(ns)))
+            old = {p["metadata"]["uid"]: p for p in pods}
+            T.set_replicas(ns, 2)
+            pods = op.settled_pods(ns, T.WORKERS, 8)
+            print("ok: after the scale-up: the check fails: %s" % op.fails(check_scaled, pods, old, ns))
+            print("ok: refused: the check fails: %s" % op.fails(check_refused, ns))
+        cl.kubectl("delete", "namespace", ns, "--wait=false")
 
 if __name__ == "__main__":
     unittest.main()
