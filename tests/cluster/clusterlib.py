@@ -12,7 +12,9 @@ import re
 import ssl
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -194,3 +196,58 @@ def require_cluster():
     """Fails (never skips) unless the cluster answers: a case's setUpClass."""
     env()
     kubectl("get", "--raw", "/readyz")
+
+
+class Load:
+    """Threads creating pods in ns through the API server (admin client
+    certificate, one connection each) until stop(): pod(name, ns) gives
+    each body (JSON text). The count created, and every refusal with its
+    time and message, are kept."""
+
+    def __init__(self, ns, pod, threads=6, prefix="load"):
+        e = env()
+        d = e["WH_CLUSTER_DIR"]
+        self.ctx = ssl.create_default_context(cafile=e["WH_CLUSTER_CA"])
+        self.ctx.load_cert_chain(os.path.join(d, "pki", "admin.crt"), os.path.join(d, "pki", "admin.key"))
+        self.url = "%s/api/v1/namespaces/%s/pods" % (e["WH_APISERVER"], ns)
+        self.ns, self.pod, self.prefix, self.created, self.failures = ns, pod, prefix, 0, []
+        self.lock, self.halt = threading.Lock(), threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(t,), daemon=True) for t in range(threads)]
+
+    def create(self, name):
+        req = urllib.request.Request(self.url, data=self.pod(name, self.ns).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=60) as r:
+                r.read()
+            return None
+        except urllib.error.HTTPError as e:
+            return "%d %s" % (e.code, e.read().decode(errors="replace")[:300])
+        except OSError as e:
+            return str(e)
+
+    def run(self, t):
+        k = 0
+        while not self.halt.is_set():
+            err = self.create("%s-%d-%d" % (self.prefix, t, k))
+            k += 1
+            with self.lock:
+                if err:
+                    self.failures.append((time.time(), err))
+                else:
+                    self.created += 1
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self):
+        self.halt.set()
+        for t in self.threads:
+            t.join(90)
+
+    def unmutated(self):
+        """The load's stored pods without TPU_WORKER_ID (the webhook did
+        not admit them)."""
+        return [p["metadata"]["name"] for p in pods(self.ns)
+                if p["metadata"]["name"].startswith(self.prefix + "-") and "TPU_WORKER_ID" not in env_names(p)]

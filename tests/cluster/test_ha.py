@@ -15,19 +15,16 @@ import collections
 import json
 import os
 import signal
-import ssl
 import sys
-import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
 import operators as op  # noqa: E402
+import kuberay_physics as K  # noqa: E402
 import test_kuberay as T  # noqa: E402
-from test_core import legacy_worker_pod  # noqa: E402
+from test_core import legacy_worker_pod, renew_twice  # noqa: E402
 from test_variants import OwnCluster  # noqa: E402
 
 REPLICAS = 3
@@ -38,53 +35,10 @@ def mutate_calls(i):
     return cl.metric_sum(cl.metrics(i), "tpu_webhook_http_requests_total", path="/mutate")
 
 
-class Load:
-    """Threads creating legacy KubeRay worker pods in ns through the API
-    server (admin client certificate, one connection each), until stop();
-    every refusal is kept with its message."""
-
-    def __init__(self, ns, threads=6):
-        e = cl.env()
-        d = e["WH_CLUSTER_DIR"]
-        self.ctx = ssl.create_default_context(cafile=e["WH_CLUSTER_CA"])
-        self.ctx.load_cert_chain(os.path.join(d, "pki", "admin.crt"), os.path.join(d, "pki", "admin.key"))
-        self.url = "%s/api/v1/namespaces/%s/pods" % (e["WH_APISERVER"], ns)
-        self.ns, self.created, self.failures = ns, 0, []
-        self.lock, self.halt = threading.Lock(), threading.Event()
-        self.threads = [threading.Thread(target=self.run, args=(t,), daemon=True) for t in range(threads)]
-
-    def create(self, name):
-        body = legacy_worker_pod(name, self.ns, cluster=name).encode()
-        req = urllib.request.Request(self.url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=60) as r:
-                r.read()
-            return None
-        except urllib.error.HTTPError as e:
-            return "%d %s" % (e.code, e.read().decode(errors="replace")[:300])
-        except OSError as e:
-            return str(e)
-
-    def run(self, t):
-        k = 0
-        while not self.halt.is_set():
-            err = self.create("load-%d-%d" % (t, k))
-            k += 1
-            with self.lock:
-                if err:
-                    self.failures.append((time.time(), err))
-                else:
-                    self.created += 1
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def stop(self):
-        self.halt.set()
-        for t in self.threads:
-            t.join(90)
+def load(ns, prefix="load"):
+    """Legacy KubeRay worker pods created in ns by 6 connections at once,
+    each its own RayCluster name (cl.Load)."""
+    return cl.Load(ns, lambda name, n: legacy_worker_pod(name, n, cluster=name), threads=6, prefix=prefix)
 
 
 def slice_holders(ns):
@@ -113,6 +67,97 @@ def endpoint_ready(i, ready):
                "--type", "json", "-p", json.dumps(patch))
 
 
+def check_spread(calls):
+    for i, c in enumerate(calls):
+        assert c > 0, "replica %d answered no admission: %s" % (i, calls)
+
+
+def check_slices_shared(ns):
+    """Some slice's ids were claimed by more than one replica (their claim
+    Leases): the case shows ids agreeing across replicas."""
+    holders = slice_holders(ns)
+    shared = sorted(r for r, h in holders.items() if len(h) > 1)
+    print("KubeRay slices whose ids were claimed by more than one replica: %s of %d (%s)"
+          % (len(shared), len(holders), {r: sorted(h) for r, h in holders.items()}))
+    assert shared, "no slice was admitted by more than one replica: the case did not show their ids " \
+        "agreeing across replicas"
+
+
+def check_load(ld):
+    """Every load pod created, admitted by the webhook: refusals and pods
+    stored without TPU_WORKER_ID both fail."""
+    assert ld.failures == [], "admissions refused: %s" % ld.failures[:3]
+    unmutated = ld.unmutated()
+    assert unmutated == [], "%d load pods stored unmutated: %s" % (len(unmutated), unmutated[:5])
+
+
+def eight_slices(ns):
+    """The v6e-16 sample with 8 slices, in ns."""
+    cl.create_namespace(ns)
+    rc = op.load_docs(T.V6E16)[0]
+    rc["metadata"]["namespace"] = ns
+    rc["spec"]["workerGroupSpecs"][0].update(replicas=8, maxReplicas=8)
+    op.apply_obj(rc)
+
+
+HA_ARGS = ["--replicas", str(REPLICAS), "--components", "kuberay", "--kuberay-indexing", "off"]
+
+
+class HighlyAvailableUnregistered(unittest.TestCase):
+    """HighlyAvailable's negative control, on its cluster (kept up for the
+    classes after it): with the webhook's mutating configurations deleted,
+    the same 8 slices and load fail each of that case's checks: the
+    stored worker pods fail kuberay_physics.py, no replica answers an
+    admission, no slice's ids are claimed, the load pods are stored
+    unmutated."""
+    UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
+    setUpClass = vars(OwnCluster)["setUpClass"]
+    tearDownClass = vars(OwnCluster)["tearDownClass"]
+
+    def test_unregistered(self):
+        ns, lns = "ha-kuberay-unregistered", "ha-load-unregistered"
+        cl.create_namespace(lns)
+        with op.webhook_unregistered():
+            before = [mutate_calls(i) for i in range(REPLICAS)]
+            ld = load(lns)
+            ld.start()
+            try:
+                eight_slices(ns)
+                # Enough load pods to judge, then none: it only slows the
+                # API server while KubeRay creates the 32.
+                cl.wait_for(lambda: ld.created >= 20, 120, "20 load pods created")
+            finally:
+                ld.stop()
+            pods = op.settled_pods(ns, T.WORKERS, 32)
+            calls = [mutate_calls(i) - before[i] for i in range(REPLICAS)]
+        self.assertGreater(ld.created, 0)
+        for what, check, args in (("physics", K.check_cluster, (pods, T.services(ns))),
+                                  ("every replica answered", check_spread, (calls,)),
+                                  ("ids claimed by several replicas", check_slices_shared, (ns,)),
+                                  ("load admitted", check_load, (ld,))):
+            print("ok: %s: the check fails: %s" % (what, op.fails(check, *args)))
+        cl.kubectl("delete", "namespace", ns, lns, "--wait=false")
+
+
+class ReplicasRenewal(unittest.TestCase):
+    """The serving certificate renewed twice while 6 connections create
+    legacy worker pods through the three replicas (test_core.renew_twice):
+    every replica's handshake shows each new serial, 0 failed
+    admissions, every pod mutated, no replica restarted, and every
+    replica answered admissions after the renewals. On
+    HighlyAvailable's cluster, kept up for it."""
+    UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
+    setUpClass = vars(OwnCluster)["setUpClass"]
+    tearDownClass = vars(OwnCluster)["tearDownClass"]
+
+    def test_renewed_twice(self):
+        ns = "ha-renewal"
+        cl.create_namespace(ns)
+        _, calls = renew_twice(self, load(ns))
+        check_spread([sum(c) for c in zip(*calls)])
+        cl.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 class HighlyAvailable(unittest.TestCase):
     """Three replicas behind the chart's Service: every replica answers
     admissions the API server sends it; the worker ids of the slices they
@@ -122,10 +167,11 @@ class HighlyAvailable(unittest.TestCase):
     terminating, then SIGTERM, as Kubernetes deletes a pod), the scale-up
     completes, every slice still right, and the pods created after it are
     all admitted."""
-    UP_ARGS = ["--replicas", str(REPLICAS), "--components", "kuberay", "--kuberay-indexing", "off"]
-    # A cluster of its own: test_variants.py's OwnCluster set-up and
-    # tear-down (tests/CMakeLists.txt makes entries of the classes that
-    # derive from unittest.TestCase in this file).
+    # A cluster of its own (test_variants.py's OwnCluster set-up and
+    # tear-down; tests/CMakeLists.txt makes entries of the classes that
+    # derive from unittest.TestCase in this file), shared with the
+    # classes above: the last of them, it brings it down.
+    UP_ARGS, CLUSTER = HA_ARGS, "ha"
     setUpClass = vars(OwnCluster)["setUpClass"]
     tearDownClass = vars(OwnCluster)["tearDownClass"]
 
@@ -138,26 +184,16 @@ class HighlyAvailable(unittest.TestCase):
 
         cl.create_namespace("ha-load")
         ns = "ha-kuberay"
-        cl.create_namespace(ns)
-        rc = op.load_docs(T.V6E16)[0]
-        rc["metadata"]["namespace"] = ns
-        rc["spec"]["workerGroupSpecs"][0].update(replicas=8, maxReplicas=8)
-        load = Load("ha-load")
-        load.start()
+        ld = load("ha-load")
+        ld.start()
         try:
-            op.apply_obj(rc)
+            eight_slices(ns)
             pods = T.judge(ns, secs=300)
             self.assertEqual(len(pods), 32)
             calls = [mutate_calls(i) - before[i] for i in range(REPLICAS)]
             print("ok: 8 slices, 32 worker pods right; /mutate calls per replica: %s" % calls)
-            for i, c in enumerate(calls):
-                self.assertGreater(c, 0, "replica %d answered no admission: %s" % (i, calls))
-            holders = slice_holders(ns)
-            shared = sorted(r for r, h in holders.items() if len(h) > 1)
-            print("ok: KubeRay slices whose ids were claimed by more than one replica: %s of %d (%s)"
-                  % (len(shared), len(holders), {r: sorted(h) for r, h in holders.items()}))
-            self.assertTrue(shared, "no slice was admitted by more than one replica: the case "
-                            "did not show their ids agreeing across replicas")
+            check_spread(calls)
+            check_slices_shared(ns)
 
             # One replica taken away while KubeRay creates 4 more slices.
             set_slices(ns, 12)
@@ -169,16 +205,15 @@ class HighlyAvailable(unittest.TestCase):
             pods = T.judge(ns, secs=300)
             self.assertEqual(len(pods), 48)
             print("ok: replica %d taken away mid-scale: 12 slices, 48 worker pods right" % (REPLICAS - 1))
-            created = load.created
-            cl.wait_for(lambda: load.created >= created + 20, 120, "20 more load pods admitted")
+            created = ld.created
+            cl.wait_for(lambda: ld.created >= created + 20, 120, "20 more load pods admitted")
         finally:
-            load.stop()
-        late = [f for t, f in load.failures if t > killed + 5]
+            ld.stop()
+        late = [f for t, f in ld.failures if t > killed + 5]
         print("ok: %d load pods admitted; refused: %d (%d after the replica left): %s"
-              % (load.created, len(load.failures), len(late), load.failures[:3]))
+              % (ld.created, len(ld.failures), len(late), ld.failures[:3]))
         self.assertEqual(late, [], "admissions refused after the replica had gone")
-        self.assertEqual(load.failures, [], "admissions refused while a replica left")
-
+        check_load(ld)
 
 if __name__ == "__main__":
     unittest.main()
