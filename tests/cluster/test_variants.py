@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +61,7 @@ class OwnCluster(unittest.TestCase):
                 same = f.read() == json.dumps(args)
             cls.reused = same and subprocess.run(["bash", cl.CLUSTER_SH, "status"], env=env,
                                                  capture_output=True, timeout=60).returncode == 0
+        t0 = time.time()
         if not cls.reused:
             cls.down()
             p = subprocess.run(["bash", cl.CLUSTER_SH, "up"] + args,
@@ -70,7 +72,7 @@ class OwnCluster(unittest.TestCase):
                     " ".join(cls.UP_ARGS), p.returncode, p.stderr[-4000:]))
             with open(stamp, "w") as f:
                 f.write(json.dumps(args))
-        print("cluster %s: %s" % (d, "reused" if cls.reused else "up"))
+        print("cluster %s: %s" % (d, "reused" if cls.reused else "up in %.0f s" % (time.time() - t0)))
         os.environ["WH_CLUSTER_DIR"] = d
         cl.ENV = None
 
