@@ -266,7 +266,10 @@ class DeleteWithWebhookDown(ClusterCase):
     deleted while the webhook is stopped. Removing the finalizer is an
     UPDATE of an object being deleted; the chart's validating webhooks must
     not be called for it (a deletionTimestamp matchCondition), or the
-    object hangs for as long as the webhook is down."""
+    object hangs for as long as the webhook is down. The control: an
+    UPDATE of the same Job before its deletion is refused with the
+    webhook down, so its UPDATEs do reach the webhook (without the
+    webhook registered, the finalizer removal alone would pass too)."""
 
     def test_finalizer_removed(self):
         ns = "cl-delete-down"
@@ -280,6 +283,10 @@ class DeleteWithWebhookDown(ClusterCase):
         cl.kubectl("apply", "-n", ns, "-f", "-", input=job)
         cl.webhook("stop")
         try:
+            p = cl.kubectl("label", "job", "train-v6e", "-n", ns, "cluster-test=control", check=False)
+            self.assertNotEqual(p.returncode, 0, "an UPDATE of the Job was admitted with the webhook down: "
+                                "its UPDATEs never reach the webhook, so the case shows nothing")
+            self.assertIn("failed calling webhook", p.stderr)
             cl.kubectl("delete", "job", "train-v6e", "-n", ns, "--wait=false")
             p = cl.kubectl("patch", "job", "train-v6e", "-n", ns, "--type=json", "-p",
                            '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
