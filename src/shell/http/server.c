@@ -25,7 +25,7 @@
 #include "wh/log.h"       /* wh_log */
 #include "mhd/mhderr.h"   /* wh_mhderr_install */
 #include "wh/reqmem.h"    /* wh_reqmem_new, wh_reqmem_free */
-#include "server_conn.h"  /* wh_srv_on_connection, WH_SRV_IDLE_HEADROOM_DIV */
+#include "server_conn.h"  /* wh_srv_on_connection, wh_srv_idle_shed_above */
 #include "server_impl.h"  /* struct wh_server */
 #include "server_pool.h"  /* wh_srv_pool_start, wh_srv_pool_stop, wh_srv_pool_free */
 #include "server_route.h" /* wh_srv_on_request, wh_srv_on_completed, wh_srv_on_uri */
@@ -232,10 +232,10 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct w
     s->pl = *pl;
     s->m = m;
     s->listen_fd = -1;
-    unsigned headroom = o->max_connections / WH_SRV_IDLE_HEADROOM_DIV;
-    if (headroom < o->threads)
-        headroom = o->threads;
-    s->idle_shed_above = o->max_connections > headroom ? o->max_connections - headroom : 0;
+    /* libmicrohttpd splits the slots among its threads; a thread whose
+     * share is 0 never accepts, so there are never more threads than slots. */
+    unsigned threads = o->threads < o->max_connections ? o->threads : o->max_connections;
+    s->idle_shed_above = wh_srv_idle_shed_above(o->max_connections, threads);
     pthread_mutex_init(&s->lock, NULL);
     if (open_listener(&ss, sl, o->bind, &s->listen_fd, errbuf))
         goto fail;
@@ -253,9 +253,9 @@ struct wh_server *wh_server_start(const struct wh_server_opts *o, const struct w
     unsigned idle_s = (unsigned)((o->idle_timeout_ms + 999) / 1000);
     s->d = MHD_start_daemon(flags, 0, on_accept, s, wh_srv_on_request, s,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-                            s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-                            (unsigned)(o->threads > 1 ? o->threads : 0), MHD_OPTION_CONNECTION_LIMIT,
-                            o->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT, MHD_POOL_BYTES,
+                            s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
+                            MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, MHD_POOL_BYTES,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_client,
                             MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
                             wh_srv_on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, wh_srv_on_uri, s,

@@ -3,6 +3,7 @@
 
 #include <netdb.h>      /* getnameinfo */
 #include <netinet/in.h> /* sockaddr_in6 */
+#include <poll.h>       /* poll */
 #include <pthread.h>    /* pthread_mutex_lock */
 #include <stdatomic.h>  /* atomic_* */
 #include <stdbool.h>    /* bool */
@@ -103,34 +104,80 @@ static void conn_cut(struct wh_server *s, struct conn *cn)
     s->live--;
 }
 
-/* While more than idle_shed_above connections are live, cut the one idle
- * longest (never self), if it has been idle WH_SRV_IDLE_GRACE_MS. Under
- * s->lock; returns how many were cut, counted for the tick's log line.
- * One walk of the list a cut: the list is at most --max-connections long,
- * and a cut is an accept that found the slots short. A request may start
- * on the victim between the walk and the cut: the race every keep-alive
- * close has (MHD's idle timeout too), on the connection idle longest. */
-static long long shed_idle_locked(struct wh_server *s, const struct conn *self, long long now)
+/* The connection to shed when connection slots run short, or NULL. First
+ * the oldest of those that have not completed a request, once idle past
+ * WH_SRV_IDLE_GRACE_MS (what silent clients hold). A served one only when
+ * no unserved idle connection is open at all, self and the young included:
+ * the served ones are the API server's pooled keep-alive connections, and
+ * a cut may meet a POST already on its way. So one is cut only when
+ * waiting (a connection waits in the listen queue: every thread is full)
+ * and every idle connection has been served: the one idle longest past
+ * the grace. Never self, never one in a request. Under s->lock. */
+static struct conn *idle_victim_locked(struct wh_server *s, const struct conn *self, long long now,
+                                       bool waiting)
+{
+    struct conn *fresh = NULL, *served = NULL;
+    long long fresh_since = now - WH_SRV_IDLE_GRACE_MS + 1, served_since = fresh_since;
+    bool unserved = false;
+    for (struct conn *cn = s->conns; cn; cn = cn->next) {
+        /* since first: served is stored before it (wh_srv_on_completed). */
+        long long since = atomic_load(&cn->idle_since_ms);
+        if (cn->cut || since < 0)
+            continue;
+        if (!atomic_load(&cn->served)) {
+            unserved = true;
+            if (cn != self && since < fresh_since) {
+                fresh_since = since;
+                fresh = cn;
+            }
+        } else if (cn != self && since < served_since) {
+            served_since = since;
+            served = cn;
+        }
+    }
+    return fresh ? fresh : unserved || !waiting ? NULL : served;
+}
+
+/* While more than idle_shed_above connections are live, cut the one
+ * idle_victim_locked picks; waiting (a connection in the listen queue)
+ * makes room for one, so at most one served connection is cut. Under
+ * s->lock; returns how many were cut, counted for the tick's log line. One
+ * walk of the list a cut: the list is at most --max-connections long, and
+ * a cut is an accept that found the slots short. A request may start on a
+ * served victim between the walk and the cut: the race every keep-alive
+ * close has (MHD's idle timeout too), left to a connection idle longest
+ * when every thread is full of served ones and another waits. */
+static long long shed_idle_locked(struct wh_server *s, const struct conn *self, long long now,
+                                  bool waiting)
 {
     long long n = 0;
     while (s->live > s->idle_shed_above) {
-        struct conn *victim = NULL;
-        long long oldest = now - WH_SRV_IDLE_GRACE_MS + 1;
-        for (struct conn *cn = s->conns; cn; cn = cn->next) {
-            long long since = atomic_load(&cn->idle_since_ms);
-            if (cn != self && !cn->cut && since >= 0 && since < oldest) {
-                oldest = since;
-                victim = cn;
-            }
-        }
+        struct conn *victim = idle_victim_locked(s, self, now, waiting);
         if (!victim)
             break;
+        if (atomic_load(&victim->served))
+            waiting = false;
         conn_cut(s, victim);
         if (!s->idle_unlogged++)
             memcpy(s->idle_first, victim->client, ADDR_LEN);
         n++;
     }
     return n;
+}
+
+unsigned wh_srv_idle_shed_above(unsigned max_connections, unsigned threads)
+{
+    unsigned headroom = max_connections / WH_SRV_IDLE_HEADROOM_DIV;
+    if (headroom < threads)
+        headroom = threads;
+    /* More threads than half the slots (--max-connections 2 with two
+     * threads made the headroom the whole table: every connection idle a
+     * second was cut, slots short or not): half of them at most. */
+    if (headroom > max_connections / 2)
+        headroom = max_connections / 2;
+    if (headroom < 1)
+        headroom = 1;
+    return max_connections > headroom ? max_connections - headroom : 0;
 }
 
 struct conn *wh_srv_conn_of(struct MHD_Connection *c)
@@ -157,6 +204,7 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         long long now = wh_clock_ms();
         atomic_store(&cn->deadline_ms, now + s->o.header_timeout_ms);
         atomic_store(&cn->idle_since_ms, now);
+        atomic_store(&cn->served, false);
         wh_srv_client_of(c, cn->client, sizeof(cn->client));
         unsigned char key[16];
         bool keyed = client_key(c, key);
@@ -169,7 +217,7 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         s->live++;
         /* The accept that finds the slots short makes room: an attacker's
          * idle connections are older than the API server's new one. */
-        long long shed = shed_idle_locked(s, cn, now);
+        long long shed = shed_idle_locked(s, cn, now, false);
         pthread_mutex_unlock(&s->lock);
         atomic_fetch_add(&s->n_conns, 1);
         if (shed)
@@ -252,6 +300,15 @@ size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, siz
     return freed;
 }
 
+/* Whether a connection waits in the listening socket's queue, not taken
+ * by any thread (each is at its share of the slots, or about to take it).
+ * A poll that does not wait; the socket stays libmicrohttpd's. */
+static bool listen_queue_waiting(const struct wh_server *s)
+{
+    struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
+    return s->listen_fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 /* Connections cut per tick that get a log line of their own. */
 #define TICK_LOG_MAX 16
 /* Idle connections shed get one log line at most this often: an attack
@@ -269,6 +326,7 @@ void wh_server_tick(struct wh_server *s)
     char clients[TICK_LOG_MAX][ADDR_LEN];
     bool slow_body[TICK_LOG_MAX];
     size_t n_cut = 0;
+    bool waiting = listen_queue_waiting(s);
     pthread_mutex_lock(&s->lock);
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
         if (cn->cut || atomic_load(&cn->deadline_ms) > now)
@@ -280,8 +338,10 @@ void wh_server_tick(struct wh_server *s)
         }
         n_cut++;
     }
-    /* When no worker has a slot left, none accepts: room is made here. */
-    long long shed = shed_idle_locked(s, NULL, now);
+    /* When no worker has a slot left, none accepts: room is made here (a
+     * served connection only for one that waits, the first cut: waiting
+     * is read once). */
+    long long shed = shed_idle_locked(s, NULL, now, waiting);
     long long idle_cut = 0;
     char idle_first[ADDR_LEN];
     if (s->idle_unlogged && now - s->idle_logged_ms >= IDLE_LOG_MS) {
@@ -296,8 +356,8 @@ void wh_server_tick(struct wh_server *s)
     if (idle_cut)
         wh_log(WH_LOG_WARN, "connection_shed", "client", WH_F_STR, idle_first, "connections",
                WH_F_INT, idle_cut, "reason", WH_F_STR,
-               "connection slots ran short (--max-connections): the connections idle longest "
-               "were cut",
+               "connection slots ran short (--max-connections): idle connections were cut, "
+               "those that never completed a request first, oldest first",
                (char *)NULL);
     /* Logged outside the lock: MHD threads take it for every connection
      * opened or closed, and a write to a slow stderr must not stall them. */

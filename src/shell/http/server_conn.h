@@ -41,20 +41,26 @@ size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, siz
 #define WH_SRV_RATE_WINDOW_MS 1000
 
 /* Connection slots run short when fewer than this share of
- * --max-connections (1/WH_SRV_IDLE_HEADROOM_DIV, at least one a thread) is
- * free: an accept, or the tick, then cuts the connections with no request
- * in progress, longest idle first (a new connection counts as idle from
- * its accept), once idle WH_SRV_IDLE_GRACE_MS; by behaviour, never by
+ * --max-connections (1/WH_SRV_IDLE_HEADROOM_DIV, at least one a thread, at
+ * most half of them, at least one) is free: an accept, or the tick, then
+ * cuts connections with no request in progress, once idle
+ * WH_SRV_IDLE_GRACE_MS: first those that never completed a request,
+ * oldest first (what silent clients hold); those that did (the API
+ * server's pooled keep-alive connections) only by the tick, once no
+ * unserved connection is open, longest idle first. By behaviour, never by
  * address (on GKE every real review comes from one to three API-server
- * addresses, and its connections are busy or new). Counted
- * (wh_metrics_shed, WH_SHED_IDLE), logged by the tick at most once a
- * second. The headroom keeps a worker thread accepting: each has its
- * share of the limit and stops accepting when it is full. The grace is
- * what a new connection has to finish its TLS handshake and header block
- * before it can be cut, so an attacker's reconnects cannot turn the table
- * over faster than that. */
+ * addresses). Counted (wh_metrics_shed, WH_SHED_IDLE), logged by the tick
+ * at most once a second. The headroom keeps room for the connections
+ * that arrive between cuts. The grace is what a new connection has to
+ * finish its TLS handshake and header block before it can be cut, so an
+ * attacker's reconnects cannot turn the table over faster than that. */
 #define WH_SRV_IDLE_HEADROOM_DIV 16
 #define WH_SRV_IDLE_GRACE_MS 1000
+
+/* How many live connections the server keeps before it sheds idle ones,
+ * for max_connections slots served by threads threads (at most
+ * max_connections of them). */
+unsigned wh_srv_idle_shed_above(unsigned max_connections, unsigned threads);
 
 /* MHD's connection notification (cls: the server): links a struct conn
  * into the server's list when a connection starts, unlinks and frees it

@@ -55,6 +55,9 @@ struct conn {
      * request completed); -1 from a request's first handler call to its
      * completion. What the idle shedding (server_conn.h) ranks by. */
     atomic_llong idle_since_ms;
+    /* A request on it has been answered (wh_srv_on_completed, stored before
+     * idle_since_ms): it sheds after every connection that has not. */
+    atomic_bool served;
     struct client *cl; /* NULL when the address could not be read */
     /* The request body being received (wh_srv_conn_body), under the
      * server's lock; when its bytes last arrived. */

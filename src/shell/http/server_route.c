@@ -387,6 +387,8 @@ void wh_srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (cn) {
         long long now = wh_clock_ms();
         atomic_store(&cn->deadline_ms, now + s->o.idle_timeout_ms + s->o.header_timeout_ms);
+        if (ok)
+            atomic_store(&cn->served, true);
         atomic_store(&cn->idle_since_ms, now);
     }
     /* The review and the result are blocks of the arena (the hooks that
