@@ -55,6 +55,7 @@ GROUPS = [
     ("fuzz-jparse-corpus", "tests/fuzz/jparse-corpus", "review", None),
     ("manifests", "tests/fixtures/manifests", "manifest", None),
     ("workloads", "tests/fixtures/workloads", "manifest", None),
+    ("offline", "tests/fixtures/offline", "manifest", None),
     ("kuberay-samples", "tests/fixtures/kuberay-samples", "manifest",
      lambda n: n.endswith(".yaml")),
     ("bad-manifests", "tests/fixtures/bad-manifests", "manifest", None),

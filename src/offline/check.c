@@ -40,6 +40,16 @@ static cJSON *new_row(const struct origin *o, const char *group)
     return r;
 }
 
+/* Row r gets "notes" (copies of notes' strings) when there are any: what
+ * the row's object does that is no warning (a suspended object's pods). */
+static enum wh_err add_notes(cJSON *r, const cJSON *notes)
+{
+    if (!r || !cJSON_IsArray(notes) || !notes->child)
+        return WH_OK;
+    cJSON *copy = cJSON_Duplicate(notes, 1);
+    return copy ? wh_json_set(r, "notes", copy) : WH_ERR_NOMEM;
+}
+
 static enum wh_err finish_row(cJSON *rows, cJSON *r, struct wh_check_stats *st, const char *verdict,
                               const char *message, cJSON *warnings)
 {
@@ -233,7 +243,7 @@ struct pod_denial {
 
 static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
                                 const struct wh_render_verdict *v, const struct pod_denial *pd,
-                                cJSON *rows, struct wh_check_stats *st)
+                                const cJSON *notes, cJSON *rows, struct wh_check_stats *st)
 {
     const cJSON *groups = wh_json_path(cluster, "spec", "workerGroupSpecs", NULL);
     if (!cJSON_IsArray(groups))
@@ -250,7 +260,7 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
             continue;
         const char *gname = wh_json_str0(g, "groupName");
         cJSON *r = new_row(o, gname);
-        if (!r || group_columns(r, g)) {
+        if (!r || group_columns(r, g) || add_notes(r, notes)) {
             cJSON_Delete(r);
             err = WH_ERR_NOMEM;
             break;
@@ -277,12 +287,18 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
     wh_buf_free(&part);
     if (err)
         return err;
-    if ((!v->allowed || pd->group) && st->rows == before)
-        return finish_row(rows, new_row(o, "-"), st, "rejected",
+    if ((!v->allowed || pd->group) && st->rows == before) {
+        cJSON *r = new_row(o, "-");
+        if (add_notes(r, notes)) {
+            cJSON_Delete(r);
+            return WH_ERR_NOMEM;
+        }
+        return finish_row(rows, r, st, "rejected",
                           !v->allowed && v->message ? v->message
                           : pd->message             ? pd->message
                                                     : "",
                           cJSON_Duplicate(v->warnings, 1));
+    }
     return WH_OK;
 }
 
@@ -323,7 +339,7 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
         err = finish_row(rows, new_row(o, "-"), st, "error", errbuf[0] ? errbuf : wh_strerror(err),
                          NULL);
     } else {
-        err = cluster_rows(o, cluster, &v, &pd, rows, st);
+        err = cluster_rows(o, cluster, &v, &pd, r.notes, rows, st);
     }
     wh_render_result_free(&r);
     wh_render_verdict_free(&v);
@@ -385,6 +401,8 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, const cJSO
     enum wh_err cerr = row && group && !wh_json_set(group, "template", cJSON_Duplicate(tmpl, 1))
                            ? group_columns(row, group)
                            : WH_ERR_NOMEM;
+    if (!cerr && !err)
+        cerr = add_notes(row, r.notes);
     cJSON_Delete(group);
     if (!cerr) /* a KubeRay worker-group column */
         cJSON_DeleteItemFromObjectCaseSensitive(row, "replicas");
@@ -584,6 +602,10 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
         for (const cJSON *w = ws ? ws->child : NULL; !err && w; w = w->next)
             err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),
                               cJSON_IsString(w) ? w->valuestring : "?");
+        const cJSON *ns = wh_json_get(r, "notes");
+        for (const cJSON *n = ns ? ns->child : NULL; !err && n; n = n->next)
+            err = wh_buf_addf(out, "\n%s: note %s: %s", text, wh_json_str0(r, "group"),
+                              cJSON_IsString(n) ? n->valuestring : "?");
     }
     /* Rows of group "-" stand for a whole file or object, not a group: a
      * Job, JobSet or LeaderWorkerSet row is one TPU workload. */

@@ -374,6 +374,44 @@ enum wh_err wh_render_admit_pod(const cJSON *pod, enum wh_route route, const str
     return err;
 }
 
+/* What obj's controller does not create because spec.suspend is true
+ * (kinds.h); NULL when it is not suspended. */
+static const char *suspended(const cJSON *obj)
+{
+    const struct wh_kind_def *def = wh_kind_find(wh_json_str(obj, "kind"));
+    bool on = def && def->suspended && cJSON_IsTrue(wh_json_path(obj, "spec", "suspend", NULL));
+    return on ? def->suspended : NULL;
+}
+
+static enum wh_err add_note(struct wh_render_result *out, const char *text)
+{
+    if (!out->notes && !(out->notes = cJSON_CreateArray()))
+        return WH_ERR_NOMEM;
+    return wh_json_add(out->notes, cJSON_CreateString(text));
+}
+
+/* A suspended obj's controller creates none of *pods until it is resumed:
+ * the pods were judged as created then; render shows none, and says so. */
+static enum wh_err drop_suspended(const cJSON *obj, cJSON **pods, struct wh_render_result *out)
+{
+    const char *what = suspended(obj);
+    if (!what)
+        return WH_OK;
+    char note[512];
+    snprintf(note, sizeof(note),
+             "spec.suspend is true: %s while it is, and render shows none; it judged the %d "
+             "pod(s) created once it is false (as Kueue sets it on admission)",
+             what, *pods ? cJSON_GetArraySize(*pods) : 0);
+    cJSON *none = cJSON_CreateArray();
+    if (!none)
+        return WH_ERR_NOMEM;
+    cJSON_Delete(*pods);
+    *pods = none;
+    cJSON_Delete(out->origins);
+    out->origins = NULL;
+    return add_note(out, note);
+}
+
 enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
                              struct wh_render_result *out, char *errbuf)
 {
@@ -401,6 +439,8 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
         err = admit_pods(pods, WH_ROUTE_MUTATE, out, errbuf);
+    if (!err)
+        err = drop_suspended(obj, &pods, out);
     if (!err && !out->pod_denial) {
         out->pods = pods;
         pods = NULL;
@@ -430,6 +470,8 @@ enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out, c
         err = wh_workload_pods(out->cluster, &pods, errbuf);
     if (!err && pods)
         err = admit_pods(pods, WH_ROUTE_MUTATE_WORKLOAD, out, errbuf);
+    if (!err && pods)
+        err = drop_suspended(obj, &pods, out);
     if (!err && pods && !out->pod_denial) {
         out->pods = pods;
         pods = NULL;
@@ -445,6 +487,7 @@ void wh_render_result_free(struct wh_render_result *r)
     if (!r)
         return;
     cJSON_Delete(r->origins);
+    cJSON_Delete(r->notes);
     cJSON_Delete(r->cluster);
     wh_render_verdict_free(&r->verdict);
     cJSON_Delete(r->pods);

@@ -83,6 +83,10 @@ struct wh_kind_def {
     enum wh_kind_identity identity;
     enum wh_kind_validator validator;
     enum wh_kind_pods pods;
+    /* What its controller does not create while spec.suspend is true (a
+     * note of render and check, which show no pods then); NULL when the
+     * kind has no spec.suspend. */
+    const char *suspended;
 };
 
 /* The label KubeRay puts on a RayCluster (and its pods) made from a RayJob

@@ -50,10 +50,16 @@ struct wh_render_result {
     /* A workload's pods: per pod, where each TPU variable came from and the
      * pod's warnings (render_env.h); NULL for a RayCluster or when denied. */
     cJSON *origins;
+    /* Notes, not warnings: what render could not show as the cluster will
+     * (a suspended object's pods). JSON array of strings, NULL when none. */
+    cJSON *notes;
 };
 
 /* Render one manifest object (RayCluster, RayJob or RayService). Every
- * member of out is owned by out (wh_render_result_free). WH_ERR_KIND for
+ * member of out is owned by out (wh_render_result_free). An object whose
+ * spec.suspend is true (kinds.h: suspends) gets an empty pods list and a
+ * note: its pods are built and judged as created once it is resumed, and
+ * a denial of one is reported as for any object. WH_ERR_KIND for
  * another kind, WH_ERR_INVALID / WH_ERR_TOOBIG when the cluster cannot be
  * rendered, with the reason in errbuf (a RayCluster named over 53
  * characters with KubeRay 1.4+, which refuses it); a denial is not an

@@ -170,6 +170,9 @@ static void render_one(const struct opts *o, const cJSON *d, const cJSON *servic
     for (const cJSON *w = r.verdict.warnings->child; w; w = w->next)
         fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: warning: %s\n", o->input, line,
                 kind, sep, name, cJSON_IsString(w) ? w->valuestring : "?");
+    for (const cJSON *n = r.notes ? r.notes->child : NULL; n; n = n->next)
+        fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s: note: %s\n", o->input, line, kind,
+                sep, name, cJSON_IsString(n) ? n->valuestring : "?");
     if (!r.verdict.allowed || r.pod_denial) {
         fprintf(stderr, "tpu-webhook render: %s: line %u: %s%s%s would be rejected: %s\n", o->input,
                 line, kind, sep, name, r.pod_denial ? r.pod_denial : r.verdict.message);
