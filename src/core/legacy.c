@@ -4,8 +4,10 @@
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strrchr */
 
-#include "wh/json.h" /* wh_parse_long */
-#include "wh/mem.h"  /* wh_realloc, wh_free */
+#include "wh/json.h"    /* wh_parse_long, wh_json_path */
+#include "wh/mem.h"     /* wh_realloc, wh_free */
+#include "wh/patch.h"   /* wh_patch_add_*, wh_pointer_escape */
+#include "wh/podspec.h" /* WH_ANN_CLAIM_NONCE */
 
 struct slot {
     long replica, host;
@@ -155,4 +157,26 @@ enum wh_err wh_legacy_choose(const struct wh_state *st, const struct wh_legacy_g
         *host = pick_free_host(sc.slots, sc.n, *replica, g->n_hosts, *host, pick);
     wh_free(sc.slots);
     return WH_OK;
+}
+
+enum wh_err wh_legacy_claim_nonce(const struct wh_state *st, const cJSON *pod, struct wh_decision *d)
+{
+    const char *nonce = st->ops->legacy_claim_nonce ? st->ops->legacy_claim_nonce(st->impl) : NULL;
+    if (!nonce)
+        return WH_OK;
+    const cJSON *ann = wh_json_path(pod, "metadata", "annotations", NULL);
+    if (cJSON_IsObject(ann)) { /* "add" replaces a value already there */
+        char path[64] = "/metadata/annotations/";
+        size_t n = strlen(path);
+        wh_pointer_escape(WH_ANN_CLAIM_NONCE, path + n, sizeof(path) - n);
+        return wh_patch_add_string(d, "add", path, nonce);
+    }
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj || !cJSON_AddStringToObject(obj, WH_ANN_CLAIM_NONCE, nonce)) {
+        wh_json_delete(obj);
+        return WH_ERR_NOMEM;
+    }
+    enum wh_err err = wh_patch_add_json(d, "add", "/metadata/annotations", obj);
+    wh_json_delete(obj);
+    return err;
 }

@@ -244,7 +244,7 @@ static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, 
                         c->replica);
     }
     c->d->assigned = true;
-    return WH_OK;
+    return wh_legacy_claim_nonce(st, c->pod, c->d); /* the claim standing for them */
 }
 
 /* ---- values ------------------------------------------------------------- */

@@ -30,6 +30,7 @@
                       "\"resources\":{\"limits\":{\"google.com/tpu\":\"4\"}}" env "}]}}"
 
 static unsigned long the_pick;
+static const char *the_nonce; /* what the state's legacy_claim_nonce answers */
 
 static unsigned long pick_of_test(const void *impl)
 {
@@ -37,8 +38,15 @@ static unsigned long pick_of_test(const void *impl)
     return the_pick;
 }
 
+static const char *nonce_of_test(const void *impl)
+{
+    (void)impl;
+    return the_nonce;
+}
+
 /* Run wh_mutate_pod on a request for pod_json against ms; pick: what the
- * state's legacy_pick answers (0: the callback is NULL). */
+ * state's legacy_pick answers (0: the callback is NULL); the_nonce set:
+ * what its legacy_claim_nonce answers (NULL: the callback is NULL). */
 static void decide_pick(const char *pod_json, const char *op, struct wh_memstate *ms,
                         unsigned long pick, struct wh_decision *d)
 {
@@ -54,8 +62,10 @@ static void decide_pick(const char *pod_json, const char *op, struct wh_memstate
     if (pick) {
         the_pick = pick;
         ops.legacy_pick = pick_of_test;
-        st.ops = &ops;
     }
+    if (the_nonce)
+        ops.legacy_claim_nonce = nonce_of_test;
+    st.ops = &ops;
     char errbuf[WH_ERRBUF_LEN];
     wh_decision_init(d);
     assert_int_equal(wh_mutate_pod(rv, &st, d, errbuf), WH_OK);
@@ -78,6 +88,77 @@ static const char *env_of(const cJSON *pod, const char *name)
         if (!strcmp(wh_json_str0(e, "name"), name))
             return wh_json_str(e, "value");
     return NULL;
+}
+
+/* Run wh_mutate_pod on a CREATE of pod_json against ms, the state naming
+ * nonce as the claim of what it assigns; the patched pod in *out (NULL
+ * when there is no patch; cJSON_Delete). */
+static void decide_nonce(const char *pod_json, struct wh_memstate *ms, const char *nonce,
+                         struct wh_decision *d, cJSON **out)
+{
+    the_nonce = nonce;
+    decide_pick(pod_json, "CREATE", ms, 0, d);
+    the_nonce = NULL;
+    *out = NULL;
+    if (!wh_buf_len(&d->patch))
+        return;
+    char errbuf[WH_ERRBUF_LEN];
+    *out = wh_test_parse(pod_json);
+    cJSON *patch = wh_test_parse(wh_buf_ptr(&d->patch));
+    assert_int_equal(wh_jsonpatch_apply(out, patch, errbuf), WH_OK);
+    cJSON_Delete(patch);
+}
+
+static const char *claim_nonce_of(const cJSON *pod)
+{
+    return wh_json_str(wh_json_path(pod, "metadata", "annotations", NULL), WH_ANN_CLAIM_NONCE);
+}
+
+/* Indices the engine assigns name the claim that stands for them, on the
+ * pod (annotation tpu-webhook/claim-nonce): with no annotations yet, with
+ * others kept, over a nonce the pod already carried (copied from another
+ * pod); indices the pod already has (reused, no claim) and a state with no
+ * claim leave the annotations as they are. */
+static void test_claim_nonce_on_assigned_pods(void **unused)
+{
+    (void)unused;
+    struct wh_memstate *ms = wh_memstate_new();
+    struct wh_decision d;
+    cJSON *pod;
+    decide_nonce(POD("", ""), ms, "0123456789abcdef0123456789abcdef", &d, &pod);
+    assert_true(d.assigned);
+    assert_string_equal(claim_nonce_of(pod), "0123456789abcdef0123456789abcdef");
+    cJSON_Delete(pod);
+    wh_decision_free(&d);
+
+    static const char with_ann[] =
+        "{\"metadata\":{\"annotations\":{\"a\":\"b\",\"tpu-webhook/claim-nonce\":\"copied\"},"
+        "\"generateName\":\"rc-g-worker-\",\"namespace\":\"ns\"," LABELS(
+            "") "},\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":"
+                "\"tpu-v6e-slice\",\"cloud.google.com/gke-tpu-topology\":\"4x4\"},"
+                "\"containers\":[{\"name\":\"w\",\"resources\":{\"limits\":{\"google.com/tpu\":"
+                "\"4\"}}}]}}";
+    decide_nonce(with_ann, ms, "fedcba9876543210fedcba9876543210", &d, &pod);
+    assert_true(d.assigned);
+    assert_string_equal(claim_nonce_of(pod), "fedcba9876543210fedcba9876543210");
+    assert_string_equal(wh_json_str0(wh_json_path(pod, "metadata", "annotations", NULL), "a"), "b");
+    /* The same pod reviewed again keeps its indices: no claim, no nonce. */
+    char *text = cJSON_PrintUnformatted(pod);
+    cJSON_Delete(pod);
+    wh_decision_free(&d);
+    decide_nonce(text, ms, "00000000000000000000000000000000", &d, &pod);
+    assert_false(d.assigned);
+    assert_null(pod);
+    wh_decision_free(&d);
+    cJSON_free(text);
+
+    /* No claim (standalone, a dry run, offline): no annotation. */
+    decide_nonce(POD("", ""), ms, NULL, &d, &pod);
+    assert_true(d.assigned);
+    assert_null(wh_json_get(wh_json_get(pod, "metadata"), "annotations"));
+    cJSON_Delete(pod);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
 }
 
 static void test_legacy_assignment_fields(void **unused)
@@ -278,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_skipped_pod_is_noted),
         cmocka_unit_test(test_is_legacy),
         cmocka_unit_test(test_legacy_pick_chooses_among_free_hosts),
+        cmocka_unit_test(test_claim_nonce_on_assigned_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

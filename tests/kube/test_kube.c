@@ -14,6 +14,7 @@
 #include "../testutil.h"
 #include "harness.h"
 #include "wh/admit.h"
+#include "wh/b64.h"
 #include "wh/buildinfo.h"
 #include "wh/cache.h"
 #include "wh/claims.h"
@@ -379,9 +380,10 @@ static int find_name(void *arg, const struct wh_pod_rec *pod)
     return !strcmp(pod->name, arg);
 }
 
-static void hook_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted)
+static void hook_pod_changed(void *arg, const struct wh_pod_rec *pod, const cJSON *obj, bool deleted)
 {
     struct hook_log *h = arg;
+    (void)obj;
     atomic_fetch_add(deleted ? &h->deletes : &h->upserts, 1);
     struct wh_cache *c = atomic_load(&h->c);
     char errbuf[WH_ERRBUF_LEN];
@@ -1091,6 +1093,19 @@ static struct wh_kube *kube_from(const char *path)
     return k;
 }
 
+/* A pipeline with claims (in namespace claims_ns) through the kubeconfig
+ * at path, its caches synced. */
+static struct wh_admit *claiming_admit(const char *path, const char *claims_ns)
+{
+    char errbuf[WH_ERRBUF_LEN] = "";
+    struct wh_admit_opts o = {.kubeconfig_path = path, .cache = &fast, .claims_namespace = claims_ns};
+    struct wh_admit *ad = wh_admit_new(&o, errbuf);
+    if (!ad)
+        fail_msg("wh_admit_new: %s", errbuf);
+    assert_true(wait_ready(ad, 30000));
+    return ad;
+}
+
 struct take_arg {
     struct wh_claims *c;
     enum wh_claim_outcome oc;
@@ -1347,16 +1362,10 @@ static long held_worker_id(const char *cluster)
 static void test_claim_after_pod_appeared(void **st)
 {
     (void)st;
-    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    char p[512];
     assert_int_equal(kh_kubeconfig(&srv, "kc-super", NULL), 0);
     path_in(p, sizeof(p), "kc-super");
-    struct wh_admit_opts o = {.kubeconfig_path = p,
-                              .cache = &fast,
-                              .claims_namespace = "claims-super"};
-    struct wh_admit *ad = wh_admit_new(&o, errbuf);
-    if (!ad)
-        fail_msg("wh_admit_new: %s", errbuf);
-    assert_true(wait_ready(ad, 30000));
+    struct wh_admit *ad = claiming_admit(p, "claims-super");
     struct wh_kube *reader = kube_from(p);
     struct wh_mgauges as;
     wh_admit_stats(ad, &as);
@@ -1679,6 +1688,203 @@ static void test_user_agent_on_every_call(void **st)
     cJSON_Delete(stats);
 }
 
+/* The claim nonce a legacy answer's patch sets on the pod (annotation
+ * tpu-webhook/claim-nonce), into out; false when the patch sets none. */
+static bool patch_nonce(const struct wh_engine_result *res, char out[WH_CLAIMS_NONCE_LEN])
+{
+    cJSON *body = cJSON_Parse(res->body);
+    const char *b64 = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "response"),
+                                         "patch"));
+    struct wh_buf dec;
+    wh_buf_init(&dec, 1 << 24);
+    bool found = false;
+    if (b64 && !wh_b64_decode(&dec, b64, strlen(b64))) {
+        cJSON *ops = cJSON_ParseWithLength(wh_buf_ptr(&dec), wh_buf_len(&dec));
+        const cJSON *op;
+        cJSON_ArrayForEach(op, ops)
+        {
+            const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path"));
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(op, "value");
+            const char *nonce = NULL;
+            if (path && !strcmp(path, "/metadata/annotations/tpu-webhook~1claim-nonce"))
+                nonce = cJSON_GetStringValue(v);
+            else if (path && !strcmp(path, "/metadata/annotations"))
+                nonce = cJSON_GetStringValue(
+                    cJSON_GetObjectItemCaseSensitive(v, "tpu-webhook/claim-nonce"));
+            if (nonce && strlen(nonce) < WH_CLAIMS_NONCE_LEN) {
+                snprintf(out, WH_CLAIMS_NONCE_LEN, "%s", nonce);
+                found = true;
+            }
+        }
+        cJSON_Delete(ops);
+    }
+    wh_buf_free(&dec);
+    cJSON_Delete(body);
+    return found;
+}
+
+/* Until the claim Lease of (default, cluster, tpu, 0, worker_id) in ns
+ * answers want (or 15 s pass); its last status. */
+static long wait_lease_status(struct wh_kube *k, const char *ns, const char *cluster,
+                              long worker_id, long want)
+{
+    long got = -1;
+    for (long end = kh_now_ms() + 15000; kh_now_ms() < end; kh_sleep_ms(20))
+        if ((got = lease_status(k, ns, cluster, worker_id)) == want)
+            break;
+    return got;
+}
+
+/* The pod of host (replica 0) as the API server stores it: carrying the
+ * claim nonce when not NULL, with a deletionTimestamp when deleting; a
+ * one-element array for /_control/pods. */
+static char *stored_pod(const char *review, const char *name, long host, unsigned n_tpu,
+                        const char *nonce, bool deleting)
+{
+    char *text = kh_created_pod(review, name, 0, host, n_tpu);
+    assert_non_null(text);
+    cJSON *arr = cJSON_Parse(text);
+    free(text);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, 0), "metadata");
+    if (nonce) {
+        cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+        if (!ann)
+            ann = cJSON_AddObjectToObject(meta, "annotations");
+        cJSON_AddStringToObject(ann, "tpu-webhook/claim-nonce", nonce);
+    }
+    if (deleting) {
+        cJSON_AddStringToObject(meta, "deletionTimestamp", "2026-12-01T10:34:47Z");
+        cJSON_AddNumberToObject(meta, "deletionGracePeriodSeconds", 30);
+    }
+    text = cJSON_PrintUnformatted(arr);
+    cJSON_Delete(arr);
+    return text;
+}
+
+/* Until this replica's cache holds n pods (or 15 s pass). */
+static void wait_cached(struct wh_admit *ad, size_t n)
+{
+    struct wh_mgauges as;
+    for (long end = kh_now_ms() + 15000; kh_now_ms() < end; kh_sleep_ms(10)) {
+        wh_admit_stats(ad, &as);
+        if (as.pods_cached == n)
+            return;
+    }
+    fail_msg("the cache holds %zu pods, want %zu", as.pods_cached, n);
+}
+
+/* A claim is given back when the pod carrying its nonce goes, and only
+ * then: each legacy answer's patch names its claim's nonce (the Lease's
+ * annotation); a slice's pods deleted (KubeRay scaling down: the UPDATE
+ * that sets deletionTimestamp, or the DELETE alone) give their claims back
+ * as soon as the watch shows it, so replacements made at once get the same
+ * slice's free ids (before: replica 1, two slices short until the claims
+ * expired). Pods that are not the claim's pod give nothing back, though
+ * they carry its ids: an older namesake without a nonce, and a pod whose
+ * author copied a live pod's nonce. A dry run's patch names no claim. */
+static void test_claim_released_when_pod_goes(void **st)
+{
+    (void)st;
+    char p[512], errbuf[WH_ERRBUF_LEN] = "";
+    const char *ns = "claims-release";
+    assert_int_equal(kh_kubeconfig(&srv, "kc-release", NULL), 0);
+    path_in(p, sizeof(p), "kc-release");
+    struct wh_admit *ad = claiming_admit(p, ns);
+    struct wh_kube *reader = kube_from(p);
+    struct wh_mgauges as;
+    wh_admit_stats(ad, &as);
+    size_t cached = as.pods_cached;
+    char *body = kh_review(tmpl16, "released", "tpu");
+    assert_non_null(body);
+    char *pods[HOSTS] = {0}, name[64], nonces[HOSTS][WH_CLAIMS_NONCE_LEN];
+    unsigned n_tpu = 1;
+    for (int i = 0; i < HOSTS; i++) {
+        struct wh_engine_result res;
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        if (!res.allowed || res.replica != 0 || pods[res.host])
+            fail_msg("pod %d: allowed %d replica %ld host %ld: %s", i, res.allowed, res.replica,
+                     res.host, res.message ? res.message : "");
+        n_tpu = res.n_tpu_containers;
+        char *nonce = nonces[res.host];
+        if (!patch_nonce(&res, nonce))
+            fail_msg("pod %d: the patch names no claim nonce", i);
+        /* The nonce of the claim the answer stands on. */
+        cJSON *lease = NULL;
+        assert_int_equal(get_lease(reader, ns, "released", res.worker_id, &lease), 200);
+        const char *recorded = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(lease, "metadata"),
+                                             "annotations"),
+            "tpu-webhook/claim-nonce"));
+        assert_non_null(recorded);
+        assert_string_equal(recorded, nonce);
+        cJSON_Delete(lease);
+        snprintf(name, sizeof(name), "released-w-%ld", res.host);
+        pods[res.host] = stored_pod(body, name, res.host, n_tpu, nonce, false);
+        assert_int_equal(kh_control(&srv, "pods", pods[res.host], NULL), 0);
+        wh_engine_result_free(&res);
+    }
+    wait_cached(ad, cached + HOSTS);
+
+    /* Not the claim's pod: an older pod with host 3's ids and no nonce,
+     * and a pod carrying host 3's nonce copied from the live one, each
+     * terminating, then gone. */
+    const char *others[2] = {"released-older-3", "released-forged-3"};
+    for (int i = 0; i < 2; i++) {
+        char *other = stored_pod(body, others[i], 3, n_tpu, i ? nonces[3] : NULL, true);
+        assert_int_equal(kh_control(&srv, "pods", other, NULL), 0);
+        wait_cached(ad, cached + HOSTS + 1);
+        assert_int_equal(kh_control(&srv, "pods/delete", other, NULL), 0);
+        wait_cached(ad, cached + HOSTS);
+        free(other);
+    }
+
+    /* Host 5: the UPDATE that marks it for deletion gives its claim back. */
+    char *going = stored_pod(body, "released-w-5", 5, n_tpu, nonces[5], true);
+    assert_int_equal(kh_control(&srv, "pods", going, NULL), 0);
+    assert_int_equal(wait_lease_status(reader, ns, "released", 5 * (long)n_tpu, 404), 404);
+    /* Host 9: a DELETE with no update before it. */
+    assert_int_equal(kh_control(&srv, "pods/delete", pods[9], NULL), 0);
+    assert_int_equal(wait_lease_status(reader, ns, "released", 9 * (long)n_tpu, 404), 404);
+    for (long h = 0; h < HOSTS; h++)
+        if (h != 5 && h != 9 && lease_status(reader, ns, "released", h * (long)n_tpu) != 200)
+            fail_msg("the claim of host %ld, whose pod lives, is gone", h);
+
+    /* A dry run: no claim, no nonce. */
+    char *dry = strdup(body);
+    char *flag = strstr(dry, "\"dryRun\": false");
+    assert_non_null(flag);
+    memcpy(flag, "\"dryRun\": true ", 15);
+    struct wh_engine_result res;
+    char unused[WH_CLAIMS_NONCE_LEN];
+    assert_int_equal(wh_admit_review(ad, dry, strlen(dry), WH_ROUTE_MUTATE, &res, errbuf), WH_OK);
+    assert_true(res.allowed);
+    assert_false(patch_nonce(&res, unused));
+    wh_engine_result_free(&res);
+    free(dry);
+
+    /* The replacements: replica 0, hosts 5 and 9. */
+    bool got[HOSTS] = {0};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf),
+                         WH_OK);
+        if (!res.allowed || res.replica != 0 || (res.host != 5 && res.host != 9) || got[res.host])
+            fail_msg("replacement %d: allowed %d replica %ld host %ld: %s", i, res.allowed,
+                     res.replica, res.host, res.message ? res.message : "");
+        got[res.host] = true;
+        wh_engine_result_free(&res);
+    }
+    wh_admit_stats(ad, &as);
+    assert_int_equal(as.claim.released, 2);
+    free(going);
+    for (int i = 0; i < HOSTS; i++)
+        free(pods[i]);
+    free(body);
+    wh_kube_free(reader);
+    wh_admit_free(ad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1702,6 +1908,7 @@ int main(void)
         cmocka_unit_test(test_claim_after_pod_appeared),
         cmocka_unit_test(test_recreated_cluster_claims),
         cmocka_unit_test(test_claim_unreadable_after_conflict),
+        cmocka_unit_test(test_claim_released_when_pod_goes),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_no_api_server),
         cmocka_unit_test(test_api_server_lost_after_sync),

@@ -14,6 +14,8 @@
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/state.h"    /* struct wh_state */
 
+struct cJSON;
+
 /* The worker group of the pod being decided. Strings are borrowed. */
 struct wh_legacy_group {
     const char *ns, *cluster, *group;
@@ -29,5 +31,12 @@ struct wh_legacy_group {
 WH_NODISCARD enum wh_err wh_legacy_choose(const struct wh_state *st,
                                           const struct wh_legacy_group *g, struct wh_decision *d,
                                           long *replica, long *host, char *errbuf);
+
+/* The patch of freshly assigned legacy indices (d->assigned) names the
+ * claim that stands for them on the pod: annotation WH_ANN_CLAIM_NONCE
+ * (podspec.h) set to what st's legacy_claim_nonce answers; nothing when it
+ * is NULL or answers NULL. Fails on OOM or a full patch (patch.h). */
+WH_NODISCARD enum wh_err wh_legacy_claim_nonce(const struct wh_state *st, const struct cJSON *pod,
+                                               struct wh_decision *d);
 
 #endif /* WH_LEGACY_H */

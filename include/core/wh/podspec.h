@@ -24,6 +24,10 @@
 #define WH_ANN_SLICE_TOPOLOGY "cloud.google.com/gke-tpu-slice-topology"
 #define WH_ANN_REQUIRED_TOPOLOGY "kueue.x-k8s.io/podset-required-topology"
 #define WH_ANN_SKIP_CHECK "cloud.google.com/skip-tpu-webhook-check"
+/* The nonce of the worker-id claim a legacy pod was admitted with: the same
+ * value the claim's Lease records, so that the pod, and only that pod, can
+ * give the claim back when it goes (docs/legacy-indices.md). */
+#define WH_ANN_CLAIM_NONCE "tpu-webhook/claim-nonce"
 #define WH_SEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
 #define WH_SEL_TOPOLOGY "cloud.google.com/gke-tpu-topology"
 #define WH_KEY_NODEPOOL "cloud.google.com/gke-nodepool"

@@ -75,6 +75,13 @@ struct wh_state_ops {
      * the same id at once, and a replica still fills before the next one
      * starts (docs/legacy-indices.md). */
     unsigned long (*legacy_pick)(const void *impl);
+    /* Optional (NULL, or NULL returned: nothing written). The nonce of the
+     * worker-id claim that will stand for the legacy indices the engine
+     * assigns now; the patch then sets it as the pod's annotation
+     * WH_ANN_CLAIM_NONCE (podspec.h), so the claim can be tied to the pod
+     * it was made for (docs/legacy-indices.md). Read only when indices are
+     * assigned, not when a pod's own are reused. */
+    const char *(*legacy_claim_nonce)(const void *impl);
 };
 
 struct wh_state {

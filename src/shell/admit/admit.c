@@ -30,6 +30,7 @@
 #include "events.h"        /* wh_events */
 #include "ledger.h"        /* wh_ledger */
 #include "wh/log.h"        /* wh_log */
+#include "wh/podspec.h"    /* WH_ANN_CLAIM_NONCE, wh_meta_annotation */
 #include "wh/slices.h"     /* wh_slices_start, wh_slices_free */
 
 struct wh_admit {
@@ -52,6 +53,7 @@ struct view {
     struct wh_ledger_group *g;
     const char *ns, *cluster, *group;
     const char *unavailable; /* set: deny the legacy pod for this reason */
+    const char *nonce;       /* the claim the pod's patch names, or NULL (no claim) */
 };
 
 static bool is_own_group(const struct view *v, const char *ns, const char *cluster,
@@ -145,32 +147,44 @@ static unsigned long view_legacy_pick(const void *impl)
     return r ? r : 1;
 }
 
+static const char *view_legacy_claim_nonce(const void *impl)
+{
+    return ((const struct view *)impl)->nonce;
+}
+
 static const struct wh_state_ops view_ops = {
     .each_group_pod = view_each_group_pod,
     .each_node = view_each_node,
     .each_node_with = view_each_node_with,
     .legacy_unavailable = view_legacy_unavailable,
     .legacy_pick = view_legacy_pick,
+    .legacy_claim_nonce = view_legacy_claim_nonce,
 };
 
 /* The pod cache's hooks drive the ledger (see cache.h and ledger.h): a live
  * pod with a reservation's ids confirms it; the watch's health and what it
- * has delivered decide when unconfirmed reservations may expire. */
-static void on_pod_changed(void *arg, const struct wh_pod_rec *pod, bool deleted)
+ * has delivered decide when unconfirmed reservations may expire. And the
+ * claims: the pod carrying a claim's nonce going gives the claim back
+ * (claims.h). */
+static void on_pod_changed(void *arg, const struct wh_pod_rec *pod, const cJSON *obj, bool deleted)
 {
-    struct wh_ledger *lg = arg;
+    struct wh_admit *ad = arg;
     if (!deleted && !pod->deleting && pod->replica_label && pod->worker_id >= 0)
-        wh_ledger_confirm(lg, pod->ns, pod->cluster, pod->group, pod->replica_label, pod->worker_id);
+        wh_ledger_confirm(ad->ledger, pod->ns, pod->cluster, pod->group, pod->replica_label,
+                          pod->worker_id);
+    if (ad->claims)
+        wh_claims_pod_seen(ad->claims, pod, wh_meta_annotation(obj, WH_ANN_CLAIM_NONCE),
+                           deleted || pod->deleting);
 }
 
 static void on_pods_health(void *arg, long since_ms)
 {
-    wh_ledger_set_fresh_since(arg, since_ms);
+    wh_ledger_set_fresh_since(((struct wh_admit *)arg)->ledger, since_ms);
 }
 
 static void on_pods_current(void *arg, long at_ms)
 {
-    wh_ledger_set_heard(arg, at_ms);
+    wh_ledger_set_heard(((struct wh_admit *)arg)->ledger, at_ms);
 }
 
 /* The first client: the configuration as serve reads it (--kubeconfig, else
@@ -250,25 +264,11 @@ static enum wh_err start_events(struct wh_admit *ad, struct wh_kube *first,
     return ad->events ? WH_OK : WH_ERR_INVALID;
 }
 
-static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
-                                    char *errbuf)
+/* The worker-id claims (unless turned off), through a client of their own
+ * sharing first's configuration and credential. */
+static enum wh_err start_claims(struct wh_admit *ad, struct wh_kube *first,
+                                const struct wh_admit_opts *opts, char *errbuf)
 {
-    struct wh_kube *kube = new_kube(opts, errbuf);
-    if (!kube)
-        return WH_ERR_INVALID;
-    wh_log(WH_LOG_NOTICE, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
-    struct wh_cache_hooks hooks = {.arg = ad->ledger,
-                                   .pod_changed = on_pod_changed,
-                                   .pods_health = on_pods_health,
-                                   .pods_current = on_pods_current};
-    ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
-    if (!ad->cache)
-        return WH_ERR_INVALID;
-    if (start_events(ad, kube, opts, errbuf))
-        return WH_ERR_INVALID;
-    if (opts->slice_check_interval_ms >= 0 &&
-        !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
-        return WH_ERR_INVALID;
     if (opts->claims_off) {
         wh_log(WH_LOG_WARN, "claims_off", "detail", WH_F_STR,
                "worker-id claims are turned off (a test switch): several replicas can hand out "
@@ -276,9 +276,7 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
                (char *)NULL);
         return WH_OK;
     }
-    /* The claims get a client of their own (the cache owns the first),
-     * sharing its configuration and credential. */
-    kube = wh_kube_clone(kube, errbuf);
+    struct wh_kube *kube = wh_kube_clone(first, errbuf);
     if (!kube)
         return WH_ERR_INVALID;
     char ns[WH_ERRBUF_LEN], holder[WH_ERRBUF_LEN];
@@ -295,6 +293,33 @@ static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_o
            "lifetime_s", WH_F_INT,
            (long long)(co.lifetime_s > 0 ? co.lifetime_s : WH_CLAIMS_DEFAULT_LIFETIME_S),
            (char *)NULL);
+    return WH_OK;
+}
+
+static enum wh_err start_kubernetes(struct wh_admit *ad, const struct wh_admit_opts *opts,
+                                    char *errbuf)
+{
+    struct wh_kube *kube = new_kube(opts, errbuf);
+    if (!kube)
+        return WH_ERR_INVALID;
+    wh_log(WH_LOG_NOTICE, "kube_client", "source", WH_F_STR, wh_kube_source(kube), (char *)NULL);
+    /* The claims before the cache: its watch thread hands them the pods. */
+    if (start_claims(ad, kube, opts, errbuf)) {
+        wh_kube_free(kube);
+        return WH_ERR_INVALID;
+    }
+    struct wh_cache_hooks hooks = {.arg = ad,
+                                   .pod_changed = on_pod_changed,
+                                   .pods_health = on_pods_health,
+                                   .pods_current = on_pods_current};
+    ad->cache = wh_cache_new(kube, &hooks, opts->cache, errbuf);
+    if (!ad->cache)
+        return WH_ERR_INVALID;
+    if (start_events(ad, kube, opts, errbuf))
+        return WH_ERR_INVALID;
+    if (opts->slice_check_interval_ms >= 0 &&
+        !(ad->slices = wh_slices_start(ad->cache, opts->slice_check_interval_ms, errbuf)))
+        return WH_ERR_INVALID;
     return WH_OK;
 }
 
@@ -331,10 +356,10 @@ void wh_admit_free(struct wh_admit *ad)
 {
     if (!ad)
         return;
-    wh_claims_free(ad->claims);
     wh_events_free(ad->events);
     wh_slices_free(ad->slices); /* before the cache it reads */
-    wh_cache_free(ad->cache);   /* before the ledger: its hooks feed the ledger */
+    wh_cache_free(ad->cache);   /* before the ledger and claims: its hooks feed them */
+    wh_claims_free(ad->claims);
     wh_ledger_free(ad->ledger);
     free(ad);
 }
@@ -455,8 +480,16 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
     const struct wh_review_info *info = wh_review_info(rv);
     struct view v = {.ad = ad, .ns = info->ns, .cluster = info->cluster, .group = info->group};
     char why[WH_ERRBUF_LEN], reason[WH_ERRBUF_LEN + 200];
+    char nonce[WH_CLAIMS_NONCE_LEN];
     for (int round = 0;; round++) {
         bool reserved;
+        /* A fresh claim per decision, named in the patch it renders; none
+         * for a dry run, which claims nothing (sideEffects NoneOnDryRun). */
+        v.nonce = NULL;
+        if (ad->claims && !info->dry_run && !v.unavailable) {
+            wh_claims_nonce(nonce);
+            v.nonce = nonce;
+        }
         enum wh_err err = decide_locked(ad, rv, route, &v, res, &reserved, errbuf);
         if (err || !reserved || v.unavailable)
             return err;
@@ -470,7 +503,8 @@ static enum wh_err admit_legacy(struct wh_admit *ad, const struct wh_review *rv,
                                    .group = info->group,
                                    .replica = res->replica,
                                    .worker_id = res->worker_id,
-                                   .cluster_uid = info->cluster_uid};
+                                   .cluster_uid = info->cluster_uid,
+                                   .nonce = nonce};
         enum wh_claim_outcome oc = wh_claims_take(ad->claims, &key, &ticket, why, sizeof(why));
         char holder[WH_ERRBUF_LEN];
         if (oc == WH_CLAIM_TAKEN && held_by_pod(ad, info, res, holder, sizeof(holder))) {

@@ -2,7 +2,7 @@
  * docs/legacy-indices.md). */
 #include "wh/claims.h"
 
-#include <pthread.h>    /* pthread_t, pthread_mutex_t */
+#include <pthread.h>    /* pthread_create, pthread_cond_init */
 #include <stdatomic.h>  /* atomic_load */
 #include <stdint.h>     /* uintptr_t, INT32_MAX */
 #include <stdio.h>      /* snprintf */
@@ -14,18 +14,16 @@
 #include <cjson/cJSON.h>
 #include <openssl/evp.h> /* EVP_DigestInit_ex, EVP_sha256 */
 
-#include "wh/buf.h"   /* wh_buf */
-#include "wh/clock.h" /* wh_clock_ms, wh_nap */
-#include "wh/json.h"  /* wh_json_whole */
-#include "wh/log.h"   /* wh_log */
-#include "owners.h"   /* wh_owners */
+#include "wh/clock.h"   /* wh_clock_ms, wh_nap */
+#include "wh/json.h"    /* wh_json_whole */
+#include "wh/log.h"     /* wh_log */
+#include "wh/podspec.h" /* WH_ANN_CLAIM_NONCE */
+#include "claims_impl.h"
 
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
-#define CLAIM_SELECTOR \
-    "app.kubernetes.io%2Fmanaged-by%3Dtpu-webhook%2Capp.kubernetes.io%2Fcomponent%3Dworker-id-claim"
-#define RESP_MAX ((size_t)64 * 1024 * 1024)
-/* Tells this claim attempt's own Lease from any other (see take()). */
-#define NONCE_ANN "tpu-webhook/claim-nonce"
+/* Tells this claim's own Lease from any other (see take()), and names the
+ * pod it was taken for (wh_claims_pod_seen). */
+#define NONCE_ANN WH_ANN_CLAIM_NONCE
 /* The RayCluster instance a claim was made for (wh_claim_key.cluster_uid). */
 #define CLUSTER_UID_ANN "tpu-webhook/ray-cluster-uid"
 /* Claims of deleted cluster instances one take() deletes at most; each
@@ -33,24 +31,6 @@
  * meets more than one per id. */
 #define MAX_SUPERSEDE 3
 #define BACKOFF_FIRST_MS 50L
-/* One attempt never takes more than this, so that a request the API server
- * sits on leaves time to ask again within the budget. */
-#define ATTEMPT_MAX_MS 1000L
-/* The sweeper's LIST may carry thousands of claims after a burst. */
-#define LIST_TIMEOUT_MS 10000L
-
-struct wh_claims {
-    struct wh_kube *kube;
-    char *ns, *holder;
-    char path[512]; /* the Leases collection */
-    long lifetime_s, sweep_ms, budget_ms;
-    struct wh_nap nap; /* the sweeper's sleep; stopped by wh_claims_free */
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t mu; /* guards everything below */
-    struct wh_mclaims st;
-    struct wh_owners *owners; /* RayCluster uids as the API server says */
-};
 
 void wh_claims_name(const char *ns, const char *cluster, const char *group, long replica,
                     long worker_id, char out[WH_CLAIMS_NAME_LEN])
@@ -144,15 +124,8 @@ long long wh_claims_parse_time_us(const char *s)
     return us >= 0 ? us : -1;
 }
 
-static long long wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* "HTTP <status>: <Status.message>" of an error answer. */
-static void describe_answer(long status, const struct wh_buf *resp, char *out, size_t n)
+void wh_claim_describe_answer(long status, const struct wh_buf *resp, char *out, size_t n)
 {
     cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
     const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "message"));
@@ -230,6 +203,14 @@ static void fill_ticket(const cJSON *lease, const char *name, struct wh_claim_ti
     snprintf(t->rv, sizeof(t->rv), "%s", rv && strlen(rv) < sizeof(t->rv) ? rv : "");
 }
 
+/* fill_ticket() from the Lease a created answer carries. */
+static void ticket_of_answer(const struct wh_buf *resp, const char *name, struct wh_claim_ticket *t)
+{
+    cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(resp), wh_buf_len(resp));
+    fill_ticket(j, name, t);
+    cJSON_Delete(j);
+}
+
 /* Whose Lease answered a 409: this claim's own (an attempt whose answer
  * was lost created it: the nonce tells), one of a deleted instance of the
  * RayCluster (it records another cluster uid), or a live claim (HELD). */
@@ -286,14 +267,12 @@ static enum found read_claim(struct wh_claims *c, const char *name, const struct
     return f;
 }
 
-/* A random nonce that tells this claim's Lease from another's; out holds
- * 33 bytes. */
-static void make_nonce(long long t0, char out[40])
+void wh_claims_nonce(char out[WH_CLAIMS_NONCE_LEN])
 {
     unsigned long long rnd[2] = {0, 0};
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        rnd[0] = (unsigned long long)t0 ^ ((unsigned long long)(uintptr_t)&rnd << 16);
-    snprintf(out, 40, "%016llx%016llx", rnd[0], rnd[1]);
+        rnd[0] = (unsigned long long)wh_clock_us() ^ ((unsigned long long)(uintptr_t)&rnd << 16);
+    snprintf(out, WH_CLAIMS_NONCE_LEN, "%016llx%016llx", rnd[0], rnd[1]);
 }
 
 /* One POST of the claim's Lease, given left ms of the budget; *err is the
@@ -324,10 +303,6 @@ static void log_claim_failed(const char *name, const struct wh_claim_key *k, con
            why, (char *)NULL);
 }
 
-static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
-                         long timeout_ms, bool *deleted);
-static bool str_ok(const char *s);
-
 /* Delete the claim of a deleted instance of k's RayCluster (stale, as read
  * by read_claim), with its uid and resourceVersion as preconditions: a
  * claim made again meanwhile (by a replica admitting the new instance) is
@@ -338,10 +313,10 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
     const struct wh_claim_ticket *t = &stale->lease;
     bool deleted = false;
     *api_error = false;
-    if (!str_ok(t->uid) || !str_ok(t->rv))
+    if (!wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv))
         return;
-    *api_error = !delete_lease(c, t->name, t->uid, t->rv,
-                               left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
+    *api_error = !wh_claim_delete(c, t->name, t->uid, t->rv,
+                                  left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
     if (!deleted)
         return;
     pthread_mutex_lock(&c->mu);
@@ -360,8 +335,8 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
 static const struct wh_claim_key *checked_key(struct wh_claims *c, const struct wh_claim_key *k,
                                               struct wh_claim_key *copy)
 {
-    if (!k->cluster_uid || !k->cluster_uid[0] || !str_ok(k->ns) || !str_ok(k->cluster) ||
-        !str_ok(k->cluster_uid))
+    if (!k->cluster_uid || !k->cluster_uid[0] || !wh_claim_str_ok(k->ns) ||
+        !wh_claim_str_ok(k->cluster) || !wh_claim_str_ok(k->cluster_uid))
         return k;
     *copy = *k;
     if (!wh_owners_confirm(c->owners, c->kube, k->ns, k->cluster, k->cluster_uid,
@@ -408,6 +383,16 @@ static enum found after_conflict(struct wh_claims *c, const char *name,
     return FOUND_STALE;
 }
 
+/* k's nonce, or (none usable) a fresh one: a claim no pod names, which
+ * simply expires. */
+static void key_nonce(const struct wh_claim_key *k, char out[WH_CLAIMS_NONCE_LEN])
+{
+    if (k->nonce && wh_claim_str_ok(k->nonce) && strlen(k->nonce) < WH_CLAIMS_NONCE_LEN)
+        snprintf(out, WH_CLAIMS_NONCE_LEN, "%s", k->nonce);
+    else
+        wh_claims_nonce(out);
+}
+
 enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
                                      struct wh_claim_ticket *ticket, char *why, size_t why_len)
 {
@@ -418,8 +403,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
     k = checked_key(c, k, &copy);
     char name[WH_CLAIMS_NAME_LEN];
     wh_claims_name(k->ns, k->cluster, k->group, k->replica, k->worker_id, name);
-    char nonce[40];
-    make_nonce(t0, nonce);
+    char nonce[WH_CLAIMS_NONCE_LEN];
+    key_nonce(k, nonce);
     bool lost = false; /* an attempt may have created the Lease unseen */
     int supersedes = 0;
     struct wh_buf resp;
@@ -442,9 +427,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
         }
         long wait = backoff;
         if (!err && (ans.status == 201 || ans.status == 200)) {
-            cJSON *j = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp));
-            fill_ticket(j, name, ticket);
-            cJSON_Delete(j);
+            ticket_of_answer(&resp, name, ticket);
             oc = WH_CLAIM_TAKEN;
             break;
         }
@@ -467,7 +450,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
             snprintf(why, why_len, "%s", errbuf);
         } else {
             api_errors++;
-            describe_answer(ans.status, &resp, why, why_len);
+            wh_claim_describe_answer(ans.status, &resp, why, why_len);
             lost = lost || ans.status >= 500; /* "etcdserver: request timed out" may have written */
             if (ans.status != 429 && ans.status < 500)
                 break; /* 401, 403, 404, 422: asking again will not help */
@@ -483,6 +466,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
         backoff *= 2;
     }
     wh_buf_free(&resp);
+    if (oc == WH_CLAIM_TAKEN)
+        wh_claims_held_add(c, ticket, nonce);
     count_outcome(c, oc, wh_clock_us() - t0, api_errors);
     if (oc == WH_CLAIM_FAILED)
         log_claim_failed(name, k, why);
@@ -492,8 +477,8 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
 /* Delete one claim; preconditions make sure that it is the object that was
  * seen (not a newer claim of the same name). Returns true when the API
  * server answered (deleted, or someone else did it first). */
-static bool delete_lease(struct wh_claims *c, const char *name, const char *uid, const char *rv,
-                         long timeout_ms, bool *deleted)
+bool wh_claim_delete(struct wh_claims *c, const char *name, const char *uid, const char *rv,
+                     long timeout_ms, bool *deleted)
 {
     char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -516,8 +501,9 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
 {
     pthread_mutex_lock(&c->mu);
     c->st.superseded_pod++;
+    wh_claims_held_drop(c, t->nonce);
     pthread_mutex_unlock(&c->mu);
-    if (!str_ok(t->name) || !str_ok(t->uid) || !str_ok(t->rv)) {
+    if (!wh_claim_str_ok(t->name) || !wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv)) {
         snprintf(why, why_len,
                  "the API server's answer to claim %s carried no usable uid and "
                  "resourceVersion",
@@ -525,7 +511,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
         return false;
     }
     bool deleted = false;
-    bool answered = delete_lease(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
+    bool answered = wh_claim_delete(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
     if (!deleted)
         snprintf(why, why_len, "%s",
                  answered ? "the Lease had changed or was gone"
@@ -533,7 +519,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
     return deleted;
 }
 
-static bool str_ok(const char *s)
+bool wh_claim_str_ok(const char *s)
 {
     /* Names, uids and versions go into a path and a JSON text unescaped. */
     if (!s || !*s)
@@ -543,6 +529,13 @@ static bool str_ok(const char *s)
               *s == '-' || *s == '.'))
             return false;
     return true;
+}
+
+static long long wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* The LIST of the claims (the caller frees it with cJSON_Delete), or NULL
@@ -560,7 +553,7 @@ static cJSON *list_claims(struct wh_claims *c, char reason[WH_ERRBUF_LEN])
     if (err)
         snprintf(reason, WH_ERRBUF_LEN, "%s", errbuf);
     else if (ans.status != 200)
-        describe_answer(ans.status, &resp, reason, WH_ERRBUF_LEN);
+        wh_claim_describe_answer(ans.status, &resp, reason, WH_ERRBUF_LEN);
     else if (!(list = cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))))
         snprintf(reason, WH_ERRBUF_LEN, "LIST leases: the answer is not JSON");
     wh_buf_free(&resp);
@@ -598,8 +591,7 @@ static bool claim_expired(const struct wh_claims *c, const cJSON *item, long lon
     return now >= at + (long long)d * 1000000 + grace;
 }
 
-/* One LIST of the claims, deleting the expired ones. */
-static void sweep(struct wh_claims *c)
+void wh_claims_sweep(struct wh_claims *c)
 {
     char reason[WH_ERRBUF_LEN] = "";
     cJSON *list = list_claims(c, reason);
@@ -617,10 +609,11 @@ static void sweep(struct wh_claims *c)
         const char *rv = cJSON_GetStringValue(
             cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
         objects++;
-        if (!claim_expired(c, item, now) || !str_ok(name) || !str_ok(uid) || !str_ok(rv))
+        if (!claim_expired(c, item, now) || !wh_claim_str_ok(name) || !wh_claim_str_ok(uid) ||
+            !wh_claim_str_ok(rv))
             continue;
         bool deleted = false;
-        if (!delete_lease(c, name, uid, rv, c->budget_ms, &deleted))
+        if (!wh_claim_delete(c, name, uid, rv, c->budget_ms, &deleted))
             api_errors++;
         if (deleted) {
             swept++;
@@ -644,19 +637,10 @@ static void sweep(struct wh_claims *c)
                WH_F_INT, (long long)swept, "remaining", WH_F_INT, (long long)objects, (char *)NULL);
 }
 
-static void *sweeper(void *arg)
-{
-    struct wh_claims *c = arg;
-    do
-        sweep(c);
-    while (wh_nap(&c->nap, c->sweep_ms));
-    return NULL;
-}
-
 struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opts *opts,
                                 char *errbuf)
 {
-    if (!opts->ns || !str_ok(opts->ns) || !opts->holder || !opts->holder[0]) {
+    if (!opts->ns || !wh_claim_str_ok(opts->ns) || !opts->holder || !opts->holder[0]) {
         wh_kube_free(kube);
         wh_fail(errbuf, WH_ERR_INVALID,
                 "worker-id claims need the webhook's namespace (a Kubernetes name, got \"%s\") "
@@ -702,7 +686,12 @@ struct wh_claims *wh_claims_new(struct wh_kube *kube, const struct wh_claims_opt
     c->budget_ms = budget_ms;
     wh_nap_init(&c->nap);
     pthread_mutex_init(&c->mu, NULL);
-    if (pthread_create(&c->thread, NULL, sweeper, c)) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&c->thread, NULL, wh_claims_thread, c)) {
         wh_fail(errbuf, WH_ERR_INTERNAL, "cannot start the claim sweeper thread");
         wh_claims_free(c);
         return NULL;
@@ -716,9 +705,21 @@ void wh_claims_free(struct wh_claims *c)
     if (!c)
         return;
     wh_nap_stop(&c->nap);
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    c->kick = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
     if (c->started)
         pthread_join(c->thread, NULL);
+    for (size_t b = 0; b < HELD_BUCKETS; b++)
+        while (c->held[b]) {
+            struct held *h = c->held[b];
+            c->held[b] = h->next;
+            free(h);
+        }
     wh_nap_destroy(&c->nap);
+    pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     wh_kube_free(c->kube);
     wh_owners_free(c->owners);

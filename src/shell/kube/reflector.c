@@ -53,7 +53,7 @@ static enum wh_err apply(struct wh_reflector *w, const cJSON *obj, bool deleted,
     enum wh_err err = wh_store_apply_pod(w->store, obj, deleted, gen, &pod);
     /* Only after the store holds the change (see cache.h). */
     if (!err && pod.name && w->hooks.pod_changed)
-        w->hooks.pod_changed(w->hooks.arg, &pod, deleted);
+        w->hooks.pod_changed(w->hooks.arg, &pod, obj, deleted);
     return err;
 }
 

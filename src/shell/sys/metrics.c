@@ -299,6 +299,11 @@ static enum wh_err render_claims(const struct wh_mclaims *c, struct wh_buf *b)
                           (unsigned long long)c->superseded_recreated,
                           (unsigned long long)c->superseded_pod);
     if (!err)
+        err = gauge(b, "tpu_webhook_claims_released_total", "counter",
+                    "Worker-id claims this replica gave back before they expired: the pod "
+                    "carrying their nonce was being deleted.",
+                    (long long)c->released);
+    if (!err)
         err = gauge(b, "tpu_webhook_claims_expired_deleted_total", "counter",
                     "Expired worker-id claims this replica's sweeper deleted.", (long long)c->swept);
     if (!err)

@@ -5,14 +5,18 @@
  * namespace, named after a hash of (pod namespace, cluster, group, replica,
  * worker id) and created with POST: the API server (etcd) lets exactly one
  * creator win; everyone else gets 409 AlreadyExists. A claim is never
- * renewed and never deleted early: it lives leaseDurationSeconds from its
- * creation, long enough for every replica's pod watch to show the pod that
- * took the id, and is then deleted by whichever replica's sweeper sees it
- * expired first, with uid + resourceVersion preconditions. See
- * docs/legacy-indices.md for why.
+ * renewed: it lives leaseDurationSeconds from its creation, long enough for
+ * every replica's pod watch to show the pod that took the id, and is then
+ * deleted by whichever replica's sweeper sees it expired first, with uid +
+ * resourceVersion preconditions. Earlier only when the pod it was taken for
+ * goes: the claim's random nonce is on its Lease and, through the admission
+ * patch, on that pod (annotation WH_ANN_CLAIM_NONCE), and the replica that
+ * took it gives it back when its pod watch shows the pod carrying that
+ * nonce being deleted (wh_claims_pod_seen). See docs/legacy-indices.md.
  *
- * Thread-safe. The claims object owns its API client and its sweeper
- * thread; wh_claims_free() stops the thread and frees both. What it keeps
+ * Thread-safe. The claims object owns its API client and its thread (the
+ * sweeper, which also gives claims back); wh_claims_free() stops the
+ * thread and frees both. What it keeps
  * across calls is allocated with the C library's malloc, never from the
  * request arena a caller's thread may have bound (reqmem.h).
  */
@@ -25,6 +29,7 @@
 #include "wh/err.h"     /* WH_NODISCARD */
 #include "wh/kube.h"    /* struct wh_kube */
 #include "wh/metrics.h" /* struct wh_mclaims */
+#include "wh/state.h"   /* struct wh_pod_rec */
 
 #define WH_CLAIMS_DEFAULT_LIFETIME_S 60L
 #define WH_CLAIMS_DEFAULT_BUDGET_MS 3000L
@@ -32,7 +37,8 @@
  * any claim of the same id still being made by a replica that decided
  * before the pod holding the id appeared (docs/legacy-indices.md). */
 #define WH_CLAIMS_MIN_LIFETIME_S (2 * WH_CLAIMS_DEFAULT_BUDGET_MS / 1000)
-#define WH_CLAIMS_NAME_LEN 56 /* wh_claims_name() */
+#define WH_CLAIMS_NAME_LEN 56  /* wh_claims_name() */
+#define WH_CLAIMS_NONCE_LEN 33 /* wh_claims_nonce(): 32 hex digits */
 
 struct wh_claims_opts {
     const char *ns;     /* namespace of the Leases (the webhook's own); required */
@@ -51,6 +57,7 @@ enum wh_claim_outcome {
 /* The Lease a TAKEN claim created, for wh_claims_release(). */
 struct wh_claim_ticket {
     char name[WH_CLAIMS_NAME_LEN];
+    char nonce[WH_CLAIMS_NONCE_LEN];
     char uid[128];
     char rv[64]; /* metadata.resourceVersion */
 };
@@ -73,7 +80,14 @@ struct wh_claim_key {
      * "" or NULL when unknown. A claim that records another uid belongs to
      * a deleted instance of the same name and is superseded (below). */
     const char *cluster_uid;
+    /* The claim's nonce (wh_claims_nonce), recorded on its Lease; the pod
+     * answered with this claim carries it too. Required. */
+    const char *nonce;
 };
+
+/* A fresh random nonce for one claim (one per decision: the engine writes
+ * it into the pod's patch before the claim is asked for). */
+void wh_claims_nonce(char out[WH_CLAIMS_NONCE_LEN]);
 
 /* Claim k. Transport failures, 5xx and 429 are retried (Retry-After
  * honoured) within the budget; FAILED then, with the reason in why. A
@@ -84,6 +98,8 @@ struct wh_claim_key {
  * deleted with uid + resourceVersion preconditions and the id claimed
  * again, a few times at most; a Lease without a recorded uid, or when k
  * has none, is HELD as any other. */
+/* A TAKEN claim is remembered (no API call) until it expires, to be given
+ * back when its pod goes (wh_claims_pod_seen). */
 WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_key *k,
                                                   struct wh_claim_ticket *ticket, char *why,
                                                   size_t why_len);
@@ -96,6 +112,19 @@ WH_NODISCARD enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const str
  * delete it. */
 bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *ticket, char *why,
                        size_t why_len);
+
+/* What the pod watch shows (its thread; never waits on the network): pod
+ * (its namespace, cluster, group, replicaIndex label and TPU_WORKER_ID)
+ * carrying annotation WH_ANN_CLAIM_NONCE = nonce (NULL: none), live, or
+ * being deleted or deleted (gone). A claim this replica took with that
+ * nonce and those ids is tied to the first live pod shown with them (by
+ * name), and given back when that pod (or, never seen live, a pod with
+ * them) is gone: the claims' thread DELETEs the Lease with uid and
+ * resourceVersion preconditions, counts it released and logs
+ * claim_released. Anything else (no nonce, an unknown one, other ids, a
+ * namesake) changes nothing. */
+void wh_claims_pod_seen(struct wh_claims *c, const struct wh_pod_rec *pod, const char *nonce,
+                        bool gone);
 
 /* Not part of readiness (wh_admit_ready): a failed sweep or claim is
  * counted (struct wh_mclaims) and alerted on, and denies only the legacy

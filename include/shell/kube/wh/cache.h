@@ -48,13 +48,17 @@ struct wh_cache_opts {
 /* What the pod watch reports, called on the pod watcher's thread, outside
  * the cache's lock (a hook may read the cache). Times are wh_clock_ms().
  * Any hook may be NULL. */
+struct cJSON;
+
 struct wh_cache_hooks {
     void *arg; /* passed to every hook */
     /* A pod was listed, added or updated (deleted false), or deleted
      * (deleted true); the cache holds (no longer holds) it. Pods a relist
-     * finds gone are dropped without a call. The record is valid only
-     * during the call. */
-    void (*pod_changed)(void *arg, const struct wh_pod_rec *pod, bool deleted);
+     * finds gone are dropped without a call. The record, and obj (the Pod
+     * as the API server sent it, for what the record does not keep), are
+     * valid only during the call. */
+    void (*pod_changed)(void *arg, const struct wh_pod_rec *pod, const struct cJSON *obj,
+                        bool deleted);
     /* The pod watch has been healthy since since_ms (it was not), or went
      * down (since_ms -1). */
     void (*pods_health)(void *arg, long since_ms);

@@ -71,6 +71,9 @@ struct wh_mclaims {
      * so that the new instance's pod could claim the id; taken by this
      * replica and given back because a live pod held the id. */
     uint64_t superseded_recreated, superseded_pod;
+    /* Claims given back before they expired: the pod carrying their nonce
+     * was seen being deleted. */
+    uint64_t released;
     size_t objects;                          /* claim Leases seen by the last sweep */
     uint64_t dur_buckets[WH_MCLAIM_BUCKETS]; /* cumulative, le = wh_mclaim_bounds */
     uint64_t dur_count;
