@@ -8,6 +8,7 @@ asks for. Each applies manifests with `kubectl apply` as a user does, waits
 until the operator's pods are stored, and judges every stored worker pod
 (kuberay_physics.py). Each class works in its own namespaces."""
 
+import datetime
 import json
 import os
 import sys
@@ -70,6 +71,27 @@ def claims(ns):
     """The webhook's worker-id claim Leases for pods of ns."""
     items = cl.get_json("leases", "-n", "ray-system", "-l", "app.kubernetes.io/component=worker-id-claim")["items"]
     return [i for i in items if (i["metadata"].get("annotations") or {}).get("tpu-webhook/pod-namespace") == ns]
+
+
+def claim_expiries(ns):
+    """(replica, TPU_WORKER_ID) -> when (epoch seconds) each claim for pods
+    of ns expires: renewTime + leaseDurationSeconds."""
+    out = {}
+    for i in claims(ns):
+        a, spec = i["metadata"]["annotations"], i["spec"]
+        renew = datetime.datetime.strptime(spec["renewTime"][:19], "%Y-%m-%dT%H:%M:%S")
+        renew = renew.replace(tzinfo=datetime.timezone.utc).timestamp()
+        out[(int(a["tpu-webhook/replica"]), int(a["tpu-webhook/worker-id"]))] = \
+            renew + spec["leaseDurationSeconds"]
+    return out
+
+
+def ids_of(pod):
+    """A legacy worker pod's (replica, TPU_WORKER_ID), from its replicaIndex
+    label ("<group>-<replica>") and its first container's variable."""
+    replica = int(pod["metadata"]["labels"]["replicaIndex"].rsplit("-", 1)[1])
+    wid = next(e["value"] for e in env0(pod) if e["name"] == "TPU_WORKER_ID")
+    return replica, int(wid)
 
 
 def services(ns):
@@ -140,10 +162,12 @@ class KubeRayCase(unittest.TestCase):
         cl.kubectl("apply", "-n", ns, "-f", V6E16)
         first = judge(ns)
         set_replicas(ns, 2)
-        kept = {p["metadata"]["name"]: env0(p) for p in judge(ns)}
+        two = judge(ns)
+        kept = {p["metadata"]["name"]: env0(p) for p in two}
         for p in first:
             self.assertEqual(kept[p["metadata"]["name"]], env0(p), "a pod of slice 0 changed on scale-up")
         print("ok: scale-up 1 -> 2 slices: 8 worker pods")
+        expiries = claim_expiries(ns) if self.MODE == "off" else {}
         set_replicas(ns, 1)
         if self.MODE == "on":
             judge(ns)  # KubeRay deletes whole slices
@@ -151,17 +175,31 @@ class KubeRayCase(unittest.TestCase):
             # Without its indexing KubeRay deletes any 4 of the 8 pods,
             # slice or not (docs/kuberay-pods.md, section 4): what stays
             # keeps what it had.
-            for p in op.settled_pods(ns, WORKERS, 4):
+            left = op.settled_pods(ns, WORKERS, 4)
+            for p in left:
                 self.assertEqual(kept[p["metadata"]["name"]], env0(p), p["metadata"]["name"])
-            # The deleted pods' ids stay claimed for the claim lifetime
-            # (docs/legacy-indices.md, 60 s): replacements made sooner go
-            # to a new replica and the broken slices stay broken. Wait the
-            # claims of this namespace out, so that the scale-up shows the
-            # slices repaired.
-            cl.wait_for(lambda: not claims(ns), 180, "the worker-id claims of %s expired" % ns)
+            # The deleted pods' claims are given back when the webhook sees
+            # the pod carrying each claim's nonce go (docs/legacy-indices.md),
+            # not when they expire (60 s): replacements made sooner would go
+            # to a new replica and the broken slices stay broken.
+            names = {p["metadata"]["name"] for p in left}
+            gone = {ids_of(p) for p in two if p["metadata"]["name"] not in names}
+            cl.wait_for(lambda: not gone & set(claim_expiries(ns)), 30,
+                        "the claims of the deleted pods of %s given back" % ns)
+            now = time.time()
+            early = sorted(i for i in gone if expiries.get(i, 0) > now)
+            print("ok: scale-down 2 -> 1: %d of the %d deleted pods' claims given back before "
+                  "they expired, the first %.0f s early"
+                  % (len(early), len(gone), max([expiries[i] - now for i in early] or [0])))
+            self.assertTrue(early, "every deleted pod's claim had expired already: the case shows "
+                            "nothing (claims %s, now %.0f)" % (expiries, now))
         print("ok: scale-down 2 -> 1: 4 worker pods")
-        set_replicas(ns, 2)
-        judge(ns)
+        set_replicas(ns, 2)  # at once: no claim waited out
+        again = judge(ns)
+        if self.MODE == "off":
+            ids = sorted(ids_of(p) for p in again)
+            self.assertEqual(ids, [(r, w) for r in range(2) for w in range(4)],
+                             "replicas 0..1, TPU_WORKER_ID 0..3 each, once")
         print("ok: scale-up again 1 -> 2: 8 worker pods, every slice complete")
 
     def delete(self):
