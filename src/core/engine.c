@@ -7,6 +7,7 @@
 #include "wh/buf.h"      /* wh_buf */
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/kinds.h"    /* enum wh_kind, wh_kind_list_by_review */
 #include "wh/mutate.h"   /* wh_mutate_pod */
 #include "wh/ratchet.h"  /* wh_ratchet_raycluster, wh_ratchet_workload */
 #include "wh/review.h"   /* wh_review_* */
@@ -109,6 +110,18 @@ static enum wh_err judge(const struct wh_review *rv, enum wh_route route,
     return WH_OK;
 }
 
+/* The class of kinds route accepts (kinds.h), and its path for messages. */
+static enum wh_kind route_accepts(enum wh_route route, const char **path)
+{
+    switch (route) {
+    case WH_ROUTE_MUTATE: *path = "/mutate"; return WH_KIND_POD;
+    case WH_ROUTE_MUTATE_WORKLOAD: *path = "/mutate-workload"; return WH_KIND_POD;
+    case WH_ROUTE_VALIDATE: *path = "/validate"; return WH_KIND_RAYCLUSTER;
+    case WH_ROUTE_VALIDATE_WORKLOAD: *path = "/validate-workload"; return WH_KIND_WORKLOAD;
+    default: *path = ""; return WH_KIND_OTHER;
+    }
+}
+
 enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
                              const struct wh_state *state, struct wh_engine_result *res,
                              char *errbuf)
@@ -116,23 +129,15 @@ enum wh_err wh_engine_decide(const struct wh_review *rv, enum wh_route route,
     memset(res, 0, sizeof(*res));
     errbuf[0] = '\0';
     const struct wh_review_info *in = wh_review_info(rv);
-    if ((route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD) && in->kind != WH_KIND_POD)
+    const char *path;
+    enum wh_kind accepts = route_accepts(route, &path);
+    if (route != WH_ROUTE_ANY && in->kind != accepts) {
+        char kinds[160];
         return wh_fail(errbuf, WH_ERR_KIND,
-                       "Invalid Kind: request.kind.kind is \"%.*s\"; %s "
-                       "accepts Pod",
-                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name,
-                       route == WH_ROUTE_MUTATE ? "/mutate" : "/mutate-workload");
-    if (route == WH_ROUTE_VALIDATE_WORKLOAD && in->kind != WH_KIND_WORKLOAD)
-        return wh_fail(errbuf, WH_ERR_KIND,
-                       "Invalid Kind: request.kind.kind is \"%.*s\"; "
-                       "/validate-workload accepts Job, JobSet and "
-                       "LeaderWorkerSet",
-                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
-    if (route == WH_ROUTE_VALIDATE && in->kind != WH_KIND_RAYCLUSTER)
-        return wh_fail(errbuf, WH_ERR_KIND,
-                       "Invalid Kind: request.kind.kind is \"%.*s\"; "
-                       "/validate accepts RayCluster",
-                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name);
+                       "Invalid Kind: request.kind.kind is \"%.*s\"; %s accepts %s",
+                       (int)wh_utf8_cut(in->kind_name, 64), in->kind_name, path,
+                       wh_kind_list_by_review(kinds, sizeof(kinds), accepts, "and"));
+    }
     struct wh_decision d;
     wh_decision_init(&d);
     enum wh_err err = judge(rv, route, state, &d, errbuf);

@@ -1,7 +1,8 @@
 /* kinds.c: the workload kinds the webhook knows (see wh/kinds.h). */
 #include "wh/kinds.h"
 
-#include <stddef.h> /* NULL */
+#include <stddef.h> /* NULL, size_t */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
 const struct wh_kind_def wh_kinds[WH_ROW__COUNT] = {
@@ -115,4 +116,40 @@ enum wh_kind wh_kind_class(const char *kind)
 {
     const struct wh_kind_def *d = wh_kind_find(kind);
     return d ? d->review : WH_KIND_OTHER;
+}
+
+/* The kinds of the rows in pick[] as a list ("A, B <conj> C"). */
+static const char *list_of(char *out, size_t n, const bool pick[WH_ROW__COUNT], const char *conj)
+{
+    size_t total = 0, k = 0, len = 0;
+    for (size_t i = 0; i < WH_ROW__COUNT; i++)
+        total += pick[i];
+    if (n)
+        out[0] = '\0';
+    for (size_t i = 0; i < WH_ROW__COUNT && len < n; i++) {
+        if (!pick[i])
+            continue;
+        const char *sep = !k ? "" : k + 1 < total ? ", " : NULL;
+        int w = sep ? snprintf(out + len, n - len, "%s%s", sep, wh_kinds[i].kind)
+                    : snprintf(out + len, n - len, " %s %s", conj, wh_kinds[i].kind);
+        len = w < 0 ? n : len + (size_t)w;
+        k++;
+    }
+    return out;
+}
+
+const char *wh_kind_list_by_review(char *out, size_t n, enum wh_kind review, const char *conj)
+{
+    bool pick[WH_ROW__COUNT];
+    for (size_t i = 0; i < WH_ROW__COUNT; i++)
+        pick[i] = wh_kinds[i].review == review;
+    return list_of(out, n, pick, conj);
+}
+
+const char *wh_kind_list_by_pods(char *out, size_t n, unsigned pods, const char *conj)
+{
+    bool pick[WH_ROW__COUNT];
+    for (size_t i = 0; i < WH_ROW__COUNT; i++)
+        pick[i] = (pods & WH_PODS_BIT(wh_kinds[i].pods)) != 0;
+    return list_of(out, n, pick, conj);
 }

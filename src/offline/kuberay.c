@@ -13,7 +13,7 @@
 #include <string.h> /* strcmp, memset */
 
 #include "wh/json.h"            /* wh_json_* */
-#include "wh/kinds.h"           /* wh_kinds, wh_kind_find */
+#include "wh/kinds.h"           /* wh_kinds, wh_kind_find, wh_kind_list_by_pods */
 #include "wh/kuberay_cluster.h" /* wh_kr_cluster, wh_kr_at_least, wh_kr_invent_suffix */
 #include "wh/kuberay_json.h"    /* wh_kr_put, wh_kr_child, wh_kr_sort_object */
 #include "wh/kuberay_spec.h"    /* wh_kr_build_spec */
@@ -337,10 +337,10 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     const char *kind = wh_json_str(obj, "kind");
     const char *name = wh_json_str0(wh_json_get(obj, "metadata"), "name");
     const char *field = NULL;
+    char kinds[96]; /* the KubeRay kinds, for messages */
+    wh_kind_list_by_pods(kinds, sizeof(kinds), WH_PODS_BIT(WH_PODS_KUBERAY), "or");
     if (!kind)
-        return wh_fail(errbuf, WH_ERR_KIND,
-                       "the object has no kind; expected RayCluster, "
-                       "RayJob or RayService");
+        return wh_fail(errbuf, WH_ERR_KIND, "the object has no kind; expected %s", kinds);
     /* A KubeRay kind's row says where its RayCluster spec sits. */
     const struct wh_kind_def *def = wh_kind_find(kind);
     if (def && def->review == WH_KIND_RAYCLUSTER) {
@@ -350,8 +350,7 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
     if (def && def->pods == WH_PODS_KUBERAY && def->cluster_spec && strchr(def->cluster_spec, '.'))
         field = strchr(def->cluster_spec, '.') + 1; /* "spec.rayClusterSpec" */
     else
-        return wh_fail(errbuf, WH_ERR_KIND, "%s %s is not a RayCluster, RayJob or RayService", kind,
-                       name);
+        return wh_fail(errbuf, WH_ERR_KIND, "%s %s is not a %s", kind, name, kinds);
     if (!name[0]) /* the RayCluster is named after it: "-xxxxx" is no name */
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "%s has no metadata.name; give it a name (KubeRay names its RayCluster "

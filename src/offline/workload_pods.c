@@ -8,7 +8,7 @@
 #include "wh/buf.h"     /* wh_buf */
 #include "wh/hash.h"    /* wh_hash_str */
 #include "wh/json.h"    /* wh_json_* */
-#include "wh/kinds.h"   /* wh_kind_find */
+#include "wh/kinds.h"   /* wh_kind_find, wh_kind_list_by_pods */
 #include "wh/names.h"   /* wh_names_label_value, WH_NAME_MAX */
 #include "wh/patch.h"   /* wh_env_entry */
 #include "wh/podspec.h" /* wh_container_tpu, wh_container_requests_tpu */
@@ -627,11 +627,11 @@ enum wh_err wh_workload_pods(const cJSON *obj, cJSON **pods, char *errbuf)
     *pods = NULL;
     const char *kind = wh_json_str0(obj, "kind");
     const struct wh_kind_def *def = wh_kind_find(kind);
+    char kinds[160];
     if (!def || def->pods != WH_PODS_WORKLOAD)
-        return wh_fail(errbuf, WH_ERR_KIND,
-                       "kind \"%.64s\" is not a Job, JobSet or "
-                       "LeaderWorkerSet",
-                       kind);
+        return wh_fail(errbuf, WH_ERR_KIND, "kind \"%.64s\" is not a %s", kind,
+                       wh_kind_list_by_pods(kinds, sizeof(kinds), WH_PODS_BIT(WH_PODS_WORKLOAD),
+                                            "or"));
     cJSON *out = cJSON_CreateArray();
     if (!out)
         return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");

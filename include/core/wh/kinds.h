@@ -15,6 +15,7 @@
 #define WH_KINDS_H
 
 #include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 /* How the engine judges an AdmissionReview of a kind: the class each
  * admission route accepts (engine.h's wh_engine_route_kind). */
@@ -105,6 +106,16 @@ enum wh_kind_row wh_kind_row_of(const struct wh_kind_def *def);
 /* How an AdmissionReview of kind is judged: its row's review, else
  * WH_KIND_OTHER. */
 enum wh_kind wh_kind_class(const char *kind);
+
+/* The kinds of the rows whose review is `review` (as the admission routes
+ * accept them), or whose pods are built with one of the expanders in
+ * `pods` (a mask of WH_PODS_BIT), in the table's order, as a message lists
+ * them: "A", "A <conj> B" or "A, B <conj> C". Written into out (n bytes,
+ * cut when short, always terminated); returns out. Messages that name the
+ * kinds build the list here, so a new row shows in them. */
+const char *wh_kind_list_by_review(char *out, size_t n, enum wh_kind review, const char *conj);
+#define WH_PODS_BIT(p) (1u << (p))
+const char *wh_kind_list_by_pods(char *out, size_t n, unsigned pods, const char *conj);
 
 /* True when render, check and doctor expand kind's manifests with p. */
 static inline bool wh_kind_pods_by(const char *kind, enum wh_kind_pods p)

@@ -18,7 +18,7 @@
 #include "output.h"        /* wh_output_doc */
 #include "wh/render.h"     /* wh_render_object */
 #include "wh/render_env.h" /* wh_render_env_text */
-#include "wh/kinds.h"      /* wh_kind_find, wh_kind_pods_by */
+#include "wh/kinds.h"      /* wh_kind_find, wh_kind_pods_by, wh_kind_list_by_pods */
 #include "wh/yaml.h"       /* wh_yaml_load */
 #include "wh/yaml_emit.h"  /* wh_yaml_emit */
 
@@ -207,10 +207,11 @@ static int render_docs(const struct opts *o, const cJSON *docs, const unsigned *
     }
     cJSON_Delete(services);
     if (n_ray == 0) {
-        fprintf(stderr,
-                "tpu-webhook render: %s: no RayCluster, RayJob, RayService, Job, JobSet or "
-                "LeaderWorkerSet in the input\n",
-                o->input);
+        char kinds[200];
+        fprintf(stderr, "tpu-webhook render: %s: no %s in the input\n", o->input,
+                wh_kind_list_by_pods(kinds, sizeof(kinds),
+                                     WH_PODS_BIT(WH_PODS_KUBERAY) | WH_PODS_BIT(WH_PODS_WORKLOAD),
+                                     "or"));
         return 2;
     }
     return rc;
