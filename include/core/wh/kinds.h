@@ -81,6 +81,11 @@ struct wh_kind_def {
     /* KubeRay: where the RayCluster spec sits in the object ("spec" for a
      * RayCluster); NULL for the other kinds. */
     const char *cluster_spec;
+    /* Its controller creates the headless Service its pods' subdomain
+     * names (KubeRay for a multi-host group, JobSet, LeaderWorkerSet);
+     * false: the user writes it (a Job's) or there is none (a Pod's).
+     * check and render judge the user's Services (doctor.h). */
+    bool service_by_controller;
     enum wh_kind_identity identity;
     enum wh_kind_validator validator;
     enum wh_kind_pods pods;

@@ -11,10 +11,10 @@
 
 #include "doctor_impl.h" /* struct doc, wh_dr_* */
 #include "wh/json.h"     /* wh_json_* */
+#include "wh/kinds.h"    /* wh_kinds */
 #include "wh/state.h"    /* wh_memstate_* */
 
 #define SHOW_MAX 160 /* longest value shown in a problem */
-static const char *const kind_names[] = {"RayCluster", "LeaderWorkerSet", "JobSet", "Job", "Pod"};
 
 /* ---- problems ------------------------------------------------------------ */
 
@@ -98,7 +98,7 @@ static int cmp_slice(const void *a, const void *b)
     const struct dslice *x = *(struct dslice *const *)a, *y = *(struct dslice *const *)b;
     int c = strcmp(x->ns, y->ns);
     if (!c)
-        c = strcmp(kind_names[x->kind], kind_names[y->kind]);
+        c = strcmp(wh_kinds[x->kind].kind, wh_kinds[y->kind].kind);
     return c ? c : strcmp(x->name, y->name);
 }
 
@@ -108,7 +108,7 @@ static enum wh_err slice_json(struct dslice *s, cJSON *arr, long counts[3])
     const char *status = s->errors ? "broken" : s->warnings ? "warning" : "ok";
     counts[s->errors ? 2 : s->warnings ? 1 : 0]++;
     if (!o || wh_json_add(arr, o) || wh_json_set_str(o, "namespace", s->ns) ||
-        wh_json_set_str(o, "kind", kind_names[s->kind]) || wh_json_set_str(o, "name", s->name) ||
+        wh_json_set_str(o, "kind", wh_kinds[s->kind].kind) || wh_json_set_str(o, "name", s->name) ||
         wh_json_set(o, "hostsExpected", cJSON_CreateNumber((double)s->hosts)) ||
         wh_json_set(o, "hostsPresent", cJSON_CreateNumber((double)s->n)) ||
         wh_json_set_str(o, "status", status))

@@ -20,6 +20,7 @@
 #include "wh/err.h"       /* enum wh_err */
 #include "wh/htab.h"      /* struct wh_htab */
 #include "wh/json.h"      /* cJSON */
+#include "wh/kinds.h"     /* enum wh_kind_row */
 #include "wh/nodeindex.h" /* struct wh_node_rec, struct wh_nodeindex */
 #include "wh/podspec.h"   /* wh_env_lookup, wh_meta_label, wh_meta_annotation */
 #include "wh/state.h"     /* struct wh_state */
@@ -38,8 +39,6 @@ void wh_dr_map_free(struct dmap *m);
 
 /* ---- the model ------------------------------------------------------------ */
 
-enum dkind { DK_KUBERAY, DK_LWS, DK_JOBSET, DK_JOB, DK_POD };
-
 struct dcont {
     int index; /* in spec.containers */
     const cJSON *env;
@@ -52,7 +51,9 @@ struct dslice;
 struct dpod {
     const cJSON *obj, *spec, *labels;
     const char *ns, *name, *node, *hostname, *subdomain, *accel, *topology;
-    enum dkind kind;
+    /* The row of the workload that made it (a KubeRay pod's is
+     * RayCluster's, whatever made the RayCluster; a lone pod's, Pod's). */
+    enum wh_kind_row kind;
     bool kuberay_legacy, pending;
     unsigned n_tpu;
     long chips;
@@ -71,7 +72,7 @@ struct dgroup;
 struct dslice {
     char name[512];
     const char *ns;
-    enum dkind kind;
+    enum wh_kind_row kind; /* its pods' */
     struct dpod **pods;
     size_t n, cap;
     long hosts;

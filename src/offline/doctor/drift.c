@@ -49,7 +49,7 @@ static const char *const injected[] = {
  * pod list). */
 bool wh_dr_webhook_serves(const struct dpod *p)
 {
-    if (p->kind == DK_KUBERAY)
+    if (p->kind == WH_ROW_RAYCLUSTER)
         return !p->kuberay_legacy || wh_meta_has_label(p->obj, WH_LABEL_LEGACY_REPLICA);
     const char *in = wh_meta_label(p->obj, "tpu-webhook/inject");
     if (in)
@@ -113,7 +113,7 @@ enum wh_err wh_dr_drift_pod(struct dslice *s, const struct dpod *p, const struct
     cJSON *pod = NULL, *now = NULL;
     char *denial = NULL;
     enum wh_err err = as_created(p, &pod);
-    enum wh_route route = p->kind == DK_KUBERAY ? WH_ROUTE_MUTATE : WH_ROUTE_MUTATE_WORKLOAD;
+    enum wh_route route = p->kind == WH_ROW_RAYCLUSTER ? WH_ROUTE_MUTATE : WH_ROUTE_MUTATE_WORKLOAD;
     if (!err)
         err = wh_render_admit_pod(pod, route, st, &now, &denial, errbuf);
     if (!err && denial) {

@@ -7,14 +7,14 @@
 
 #include "wh/tpuenv.h" /* wh_tpu_worker_id, WH_MAX_HOSTS */
 
-static const char *kind_fix(enum dkind k)
+static const char *kind_fix(enum wh_kind_row k)
 {
     switch (k) {
-    case DK_KUBERAY:
+    case WH_ROW_RAYCLUSTER:
         return "check numOfHosts of the worker group and the KubeRay operator's events";
-    case DK_JOBSET: return "set parallelism and completions of the replicated job to the hosts";
-    case DK_JOB: return "set parallelism and completions of the Job to the hosts";
-    case DK_LWS: return "set spec.leaderWorkerTemplate.size to the hosts";
+    case WH_ROW_JOBSET: return "set parallelism and completions of the replicated job to the hosts";
+    case WH_ROW_JOB: return "set parallelism and completions of the Job to the hosts";
+    case WH_ROW_LWS: return "set spec.leaderWorkerTemplate.size to the hosts";
     default: return "give each host its own workload";
     }
 }

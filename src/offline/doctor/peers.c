@@ -143,11 +143,12 @@ static enum wh_err names_present(struct dslice *s)
         err = wh_dr_problem(s, true, &f,
                             "the hosts of a multi-host slice find each other by hostname.subdomain; "
                             "%s",
-                            s->kind == DK_KUBERAY
+                            s->kind == WH_ROW_RAYCLUSTER
                                 ? "the webhook sets both: re-create the pod through it"
-                            : s->kind == DK_JOB ? "set spec.template.spec.subdomain to a headless "
-                                                  "Service selecting the Job's pods"
-                                                : "let the controller create the pod");
+                            : s->kind == WH_ROW_JOB
+                                ? "set spec.template.spec.subdomain to a headless "
+                                  "Service selecting the Job's pods"
+                                : "let the controller create the pod");
     }
     return err;
 }

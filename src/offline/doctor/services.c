@@ -8,6 +8,7 @@
 
 #include "doctor_impl.h"  /* struct doc, wh_dr_* */
 #include "wh/json.h"      /* wh_json_* */
+#include "wh/kinds.h"     /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_joined_slices */
 
 /* The slice's subdomain (the first pod's that has one). */
@@ -22,12 +23,12 @@ static const char *subdomain_of(const struct dslice *s)
 static const char *service_fix(const struct dslice *s, const char *sub, char fix[static 512])
 {
     switch (s->kind) {
-    case DK_KUBERAY:
+    case WH_ROW_RAYCLUSTER:
         return "KubeRay creates the headless Service <cluster>-headless for multi-host groups: "
                "check the operator's version and events";
-    case DK_JOBSET:
+    case WH_ROW_JOBSET:
         return "JobSet creates it unless spec.network.enableDNSHostnames is false: remove that";
-    case DK_LWS: return "LeaderWorkerSet creates it: check the controller's events";
+    case WH_ROW_LWS: return "LeaderWorkerSet creates it: check the controller's events";
     default:
         snprintf(fix, 512,
                  "create a Service \"%.63s\" with clusterIP: None, publishNotReadyAddresses: "
@@ -156,7 +157,9 @@ enum wh_err wh_doctor_service_warnings(const cJSON *workload, const cJSON *pods,
 {
     /* JobSet and LWS controllers create their headless Services; a Job's is
      * the user's to write. */
-    if (strcmp(wh_json_str0(workload, "kind"), "Job") || !cJSON_IsArray(pods) || !services)
+    const struct wh_kind_def *def = wh_kind_find(wh_json_str0(workload, "kind"));
+    if (!def || def->pods != WH_PODS_WORKLOAD || def->service_by_controller ||
+        !cJSON_IsArray(pods) || !services)
         return WH_OK;
     /* A Service without a namespace lands where the Job does; render puts
      * the Job in "default" then. */

@@ -190,22 +190,22 @@ static void keys_of(struct dpod *p, struct keys *k)
     p->slice_no = p->n_slices = -1;
     if (wh_meta_has_label(p->obj, WH_LABEL_CLUSTER) ||
         (created && !strcmp(created, "kuberay-operator"))) {
-        p->kind = DK_KUBERAY;
+        p->kind = WH_ROW_RAYCLUSTER;
         kuberay_keys(p, k);
     } else if (wh_meta_has_label(p->obj, K_LWS_NAME)) {
-        p->kind = DK_LWS;
+        p->kind = WH_ROW_LWS;
         lws_keys(p, k);
     } else if (lab(p, K_JS_NAME)) {
-        p->kind = DK_JOBSET;
+        p->kind = WH_ROW_JOBSET;
         jobset_keys(p, k);
     } else if (lab(p, K_JOB_INDEX) && job) {
-        p->kind = DK_JOB;
+        p->kind = WH_ROW_JOB;
         p->host = num_or(lab(p, K_JOB_INDEX), -1);
         p->index_field = "metadata.labels[" K_JOB_INDEX "]";
         key_put(k, k->name, sizeof(k->name), "%s", job);
         key_put(k, k->slice, sizeof(k->slice), "J\x1f%s\x1f%s", p->ns, job);
     } else {
-        p->kind = DK_POD;
+        p->kind = WH_ROW_POD;
         p->host = 0;
         key_put(k, k->name, sizeof(k->name), "%s", p->name);
         key_put(k, k->slice, sizeof(k->slice), "P\x1f%s\x1f%s", p->ns, p->name);
