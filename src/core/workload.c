@@ -23,26 +23,8 @@
 #include "wh/tpuenv.h"            /* wh_tpu_containers_*, wh_port_list_* */
 #include "wh/workload_env.h"      /* wh_wl_one_world, wh_wl_container_env */
 #include "wh/workload_identity.h" /* wh_wl_single_host, wh_wl_indexed_job, wh_wl_jobset, wh_wl_lws */
-#include "wh/workload_pod.h"      /* struct wh_wl, wh_wl_* */
+#include "wh/workload_pod.h"      /* struct wh_wl, wh_wl_*, wh_wl_classify */
 #include "wh/workload_topology.h" /* wh_wl_read_topology */
-
-#define KUBERAY_OPERATOR "kuberay-operator"
-
-/* The classification order of workload.h. */
-static enum wh_workload_kind classify(const cJSON *pod)
-{
-    const char *created_by = wh_meta_label(pod, WH_LABEL_CREATED_BY);
-    if (wh_meta_has_label(pod, WH_LABEL_CLUSTER) ||
-        (created_by && !strcmp(created_by, KUBERAY_OPERATOR)))
-        return WH_WL_KUBERAY;
-    if (wh_meta_has_label(pod, WH_KEY_LWS_NAME))
-        return WH_WL_LWS;
-    if (wh_wl_meta_value(pod, WH_KEY_JS_NAME, false))
-        return WH_WL_JOBSET;
-    if (wh_wl_meta_value(pod, WH_KEY_JOB_INDEX, true))
-        return WH_WL_INDEXED_JOB;
-    return WH_WL_SINGLE;
-}
 
 /* About the patch's size, to size its text once: per TPU container the
  * host list, TPU7x's process addresses and the TorchTPU addresses (one per
@@ -210,7 +192,7 @@ enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
     struct wh_wl w = {.pod = pod, .spec = wh_json_get(pod, "spec"), .d = d};
-    w.kind = classify(pod);
+    w.kind = wh_wl_classify(pod);
     if (w.kind == WH_WL_KUBERAY)
         return wh_mutate_pod(rv, st, d, errbuf);
     const char *optout = wh_meta_label(pod, WH_LABEL_INJECT);

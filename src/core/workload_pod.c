@@ -4,11 +4,29 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf, vsnprintf */
-#include <string.h> /* strlen */
+#include <string.h> /* strcmp, strlen */
 
 #include "wh/kinds.h"   /* wh_kinds */
 #include "wh/podspec.h" /* wh_meta_* */
 #include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_trim_cut */
+
+#define KUBERAY_OPERATOR "kuberay-operator"
+
+/* The classification order of workload.h. */
+enum wh_workload_kind wh_wl_classify(const cJSON *pod)
+{
+    const char *created_by = wh_meta_label(pod, WH_LABEL_CREATED_BY);
+    if (wh_meta_has_label(pod, WH_LABEL_CLUSTER) ||
+        (created_by && !strcmp(created_by, KUBERAY_OPERATOR)))
+        return WH_WL_KUBERAY;
+    if (wh_meta_has_label(pod, WH_KEY_LWS_NAME))
+        return WH_WL_LWS;
+    if (wh_wl_meta_value(pod, WH_KEY_JS_NAME, false))
+        return WH_WL_JOBSET;
+    if (wh_wl_meta_value(pod, WH_KEY_JOB_INDEX, true))
+        return WH_WL_INDEXED_JOB;
+    return WH_WL_SINGLE;
+}
 
 /* Label first, then annotation (or the other way round). */
 const char *wh_wl_meta_value(const cJSON *pod, const char *key, bool annotation_first)

@@ -64,6 +64,10 @@ struct wh_wl {
     struct wh_decision *d;
 };
 
+/* Which controller made pod, in workload.h's order: the one classification
+ * of a pod into its workload, read by the pod path (workload.c) and by
+ * doctor, which files pods into slices with it (src/offline/doctor). */
+enum wh_workload_kind wh_wl_classify(const cJSON *pod);
 /* Label first, then annotation (or the other way round); NULL when neither. */
 const char *wh_wl_meta_value(const cJSON *pod, const char *key, bool annotation_first);
 /* The Job's name (label batch.kubernetes.io/job-name, or the old job-name);
