@@ -136,6 +136,22 @@ class Healthy(unittest.TestCase):
                 self.assertGreater(rep["pods"], 1)
                 self.assertTrue(all(s["status"] == "ok" for s in rep["slices"]))
 
+    def test_job_of_the_old_name_label(self):
+        # Before Kubernetes 1.27 a Job's pods carry only the job-name label;
+        # the webhook names their peers by it (wh_wl_job_name), so doctor
+        # files them under that Job, not as pods alone.
+        c = cluster("job")
+        for p in c["pods"]:
+            p["metadata"]["labels"].pop("batch.kubernetes.io/job-name")
+        for s in c["services"]:
+            sel = s["spec"]["selector"]
+            sel["job-name"] = sel.pop("batch.kubernetes.io/job-name")
+        rc, rep, err = doctor(c)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(problems(rep), [])
+        self.assertEqual([(s["kind"], s["hostsPresent"]) for s in rep["slices"]],
+                         [("Job", len(c["pods"]))])
+
     def test_table_has_no_problem_line(self):
         c = cluster("job")
         args = [BINARY, "doctor"]

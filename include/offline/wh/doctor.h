@@ -3,10 +3,12 @@
  * Input: the pods, nodes and services of a cluster as `kubectl get -o json`
  * writes them (a List with items, or a JSON array). The TPU pods (a
  * container requests google.com/tpu; not terminating, not Succeeded or
- * Failed) are grouped into slices by their controllers' labels, in the
- * classification order of workload.h: a KubeRay worker-group replica (native
- * index labels, else the legacy replicaIndex label), a LeaderWorkerSet
- * group, a JobSet child Job, an Indexed Job, or a single pod. Each slice is
+ * Failed) are grouped into slices by their controllers' labels, classified
+ * as the admission path classifies them (wh_wl_classify, workload_pod.h): a
+ * KubeRay worker-group replica (native index labels, else the legacy
+ * replicaIndex label), a LeaderWorkerSet group, a JobSet child Job, an
+ * Indexed Job (by the Job's name, as the webhook names its peers; without
+ * one, a pod alone), or a single pod. Each slice is
  * judged as a whole and gets one problem record per finding; grouping is by
  * hash, so the work is linear in the pods (10,000 pods in 1,000 slices).
  *

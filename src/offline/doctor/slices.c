@@ -8,19 +8,9 @@
 #include <stdlib.h> /* calloc, free, realloc */
 #include <string.h> /* memset, strcmp, strlen, strncmp */
 
-#include "wh/topology.h" /* wh_topology_*, wh_is_tpu7x */
-#include "wh/tpuenv.h"   /* wh_tpu_containers_* */
-
-#define K_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
-#define K_LWS_WORKER "leaderworkerset.sigs.k8s.io/worker-index"
-#define K_LWS_LEADER "leaderworkerset.sigs.k8s.io/leader-name"
-#define K_LWS_LEADER_TPUS "leaderworkerset.sigs.k8s.io/leader-requests-tpus"
-#define K_JS_NAME "jobset.sigs.k8s.io/jobset-name"
-#define K_JS_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
-#define K_JS_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
-#define K_JS_JOB "jobset.sigs.k8s.io/job-index"
-#define K_JOB_INDEX "batch.kubernetes.io/job-completion-index"
-#define K_JOB_NAME "batch.kubernetes.io/job-name"
+#include "wh/topology.h"     /* wh_topology_*, wh_is_tpu7x */
+#include "wh/tpuenv.h"       /* wh_tpu_containers_* */
+#include "wh/workload_pod.h" /* wh_wl_classify, wh_wl_job_name, wh_wl_meta_value, WH_KEY_* */
 
 static enum wh_err push(void *arr_p, size_t *n, size_t *cap, void *item)
 {
@@ -148,60 +138,69 @@ static void kuberay_keys(struct dpod *p, struct keys *k)
 
 static void lws_keys(struct dpod *p, struct keys *k)
 {
-    const char *lws = wh_meta_label(p->obj, K_LWS_NAME);
+    const char *lws = wh_meta_label(p->obj, WH_KEY_LWS_NAME);
     lws = lws ? lws : "?";
-    const char *leader = wh_meta_annotation(p->obj, K_LWS_LEADER);
+    const char *leader = wh_meta_annotation(p->obj, WH_KEY_LWS_LEADER_NAME);
     bool is_leader = !leader;
-    const char *tpus = wh_meta_annotation(p->obj, K_LWS_LEADER_TPUS);
+    const char *tpus = wh_meta_annotation(p->obj, WH_KEY_LWS_LEADER_TPUS);
     bool leader_tpu = is_leader || (tpus && !strcmp(tpus, "true"));
     if (is_leader)
         leader = p->name;
-    long w = num_or(wh_meta_label(p->obj, K_LWS_WORKER), -1);
+    long w = num_or(wh_meta_label(p->obj, WH_KEY_LWS_WORKER_INDEX), -1);
     size_t ll = strlen(leader);
     if (w < 0 && !strcmp(p->name, leader))
         w = 0;
     else if (w < 0 && !strncmp(p->name, leader, ll) && p->name[ll] == '-')
         w = num_or(p->name + ll + 1, -1);
     p->host = w < 0 ? -1 : w - (leader_tpu ? 0 : 1);
-    p->index_field = "metadata.labels[" K_LWS_WORKER "]";
+    p->index_field = "metadata.labels[" WH_KEY_LWS_WORKER_INDEX "]";
     key_put(k, k->name, sizeof(k->name), "%s/%s", lws, leader);
     key_put(k, k->slice, sizeof(k->slice), "L\x1f%s\x1f%s\x1f%s", p->ns, lws, leader);
 }
 
 static void jobset_keys(struct dpod *p, struct keys *k)
 {
-    const char *js = lab(p, K_JS_NAME), *rj = lab(p, K_JS_RJOB), *job = lab(p, K_JS_JOB);
+    const char *js = lab(p, WH_KEY_JS_NAME), *rj = lab(p, WH_KEY_JS_RJOB),
+               *job = lab(p, WH_KEY_JS_JOB_INDEX);
     rj = rj ? rj : "?";
     job = job ? job : "?";
-    p->host = num_or(lab(p, K_JOB_INDEX), -1);
-    p->index_field = "metadata.labels[" K_JOB_INDEX "]";
+    p->host = num_or(wh_wl_meta_value(p->obj, WH_KEY_JOB_INDEX, true), -1);
+    p->index_field = "metadata.labels[" WH_KEY_JOB_INDEX "]";
     p->slice_no = num_or(job, -1);
-    p->n_slices = num_or(lab(p, K_JS_REPLICAS), -1);
+    p->n_slices = num_or(lab(p, WH_KEY_JS_RJOB_REPLICAS), -1);
     key_put(k, k->name, sizeof(k->name), "%s/%s/%s", js, rj, job);
     key_put(k, k->group, sizeof(k->group), "S\x1f%s\x1f%s\x1f%s", p->ns, js, rj);
     key_put(k, k->slice, sizeof(k->slice), "%s\x1f%s", k->group, job);
 }
 
+/* The slice of p, as the admission path classifies the pod
+ * (wh_wl_classify) and names its peers: an Indexed Job's pods by the
+ * Job's name (wh_wl_job_name), so a pod with none is a slice of its own. */
 static void keys_of(struct dpod *p, struct keys *k)
 {
-    const char *created = wh_meta_label(p->obj, WH_LABEL_CREATED_BY);
-    const char *job = lab(p, K_JOB_NAME);
     k->group[0] = '\0';
     p->slice_no = p->n_slices = -1;
-    if (wh_meta_has_label(p->obj, WH_LABEL_CLUSTER) ||
-        (created && !strcmp(created, "kuberay-operator"))) {
+    const char *job = NULL;
+    switch (wh_wl_classify(p->obj)) {
+    case WH_WL_KUBERAY:
         p->kind = WH_ROW_RAYCLUSTER;
         kuberay_keys(p, k);
-    } else if (wh_meta_has_label(p->obj, K_LWS_NAME)) {
+        return;
+    case WH_WL_LWS:
         p->kind = WH_ROW_LWS;
         lws_keys(p, k);
-    } else if (lab(p, K_JS_NAME)) {
+        return;
+    case WH_WL_JOBSET:
         p->kind = WH_ROW_JOBSET;
         jobset_keys(p, k);
-    } else if (lab(p, K_JOB_INDEX) && job) {
+        return;
+    case WH_WL_INDEXED_JOB: job = wh_wl_job_name(p->obj); break;
+    case WH_WL_SINGLE: break;
+    }
+    if (job && *job) {
         p->kind = WH_ROW_JOB;
-        p->host = num_or(lab(p, K_JOB_INDEX), -1);
-        p->index_field = "metadata.labels[" K_JOB_INDEX "]";
+        p->host = num_or(wh_wl_meta_value(p->obj, WH_KEY_JOB_INDEX, true), -1);
+        p->index_field = "metadata.labels[" WH_KEY_JOB_INDEX "]";
         key_put(k, k->name, sizeof(k->name), "%s", job);
         key_put(k, k->slice, sizeof(k->slice), "J\x1f%s\x1f%s", p->ns, job);
     } else {
