@@ -14,7 +14,7 @@
 #include "wh/buf.h"   /* wh_buf */
 #include "wh/clock.h" /* wh_clock_ms, wh_clock_us, wh_clock_deadline, wh_clock_wait_flag */
 #include "wh/json.h"  /* wh_json_path, wh_json_str0 */
-#include "wh/kinds.h" /* wh_kinds */
+#include "wh/kinds.h" /* wh_kind_find */
 #include "wh/log.h"   /* wh_log */
 #include "nswin.h"    /* wh_nswin_admit */
 #include "uidcache.h" /* wh_uidcache_* */
@@ -176,12 +176,13 @@ static long backoff_ms(const struct wh_kube_answer *ans)
     return ms < WH_EVENTS_BACKOFF_MAX_MS ? ms : WH_EVENTS_BACKOFF_MAX_MS;
 }
 
-/* The uid of LeaderWorkerSet it->s into it->s.uid, from the cache or one GET
+/* The uid of LeaderWorkerSet it->s (def: its row, whose group, version and
+ * resource the path names) into it->s.uid, from the cache or one GET
  * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io). Refused (403) or
  * not found (404): remembered as no uid; other failures (429, 5xx, reset,
  * timeout) are not remembered, so the next Event asks again. Either way the
  * Event goes out, without a uid. Returns the back-off after a 429. */
-static long lws_uid(struct wh_events *e, struct item *it)
+static long lws_uid(struct wh_events *e, struct item *it, const struct wh_kind_def *def)
 {
     long now = wh_clock_ms();
     if (wh_uidcache_find(e->uids, it->s.ns, it->s.name, now, it->s.uid))
@@ -189,8 +190,8 @@ static long lws_uid(struct wh_events *e, struct item *it)
     char path[1100], ns[200], name[800], errbuf[WH_ERRBUF_LEN] = "";
     wh_kube_escape(ns, sizeof(ns), it->s.ns);
     wh_kube_escape(name, sizeof(name), it->s.name);
-    snprintf(path, sizeof(path),
-             "/apis/leaderworkerset.x-k8s.io/v1/namespaces/%s/leaderworkersets/%s", ns, name);
+    snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/%s/%s", def->group, def->version, ns,
+             def->resource, name);
     struct wh_buf resp;
     wh_buf_init(&resp, LWS_RESP_MAX);
     struct wh_kube_answer ans = {0};
@@ -269,8 +270,9 @@ static bool pause_locked(struct wh_events *e, long ms)
  * stopped. Returns the back-off the POST's answer asks for. */
 static long deliver(struct wh_events *e, struct item *it, unsigned long long seq)
 {
-    if (!*it->s.uid && !strcmp(it->s.kind, wh_kinds[WH_ROW_LWS].kind)) {
-        long pause = lws_uid(e, it);
+    const struct wh_kind_def *def = wh_kind_find(it->s.kind);
+    if (!*it->s.uid && def && def->identity == WH_IDENTITY_LWS) {
+        long pause = lws_uid(e, it, def);
         pthread_mutex_lock(&e->mu);
         bool go = pause_locked(e, pause);
         pthread_mutex_unlock(&e->mu);
