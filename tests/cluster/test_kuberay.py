@@ -86,6 +86,38 @@ def claim_expiries(ns):
     return out
 
 
+def long_claims(case, lifetime="600s"):
+    """Every webhook replica restarted with --claim-lifetime=LIFETIME (its
+    run-I.sh, the command cluster.sh serves it with), put back after the
+    case: a claim gone within the case was given back, not expired."""
+    d = os.path.join(cl.env()["WH_CLUSTER_DIR"], "webhook")
+    scripts = sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("run-") and f.endswith(".sh"))
+    saved = {}
+    for path in scripts:
+        with open(path) as f:
+            saved[path] = f.read()
+        if "--shutdown-timeout=5s" not in saved[path]:
+            raise AssertionError("%s has no --shutdown-timeout=5s to add the flag after" % path)
+        with open(path, "w") as f:
+            f.write(saved[path].replace("--shutdown-timeout=5s",
+                                        "--shutdown-timeout=5s --claim-lifetime=%s" % lifetime, 1))
+
+    def restore():
+        for path, text in saved.items():
+            with open(path, "w") as f:
+                f.write(text)
+        cl.webhook("restart")
+    case.addCleanup(restore)
+    cl.webhook("restart")
+    cl.wait_webhook_active()
+
+
+def released_total():
+    """tpu_webhook_claims_released_total summed over the webhook replicas."""
+    n = len(cl.env()["WH_WEBHOOK_ADDRESSES"].split())
+    return sum(cl.metric_sum(cl.metrics(i), "tpu_webhook_claims_released_total") for i in range(n))
+
+
 def ids_of(pod):
     """A legacy worker pod's (replica, TPU_WORKER_ID), from its replicaIndex
     label ("<group>-<replica>") and its first container's variable."""
@@ -159,6 +191,8 @@ class KubeRayCase(unittest.TestCase):
         """A multi-host group scaled 1 -> 2 -> 1 -> 2 slices by UPDATEs of
         the RayCluster (each through /validate)."""
         ns = self.ns("scale")
+        if self.MODE == "off":
+            long_claims(self)
         cl.kubectl("apply", "-n", ns, "-f", V6E16)
         first = judge(ns)
         set_replicas(ns, 2)
@@ -167,7 +201,10 @@ class KubeRayCase(unittest.TestCase):
         for p in first:
             self.assertEqual(kept[p["metadata"]["name"]], env0(p), "a pod of slice 0 changed on scale-up")
         print("ok: scale-up 1 -> 2 slices: 8 worker pods")
-        expiries = claim_expiries(ns) if self.MODE == "off" else {}
+        if self.MODE == "off":
+            lives = {i["spec"]["leaseDurationSeconds"] for i in claims(ns)}
+            self.assertEqual(lives, {600}, "the claims of %s made with --claim-lifetime=600s" % ns)
+            released = released_total()
         set_replicas(ns, 1)
         if self.MODE == "on":
             judge(ns)  # KubeRay deletes whole slices
@@ -179,20 +216,18 @@ class KubeRayCase(unittest.TestCase):
             for p in left:
                 self.assertEqual(kept[p["metadata"]["name"]], env0(p), p["metadata"]["name"])
             # The deleted pods' claims are given back when the webhook sees
-            # the pod carrying each claim's nonce go (docs/legacy-indices.md),
-            # not when they expire (60 s): replacements made sooner would go
-            # to a new replica and the broken slices stay broken.
+            # the pod carrying each claim's nonce go (docs/legacy-indices.md);
+            # they live 600 s here, so none of them can have expired:
+            # replacements made sooner would go to a new replica and the
+            # broken slices stay broken.
             names = {p["metadata"]["name"] for p in left}
             gone = {ids_of(p) for p in two if p["metadata"]["name"] not in names}
-            cl.wait_for(lambda: not gone & set(claim_expiries(ns)), 30,
+            cl.wait_for(lambda: not gone & set(claim_expiries(ns)), 60,
                         "the claims of the deleted pods of %s given back" % ns)
-            now = time.time()
-            early = sorted(i for i in gone if expiries.get(i, 0) > now)
-            print("ok: scale-down 2 -> 1: %d of the %d deleted pods' claims given back before "
-                  "they expired, the first %.0f s early"
-                  % (len(early), len(gone), max([expiries[i] - now for i in early] or [0])))
-            self.assertTrue(early, "every deleted pod's claim had expired already: the case shows "
-                            "nothing (claims %s, now %.0f)" % (expiries, now))
+            cl.wait_for(lambda: released_total() - released >= len(gone), 30,
+                        "tpu_webhook_claims_released_total up by %d" % len(gone))
+            self.assertEqual(released_total() - released, len(gone), "claims given back")
+            print("ok: scale-down 2 -> 1: the %d deleted pods' claims given back" % len(gone))
         print("ok: scale-down 2 -> 1: 4 worker pods")
         set_replicas(ns, 2)  # at once: no claim waited out
         again = judge(ns)
