@@ -14,6 +14,7 @@
 
 #include "wh/affinity.h" /* wh_affinity_* */
 #include "wh/buf.h"      /* wh_buf */
+#include "wh/envtab.h"   /* wh_env_put, wh_env_wants, WH_ENV_*, WH_PATH_KUBERAY */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/legacy.h"   /* wh_legacy_choose */
 #include "wh/names.h"    /* wh_names_* */
@@ -347,17 +348,24 @@ struct env_step {
     const char *hostnames; /* what TorchTPU addresses are built over */
 };
 
-/* Set name=value unless the container already has a non-empty value. */
-static enum wh_err set_if_empty(struct env_step *st, const char *name, const char *value)
+/* var=value when the KubeRay path's verb for var says so (envtab.h). */
+static enum wh_err put(struct env_step *st, enum wh_env_var var, const char *value)
 {
-    return *env_value(st->env, name, NULL) ? WH_OK : wh_env_set(&st->w, name, value);
+    return wh_env_put(&st->w, WH_PATH_KUBERAY, var, value);
 }
 
-/* set_if_empty with the digits of v. */
-static enum wh_err set_num_if_empty(struct env_step *st, const char *name, long v)
+/* put with the digits of v. */
+static enum wh_err put_num(struct env_step *st, enum wh_env_var var, long v)
 {
     char value[24];
-    return set_if_empty(st, name, num(value, v));
+    return put(st, var, num(value, v));
+}
+
+/* Whether the KubeRay path's verb for var writes it; placeholder: the
+ * value held is a single-host one (WH_VERB_SET_IF_PLACEHOLDER). */
+static bool wants(const struct env_step *st, enum wh_env_var var, bool placeholder)
+{
+    return wh_env_wants(&st->w, WH_PATH_KUBERAY, var, placeholder);
 }
 
 /* MEGASCALE_* for multi-slice groups, single-host too
@@ -376,12 +384,11 @@ static enum wh_err megascale_env(struct env_step *st)
     wh_text_add(&t, "-0-0.");
     wh_text_add(&t, c->headless);
     wh_text_add(&t, c->tpu7x ? ":8081" : "");
-    enum wh_err err = set_num_if_empty(st, "MEGASCALE_SLICE_ID", c->replica);
+    enum wh_err err = put_num(st, WH_ENV_MEGASCALE_SLICE_ID, c->replica);
     if (!err)
-        err = set_if_empty(st, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
+        err = put(st, WH_ENV_MEGASCALE_COORDINATOR_ADDRESS, coordinator);
     if (!err)
-        err = set_num_if_empty(st, "MEGASCALE_PORT",
-                               WH_MEGASCALE_PORT + (c->tpu7x ? (long)st->ci : 0));
+        err = put_num(st, WH_ENV_MEGASCALE_PORT, WH_MEGASCALE_PORT + (c->tpu7x ? (long)st->ci : 0));
     return err;
 }
 
@@ -397,7 +404,7 @@ static enum wh_err peer_env(struct env_step *st)
     st->hostnames = "localhost";
     if (multi) {
         const char *cur = env_value(st->env, "TPU_WORKER_HOSTNAMES", NULL);
-        if (!*cur || !strcmp(cur, "localhost")) {
+        if (wants(st, WH_ENV_TPU_WORKER_HOSTNAMES, !strcmp(cur, "localhost"))) {
             st->hostnames = st->sv->hostnames;
             err = wh_env_set(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
         } else {
@@ -409,10 +416,10 @@ static enum wh_err peer_env(struct env_step *st)
     /* One JAX process per TPU container; a single-host multi-container pod
      * needs the addresses too, or its processes cannot rendezvous. */
     const char *cur = env_value(st->env, "TPU_PROCESS_ADDRESSES", NULL);
-    if (!*cur || (multi && strstr(cur, "localhost")))
+    if (wants(st, WH_ENV_TPU_PROCESS_ADDRESSES, multi && strstr(cur, "localhost")))
         err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
     if (!err)
-        err = set_num_if_empty(st, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)st->ci);
+        err = put_num(st, WH_ENV_TPU_PROCESS_PORT, WH_TPU_PROCESS_PORT_BASE + (long)st->ci);
     return err;
 }
 
@@ -428,13 +435,11 @@ static enum wh_err keep_text(struct wh_decision *d, struct wh_buf *b, const char
 }
 
 /* TorchTPU (docs/internals/reference-behaviour.md §2.7.8, topology per
- * D3); skipped when the user set TORCH_TPU_TOPOLOGY. */
+ * D3); skipped when the user set TORCH_TPU_TOPOLOGY (its verb keeps it). */
 static enum wh_err torch_env(struct env_step *st)
 {
     struct pod_ctx *c = st->c;
-    bool preset;
-    env_value(st->env, "TORCH_TPU_TOPOLOGY", &preset);
-    if (preset)
+    if (!wants(st, WH_ENV_TORCH_TPU_TOPOLOGY, false))
         return WH_OK;
     /* Addresses per host: the chips of the slice over the hosts of the list
      * (docs/internals/reference-behaviour.md §2.7.8), doubled on TPU7x. */
@@ -460,7 +465,7 @@ static enum wh_err torch_env(struct env_step *st)
     }
     bool too_many; /* checked above */
     const char *addrs;
-    enum wh_err err = wh_env_set(&st->w, "TORCH_TPU_TOPOLOGY", st->sv->torch_topology);
+    enum wh_err err = put(st, WH_ENV_TORCH_TPU_TOPOLOGY, st->sv->torch_topology);
     /* Bounded by what is left of the patch. A list an earlier container
      * could carry and this one cannot fails in its operation instead, with
      * the same WH_ERR_TOOBIG. */
@@ -468,7 +473,7 @@ static enum wh_err torch_env(struct env_step *st)
         err = wh_port_list_get(&st->sv->torch_addrs, c->d, st->hostnames, per_host,
                                WH_PATCH_MAX_BYTES - wh_buf_len(&c->d->patch), &addrs, &too_many);
     if (!err)
-        err = wh_env_set(&st->w, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
+        err = put(st, WH_ENV_TORCH_TPU_SLICEBUILDER_ADDRESSES, addrs);
     return err;
 }
 
@@ -481,18 +486,19 @@ static enum wh_err identity_env(struct env_step *st)
     char exp_s[24], def_s[24];
     num(exp_s, expected);
     num(def_s, st->ci);
+    /* The reference's default, the container's TPU number, is a
+     * single-host value unless it is the id expected
+     * (docs/internals/reference-behaviour.md §2.7.6). */
     const char *cur = env_value(st->env, "TPU_WORKER_ID", NULL);
     enum wh_err err = WH_OK;
-    if (!*cur || (!strcmp(cur, def_s) && strcmp(cur, exp_s)))
+    if (wants(st, WH_ENV_TPU_WORKER_ID, !strcmp(cur, def_s) && strcmp(cur, exp_s)))
         err = wh_env_set(&st->w, "TPU_WORKER_ID", exp_s);
     if (!err)
-        err = set_if_empty(st, "TPU_NAME", c->tpu_name);
-    bool host_ip;
-    env_value(st->env, "TPU_DEVICE_PLUGIN_HOST_IP", &host_ip);
-    if (!err && !host_ip)
+        err = put(st, WH_ENV_TPU_NAME, c->tpu_name);
+    if (!err && wants(st, WH_ENV_TPU_DEVICE_PLUGIN_HOST_IP, false))
         err = wh_env_set_field_ref(&st->w, "TPU_DEVICE_PLUGIN_HOST_IP", "status.hostIP");
     if (!err)
-        err = set_if_empty(st, "TPU_DEVICE_PLUGIN_ADDR", DEVICE_PLUGIN_ADDR);
+        err = put(st, WH_ENV_TPU_DEVICE_PLUGIN_ADDR, DEVICE_PLUGIN_ADDR);
     return err;
 }
 

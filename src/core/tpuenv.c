@@ -8,6 +8,7 @@
 #endif
 
 #include "wh/decision.h"  /* wh_decision_keep, wh_decision_warn, wh_decision_note */
+#include "wh/envtab.h"    /* wh_envtab */
 #include "wh/json.h"      /* wh_json_str, wh_json_get, wh_parse_long */
 #include "wh/megascale.h" /* wh_megascale_joined_slices */
 #include "wh/mem.h"       /* wh_calloc, wh_malloc, wh_free */
@@ -187,41 +188,21 @@ long wh_tpu_worker_id(long host, unsigned n_tpu, unsigned ci, bool tpu7x)
     return tpu7x ? host * (long)n_tpu + (long)ci : host;
 }
 
-static const char *const injected_env[] = {
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_PROCESS_PORT",
-    "TORCH_TPU_TOPOLOGY",
-    "TORCH_TPU_SLICEBUILDER_ADDRESSES",
-    "TPU_WORKER_ID",
-    "TPU_NAME",
-    "TPU_DEVICE_PLUGIN_HOST_IP",
-    "TPU_DEVICE_PLUGIN_ADDR",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-    "PET_NNODES",
-    "PET_NODE_RANK",
-    "PET_NPROC_PER_NODE",
-};
-
 const char *wh_env_duplicate(const cJSON *env, int *first, int *second)
 {
     if (!cJSON_IsArray(env))
         return NULL;
-    for (size_t k = 0; k < sizeof(injected_env) / sizeof(injected_env[0]); k++) {
+    for (int k = 0; k < WH_ENV__COUNT; k++) {
+        const char *name = wh_envtab[k].name;
         *first = -1;
         int i = 0;
         for (const cJSON *e = env->child; e; e = e->next, i++) {
             const char *n = wh_json_str(e, "name");
-            if (!n || strcmp(n, injected_env[k]))
+            if (!n || strcmp(n, name))
                 continue;
             if (*first >= 0) {
                 *second = i;
-                return injected_env[k];
+                return name;
             }
             *first = i;
         }

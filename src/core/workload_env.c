@@ -7,14 +7,14 @@
 
 #include "wh/buf.h"      /* wh_buf_ptr */
 #include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
+#include "wh/envtab.h"   /* wh_env_put, wh_env_wants, WH_ENV_*, WH_TORCH_MASTER_PORT */
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_port, wh_megascale_shared_slice_id, wh_megascale_shared_port */
-#include "wh/patch.h"    /* wh_env_writer */
-#include "wh/podspec.h"  /* wh_env_lookup */
-#include "wh/podwarn.h"  /* wh_pod_warnings, wh_torch_* */
-#include "wh/text.h"     /* wh_text */
-#include "wh/tpuenv.h"   /* wh_tpu_worker_id, wh_port_list_get */
-#include "wh/workload.h" /* WH_TORCH_MASTER_PORT */
+#include "wh/patch.h"   /* wh_env_writer */
+#include "wh/podspec.h" /* wh_env_lookup */
+#include "wh/podwarn.h" /* wh_pod_warnings, wh_torch_* */
+#include "wh/text.h"    /* wh_text */
+#include "wh/tpuenv.h"  /* wh_tpu_worker_id, wh_port_list_get */
 
 struct cenv {
     struct wh_wl *w;
@@ -23,21 +23,25 @@ struct cenv {
     struct wh_env_writer wr;
 };
 
-/* Add name=value unless the container has an entry of that name. */
-static enum wh_err add(struct cenv *c, const char *name, const char *value)
+/* var=value when the workload path's verb for var says so (envtab.h):
+ * only into a container that has no entry of that name. */
+static enum wh_err add(struct cenv *c, enum wh_env_var var, const char *value)
 {
-    struct wh_env_lookup lk;
-    wh_env_lookup(c->env, name, &lk);
-    return lk.first_index >= 0 ? WH_OK : wh_env_set(&c->wr, name, value);
+    return wh_env_put(&c->wr, WH_PATH_WORKLOAD, var, value);
 }
 
-static enum wh_err addl(struct cenv *c, const char *name, long v)
+static enum wh_err addl(struct cenv *c, enum wh_env_var var, long v)
 {
     char s[24];
     struct wh_text t;
     wh_text_init(&t, s, sizeof(s));
     wh_text_addl(&t, v);
-    return add(c, name, s);
+    return add(c, var, s);
+}
+
+static bool wants(const struct cenv *c, enum wh_env_var var)
+{
+    return wh_env_wants(&c->wr, WH_PATH_WORKLOAD, var, false);
 }
 
 static enum wh_err identity_env(struct cenv *c)
@@ -45,16 +49,15 @@ static enum wh_err identity_env(struct cenv *c)
     struct wh_wl *w = c->w;
     if (!w->identity)
         return WH_OK;
-    enum wh_err err = addl(c, "TPU_WORKER_ID", wh_tpu_worker_id(w->host, w->tc.n, c->ci, w->tpu7x));
+    enum wh_err err = addl(c, WH_ENV_TPU_WORKER_ID,
+                           wh_tpu_worker_id(w->host, w->tc.n, c->ci, w->tpu7x));
     if (!err)
-        err = add(c, "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&w->hosts));
+        err = add(c, WH_ENV_TPU_WORKER_HOSTNAMES, wh_buf_ptr(&w->hosts));
     if (err || !w->tpu7x || (w->n_hosts == 1 && w->tc.n < 2))
         return err;
     /* TPU7x: one JAX process per TPU container (as on the KubeRay path,
      * docs/internals/reference-behaviour.md §2.7.5). */
-    struct wh_env_lookup lk;
-    wh_env_lookup(c->env, "TPU_PROCESS_ADDRESSES", &lk);
-    if (lk.first_index < 0) {
+    if (wants(c, WH_ENV_TPU_PROCESS_ADDRESSES)) {
         const char *addrs;
         bool too_many;
         err = wh_port_list_get(&w->proc_addrs, w->d, wh_buf_ptr(&w->hosts), (long)w->tc.n,
@@ -63,7 +66,7 @@ static enum wh_err identity_env(struct cenv *c)
             err = wh_env_set(&c->wr, "TPU_PROCESS_ADDRESSES", addrs);
     }
     if (!err)
-        err = addl(c, "TPU_PROCESS_PORT", WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
+        err = addl(c, WH_ENV_TPU_PROCESS_PORT, WH_TPU_PROCESS_PORT_BASE + (long)c->ci);
     return err;
 }
 
@@ -99,19 +102,17 @@ static enum wh_err megascale_env(struct cenv *c)
     const char *declared;
     if (world_of(w, c->env, &declared) == WH_MS_SLICE)
         return WH_OK;
-    struct wh_env_lookup lk;
-    wh_env_lookup(c->env, "MEGASCALE_NUM_SLICES", &lk);
-    enum wh_err err = lk.first_index < 0 ? addl(c, "MEGASCALE_NUM_SLICES", w->n_slices) : WH_OK;
+    enum wh_err err = addl(c, WH_ENV_MEGASCALE_NUM_SLICES, w->n_slices);
     if (!err)
-        err = addl(c, "MEGASCALE_SLICE_ID", w->slice);
+        err = addl(c, WH_ENV_MEGASCALE_SLICE_ID, w->slice);
     if (err || !per_container_ports(w))
-        return err ? err : add(c, "MEGASCALE_COORDINATOR_ADDRESS", w->coordinator);
+        return err ? err : add(c, WH_ENV_MEGASCALE_COORDINATOR_ADDRESS, w->coordinator);
     /* The coordinator is slice 0's worker 0: container 0, on its port. */
     char coordinator[WH_WL_NAME_MAX + 24];
     snprintf(coordinator, sizeof(coordinator), "%s:%ld", w->coordinator, megascale_port(w, 0));
-    err = add(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator);
+    err = add(c, WH_ENV_MEGASCALE_COORDINATOR_ADDRESS, coordinator);
     if (!err)
-        err = addl(c, "MEGASCALE_PORT", megascale_port(w, c->ci));
+        err = addl(c, WH_ENV_MEGASCALE_PORT, megascale_port(w, c->ci));
     return err;
 }
 
@@ -125,9 +126,9 @@ static enum wh_err torch_env(struct cenv *c)
     struct wh_env_lookup lk;
     wh_env_lookup(c->env, "TORCH_TPU_TOPOLOGY", &lk);
     enum wh_err err = WH_OK;
-    if (lk.first_index < 0) {
-        err = add(c, "TORCH_TPU_TOPOLOGY", topo);
-    } else if (*lk.value && strcmp(lk.value, topo)) {
+    if (wants(c, WH_ENV_TORCH_TPU_TOPOLOGY)) {
+        err = wh_env_set(&c->wr, "TORCH_TPU_TOPOLOGY", topo);
+    } else if (*lk.value && strcmp(lk.value, topo)) { /* its verb: keep, warn */
         /* Kept: the user's grid is what torch_tpu will use, so the address
          * list follows it when it divides over the hosts. */
         long product;
@@ -150,8 +151,7 @@ static enum wh_err torch_env(struct cenv *c)
                               w->who, cname, lk.value, w->topology, topo, topo);
         }
     }
-    wh_env_lookup(c->env, "TORCH_TPU_SLICEBUILDER_ADDRESSES", &lk);
-    if (!err && lk.first_index < 0) {
+    if (!err && wants(c, WH_ENV_TORCH_TPU_SLICEBUILDER_ADDRESSES)) {
         const char *addrs;
         bool too_many;
         err = wh_port_list_get(&w->torch_addrs, w->d, wh_buf_ptr(&w->hosts), per_host,
@@ -183,16 +183,16 @@ static enum wh_err torch_env(struct cenv *c)
     /* torchrun's world is the slices MEGASCALE joins: one slice without it. */
     bool all = world == WH_MS_REPLICAS;
     if (!err && world != WH_MS_OWN)
-        err = addl(c, "PET_NNODES", w->n_hosts * (all ? w->n_slices : 1) * n);
+        err = addl(c, WH_ENV_PET_NNODES, w->n_hosts * (all ? w->n_slices : 1) * n);
     if (!err && world != WH_MS_OWN)
-        err = addl(c, "PET_NODE_RANK",
+        err = addl(c, WH_ENV_PET_NODE_RANK,
                    ((all ? w->slice * w->n_hosts : 0) + w->host) * n + (long)c->ci);
     if (!err && world != WH_MS_OWN)
-        err = add(c, "PET_MASTER_ADDR", all ? w->master : w->slice_master);
+        err = add(c, WH_ENV_PET_MASTER_ADDR, all ? w->master : w->slice_master);
     if (!err)
-        err = addl(c, "PET_MASTER_PORT", WH_TORCH_MASTER_PORT);
+        err = addl(c, WH_ENV_PET_MASTER_PORT, WH_TORCH_MASTER_PORT);
     if (!err)
-        err = addl(c, "PET_NPROC_PER_NODE", nproc);
+        err = addl(c, WH_ENV_PET_NPROC_PER_NODE, nproc);
     return err;
 }
 

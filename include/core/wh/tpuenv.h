@@ -75,9 +75,9 @@ WH_NODISCARD enum wh_err wh_port_list_get(struct wh_port_list *pl, struct wh_dec
                                           const char *hostnames, long per_host, size_t max,
                                           const char **out, bool *too_many);
 
-/* The first env name that a mutation path reads or writes (TPU_*, MEGASCALE_*,
- * TORCH_TPU_*, PET_*) and that env has more than once, with the indices of
- * its first two entries; NULL when there is none. Such a pod is ambiguous:
+/* The first env name of the table of injected variables (envtab.h, in its
+ * order) that env has more than once, with the indices of its first two
+ * entries; NULL when there is none. Such a pod is ambiguous:
  * the lookup rule (docs/internals/reference-behaviour.md §2.7.1) reads the
  * first entry, the kubelet uses the last, so an edit of one can be hidden by
  * the other. */

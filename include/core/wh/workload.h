@@ -15,8 +15,6 @@
 
 /* Opt-in/opt-out label of pods and namespaces ("enabled" / "disabled"). */
 #define WH_LABEL_INJECT "tpu-webhook/inject"
-/* torchrun's default static rendezvous port. */
-#define WH_TORCH_MASTER_PORT 29500
 
 /* Decide about rv (an AdmissionReview whose kind is Pod) on the
  * /mutate-workload route. d must be initialised; on WH_OK it holds the
