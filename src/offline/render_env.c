@@ -3,31 +3,17 @@
 
 #include <string.h> /* strcmp, strstr */
 
+#include "wh/envtab.h"  /* wh_envtab */
 #include "wh/json.h"    /* wh_json_* */
 #include "wh/podspec.h" /* wh_container_requests_tpu, wh_meta_has_label */
 
-/* What the workload path may inject (docs/workloads.md, decision table). */
-static const char *const vars[] = {
-    "TPU_WORKER_ID",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_NAME",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_PROCESS_PORT",
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TORCH_TPU_TOPOLOGY",
-    "TORCH_TPU_SLICEBUILDER_ADDRESSES",
-    "PET_NNODES",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-    "PET_NPROC_PER_NODE",
-};
-/* What LeaderWorkerSet's own pod webhook sets on a TPU pod. */
-static const char *const lws_vars[] = {"TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME",
-                                       "TPU_PROCESS_ADDRESSES", "TPU_PROCESS_PORT"};
+/* The variables shown (envtab.h, in its order): those the workload path
+ * may inject, and those LeaderWorkerSet's own pod webhook sets (TPU_NAME
+ * among them, which this path never writes). */
+static bool shown(const struct wh_env_def *r)
+{
+    return r->verb[WH_PATH_WORKLOAD] != WH_VERB_NONE || r->by_lws;
+}
 
 static const cJSON *entry(const cJSON *env, const char *name)
 {
@@ -37,17 +23,15 @@ static const cJSON *entry(const cJSON *env, const char *name)
     return NULL;
 }
 
-static const char *source_of(const cJSON *pod, const cJSON *had, const char *name)
+static const char *source_of(const cJSON *pod, const cJSON *had, const struct wh_env_def *r)
 {
     if (!had)
         return "injected";
     const char *path = wh_json_str0(wh_json_path(had, "valueFrom", "fieldRef", NULL), "fieldPath");
     if (strstr(path, "job-completion-index"))
         return "gke";
-    if (wh_meta_has_label(pod, "leaderworkerset.sigs.k8s.io/name"))
-        for (size_t i = 0; i < sizeof(lws_vars) / sizeof(lws_vars[0]); i++)
-            if (!strcmp(name, lws_vars[i]))
-                return "lws";
+    if (r->by_lws && wh_meta_has_label(pod, "leaderworkerset.sigs.k8s.io/name"))
+        return "lws";
     return "user";
 }
 
@@ -57,20 +41,21 @@ static enum wh_err container_record(const cJSON *pod, const cJSON *cb, const cJS
     enum wh_err err = rec && env ? WH_OK : WH_ERR_NOMEM;
     if (!err)
         err = wh_json_set_str(rec, "name", wh_json_str0(ca, "name"));
-    for (size_t i = 0; !err && i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const cJSON *now = entry(wh_json_get(ca, "env"), vars[i]);
+    for (int i = 0; !err && i < WH_ENV__COUNT; i++) {
+        const struct wh_env_def *r = &wh_envtab[i];
+        const cJSON *now = shown(r) ? entry(wh_json_get(ca, "env"), r->name) : NULL;
         if (!now)
             continue;
         cJSON *v = cJSON_CreateObject();
         const cJSON *from = wh_json_get(now, "valueFrom");
         err = v ? WH_OK : WH_ERR_NOMEM;
         if (!err)
-            err = wh_json_set_str(v, "name", vars[i]);
+            err = wh_json_set_str(v, "name", r->name);
         if (!err)
             err = wh_json_set_str(v, "value", from ? "(valueFrom)" : wh_json_str0(now, "value"));
         if (!err)
             err = wh_json_set_str(v, "source",
-                                  source_of(pod, entry(wh_json_get(cb, "env"), vars[i]), vars[i]));
+                                  source_of(pod, entry(wh_json_get(cb, "env"), r->name), r));
         if (err)
             cJSON_Delete(v);
         else

@@ -3,8 +3,8 @@
  *
  * A pod as created never shows which env entries the webhook added. So the
  * pod is rebuilt as its controller sent it, minus every variable a mutation
- * path writes (injected below; the user's MEGASCALE_NUM_SLICES stays, it is
- * an input), and goes through the engine (wh_render_admit_pod) against the
+ * path writes (injected below, from the table of envtab.h; the user's
+ * MEGASCALE_NUM_SLICES stays, it is an input), and goes through the engine (wh_render_admit_pod) against the
  * listed nodes. A legacy KubeRay pod keeps its TPU_WORKER_ID, replicaIndex
  * label and hostname: they are the evidence from which the engine re-derives
  * its indices (mutate.c, reuse_indices), so no cluster state is needed; the
@@ -18,29 +18,22 @@
 #include <string.h> /* strcmp */
 
 #include "wh/buf.h"    /* wh_buf_* */
+#include "wh/envtab.h" /* wh_envtab, wh_env_find */
 #include "wh/render.h" /* wh_render_admit_pod */
 
-/* Every variable a mutation path writes (mutate.c, workload_env.c). */
-static const char *const injected[] = {
-    "TPU_WORKER_ID",
-    "TPU_NAME",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_PROCESS_PORT",
-    "TPU_DEVICE_PLUGIN_HOST_IP",
-    "TPU_DEVICE_PLUGIN_ADDR",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TORCH_TPU_TOPOLOGY",
-    "TORCH_TPU_SLICEBUILDER_ADDRESSES",
-    "PET_NNODES",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-    "PET_NPROC_PER_NODE",
-};
-#define N_INJECTED (sizeof(injected) / sizeof(injected[0]))
+/* The variables compared (envtab.h, in its order): every one a mutation
+ * path writes, except an input some path only reads (the KubeRay user's
+ * MEGASCALE_NUM_SLICES), which the pod keeps. */
+static bool injected(const struct wh_env_def *r)
+{
+    bool writes = false;
+    for (int p = 0; p < WH_PATH__COUNT; p++) {
+        if (r->verb[p] == WH_VERB_READ)
+            return false;
+        writes |= r->verb[p] != WH_VERB_NONE;
+    }
+    return writes;
+}
 
 /* Whether the webhook mutates the pod: every KubeRay TPU pod (a legacy
  * one only with the evidence the engine re-derives its indices from);
@@ -75,9 +68,8 @@ static enum wh_err as_created(const struct dpod *p, cJSON **out)
         for (cJSON *e = cJSON_IsArray(env) ? env->child : NULL, *next; e; e = next) {
             next = e->next;
             const char *name = wh_json_str(e, "name");
-            bool strip = false;
-            for (size_t k = 0; name && k < N_INJECTED && !strip; k++)
-                strip = !strcmp(name, injected[k]);
+            enum wh_env_var var = name ? wh_env_find(name) : WH_ENV__COUNT;
+            bool strip = var < WH_ENV__COUNT && injected(&wh_envtab[var]);
             if (strip && p->kuberay_legacy && !strcmp(name, "TPU_WORKER_ID"))
                 strip = false;
             if (strip)
@@ -92,17 +84,20 @@ static enum wh_err as_created(const struct dpod *p, cJSON **out)
 static void diff_env(const struct dcont *c, const cJSON *env2, struct wh_buf *holds,
                      struct wh_buf *want, enum wh_err *err)
 {
-    for (size_t k = 0; k < N_INJECTED && !*err; k++) {
+    for (int k = 0; k < WH_ENV__COUNT && !*err; k++) {
+        const char *name = wh_envtab[k].name;
+        if (!injected(&wh_envtab[k]))
+            continue;
         struct wh_env_lookup now;
-        wh_env_lookup(env2, injected[k], &now);
-        const char *has = env_of(c, injected[k]);
+        wh_env_lookup(env2, name, &now);
+        const char *has = env_of(c, name);
         if (!now.exists || (has && !strcmp(has, now.value)))
             continue;
         char a[SHOW_ROOM], b[SHOW_ROOM];
-        *err = wh_buf_addf(holds, "%s%s=%s", wh_buf_len(holds) ? "; " : "", injected[k],
+        *err = wh_buf_addf(holds, "%s%s=%s", wh_buf_len(holds) ? "; " : "", name,
                            wh_dr_show(has, a));
         if (!*err)
-            *err = wh_buf_addf(want, "%s%s=%s", wh_buf_len(want) ? "; " : "", injected[k],
+            *err = wh_buf_addf(want, "%s%s=%s", wh_buf_len(want) ? "; " : "", name,
                                wh_dr_show(now.value, b));
     }
 }
