@@ -307,10 +307,13 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
                              struct wh_check_stats *st)
 {
     char errbuf[WH_ERRBUF_LEN] = "";
-    cJSON *cluster = NULL;
+    cJSON *cluster = NULL, *named = NULL;
     struct wh_render_verdict v = {0};
     st->objects++;
-    enum wh_err err = wh_kuberay_cluster_of(doc, &cluster, errbuf);
+    /* A generateName: judged on a placeholder name, as render does. */
+    enum wh_err err = wh_render_generated_name(doc, &named, errbuf);
+    if (!err)
+        err = wh_kuberay_cluster_of(named ? named : doc, &cluster, errbuf);
     if (!err)
         err = wh_kuberay_apply_defaults(cluster);
     if (!err) {
@@ -333,6 +336,8 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
         else if (e2 && wh_json_add(v.warnings, cJSON_CreateString(rerr)))
             err = WH_ERR_NOMEM; /* rendering failed: say so, the verdict stands */
     }
+    if (!err && named && !r.notes) /* not rendered: the note without the pods */
+        err = wh_render_generated_note(named, NULL, &r.notes);
     if (err == WH_ERR_NOMEM) {
         /* nothing more to do */
     } else if (err) {
@@ -344,6 +349,7 @@ static enum wh_err check_doc(struct origin *o, const cJSON *doc, cJSON *rows,
     wh_render_result_free(&r);
     wh_render_verdict_free(&v);
     cJSON_Delete(cluster);
+    cJSON_Delete(named);
     return err;
 }
 

@@ -343,6 +343,11 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
         return wh_fail(errbuf, WH_ERR_KIND, "the object has no kind; expected %s", kinds);
     /* A KubeRay kind's row says where its RayCluster spec sits. */
     const struct wh_kind_def *def = wh_kind_find(kind);
+    if (def && def->pods == WH_PODS_KUBERAY && !name[0]) /* (render names a generateName) */
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "%s has neither metadata.name nor metadata.generateName, which the API "
+                       "server refuses; give it one (KubeRay names its pods after it)",
+                       kind);
     if (def && def->review == WH_KIND_RAYCLUSTER) {
         *cluster = cJSON_Duplicate(obj, 1);
         return *cluster ? WH_OK : WH_ERR_NOMEM;
@@ -351,11 +356,6 @@ enum wh_err wh_kuberay_cluster_of(const cJSON *obj, cJSON **cluster, char *errbu
         field = strchr(def->cluster_spec, '.') + 1; /* "spec.rayClusterSpec" */
     else
         return wh_fail(errbuf, WH_ERR_KIND, "%s %s is not a %s", kind, name, kinds);
-    if (!name[0]) /* the RayCluster is named after it: "-xxxxx" is no name */
-        return wh_fail(errbuf, WH_ERR_INVALID,
-                       "%s has no metadata.name; give it a name (KubeRay names its RayCluster "
-                       "<name>-<5 characters>)",
-                       kind);
     const cJSON *cspec = wh_json_path(obj, "spec", field, NULL);
     if (!cJSON_IsObject(cspec)) {
         bool selector = wh_json_has(wh_json_get(obj, "spec"), "clusterSelector");

@@ -90,7 +90,9 @@ enum wh_err wh_kr_cluster_init(struct wh_kr_cluster *c, const cJSON *cluster,
     const cJSON *meta = wh_json_get(cluster, "metadata");
     c->name = wh_json_str(meta, "name");
     if (!c->name || !c->name[0])
-        return wh_fail(errbuf, WH_ERR_INVALID, "RayCluster has no metadata.name; give it a name");
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "RayCluster has neither metadata.name nor metadata.generateName, which the API "
+                       "server refuses; give it one");
     c->ns = wh_json_str(meta, "namespace");
     if (!c->ns || !c->ns[0])
         c->ns = "default";

@@ -374,6 +374,105 @@ enum wh_err wh_render_admit_pod(const cJSON *pod, enum wh_route route, const str
     return err;
 }
 
+/* ---- generateName ----------------------------------------------------- */
+
+/* The API server names an object with generateName when it stores it:
+ * generateName cut to 58 bytes, then 5 random characters. The placeholder
+ * has the real name's length, so every rule on the length is judged. */
+#define GENERATED_MAX_PREFIX 58
+#define GENERATED_PLACEHOLDER "xxxxx"
+#define NOTE_FIELDS_MAX 16 /* fields a note names, then "..." */
+
+enum wh_err wh_render_generated_name(const cJSON *obj, cJSON **named, char *errbuf)
+{
+    *named = NULL;
+    const cJSON *meta = wh_json_get(obj, "metadata");
+    const char *gen = wh_json_str(meta, "generateName");
+    if (*wh_json_str0(meta, "name") || !gen || !*gen)
+        return WH_OK;
+    char name[GENERATED_MAX_PREFIX + sizeof(GENERATED_PLACEHOLDER)];
+    snprintf(name, sizeof(name), "%.58s%s", gen, GENERATED_PLACEHOLDER);
+    cJSON *copy = cJSON_Duplicate(obj, 1);
+    cJSON *m = copy ? cJSON_GetObjectItemCaseSensitive(copy, "metadata") : NULL;
+    if (!m || wh_json_set_str(m, "name", name)) {
+        cJSON_Delete(copy);
+        return wh_fail(errbuf, WH_ERR_NOMEM, "out of memory");
+    }
+    *named = copy;
+    return WH_OK;
+}
+
+/* Add to found (unique, at most NOTE_FIELDS_MAX; *more past that) the
+ * field of every string under x that holds needle: path is x's field,
+ * array items are [], an env entry is "env NAME". */
+static enum wh_err fields_with(const cJSON *x, const char *needle, const char *path, cJSON *found,
+                               bool *more)
+{
+    if (cJSON_IsString(x)) {
+        if (!strstr(x->valuestring, needle))
+            return WH_OK;
+        for (const cJSON *f = found->child; f; f = f->next)
+            if (!strcmp(f->valuestring, path))
+                return WH_OK;
+        if (cJSON_GetArraySize(found) >= NOTE_FIELDS_MAX) {
+            *more = true;
+            return WH_OK;
+        }
+        return wh_json_add(found, cJSON_CreateString(path));
+    }
+    size_t used = strlen(path), dots = 0;
+    for (const char *q = path; *q; q++)
+        dots += *q == '.';
+    bool env = cJSON_IsArray(x) && used >= 3 && !strcmp(path + used - 3, "env");
+    /* An env entry, or a field three deep, names all that is under it. */
+    bool whole = !strncmp(path, "env ", 4) || (dots >= 2 && !env);
+    char sub[512];
+    for (const cJSON *c = x ? x->child : NULL; c; c = c->next) {
+        const char *name = wh_json_str(c, "name");
+        int n = whole              ? snprintf(sub, sizeof(sub), "%s", path)
+                : env && name      ? snprintf(sub, sizeof(sub), "env %s", name)
+                : cJSON_IsArray(x) ? snprintf(sub, sizeof(sub), "%s[]", path)
+                : strpbrk(c->string, "./")
+                    ? snprintf(sub, sizeof(sub), "%s[%s]", path, c->string)
+                    : snprintf(sub, sizeof(sub), "%s%s%s", path, used ? "." : "", c->string);
+        if (n < 0 || (size_t)n >= sizeof(sub))
+            continue; /* a field too long to name is left out */
+        WH_TRY(fields_with(c, needle, sub, found, more));
+    }
+    return WH_OK;
+}
+
+enum wh_err wh_render_generated_note(const cJSON *named, const cJSON *pods, cJSON **notes)
+{
+    const cJSON *meta = wh_json_get(named, "metadata");
+    const char *name = wh_json_str0(meta, "name");
+    cJSON *found = cJSON_CreateArray();
+    bool more = false;
+    struct wh_buf b;
+    wh_buf_init(&b, 64 * 1024);
+    enum wh_err err = found ? WH_OK : WH_ERR_NOMEM;
+    for (const cJSON *p = pods ? pods->child : NULL; !err && p; p = p->next)
+        err = fields_with(p, name, "", found, &more);
+    if (!err)
+        err = wh_buf_addf(&b,
+                          "metadata.generateName is \"%s\": the API server names the %s when "
+                          "it is created (kubectl create, not apply), so it is shown as \"%s\", "
+                          "a placeholder as long as the name will be; what depends on the name "
+                          "is not known yet: ",
+                          wh_json_str0(meta, "generateName"), wh_json_str0(named, "kind"), name);
+    for (const cJSON *f = found ? found->child : NULL; !err && f; f = f->next)
+        err = wh_buf_addf(&b, "%s%s", f == found->child ? "" : ", ", f->valuestring);
+    if (!err && (!found->child || more))
+        err = wh_buf_add(&b, found->child ? ", ..." : "the names and addresses of its pods");
+    if (!err && !*notes && !(*notes = cJSON_CreateArray()))
+        err = WH_ERR_NOMEM;
+    if (!err)
+        err = wh_json_add(*notes, cJSON_CreateString(wh_buf_ptr(&b)));
+    wh_buf_free(&b);
+    cJSON_Delete(found);
+    return err;
+}
+
 /* What obj's controller does not create because spec.suspend is true
  * (kinds.h); NULL when it is not suspended. */
 static const char *suspended(const cJSON *obj)
@@ -412,12 +511,16 @@ static enum wh_err drop_suspended(const cJSON *obj, cJSON **pods, struct wh_rend
     return add_note(out, note);
 }
 
-enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opts,
+enum wh_err wh_render_object(const cJSON *given, const struct wh_kuberay_opts *opts,
                              struct wh_render_result *out, char *errbuf)
 {
     memset(out, 0, sizeof(*out));
-    cJSON *pods = NULL;
-    enum wh_err err = wh_kuberay_cluster_of(obj, &out->cluster, errbuf);
+    cJSON *pods = NULL, *named = NULL;
+    bool noted = false;
+    enum wh_err err = wh_render_generated_name(given, &named, errbuf);
+    const cJSON *obj = named ? named : given;
+    if (!err)
+        err = wh_kuberay_cluster_of(obj, &out->cluster, errbuf);
     if (!err && (err = wh_kuberay_apply_defaults(out->cluster)))
         wh_fail(errbuf, err, "out of memory");
     if (!err)
@@ -431,14 +534,18 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
     if (!strcmp(wh_json_str0(obj, "kind"), wh_kinds[WH_ROW_RAYCLUSTER].kind) &&
         (opts->major > 1 || opts->minor >= 4) && strlen(name) > 53) {
         err = wh_fail(errbuf, WH_ERR_INVALID,
-                      "metadata.name \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
-                      "RayCluster names over 53 and creates no pods: shorten the name",
-                      name, strlen(name) > 80 ? "..." : "", strlen(name));
+                      "metadata.%s \"%.80s%s\" is %zu characters; KubeRay 1.4+ refuses "
+                      "RayCluster names over 53 and creates no pods: shorten the %s",
+                      named ? "name (from generateName)" : "name", name,
+                      strlen(name) > 80 ? "..." : "", strlen(name),
+                      named ? "generateName to at most 48" : "name");
         goto out;
     }
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
         err = admit_pods(pods, WH_ROUTE_MUTATE, out, errbuf);
+    if (!err && named && !out->pod_denial && (noted = true))
+        err = wh_render_generated_note(named, pods, &out->notes);
     if (!err)
         err = drop_suspended(obj, &pods, out);
     if (!err && !out->pod_denial) {
@@ -446,7 +553,10 @@ enum wh_err wh_render_object(const cJSON *obj, const struct wh_kuberay_opts *opt
         pods = NULL;
     }
 out:
+    if (!err && named && !noted)
+        err = wh_render_generated_note(named, NULL, &out->notes);
     cJSON_Delete(pods);
+    cJSON_Delete(named);
     if (err)
         wh_render_result_free(out);
     return err;
@@ -455,9 +565,11 @@ out:
 enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out, char *errbuf)
 {
     memset(out, 0, sizeof(*out));
-    cJSON *pods = NULL;
-    enum wh_err err = WH_OK;
-    if (!(out->cluster = cJSON_Duplicate(obj, 1)))
+    cJSON *pods = NULL, *named = NULL;
+    bool noted = false;
+    enum wh_err err = wh_render_generated_name(obj, &named, errbuf);
+    bool generated = named != NULL; /* out->cluster takes it */
+    if (!err && !(out->cluster = named ? named : cJSON_Duplicate(obj, 1)))
         err = WH_ERR_NOMEM;
     cJSON *meta = err ? NULL : cJSON_GetObjectItemCaseSensitive(out->cluster, "metadata");
     if (!err && cJSON_IsObject(meta) && !*wh_json_str0(meta, "namespace"))
@@ -470,6 +582,10 @@ enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_result *out, c
         err = wh_workload_pods(out->cluster, &pods, errbuf);
     if (!err && pods)
         err = admit_pods(pods, WH_ROUTE_MUTATE_WORKLOAD, out, errbuf);
+    if (!err && generated && pods && !out->pod_denial && (noted = true))
+        err = wh_render_generated_note(out->cluster, pods, &out->notes);
+    if (!err && generated && !noted)
+        err = wh_render_generated_note(out->cluster, NULL, &out->notes);
     if (!err && pods)
         err = drop_suspended(obj, &pods, out);
     if (!err && pods && !out->pod_denial) {

@@ -237,8 +237,9 @@ static enum wh_err name_of(const cJSON *obj, const char **name, char *errbuf)
     *name = wh_json_str(wh_json_get(obj, "metadata"), "name");
     if (!*name || !**name)
         return wh_fail(errbuf, WH_ERR_INVALID,
-                       "%s has no metadata.name; render needs the name "
-                       "the controller derives pod names from",
+                       "%s has neither metadata.name nor metadata.generateName, which the "
+                       "API server refuses; give it one (the controller derives pod names "
+                       "from it)",
                        wh_json_str0(obj, "kind"));
     return WH_OK;
 }

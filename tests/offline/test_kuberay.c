@@ -308,11 +308,12 @@ static void test_wrappers_and_errors(void **state)
     cJSON_Delete(cl);
     cJSON_Delete(svc);
 
-    /* A nameless wrapper would give a RayCluster named "-xxxxx". */
+    /* A nameless wrapper would give a RayCluster named "-xxxxx" (render and
+     * check name one with generateName first: render.h). */
     cJSON *anon = load("kind: RayJob\nmetadata: {namespace: q}\n"
                        "spec: {rayClusterSpec: {workerGroupSpecs: []}}\n");
     assert_int_equal(wh_kuberay_cluster_of(anon, &cl, errbuf), WH_ERR_INVALID);
-    assert_non_null(strstr(errbuf, "RayJob has no metadata.name"));
+    assert_non_null(strstr(errbuf, "RayJob has neither metadata.name nor metadata.generateName"));
     assert_null(cl);
     cJSON_Delete(anon);
 
@@ -328,7 +329,7 @@ static void test_wrappers_and_errors(void **state)
         const char *yaml, *needle;
         enum wh_err err;
     } bad[] = {
-        {"metadata: {}\nspec: {}\n", "no metadata.name", WH_ERR_INVALID},
+        {"metadata: {}\nspec: {}\n", "neither metadata.name nor", WH_ERR_INVALID},
         {"metadata: {name: x}\n", "has no spec", WH_ERR_INVALID},
         {"metadata: {name: x}\nspec: {workerGroupSpecs: {a: 1}}\n", "must be a list", WH_ERR_INVALID},
         {"metadata: {name: x}\nspec: {workerGroupSpecs: [{replicas: 1}]}\n",

@@ -7,6 +7,7 @@ through `kubectl apply`), with what the real controllers do with them.
 Usage: test_offline_shapes.py BINARY FIXTURES_DIR"""
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -20,6 +21,12 @@ def run(*args, stdin=None):
 
 def path(name):
     return os.path.join(FIX, name)
+
+
+def slurp(workload):
+    """A fixture of tests/fixtures/workloads, as text."""
+    with open(os.path.join(FIX, "..", "workloads", workload)) as f:
+        return f.read()
 
 
 def notes(stderr):
@@ -106,6 +113,94 @@ spec:
         p = run("check", path("raycluster-suspended.yaml"))
         self.assertEqual(p.returncode, 0)
         self.assertIn(": note tpu-group: spec.suspend is true", p.stdout.decode())
+
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class GenerateName(unittest.TestCase):
+    """metadata.generateName (the API server names the object when it stores
+    it, after mutating admission, before validation): render and check judge
+    the object on generateName + "xxxxx", a placeholder as long as the name
+    will be and valid wherever the API server validates it, and say in a
+    note, not a failure, what depends on the name."""
+
+    def render(self, name, text=None):
+        p = run("render", "--output", "json", "-" if text else path(name),
+                stdin=text.encode() if text else None)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        ns = notes(p.stderr)
+        self.assertEqual(len(ns), 1, p.stderr.decode())
+        return json.loads(p.stdout)["items"], ns[0]
+
+    def test_raycluster(self):
+        pods, note = self.render("raycluster-generatename.yaml")
+        self.assertEqual(len(pods), 2)
+        for p in pods:
+            self.assertEqual(p["metadata"]["labels"]["ray.io/cluster"], "tpu-v4-xxxxx")
+            self.assertEqual(p["spec"]["subdomain"], "tpu-v4-xxxxx-headless")
+            for v in (p["spec"]["subdomain"], p["spec"]["hostname"]):
+                self.assertRegex(v, DNS_LABEL)
+        for part in ('metadata.generateName is "tpu-v4-"', '"tpu-v4-xxxxx"', "spec.subdomain",
+                     "env TPU_WORKER_HOSTNAMES", "metadata.labels[ray.io/cluster]", "kubectl create"):
+            self.assertIn(part, note)
+
+    def test_job(self):
+        pods, note = self.render("job-generatename.yaml")
+        self.assertEqual([p["spec"]["hostname"] for p in pods], ["sweep-xxxxx-%d" % i for i in range(4)])
+        self.assertEqual({p["metadata"]["generateName"] for p in pods},
+                         {"sweep-xxxxx-%d-" % i for i in range(4)})
+        for part in ("spec.hostname", "env TPU_WORKER_HOSTNAMES", "metadata.labels[batch.kubernetes.io/job-name]"):
+            self.assertIn(part, note)
+        self.assertNotIn("spec.subdomain", note)  # the user's, not the name's
+
+    def test_jobset_and_lws(self):
+        for kind, text, want in (
+                ("JobSet", slurp("jobset-pathways-coordinator.yaml")
+                 .replace("  name: pathways\n", "  generateName: pathways-\n"),
+                 "pathways-xxxxx-head-0-0.pathways-xxxxx"),
+                ("LeaderWorkerSet", slurp("lws-unique-per-replica.yaml")
+                 .replace("  name: serve\n", "  generateName: serve-\n"), "serve-xxxxx-0")):
+            with self.subTest(kind=kind):
+                pods, note = self.render(None, text)
+                self.assertIn('"%s"' % want.split("-0")[0].split("-head")[0], note)
+                blob = json.dumps(pods)
+                self.assertIn(want, blob)
+                self.assertIn("env TPU_WORKER_HOSTNAMES", note)
+
+    def test_check_notes_not_failures(self):
+        p = run("check", "--output", "json", path("raycluster-generatename.yaml"), path("job-generatename.yaml"))
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        rows = json.loads(p.stdout)["rows"]
+        self.assertEqual([(r["kind"], r["verdict"]) for r in rows], [("RayCluster", "ok"), ("Job", "ok")])
+        self.assertEqual(rows[0]["cluster"], "tpu-v4-xxxxx")
+        for r in rows:
+            self.assertEqual(r["warnings"], [])
+            self.assertIn("metadata.generateName", r["notes"][0])
+
+    def test_name_rules_on_the_length(self):
+        with open(path("raycluster-generatename.yaml")) as f:
+            text = f.read()
+        # 48 + 5 = 53 characters: KubeRay's limit, accepted
+        self.render(None, text.replace("generateName: tpu-v4-", "generateName: " + "g" * 48))
+        p = run("render", "-", stdin=text.replace("generateName: tpu-v4-", "generateName: " + "g" * 49).encode())
+        self.assertEqual(p.returncode, 2, p.stderr.decode())
+        self.assertIn("shorten the generateName to at most 48", p.stderr.decode())
+
+    def test_name_wins_and_neither_refused(self):
+        with open(path("raycluster-generatename.yaml")) as f:
+            text = f.read()
+        p = run("render", "--output", "json", "-",
+                stdin=text.replace("generateName: tpu-v4-", "name: given\n  generateName: tpu-v4-").encode())
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(notes(p.stderr), [])
+        self.assertEqual(json.loads(p.stdout)["items"][0]["metadata"]["labels"]["ray.io/cluster"], "given")
+        for name in ("raycluster-generatename.yaml", "job-generatename.yaml"):
+            with open(path(name)) as f:
+                text = f.read().replace("generateName:", "labels: {}\n  x-generateName:")
+            p = run("render", "-", stdin=text.encode())
+            self.assertEqual(p.returncode, 2, p.stderr.decode())
+            self.assertIn("neither metadata.name nor metadata.generateName", p.stderr.decode())
 
 
 def main():

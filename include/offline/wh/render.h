@@ -76,6 +76,19 @@ WH_NODISCARD enum wh_err wh_render_workload(const cJSON *obj, struct wh_render_r
                                             char *errbuf);
 void wh_render_result_free(struct wh_render_result *r); /* NULL-safe */
 
+/* An object with metadata.generateName and no name is named by the API
+ * server when it stores it (generateName cut to 58 bytes + 5 random
+ * characters), after mutating admission and before validation. Offline,
+ * *named is a copy of obj named generateName + "xxxxx" (a placeholder as
+ * long as the real name, so the rules on its length are judged); NULL when
+ * obj has a name or no generateName. The caller frees it (cJSON_Delete).
+ * wh_render_object and wh_render_workload do this themselves. */
+WH_NODISCARD enum wh_err wh_render_generated_name(const cJSON *obj, cJSON **named, char *errbuf);
+/* Append to *notes (created when NULL) the note on named's placeholder:
+ * the fields of pods (may be NULL) that hold it, i.e. depend on the name. */
+WH_NODISCARD enum wh_err wh_render_generated_note(const cJSON *named, const cJSON *pods,
+                                                  cJSON **notes);
+
 /* One pod through the engine's mutation on route (WH_ROUTE_MUTATE or
  * WH_ROUTE_MUTATE_WORKLOAD) against st, in the CREATE review the API server
  * would send: on success *out is a patched copy of pod (the caller's,

@@ -151,6 +151,8 @@ static void render_one(const struct opts *o, const cJSON *d, const cJSON *servic
         return;
     }
     (*n_ray)++;
+    if (!name[0]) /* named by the API server: say by what */
+        name = wh_json_str0(wh_json_get(d, "metadata"), "generateName");
     const char *sep = name[0] ? " " : "";
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_render_result r;
