@@ -41,7 +41,10 @@ fault or the gate) as "event_posts" and every one kept as "events_posted".
 LeaderWorkerSets (leaderworkerset.x-k8s.io/v1), put with
 /_control/leaderworkersets[/delete], are read with GET .../namespaces/NS/
 leaderworkersets/NAME (404 when absent; faults and the gate apply, "only":
-"leaderworkersets"); "lws_gets" counts every such GET that arrived.
+"leaderworkersets"); "lws_gets" counts every such GET that arrived. Jobs and
+JobSets likewise (/_control/jobs, /_control/jobsets; GET .../namespaces/NS/
+jobs/NAME of batch/v1, .../jobsets/NAME of jobset.x-k8s.io/v1alpha2: the
+Events' uid check), counted in "owner_gets".
 
 Fault kinds also include "403" (Forbidden, as RBAC answers a missing rule)
 and "404" (NotFound).
@@ -87,7 +90,7 @@ class State:
         self.rv = 1
         self.min_rv = 1          # watches from below this get 410
         self.objs = {"pods": {}, "nodes": {}, "leases": {}, "services": {}, "rayclusters": {},
-                     "leaderworkersets": {}}
+                     "leaderworkersets": {}, "jobs": {}, "jobsets": {}}
         self.uid = 0
         self.faults = {}
         self.hold = {}           # see /_control/hold
@@ -107,12 +110,14 @@ class State:
         self.stats = {"lists": 0, "watches": 0, "gone": 0, "unauthorized": 0, "events": 0,
                       "lease_creates": 0, "lease_conflicts": 0, "lease_deletes": 0,
                       "faults": 0, "held": 0, "list_paths": {}, "raycluster_gets": 0,
-                      "event_posts": 0, "events_posted": 0, "lws_gets": 0}
+                      "event_posts": 0, "events_posted": 0, "lws_gets": 0,
+                      "owner_gets": 0}
 
     @staticmethod
     def key(kind, obj):
         m = obj.get("metadata", {})
-        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services", "rayclusters", "leaderworkersets")
+        return ((m.get("namespace", ""), m["name"]) if kind in ("pods", "leases", "services", "rayclusters", "leaderworkersets",
+                                                      "jobs", "jobsets")
                 else m["name"])
 
     def put(self, kind, obj, typ=None, silent=False):
@@ -243,6 +248,10 @@ RAYCLUSTER = re.compile(r"^/apis/ray\.io/v1/namespaces/([^/]+)/rayclusters/([^/]
 # GET of one LeaderWorkerSet (the Events' uid of an LWS); objects come from
 # /_control/leaderworkersets.
 LWS = re.compile(r"^/apis/leaderworkerset\.x-k8s\.io/v1/namespaces/([^/]+)/leaderworkersets/([^/]+)$")
+# GET of one Job or JobSet (the Events' check of the uid a pod names);
+# objects come from /_control/jobs and /_control/jobsets.
+OWNER = re.compile(r"^/apis/(?:batch/v1|jobset\.x-k8s\.io/v1alpha2|leaderworkerset\.x-k8s\.io/v1)/"
+                   r"namespaces/([^/]+)/(jobs|jobsets|leaderworkersets)/([^/]+)$")
 
 
 def now_micro():
@@ -364,6 +373,8 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.stats["event_posts"] += 1
             if method == "GET" and LWS.match(u.path):
                 STATE.stats["lws_gets"] += 1
+            if method == "GET" and OWNER.match(u.path) and not LWS.match(u.path):
+                STATE.stats["owner_gets"] += 1
         # The body is read first, so that an injected answer leaves the
         # kept-alive connection at the start of the next request.
         body = self.read_body() if (m or ev) and method in ("POST", "PUT", "DELETE") else None
@@ -478,7 +489,8 @@ class Handler(BaseHTTPRequestHandler):
         silent = "silent=1" in u.query
         parts = path.split("/")[2:]  # /_control/<what>[/delete]
         with STATE.cv:
-            if parts[0] in ("pods", "nodes", "services", "rayclusters", "leases", "leaderworkersets"):
+            if parts[0] in ("pods", "nodes", "services", "rayclusters", "leases", "leaderworkersets",
+                            "jobs", "jobsets"):
                 kind = parts[0]
                 for o in body:
                     if len(parts) > 1 and parts[1] == "delete":
@@ -551,20 +563,20 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, o)
         return True
 
-    def leaderworkerset(self, path):
-        """GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/NS/leaderworkersets/NAME."""
-        m = LWS.match(path)
+    def owner(self, path):
+        """GET of one Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2) or
+        LeaderWorkerSet (leaderworkerset.x-k8s.io/v1)."""
+        m = OWNER.match(path)
         if not m:
             return False
         if not self.authorized():
             self.status(401, "Unauthorized", "Unauthorized")
             return True
-        ns, name = urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
+        ns, kind, name = (urllib.parse.unquote(g) for g in m.groups())
         with STATE.cv:
-            o = STATE.objs["leaderworkersets"].get((ns, name))
+            o = STATE.objs[kind].get((ns, name))
         if o is None:
-            self.status(404, "NotFound",
-                        'leaderworkersets.leaderworkerset.x-k8s.io "%s" not found' % name)
+            self.status(404, "NotFound", '%s "%s" not found' % (kind, name))
         else:
             self.send_json(200, o)
         return True
@@ -573,7 +585,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.api("GET"):
             return
         u = urllib.parse.urlparse(self.path)
-        if self.raycluster(u.path) or self.leaderworkerset(u.path):
+        if self.raycluster(u.path) or self.owner(u.path):
             return
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         kind = {"/api/v1/pods": "pods", "/api/v1/nodes": "nodes",

@@ -21,8 +21,13 @@ group main:
   distinct   within the window: two Jobs with the same warning get one Event each; one
              Job with two different warnings gets one Event per reason.
   foreign    a made-up review whose object names another namespace (kube-system) than
-             request.namespace is denied and writes no Event; one without
-             request.namespace writes none either.
+             request.namespace is denied (its admission log line says so) and writes no
+             Event; one without request.namespace writes none either.
+  forged_owner  pods naming a Job with a uid the API server does not give it, a Job
+             that does not exist, a JobSet with another uid: answered, no Event about
+             them (3 unverified, 3 event_owner_mismatch lines); a Job's real pod: its
+             Event with the uid the GET confirmed; the GET refused (403): the Event
+             without uid.
   limited    40 warned Jobs of one namespace: 30 Events, 10 limited; another namespace
              still gets its Event.
   held       every Event POST held at the fake's gate: 100 warned pods of 100 Jobs are
@@ -121,8 +126,28 @@ def review(pod):
                                    "operation": "CREATE", "object": pod}})
 
 
+def put_owner(env, pod):
+    """The Job or JobSet pod names, at the fake with the uid pod states (the
+    Events thread checks it with a GET): the workload exists as its pod
+    says."""
+    md = pod["metadata"]
+    js = md["labels"].get("jobset.sigs.k8s.io/jobset-name")
+    if js:
+        env.control("jobsets", [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                 "metadata": {"name": js, "namespace": md["namespace"],
+                                              "uid": md["labels"]["jobset.sigs.k8s.io/jobset-uid"]}}])
+        return
+    for ref in md.get("ownerReferences", []):
+        if ref.get("controller") and ref["kind"] == "Job":
+            env.control("jobs", [{"apiVersion": "batch/v1", "kind": "Job",
+                                  "metadata": {"name": ref["name"], "namespace": md["namespace"],
+                                               "uid": ref["uid"]}}])
+
+
 def admit(env, pod):
-    """(response, seconds) of /mutate-workload for pod."""
+    """(response, seconds) of /mutate-workload for pod, its workload put
+    at the fake first (put_owner)."""
+    put_owner(env, pod)
     t0 = time.monotonic()
     st, out = env.request(env.replicas[0]["port"], "POST", "/mutate-workload", review(pod),
                           timeout=10)
@@ -138,7 +163,7 @@ def counters(env):
     for line in out.decode().split("\n"):
         if line.startswith("tpu_webhook_events_total{"):
             got[line.split('"')[1]] = int(line.split()[-1])
-    if set(got) != {"sent", "failed", "dropped", "deduplicated", "limited"}:
+    if set(got) != {"sent", "failed", "dropped", "deduplicated", "limited", "unverified"}:
         R.fail("tpu_webhook_events_total missing: %r" % got)
     return got
 
@@ -202,7 +227,7 @@ def fake(env):
     (event_posts), Events it kept (events_posted), LWS GETs that arrived
     (lws_gets), requests that waited at its gate (held)."""
     st = env.control("stats", {})
-    return {k: st[k] for k in ("event_posts", "events_posted", "lws_gets", "held")}
+    return {k: st[k] for k in ("event_posts", "events_posted", "lws_gets", "held", "owner_gets")}
 
 
 def delta(now, before):
@@ -220,7 +245,8 @@ def burst(env):
     d = delta(counters(env), before)
     f = delta(fake(env), fb)
     evs = events_of(env, "train-b")
-    if d != {"sent": 1, "failed": 0, "dropped": 0, "deduplicated": 19, "limited": 0} or \
+    if d != {"sent": 1, "failed": 0, "dropped": 0, "deduplicated": 19, "limited": 0,
+              "unverified": 0} or \
             f["event_posts"] != 1 or f["events_posted"] != 1 or len(evs) != 1 or evs[0]["count"] != 1:
         R.fail("burst: %d Events %r, counters %r, fake %r" % (len(evs), evs, d, f))
     print("burst: 20 warned pods, 1 Event (count 1) posted once, 19 deduplicated")
@@ -242,7 +268,8 @@ def faulted(env, label, faults, jobs, posts):
         env.control("faults", {})
     d = delta(counters(env), before)
     f = delta(fake(env), fb)
-    if d != {"sent": 0, "failed": jobs, "dropped": 0, "deduplicated": 0, "limited": 0} or \
+    if d != {"sent": 0, "failed": jobs, "dropped": 0, "deduplicated": 0, "limited": 0,
+             "unverified": 0} or \
             not posts(jobs, f["event_posts"]) or f["lws_gets"] or f["held"]:
         R.fail("%s: counters %r, fake %r" % (label, d, f))
     return f
@@ -283,7 +310,8 @@ def failing(env):
         env.control("faults", {})
     d, f = delta(counters(env), before), delta(fake(env), fb)
     counts = [e["count"] for k in range(5) for e in events_of(env, "train-slow-%d" % k)]
-    if d != {"sent": 5, "failed": 0, "dropped": 0, "deduplicated": 0, "limited": 0} or \
+    if d != {"sent": 5, "failed": 0, "dropped": 0, "deduplicated": 0, "limited": 0,
+             "unverified": 0} or \
             f["event_posts"] != 5 or f["events_posted"] != 5 or counts != [1] * 5:
         R.fail("latency: counters %r, fake %r, counts %r" % (d, f, counts))
     print("latency 300 ms: 5 Events, 5 POSTs, each count 1")
@@ -559,8 +587,65 @@ def foreign(env):
     d = delta(counters(env), before)
     if bad or d["sent"] != 1:
         R.fail("foreign: Events %r, counters %r" % (bad, d))
+    with open(env.replicas[0]["log"]) as f:
+        lines = [json.loads(line) for line in f if '"event":"admission"' in line and
+                 "forged-a" in line]
+    if len(lines) != 1 or lines[0].get("decision") != "denied" or \
+            "is not request.namespace" not in lines[0].get("message", ""):
+        R.fail("foreign: the log lines of the review of another namespace's object: %r" % lines)
     print("foreign: another namespace's object denied, a review without namespace writes no "
           "Event")
+
+
+def mismatch_lines(env, name):
+    with open(env.replicas[0]["log"]) as f:
+        return [json.loads(line) for line in f if '"event_owner_mismatch"' in line and
+                json.loads(line).get("name") == name]
+
+
+def forged_owner(env):
+    """The uid a pod states for its workload is checked with a GET (issue 35
+    item 2): a pod naming Job real-j with a uid the API server does not give
+    it, a Job that does not exist, or JobSet real-js with another uid, is
+    answered with its warning, and no Event is written about that workload
+    (counted unverified, one event_owner_mismatch line each). The Events
+    thread takes its queue in order: once a legitimate Event sent after
+    them has arrived, theirs would have too."""
+    before, fb = counters(env), fake(env)
+    real_uid, js_uid = str(uuid.uuid4()), str(uuid.uuid4())
+    env.control("jobs", [{"apiVersion": "batch/v1", "kind": "Job",
+                          "metadata": {"name": "real-j", "namespace": "team-o", "uid": real_uid}}])
+    env.control("jobsets", [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                             "metadata": {"name": "real-js", "namespace": "team-o",
+                                          "uid": js_uid}}])
+    for pod in (job_pod("real-j", ns="team-o"), job_pod("ghost-j", ns="team-o"),
+                jobset_pod("real-js", str(uuid.uuid4()), ns="team-o")):
+        warned(forged(review(pod))(env))  # not admit(): nothing put at the fake
+    warned(admit(env, job_pod("after-owner", ns="team-o"))[0])
+    wait_for("the Event of after-owner", lambda: events_of(env, "after-owner"))
+    wait_for("the sent count", lambda: counters(env)["sent"] - before["sent"] >= 1)
+    d, f = delta(counters(env), before), delta(fake(env), fb)
+    bad = [e for name in ("real-j", "ghost-j", "real-js") for e in events_of(env, name)]
+    lines = {name: len(mismatch_lines(env, name)) for name in ("real-j", "ghost-j", "real-js")}
+    if bad or d["unverified"] != 3 or d["sent"] != 1 or f["owner_gets"] != 4 or \
+            lines != {"real-j": 1, "ghost-j": 1, "real-js": 1}:
+        R.fail("forged owners: Events %r, counters %r, fake %r, log lines %r" % (bad, d, f, lines))
+    ev = events_of(env, "after-owner")[0]
+    if ev["involvedObject"].get("uid") != job_pod("after-owner")["metadata"]["ownerReferences"][0]["uid"]:
+        R.fail("after-owner: %r" % ev)
+    print("forged owners: another uid, no such Job, another JobSet uid: no Event, 3 unverified")
+    # The GET refused (403: an RBAC without get jobs): the uid cannot be
+    # checked, so the Event goes without it.
+    env.control("faults", {"error_rate": 1.0, "errors": ["403"], "only": "/jobs/"})
+    try:
+        warned(admit(env, job_pod("noauth-j", ns="team-o"))[0])
+        evs = wait_for("the Event of noauth-j", lambda: events_of(env, "noauth-j"))
+    finally:
+        env.control("faults", {})
+    if "uid" in evs[0]["involvedObject"] or len(uid_log_lines(env, "noauth-j")) != 1:
+        R.fail("a Job's uid not checked (403): Event %r, log %r"
+               % (evs, uid_log_lines(env, "noauth-j")))
+    print("forged owners: the Job's GET refused: its Event without uid")
 
 
 def limited(env):
@@ -590,6 +675,7 @@ def main_group(binary):
         owners(env)
         distinct(env)
         foreign(env)
+        forged_owner(env)
         limited(env)
         held(env)
         env.stop_replicas()

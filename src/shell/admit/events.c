@@ -20,7 +20,7 @@
 #include "uidcache.h" /* wh_uidcache_* */
 
 #define WINDOW_SLOTS 512 /* objects x reasons remembered; the oldest is forgotten */
-#define LWS_RESP_MAX ((size_t)4 * 1024 * 1024) /* a LeaderWorkerSet, templates included */
+#define LWS_RESP_MAX ((size_t)4 * 1024 * 1024) /* a workload, templates included */
 
 struct item {
     struct wh_event_subject s;
@@ -176,49 +176,147 @@ static long backoff_ms(const struct wh_kube_answer *ans)
     return ms < WH_EVENTS_BACKOFF_MAX_MS ? ms : WH_EVENTS_BACKOFF_MAX_MS;
 }
 
-/* The uid of LeaderWorkerSet it->s (def: its row, whose group, version and
- * resource the path names) into it->s.uid, from the cache or one GET
- * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io). Refused (403) or
- * not found (404): remembered as no uid; other failures (429, 5xx, reset,
- * timeout) are not remembered, so the next Event asks again. Either way the
- * Event goes out, without a uid. Returns the back-off after a 429. */
-static long lws_uid(struct wh_events *e, struct item *it, const struct wh_kind_def *def)
+/* One GET of the workload it->s names (RBAC: get on its resource), as
+ * the API server knows it. */
+struct owner_read {
+    enum wh_err err;
+    struct wh_kube_answer ans;
+    char errbuf[WH_ERRBUF_LEN];
+    char uid[WH_UIDCACHE_UID_MAX]; /* "" unless 200 names it */
+};
+
+/* The GETs of the workloads an Event may name, ns and name escaped; one
+ * literal path each, which tests/deploy/test_rbac.py reads against the
+ * chart's and kustomize's RBAC (get on each). */
+typedef enum wh_err (*owner_get)(struct wh_kube *kube, const char *ns, const char *name,
+                                 struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf);
+
+static enum wh_err get_job(struct wh_kube *kube, const char *ns, const char *name,
+                           struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf)
 {
-    long now = wh_clock_ms();
-    if (wh_uidcache_find(e->uids, it->s.ns, it->s.name, now, it->s.uid))
-        return 0;
-    char path[1100], ns[200], name[800], errbuf[WH_ERRBUF_LEN] = "";
+    char path[1200];
+    snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs/%s", ns, name);
+    return wh_kube_request(kube, "GET", path, NULL, 0, WH_EVENTS_GET_TIMEOUT_MS, resp, ans, errbuf);
+}
+
+static enum wh_err get_jobset(struct wh_kube *kube, const char *ns, const char *name,
+                              struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "/apis/jobset.x-k8s.io/v1alpha2/namespaces/%s/jobsets/%s", ns,
+             name);
+    return wh_kube_request(kube, "GET", path, NULL, 0, WH_EVENTS_GET_TIMEOUT_MS, resp, ans, errbuf);
+}
+
+static enum wh_err get_lws(struct wh_kube *kube, const char *ns, const char *name,
+                           struct wh_buf *resp, struct wh_kube_answer *ans, char *errbuf)
+{
+    char path[1200];
+    snprintf(path, sizeof(path),
+             "/apis/leaderworkerset.x-k8s.io/v1/namespaces/%s/leaderworkersets/%s", ns, name);
+    return wh_kube_request(kube, "GET", path, NULL, 0, WH_EVENTS_GET_TIMEOUT_MS, resp, ans, errbuf);
+}
+
+/* By the kind's row of wh_kinds, chosen by its identity. */
+static owner_get owner_get_of(const char *kind)
+{
+    const struct wh_kind_def *def = wh_kind_find(kind);
+    switch (def ? def->identity : WH_IDENTITY_SINGLE) {
+    case WH_IDENTITY_JOB_INDEX: return get_job;
+    case WH_IDENTITY_JOBSET: return get_jobset;
+    case WH_IDENTITY_LWS: return get_lws;
+    default: return NULL;
+    }
+}
+
+static void read_owner(struct wh_events *e, const struct item *it, struct owner_read *r)
+{
+    memset(r, 0, sizeof(*r));
+    owner_get get = owner_get_of(it->s.kind);
+    if (!get) {
+        r->err = WH_ERR_INVALID;
+        snprintf(r->errbuf, sizeof(r->errbuf), "the webhook reads no %s", it->s.kind);
+        return;
+    }
+    char ns[200], name[800];
     wh_kube_escape(ns, sizeof(ns), it->s.ns);
     wh_kube_escape(name, sizeof(name), it->s.name);
-    snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/%s/%s", def->group, def->version, ns,
-             def->resource, name);
     struct wh_buf resp;
     wh_buf_init(&resp, LWS_RESP_MAX);
-    struct wh_kube_answer ans = {0};
-    enum wh_err err = wh_kube_request(e->kube, "GET", path, NULL, 0, WH_EVENTS_GET_TIMEOUT_MS,
-                                      &resp, &ans, errbuf);
-    cJSON *j = !err && ans.status == 200
+    r->err = get(e->kube, ns, name, &resp, &r->ans, r->errbuf);
+    cJSON *j = !r->err && r->ans.status == 200
                    ? cJSON_ParseWithLength(wh_buf_ptr(&resp), wh_buf_len(&resp))
                    : NULL;
     wh_buf_free(&resp);
     const cJSON *md = wh_json_path(j, "metadata", NULL);
     const char *uid = wh_json_str0(md, "uid");
-    bool ok = *uid && strlen(uid) < sizeof(it->s.uid) &&
-              !strcmp(wh_json_str0(md, "name"), it->s.name);
-    if (ok || ans.status == 403 || ans.status == 404)
-        wh_uidcache_put(e->uids, it->s.ns, it->s.name, ok ? uid : "", now);
-    if (ok)
-        snprintf(it->s.uid, sizeof(it->s.uid), "%s", uid);
-    else
-        wh_log(WH_LOG_WARN, "event_uid_unknown", "namespace", WH_F_STR, it->s.ns, "kind", WH_F_STR,
-               it->s.kind, "name", WH_F_STR, it->s.name, "status", WH_F_INT,
-               (long long)(err ? 0 : ans.status), "error", WH_F_STR,
-               err                 ? (errbuf[0] ? errbuf : wh_strerror(err))
-               : ans.status == 200 ? "the answer names no uid of this object"
-                                   : "the GET was not answered 200",
-               "remembered", WH_F_BOOL, (int)(ans.status == 403 || ans.status == 404), (char *)NULL);
+    if (*uid && strlen(uid) < sizeof(r->uid) && !strcmp(wh_json_str0(md, "name"), it->s.name))
+        snprintf(r->uid, sizeof(r->uid), "%s", uid);
     cJSON_Delete(j);
-    return backoff_ms(&ans);
+}
+
+static void log_uid_unknown(const struct item *it, const struct owner_read *r, bool remembered)
+{
+    wh_log(WH_LOG_WARN, "event_uid_unknown", "namespace", WH_F_STR, it->s.ns, "kind", WH_F_STR,
+           it->s.kind, "name", WH_F_STR, it->s.name, "status", WH_F_INT,
+           (long long)(r->err ? 0 : r->ans.status), "error", WH_F_STR,
+           r->err                 ? (r->errbuf[0] ? r->errbuf : wh_strerror(r->err))
+           : r->ans.status == 200 ? "the answer names no uid of this object"
+                                  : "the GET was not answered 200",
+           "remembered", WH_F_BOOL, (int)remembered, (char *)NULL);
+}
+
+/* The uid of LeaderWorkerSet it->s into it->s.uid, from the cache or one GET
+ * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io). Refused (403) or
+ * not found (404): remembered as no uid; other failures (429, 5xx, reset,
+ * timeout) are not remembered, so the next Event asks again. Either way the
+ * Event goes out, without a uid. Returns the back-off after a 429. */
+static long lws_uid(struct wh_events *e, struct item *it)
+{
+    long now = wh_clock_ms();
+    if (wh_uidcache_find(e->uids, it->s.ns, it->s.name, now, it->s.uid))
+        return 0;
+    struct owner_read r;
+    read_owner(e, it, &r);
+    bool remember = *r.uid || r.ans.status == 403 || r.ans.status == 404;
+    if (remember)
+        wh_uidcache_put(e->uids, it->s.ns, it->s.name, r.uid, now);
+    if (*r.uid)
+        snprintf(it->s.uid, sizeof(it->s.uid), "%s", r.uid);
+    else
+        log_uid_unknown(it, &r, remember);
+    return backoff_ms(&r.ans);
+}
+
+/* The uid a pod states for its Job or JobSet (the controller
+ * ownerReference, the jobset-uid label) is the pod's word: checked with one
+ * GET. The API server names another uid, or no such object (404): the pod
+ * is not that workload's and the Event is not posted (false; logged
+ * event_owner_mismatch, counted unverified). Not answered (403, 429, 5xx,
+ * a reset, the timeout): the Event goes without the uid (event_uid_unknown).
+ * *pause: the back-off after a 429. */
+static bool verify_uid(struct wh_events *e, struct item *it, long *pause)
+{
+    struct owner_read r;
+    read_owner(e, it, &r);
+    *pause = backoff_ms(&r.ans);
+    if (*r.uid && !strcmp(r.uid, it->s.uid))
+        return true;
+    if (!r.err && (r.ans.status == 404 || (r.ans.status == 200 && *r.uid))) {
+        wh_log(WH_LOG_WARN, "event_owner_mismatch", "namespace", WH_F_STR, it->s.ns, "kind",
+               WH_F_STR, it->s.kind, "name", WH_F_STR, it->s.name, "pod_uid", WH_F_STR, it->s.uid,
+               "api_uid", WH_F_STR, r.uid, "reason", WH_F_STR,
+               *r.uid ? "the pod names a uid of this workload the API server does not: no Event"
+                      : "the pod names a workload the API server does not have: no Event",
+               (char *)NULL);
+        pthread_mutex_lock(&e->mu);
+        e->st.unverified++;
+        pthread_mutex_unlock(&e->mu);
+        return false;
+    }
+    log_uid_unknown(it, &r, false);
+    it->s.uid[0] = '\0';
+    return true;
 }
 
 /* POST the Event; returns the back-off after a 429. */
@@ -265,21 +363,27 @@ static bool pause_locked(struct wh_events *e, long ms)
     return !e->stop;
 }
 
-/* One queued warning out: the LWS's uid looked up when the pod had none
- * (then the back-off a 429 asked for), then the POST; nothing more once
- * stopped. Returns the back-off the POST's answer asks for. */
+/* One queued warning out: the LWS's uid looked up when the pod had none,
+ * a uid the pod states checked (then the back-off a 429 asked for), then
+ * the POST, unless the check refused it; nothing more once stopped.
+ * Returns the back-off the POST's answer asks for. */
 static long deliver(struct wh_events *e, struct item *it, unsigned long long seq)
 {
     const struct wh_kind_def *def = wh_kind_find(it->s.kind);
-    if (!*it->s.uid && def && def->identity == WH_IDENTITY_LWS) {
-        long pause = lws_uid(e, it, def);
+    bool lws = def && def->identity == WH_IDENTITY_LWS, send = true;
+    if (*it->s.uid || lws) {
+        long pause = 0;
+        if (*it->s.uid)
+            send = verify_uid(e, it, &pause);
+        else
+            pause = lws_uid(e, it);
         pthread_mutex_lock(&e->mu);
         bool go = pause_locked(e, pause);
         pthread_mutex_unlock(&e->mu);
         if (!go)
             return 0;
     }
-    return post(e, it, seq);
+    return send ? post(e, it, seq) : 0;
 }
 
 /* The worker: may block on the API server, one request at a time

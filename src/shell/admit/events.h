@@ -15,6 +15,11 @@
  * most WH_EVENTS_BACKOFF_MAX_MS, before its next request. Nothing here can
  * delay or fail an admission.
  *
+ * The uid a pod names for its Job or JobSet is the pod's word: the worker
+ * checks it with a GET of the workload (RBAC: get jobs, jobsets). Another
+ * uid, or no such workload (404): no Event (logged event_owner_mismatch,
+ * counted unverified); the GET not answered: the Event without uid.
+ *
  * A LeaderWorkerSet's pods carry no uid of it: the worker reads it with a
  * GET of the LeaderWorkerSet (RBAC: get leaderworkersets), kept
  * WH_EVENTS_UID_TTL_MS in a table of WH_EVENTS_UIDS (uidcache.h; a

@@ -424,18 +424,21 @@ static enum wh_err render_pipeline(const struct wh_mgauges *st, struct wh_buf *b
                    "Kubernetes Events about warned pods' workloads, by result (sent; failed: "
                    "the API server refused or did not answer; dropped: the queue was full; "
                    "deduplicated: within the window of one for the same object and reason; "
-                   "limited: over the Events of its namespace in one window).");
+                   "limited: over the Events of its namespace in one window; unverified: "
+                   "the API server has no workload of the uid the pod names).");
     if (!err && st->events)
         err = wh_buf_addf(b,
                           "tpu_webhook_events_total{result=\"sent\"} %llu\n"
                           "tpu_webhook_events_total{result=\"failed\"} %llu\n"
                           "tpu_webhook_events_total{result=\"dropped\"} %llu\n"
                           "tpu_webhook_events_total{result=\"deduplicated\"} %llu\n"
-                          "tpu_webhook_events_total{result=\"limited\"} %llu\n",
+                          "tpu_webhook_events_total{result=\"limited\"} %llu\n"
+                          "tpu_webhook_events_total{result=\"unverified\"} %llu\n",
                           (unsigned long long)st->event.sent, (unsigned long long)st->event.failed,
                           (unsigned long long)st->event.dropped,
                           (unsigned long long)st->event.deduplicated,
-                          (unsigned long long)st->event.limited);
+                          (unsigned long long)st->event.limited,
+                          (unsigned long long)st->event.unverified);
     return err;
 }
 

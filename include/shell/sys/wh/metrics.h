@@ -87,6 +87,7 @@ struct wh_mevents {
     uint64_t dropped;      /* the queue was full */
     uint64_t deduplicated; /* within the window of an Event of the same object and reason */
     uint64_t limited;      /* over WH_EVENTS_PER_NAMESPACE in one window (events.h) */
+    uint64_t unverified;   /* the workload the pod names has another uid, or none (events.h) */
 };
 
 /* The admission pipeline's gauges at scrape time: plain values its owner
