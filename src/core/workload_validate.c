@@ -16,11 +16,11 @@
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
-#include "wh/ratchet.h"   /* wh_violations_add */
 #include "wh/topology.h"  /* wh_topology */
 #include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
 #include "wh/utf8.h"      /* wh_utf8_cut */
-#include "wh/workload.h"  /* WH_LABEL_INJECT */
+#include "wh/violations.h"        /* wh_violations_add */
+#include "wh/workload.h"          /* WH_LABEL_INJECT */
 #include "wh/workload_topology.h" /* wh_pool_tpu_read, struct wh_pool_tpu */
 
 #define PROBLEMS_MAX (64 * 1024)

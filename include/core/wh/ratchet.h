@@ -18,35 +18,10 @@
 #ifndef WH_RATCHET_H
 #define WH_RATCHET_H
 
-#include <stddef.h> /* size_t */
-
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/review.h"   /* struct wh_review */
 #include "wh/state.h"    /* struct wh_state */
-
-/* Longest message of a violation kept (a warning cuts it shorter; a
- * denial naming the problems an update adds shows it whole). */
-#define WH_VIOLATION_MESSAGE_MAX 1024
-
-/* One problem a policy found. */
-struct wh_violation {
-    const char *rule; /* the rule's message format: static text, the same for any value */
-    char *part;       /* what it is about (group, replicated job, field); owned */
-    char *value;      /* the values of the fields the rule reads; owned */
-    char *message;    /* the problem as a person reads it; owned */
-};
-
-/* Owned by the caller; wh_violations_free() frees items. Start zeroed. */
-struct wh_violations {
-    struct wh_violation *items;
-    size_t n, cap;
-};
-
-/* Append a copy of part, value and message. WH_ERR_NOMEM only. */
-WH_NODISCARD enum wh_err wh_violations_add(struct wh_violations *v, const char *rule,
-                                           const char *part, const char *value, const char *message);
-void wh_violations_free(struct wh_violations *v); /* v is left zeroed; NULL-safe */
 
 /* The /validate policy (validate.h) through the ratchet: rv and st are
  * borrowed, d is initialised and the caller's. */

@@ -27,10 +27,10 @@
 WH_NODISCARD enum wh_err wh_validate_workload(const struct wh_review *rv, const struct wh_state *st,
                                               struct wh_decision *d, char *errbuf);
 
-struct wh_violations; /* ratchet.h */
+struct wh_violations; /* violations.h */
 /* wh_validate_workload that also lists each problem in out (may be NULL;
  * the caller's, wh_violations_free), keyed by its rule and the replicated
- * job it is about (ratchet.h). */
+ * job it is about (violations.h). */
 WH_NODISCARD enum wh_err wh_validate_workload_report(const struct wh_review *rv,
                                                      const struct wh_state *st,
                                                      struct wh_decision *d,
