@@ -1889,6 +1889,29 @@ static void test_claim_released_when_pod_goes(void **st)
         wh_engine_result_free(&res);
     }
     assert_int_equal(wait_released(ad, 2), 2);
+
+    /* Host 12 goes while the claims' thread is inside a sweep's LIST (held
+     * at the gate): its replacement's claim meets the Lease (409), which
+     * this replica holds for give-back, so the admission gives it back
+     * itself and claims again: host 12 of replica 0, not a new replica. */
+    long held = kh_stat(&srv, "held");
+    assert_int_equal(kh_control(&srv, "hold", "{\"method\":\"GET\",\"only\":\"leases\"}", NULL), 0);
+    for (long end = kh_now_ms() + 15000; kh_stat(&srv, "held") == held && kh_now_ms() < end;)
+        kh_sleep_ms(10);
+    assert_true(kh_stat(&srv, "held") > held); /* the sweep's LIST at the gate */
+    char *last = stored_pod(body, "released-w-12", 12, n_tpu, nonces[12], true);
+    assert_int_equal(kh_control(&srv, "pods", last, NULL), 0);
+    assert_int_equal(kh_control(&srv, "pods/delete", last, NULL), 0);
+    wait_cached(ad, cached + HOSTS - 2); /* the UPDATE's hook ran before */
+    enum wh_err rerr = wh_admit_review(ad, body, strlen(body), WH_ROUTE_MUTATE, &res, errbuf);
+    assert_int_equal(kh_control(&srv, "hold", "{}", NULL), 0);
+    assert_int_equal(rerr, WH_OK);
+    if (!res.allowed || res.replica != 0 || res.host != 12)
+        fail_msg("host 12's replacement: allowed %d replica %ld host %ld: %s", res.allowed,
+                 res.replica, res.host, res.message ? res.message : "");
+    wh_engine_result_free(&res);
+    assert_int_equal(wait_released(ad, 3), 3);
+    free(last);
     free(going);
     for (int i = 0; i < HOSTS; i++)
         free(pods[i]);

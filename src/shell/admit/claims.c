@@ -345,15 +345,33 @@ static const struct wh_claim_key *checked_key(struct wh_claims *c, const struct 
     return copy;
 }
 
+/* On a 409 for Lease name: when it is this replica's own claim whose pod
+ * is going, the claims' thread may not have given it back yet (a sweep
+ * ahead of it), and this pod (its replacement, often) would go to a new
+ * replica. Give it back here, within the budget (left ms); true when it is
+ * gone, so that the caller claims again. */
+static bool gave_back_own(struct wh_claims *c, const char *name, long left, uint64_t *api_errors)
+{
+    struct held going;
+    if (!wh_claims_held_due(c, name, &going))
+        return false;
+    if (wh_claims_give_back(c, &going, left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS))
+        return true;
+    ++*api_errors;
+    return false;
+}
+
 /* The 409 branch of take(): whose Lease is it, and may it be superseded?
- * FOUND_STALE: superseded, claim again; FOUND_UNKNOWN: ask again after a
- * wait; else the outcome. */
+ * FOUND_STALE: superseded (or our own, its pod going, given back), claim
+ * again; FOUND_UNKNOWN: ask again after a wait; else the outcome. */
 static enum found after_conflict(struct wh_claims *c, const char *name,
                                  const struct wh_claim_key *k, const char *nonce, bool lost,
                                  long deadline, int *supersedes, struct wh_claim_ticket *ticket,
                                  uint64_t *api_errors, char *why, size_t why_len)
 {
     long left = deadline - wh_clock_ms();
+    if (left > 0 && gave_back_own(c, name, left, api_errors))
+        return FOUND_STALE;
     bool ask = lost || (k->cluster_uid && k->cluster_uid[0]);
     struct stale_claim stale = {0};
     enum found f = ask && left > 0 ? read_claim(c, name, k, nonce, left, ticket, &stale)
@@ -501,7 +519,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
 {
     pthread_mutex_lock(&c->mu);
     c->st.superseded_pod++;
-    wh_claims_held_drop(c, t->nonce);
+    wh_claims_held_drop(c, t->name, t->nonce);
     pthread_mutex_unlock(&c->mu);
     if (!wh_claim_str_ok(t->name) || !wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv)) {
         snprintf(why, why_len,

@@ -73,8 +73,15 @@ void wh_claim_describe_answer(long status, const struct wh_buf *resp, char *out,
  * Takes mu. Out of memory, or a ticket without usable preconditions: the
  * Lease simply expires. */
 void wh_claims_held_add(struct wh_claims *c, struct wh_claim_ticket *t, const char *nonce);
-/* Forget the claim of nonce; with mu held. */
-void wh_claims_held_drop(struct wh_claims *c, const char *nonce);
+/* Forget the claim of Lease name and nonce; with mu held. */
+void wh_claims_held_drop(struct wh_claims *c, const char *name, const char *nonce);
+/* Takes mu: a copy of this replica's claim of Lease name into *out when its
+ * pod is going (release due), else false. */
+bool wh_claims_held_due(struct wh_claims *c, const char *name, struct held *out);
+/* Give back claim h (a copy of its entry; mu not held): DELETE with its
+ * preconditions, at most timeout_ms. True when settled (deleted, or found
+ * gone or changed: 404, 409); then its entry is forgotten. */
+bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms);
 /* One LIST of the claims, deleting the expired ones (claims.c, where the
  * Leases' API path is). */
 void wh_claims_sweep(struct wh_claims *c);

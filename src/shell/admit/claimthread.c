@@ -14,25 +14,27 @@
 
 /* ---- claims held, given back when their pod goes ------------------------ */
 
-static struct held **held_bucket(struct wh_claims *c, const char *nonce)
+/* By Lease name: the claim path looks a name up (wh_claims_held_due), the
+ * pod watch's hook a name and a nonce. */
+static struct held **held_bucket(struct wh_claims *c, const char *name)
 {
-    return &c->held[wh_hash_str(WH_HASH_INIT, nonce) % HELD_BUCKETS];
+    return &c->held[wh_hash_str(WH_HASH_INIT, name) % HELD_BUCKETS];
 }
 
 /* With mu held. */
-static struct held *held_find(struct wh_claims *c, const char *nonce)
+static struct held *held_find(struct wh_claims *c, const char *name, const char *nonce)
 {
-    for (struct held *h = *held_bucket(c, nonce); h; h = h->next)
-        if (!strcmp(h->t.nonce, nonce))
+    for (struct held *h = *held_bucket(c, name); h; h = h->next)
+        if (!strcmp(h->t.name, name) && !strcmp(h->t.nonce, nonce))
             return h;
     return NULL;
 }
 
-/* With mu held: forget the claim of nonce. */
-void wh_claims_held_drop(struct wh_claims *c, const char *nonce)
+/* With mu held: forget the claim of name and nonce. */
+void wh_claims_held_drop(struct wh_claims *c, const char *name, const char *nonce)
 {
-    for (struct held **p = held_bucket(c, nonce); *p; p = &(*p)->next) {
-        if (!strcmp((*p)->t.nonce, nonce)) {
+    for (struct held **p = held_bucket(c, name); *p; p = &(*p)->next) {
+        if (!strcmp((*p)->t.name, name) && !strcmp((*p)->t.nonce, nonce)) {
             struct held *h = *p;
             *p = h->next;
             free(h);
@@ -56,7 +58,7 @@ void wh_claims_held_add(struct wh_claims *c, struct wh_claim_ticket *t, const ch
     h->until_ms = wh_clock_ms() + c->lifetime_s * 1000;
     h->backoff_ms = RELEASE_BACKOFF_FIRST_MS;
     pthread_mutex_lock(&c->mu);
-    struct held **b = held_bucket(c, t->nonce);
+    struct held **b = held_bucket(c, t->name);
     h->next = *b;
     *b = h;
     atomic_fetch_add(&c->n_held, 1);
@@ -95,8 +97,8 @@ void wh_claims_pod_seen(struct wh_claims *c, const struct wh_pod_rec *pod, const
     char name[WH_CLAIMS_NAME_LEN];
     wh_claims_name(pod->ns, pod->cluster, pod->group, replica, pod->worker_id, name);
     pthread_mutex_lock(&c->mu);
-    struct held *h = held_find(c, nonce);
-    if (h && !strcmp(h->t.name, name)) {
+    struct held *h = held_find(c, name, nonce);
+    if (h) {
         if (!gone && !h->pod[0] && strlen(pod->name) < sizeof(h->pod)) {
             snprintf(h->pod, sizeof(h->pod), "%s", pod->name);
         } else if (gone && !h->release && (!h->pod[0] || !strcmp(h->pod, pod->name))) {
@@ -109,12 +111,26 @@ void wh_claims_pod_seen(struct wh_claims *c, const struct wh_pod_rec *pod, const
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Give back one due claim (a copy of its entry, mu not held). True when it
- * is settled: deleted, or found gone or changed (409: made again). */
-static bool give_back(struct wh_claims *c, const struct held *h)
+bool wh_claims_held_due(struct wh_claims *c, const char *name, struct held *out)
+{
+    if (!atomic_load(&c->n_held))
+        return false;
+    bool found = false;
+    pthread_mutex_lock(&c->mu);
+    for (struct held *h = *held_bucket(c, name); h && !found; h = h->next) {
+        if (h->release && !strcmp(h->t.name, name)) {
+            *out = *h;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms)
 {
     bool deleted = false;
-    if (!wh_claim_delete(c, h->t.name, h->t.uid, h->t.rv, ATTEMPT_MAX_MS, &deleted)) {
+    if (!wh_claim_delete(c, h->t.name, h->t.uid, h->t.rv, timeout_ms, &deleted)) {
         pthread_mutex_lock(&c->mu);
         c->st.api_errors++;
         pthread_mutex_unlock(&c->mu);
@@ -123,6 +139,7 @@ static bool give_back(struct wh_claims *c, const struct held *h)
     pthread_mutex_lock(&c->mu);
     if (deleted)
         c->st.released++;
+    wh_claims_held_drop(c, h->t.name, h->t.nonce);
     pthread_mutex_unlock(&c->mu);
     wh_log(WH_LOG_INFO, "claim_released", "lease", WH_F_STR, h->t.name, "pod", WH_F_STR, h->pod,
            "reason", WH_F_STR, "pod_deleted", "deleted", WH_F_BOOL, (int)deleted, (char *)NULL);
@@ -165,27 +182,27 @@ void *wh_claims_thread(void *arg)
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
         long now = wh_clock_ms();
+        struct held due;
+        long next;
+        c->kick = false;
+        /* A due release first: a replacement pod may be waiting for that
+         * id, and a sweep's LIST can take 10 s. */
+        if (held_scan(c, now, &due, &next)) {
+            pthread_mutex_unlock(&c->mu);
+            bool settled = wh_claims_give_back(c, &due, ATTEMPT_MAX_MS);
+            pthread_mutex_lock(&c->mu);
+            struct held *h = held_find(c, due.t.name, due.t.nonce);
+            if (h && !settled) {
+                h->next_try_ms = wh_clock_ms() + h->backoff_ms;
+                h->backoff_ms = h->backoff_ms * 2 < c->sweep_ms ? h->backoff_ms * 2 : c->sweep_ms;
+            }
+            continue;
+        }
         if (now >= next_sweep) {
             pthread_mutex_unlock(&c->mu);
             wh_claims_sweep(c);
             pthread_mutex_lock(&c->mu);
             next_sweep = wh_clock_ms() + c->sweep_ms;
-            continue;
-        }
-        struct held due;
-        long next;
-        c->kick = false;
-        if (held_scan(c, now, &due, &next)) {
-            pthread_mutex_unlock(&c->mu);
-            bool settled = give_back(c, &due);
-            pthread_mutex_lock(&c->mu);
-            struct held *h = held_find(c, due.t.nonce);
-            if (h && settled) {
-                wh_claims_held_drop(c, due.t.nonce);
-            } else if (h) {
-                h->next_try_ms = wh_clock_ms() + h->backoff_ms;
-                h->backoff_ms = h->backoff_ms * 2 < c->sweep_ms ? h->backoff_ms * 2 : c->sweep_ms;
-            }
             continue;
         }
         struct timespec until;
