@@ -37,8 +37,9 @@ struct held {
     long until_ms;    /* the Lease has expired by then (wh_clock_ms) */
     long next_try_ms; /* due from then on, when release is set */
     long backoff_ms;
-    char pod[254]; /* the live pod carrying the nonce (metadata.name), "" until seen */
-    bool release;  /* due: that pod is going */
+    char pod[254];  /* the live pod carrying the nonce (metadata.name), "" until seen */
+    bool release;   /* due: that pod is going */
+    bool ambiguous; /* another pod name came with the nonce: never given back early */
 };
 
 struct wh_claims {

@@ -99,9 +99,15 @@ void wh_claims_pod_seen(struct wh_claims *c, const struct wh_pod_rec *pod, const
     pthread_mutex_lock(&c->mu);
     struct held *h = held_find(c, name, nonce);
     if (h) {
-        if (!gone && !h->pod[0] && strlen(pod->name) < sizeof(h->pod)) {
+        if (h->pod[0] && strcmp(h->pod, pod->name)) {
+            /* A second pod with the nonce: after a relist the copy may be
+             * the one seen first. Which is the claim's is unknown: it
+             * expires. */
+            h->ambiguous = true;
+        } else if (!gone && !h->pod[0] && strlen(pod->name) < sizeof(h->pod)) {
             snprintf(h->pod, sizeof(h->pod), "%s", pod->name);
-        } else if (gone && !h->release && (!h->pod[0] || !strcmp(h->pod, pod->name))) {
+        } else if (gone && h->pod[0] && !h->ambiguous && !h->release) {
+            /* Only a bound claim: its pod seen live first, by name. */
             h->release = true;
             h->next_try_ms = 0;
             c->kick = true;
