@@ -14,24 +14,6 @@
 #include "wh/mem.h"       /* wh_free */
 #include "wh/nodeindex.h" /* wh_nodeindex_* */
 
-const char *wh_node_label(const struct wh_node_rec *node, const char *key)
-{
-    for (size_t i = 0; i < node->n_labels; i++)
-        if (!strcmp(node->keys[i], key))
-            return node->values[i];
-    return NULL;
-}
-
-bool wh_node_has_labels(const struct wh_node_rec *node, const char *const *pairs, size_t n_pairs)
-{
-    for (size_t i = 0; i < n_pairs; i++) {
-        const char *v = wh_node_label(node, pairs[2 * i]);
-        if (!v || strcmp(v, pairs[2 * i + 1]))
-            return false;
-    }
-    return true;
-}
-
 /* docs/internals/reference-behaviour.md §2.4 step 3: the first TPU container
  * with an integer TPU_WORKER_ID decides; an unset one met first makes the
  * record "empty". */

@@ -22,8 +22,8 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint32_t */
 
-#include "wh/err.h"   /* enum wh_err */
-#include "wh/state.h" /* struct wh_node_rec */
+#include "wh/err.h"  /* enum wh_err */
+#include "wh/node.h" /* struct wh_node_rec */
 
 struct wh_nodeindex;
 

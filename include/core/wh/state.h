@@ -16,7 +16,8 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/err.h" /* enum wh_err */
+#include "wh/err.h"  /* enum wh_err */
+#include "wh/node.h" /* wh_node_visit_fn */
 
 struct cJSON;
 
@@ -39,16 +40,8 @@ struct wh_pod_rec {
     long worker_id;
 };
 
-struct wh_node_rec {
-    const char *name;
-    size_t n_labels;
-    const char *const *keys;   /* n_labels label keys */
-    const char *const *values; /* n_labels label values, same order */
-};
-
 /* Return 0 to go on, non-zero to stop the walk early. */
 typedef int (*wh_pod_visit_fn)(void *arg, const struct wh_pod_rec *pod);
-typedef int (*wh_node_visit_fn)(void *arg, const struct wh_node_rec *node);
 
 struct wh_state_ops {
     /* Visit every known worker pod in namespace ns whose ray.io/cluster and
@@ -88,12 +81,6 @@ struct wh_state {
     const struct wh_state_ops *ops;
     const void *impl;
 };
-
-/* Label value of a node record, or NULL. */
-const char *wh_node_label(const struct wh_node_rec *node, const char *key);
-/* Does node carry every one of the n_pairs labels (pairs as each_node_with
- * takes them)? */
-bool wh_node_has_labels(const struct wh_node_rec *node, const char *const *pairs, size_t n_pairs);
 
 /* Fill rec from a Pod object. Strings in rec borrow from pod; rec is valid
  * while pod is. Returns false when pod is not an object. */
