@@ -16,22 +16,13 @@
 #ifndef WH_KUBERAY_H
 #define WH_KUBERAY_H
 
-#include <stdbool.h> /* bool */
-
 #include <cjson/cJSON.h>
 
-#include "wh/err.h" /* enum wh_err */
+#include "wh/err.h"          /* enum wh_err */
+#include "wh/kuberay_opts.h" /* struct wh_kuberay_opts */
 
 /* Most worker pods one render builds (all groups together). */
 #define WH_KUBERAY_MAX_PODS 10000L
-
-struct wh_kuberay_opts {
-    int major, minor; /* KubeRay operator version */
-    /* Feature gate RayMultiHostIndexing: the native index labels. Set by
-     * wh_kuberay_opts_init from the version (on from 1.6, its default). */
-    bool multihost_indexing;
-    const char *cluster_domain; /* NULL means cluster.local */
-};
 
 /* Defaults for KubeRay major.minor. */
 void wh_kuberay_opts_init(struct wh_kuberay_opts *o, int major, int minor);

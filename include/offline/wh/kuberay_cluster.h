@@ -13,8 +13,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/err.h"     /* enum wh_err */
-#include "wh/kuberay.h" /* struct wh_kuberay_opts */
+#include "wh/err.h"          /* enum wh_err */
+#include "wh/kuberay_opts.h" /* struct wh_kuberay_opts */
 
 struct wh_kr_cluster {
     const cJSON *cluster;               /* the RayCluster (borrowed) */
