@@ -316,7 +316,7 @@ static void supersede(struct wh_claims *c, const struct wh_claim_key *k,
     if (!wh_claim_str_ok(t->uid) || !wh_claim_str_ok(t->rv))
         return;
     *api_error = !wh_claim_delete(c, t->name, t->uid, t->rv,
-                                  left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted);
+                                  left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, &deleted, NULL);
     if (!deleted)
         return;
     pthread_mutex_lock(&c->mu);
@@ -355,7 +355,7 @@ static bool gave_back_own(struct wh_claims *c, const char *name, long left, uint
     struct held going;
     if (!wh_claims_held_due(c, name, &going))
         return false;
-    if (wh_claims_give_back(c, &going, left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS))
+    if (wh_claims_give_back(c, &going, left < ATTEMPT_MAX_MS ? left : ATTEMPT_MAX_MS, NULL))
         return true;
     ++*api_errors;
     return false;
@@ -496,7 +496,7 @@ enum wh_claim_outcome wh_claims_take(struct wh_claims *c, const struct wh_claim_
  * seen (not a newer claim of the same name). Returns true when the API
  * server answered (deleted, or someone else did it first). */
 bool wh_claim_delete(struct wh_claims *c, const char *name, const char *uid, const char *rv,
-                     long timeout_ms, bool *deleted)
+                     long timeout_ms, bool *deleted, long *retry_after_ms)
 {
     char path[700], body[400], errbuf[WH_ERRBUF_LEN] = "";
     snprintf(path, sizeof(path), "%s/%s", c->path, name);
@@ -511,6 +511,8 @@ bool wh_claim_delete(struct wh_claims *c, const char *name, const char *uid, con
                                       &resp, &ans, errbuf);
     wh_buf_free(&resp);
     *deleted = !err && (ans.status == 200 || ans.status == 202);
+    if (retry_after_ms)
+        *retry_after_ms = !err && ans.retry_after_s > 0 ? ans.retry_after_s * 1000 : 0;
     return !err && (*deleted || ans.status == 404 || ans.status == 409);
 }
 
@@ -529,7 +531,7 @@ bool wh_claims_release(struct wh_claims *c, const struct wh_claim_ticket *t, cha
         return false;
     }
     bool deleted = false;
-    bool answered = wh_claim_delete(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted);
+    bool answered = wh_claim_delete(c, t->name, t->uid, t->rv, ATTEMPT_MAX_MS, &deleted, NULL);
     if (!deleted)
         snprintf(why, why_len, "%s",
                  answered ? "the Lease had changed or was gone"
@@ -631,7 +633,7 @@ void wh_claims_sweep(struct wh_claims *c)
             !wh_claim_str_ok(rv))
             continue;
         bool deleted = false;
-        if (!wh_claim_delete(c, name, uid, rv, c->budget_ms, &deleted))
+        if (!wh_claim_delete(c, name, uid, rv, c->budget_ms, &deleted, NULL))
             api_errors++;
         if (deleted) {
             swept++;

@@ -62,9 +62,10 @@ struct wh_claims {
 
 /* DELETE Lease name with uid + resourceVersion preconditions (the object
  * that was seen, not a newer claim of the same name). True when the API
- * server answered (*deleted: it was deleted; 404 and 409 answer too). */
+ * server answered (*deleted: it was deleted; 404 and 409 answer too).
+ * *retry_after_ms (when not NULL): the answer's Retry-After, else 0. */
 bool wh_claim_delete(struct wh_claims *c, const char *name, const char *uid, const char *rv,
-                     long timeout_ms, bool *deleted);
+                     long timeout_ms, bool *deleted, long *retry_after_ms);
 /* s is non-empty and fits a path and a JSON text unescaped. */
 bool wh_claim_str_ok(const char *s);
 /* "HTTP <status>: <Status.message>" of an error answer, into out. */
@@ -81,8 +82,10 @@ void wh_claims_held_drop(struct wh_claims *c, const char *name, const char *nonc
 bool wh_claims_held_due(struct wh_claims *c, const char *name, struct held *out);
 /* Give back claim h (a copy of its entry; mu not held): DELETE with its
  * preconditions, at most timeout_ms. True when settled (deleted, or found
- * gone or changed: 404, 409); then its entry is forgotten. */
-bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms);
+ * gone or changed: 404, 409); then its entry is forgotten. Else
+ * *retry_after_ms (when not NULL): the answer's Retry-After, or 0. */
+bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms,
+                         long *retry_after_ms);
 /* One LIST of the claims, deleting the expired ones (claims.c, where the
  * Leases' API path is). */
 void wh_claims_sweep(struct wh_claims *c);

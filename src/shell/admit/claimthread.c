@@ -133,10 +133,11 @@ bool wh_claims_held_due(struct wh_claims *c, const char *name, struct held *out)
     return found;
 }
 
-bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms)
+bool wh_claims_give_back(struct wh_claims *c, const struct held *h, long timeout_ms,
+                         long *retry_after_ms)
 {
     bool deleted = false;
-    if (!wh_claim_delete(c, h->t.name, h->t.uid, h->t.rv, timeout_ms, &deleted)) {
+    if (!wh_claim_delete(c, h->t.name, h->t.uid, h->t.rv, timeout_ms, &deleted, retry_after_ms)) {
         pthread_mutex_lock(&c->mu);
         c->st.api_errors++;
         pthread_mutex_unlock(&c->mu);
@@ -195,11 +196,16 @@ void *wh_claims_thread(void *arg)
          * id, and a sweep's LIST can take 10 s. */
         if (held_scan(c, now, &due, &next)) {
             pthread_mutex_unlock(&c->mu);
-            bool settled = wh_claims_give_back(c, &due, ATTEMPT_MAX_MS);
+            long retry_after = 0;
+            bool settled = wh_claims_give_back(c, &due, ATTEMPT_MAX_MS, &retry_after);
             pthread_mutex_lock(&c->mu);
             struct held *h = held_find(c, due.t.name, due.t.nonce);
             if (h && !settled) {
-                h->next_try_ms = wh_clock_ms() + h->backoff_ms;
+                /* A throttling or failing API server is asked again only
+                 * after its Retry-After (past the claim's end: it expires,
+                 * held_scan drops it), else after the doubling back-off. */
+                long wait = retry_after > h->backoff_ms ? retry_after : h->backoff_ms;
+                h->next_try_ms = wh_clock_ms() + wait;
                 h->backoff_ms = h->backoff_ms * 2 < c->sweep_ms ? h->backoff_ms * 2 : c->sweep_ms;
             }
             continue;
