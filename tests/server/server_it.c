@@ -1093,6 +1093,20 @@ static void case_cert_renew_kubelet(void)
 /* States case_sigterm waits for; a bound against a hang, not a timing. */
 #define SIGTERM_WAIT_S 30.0
 
+/* Read from ssl into in (NUL-terminated) until a blank line ends a header
+ * block, the peer closes, or in is full. */
+static void tls_read_head(SSL *ssl, char *in, size_t cap)
+{
+    size_t got = 0;
+    while (got + 1 < cap && !memmem(in, got, "\r\n\r\n", 4)) {
+        int r = SSL_read(ssl, in + got, (int)(cap - 1 - got));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    in[got] = '\0';
+}
+
 static void case_sigterm(void)
 {
     char *extra[] = {"--shutdown-timeout=5s", NULL};
@@ -1128,26 +1142,12 @@ static void case_sigterm(void)
                       "Expect: 100-continue\r\nContent-Length: %zu\r\n\r\n",
                       plen);
     CHECK(SSL_write(held.ssl, head, hl) == hl, "held request: header block");
-    size_t got = 0;
-    while (got + 1 < sizeof(in) && !memmem(in, got, "\r\n\r\n", 4)) {
-        int r = SSL_read(held.ssl, in + got, (int)(sizeof(in) - 1 - got));
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    in[got] = '\0';
+    tls_read_head(held.ssl, in, sizeof(in));
     CHECK(strstr(in, " 100 "), "held request: no 100 Continue (%.80s)", in);
     kill(server_pid, SIGTERM);
     wait_for_log("\"event\":\"shutting_down\"", SIGTERM_WAIT_S);
     CHECK(SSL_write(held.ssl, pod, (int)plen) == (int)plen, "held request: body");
-    got = 0;
-    while (got + 1 < sizeof(in) && !memmem(in, got, "\r\n\r\n", 4)) {
-        int r = SSL_read(held.ssl, in + got, (int)(sizeof(in) - 1 - got));
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    in[got] = '\0';
+    tls_read_head(held.ssl, in, sizeof(in));
     bool held_ok = !strncmp(in, "HTTP/1.1 200 ", 13);
     CHECK(held_ok, "request in flight at SIGTERM: %.80s", in);
     tls_close(&held);
