@@ -8,7 +8,6 @@
  * which makes a second review of a mutated pod patch-free (D6). */
 #include "wh/mutate.h"
 
-#include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strstr */
 
@@ -19,10 +18,11 @@
 #include "wh/legacy.h"   /* wh_legacy_choose */
 #include "wh/names.h"    /* wh_names_* */
 #include "wh/patch.h"    /* wh_patch_add_*, wh_env_* */
+#include "wh/pipeline.h" /* struct wh_tpu_pod, wh_tpu_pod_* */
 #include "wh/podspec.h"  /* labels, env lookup */
-#include "wh/topology.h" /* wh_topology */
+#include "wh/topology.h" /* wh_topology_* */
 #include "wh/text.h"     /* wh_text */
-#include "wh/tpuenv.h" /* wh_tpu_containers, wh_host_ports, wh_port_list, wh_kuberay_dns_warning */
+#include "wh/tpuenv.h"   /* wh_tpu_worker_id, wh_host_ports, wh_port_list, wh_kuberay_dns_warning */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -30,92 +30,19 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 #define DEVICE_PLUGIN_ADDR "$(TPU_DEVICE_PLUGIN_HOST_IP):" STRINGIFY(WH_DEVICE_PLUGIN_PORT)
 
-struct pod_ctx {
-    const cJSON *pod, *spec, *labels, *selector;
-    const char *ns, *name, *cluster, *group;
-    const char *topology; /* the slice topology string (annotation wins, D3) */
-    struct wh_topology topo;
-    long chips_per_host, n_hosts;
-    bool tpu7x;
-    struct wh_tpu_containers tc;
-    const struct wh_tpu_container *tpu; /* tc.items */
-    unsigned n_tpu;
-    long replica, host;
-    bool legacy; /* indices not from native labels */
-    char headless[320];
-    char tpu_name[320];
-    struct wh_decision *d;
-};
-
-/* "Pod ns/name" for messages; generateName when the name is not set yet. */
-static void describe(const struct pod_ctx *c, char *out, size_t n)
+static enum wh_err check_identity(struct wh_tpu_pod *c)
 {
-    snprintf(out, n, "Pod \"%s/%s\"", c->ns, c->name);
-}
-
-/* Denies the pod: "Pod "ns/name" (RayCluster "c", worker group "g")" and the
- * rest of the message from fmt. */
-static enum wh_err deny_pod(struct pod_ctx *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static enum wh_err deny_pod(struct pod_ctx *c, const char *fmt, ...)
-{
-    char who[400];
-    describe(c, who, sizeof(who));
-    struct wh_buf text;
-    wh_buf_init(&text, (size_t)-1 / 2); /* wh_decision_deny cuts a long message */
-    enum wh_err err = wh_buf_addf(&text, "%s (RayCluster \"%s\", worker group \"%s\")", who,
-                                  c->cluster, c->group);
-    if (!err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err = wh_buf_vaddf(&text, fmt, ap);
-        va_end(ap);
-    }
-    if (!err)
-        err = wh_decision_deny(c->d, "%s", text.ptr);
-    wh_buf_free(&text);
-    return err;
-}
-
-/* ---- gate checks -------------------------------------------------------- */
-
-/* The decision's verdict is the only one: a step that denied the pod has
- * cleared d->allowed (wh_decision_deny), and the steps after it are skipped. */
-static bool denied(const struct pod_ctx *c)
-{
-    return !c->d->allowed;
-}
-
-static enum wh_err collect_tpu_containers(struct pod_ctx *c, const cJSON *containers)
-{
-    char errbuf[WH_ERRBUF_LEN], who[400];
-    enum wh_err err = wh_tpu_containers_collect(containers, &c->tc, errbuf);
-    if (err == WH_ERR_INVALID) {
-        describe(c, who, sizeof(who));
-        return wh_decision_deny(c->d, "%s: %s", who, errbuf);
-    }
-    c->tpu = c->tc.items;
-    c->n_tpu = c->tc.n;
-    c->chips_per_host = c->tc.chips;
-    return err;
-}
-
-static enum wh_err check_identity(struct pod_ctx *c)
-{
-    char who[400];
-    if (!*c->cluster || !*c->group)
-        describe(c, who, sizeof(who)); /* only for the denials: printf */
     if (!*c->cluster)
         return wh_decision_deny(c->d,
                                 "%s requests google.com/tpu but has no label \"%s\"; TPU worker pods "
                                 "must be created by KubeRay, which sets it to the RayCluster name",
-                                who, WH_LABEL_CLUSTER);
+                                c->who, WH_LABEL_CLUSTER);
     if (!*c->group)
         return wh_decision_deny(c->d,
                                 "%s (RayCluster \"%s\") requests google.com/tpu but has no label \"%s\"; "
                                 "TPU worker pods must be created by KubeRay, which sets it to the "
                                 "worker group name",
-                                who, c->cluster, WH_LABEL_GROUP);
+                                c->who, c->cluster, WH_LABEL_GROUP);
     /* The KubeRay path's topology rule (wh_slice_topology): the slice
      * annotation wins when present, even empty, and no topology is a
      * denial. The workload path (wh_wl_read_topology, workload_topology.c)
@@ -129,55 +56,58 @@ static enum wh_err check_identity(struct pod_ctx *c)
     bool from_ann;
     c->topology = wh_slice_topology(c->pod, c->spec, &from_ann);
     if (!c->topology || !*c->topology)
-        return deny_pod(c,
-                        " requests google.com/tpu but %s; set "
-                        "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
-                        "template",
-                        from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
-                                 : "has no TPU topology",
-                        WH_SEL_TOPOLOGY);
+        return wh_decision_deny(
+            c->d,
+            "%s (RayCluster \"%s\", worker group \"%s\") requests "
+            "google.com/tpu but %s; set "
+            "spec.nodeSelector[\"%s\"] (for example \"2x2x2\" or \"4x4\") in the worker group "
+            "template",
+            c->who, c->cluster, c->group,
+            from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
+                     : "has no TPU topology",
+            WH_SEL_TOPOLOGY);
     char errbuf[WH_ERRBUF_LEN];
     if (wh_topology_parse(c->topology, &c->topo, errbuf))
-        return deny_pod(c,
-                        ": %s %s: %s; use the form "
-                        "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
-                        from_ann ? "annotation" : "spec.nodeSelector",
-                        from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
-    c->n_hosts = wh_topology_hosts(&c->topo, c->chips_per_host);
+        return wh_tpu_pod_deny(c,
+                               "%s %s: %s; use the form "
+                               "AxB or AxBxC, for example \"2x2x2\" or \"4x4\"",
+                               from_ann ? "annotation" : "spec.nodeSelector",
+                               from_ann ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
+    c->n_hosts = wh_topology_hosts(&c->topo, c->tc.chips);
     if (c->n_hosts > MAX_HOSTS)
-        return deny_pod(c,
-                        ": topology %s with %ld "
-                        "chips per pod gives %ld hosts; at most %ld hosts per slice are "
-                        "supported; request more google.com/tpu per pod",
-                        c->topology, c->chips_per_host, c->n_hosts, MAX_HOSTS);
+        return wh_tpu_pod_deny(c,
+                               "topology %s with %ld "
+                               "chips per pod gives %ld hosts; at most %ld hosts per slice are "
+                               "supported; request more google.com/tpu per pod",
+                               c->topology, c->tc.chips, c->n_hosts, MAX_HOSTS);
     return WH_OK;
 }
 
 /* ---- indices ------------------------------------------------------------ */
 
-static enum wh_err native_indices(struct pod_ctx *c)
+static enum wh_err native_indices(struct wh_tpu_pod *c)
 {
     static const char *const keys[2] = {WH_LABEL_REPLICA_INDEX, WH_LABEL_HOST_INDEX};
     long v[2];
     for (int i = 0; i < 2; i++) {
         const char *s = wh_json_str(c->labels, keys[i]);
         if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
-            return deny_pod(c,
-                            ": label \"%s\" is "
-                            "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
-                            "remove it to let the webhook assign one",
-                            keys[i], s ? s : "(not a string)", i ? "host" : "replica");
+            return wh_tpu_pod_deny(c,
+                                   "label \"%s\" is "
+                                   "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
+                                   "remove it to let the webhook assign one",
+                                   keys[i], s ? s : "(not a string)", i ? "host" : "replica");
         }
     }
     if (v[1] >= c->n_hosts) {
-        return deny_pod(c,
-                        ": label \"%s\" is %ld but "
-                        "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
-                        "numOfHosts of the worker group",
-                        WH_LABEL_HOST_INDEX, v[1], c->topology, c->chips_per_host, c->n_hosts,
-                        c->n_hosts - 1);
+        return wh_tpu_pod_deny(c,
+                               "label \"%s\" is %ld but "
+                               "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
+                               "numOfHosts of the worker group",
+                               WH_LABEL_HOST_INDEX, v[1], c->topology, c->tc.chips, c->n_hosts,
+                               c->n_hosts - 1);
     }
-    c->replica = v[0];
+    c->slice = v[0];
     c->host = v[1];
     return WH_OK;
 }
@@ -189,7 +119,7 @@ static enum wh_err native_indices(struct pod_ctx *c)
  * evidence: a user value is kept, docs/internals/reference-behaviour.md
  * §2.7.6); a single-host pod's host is always 0, and its TPU_WORKER_ID must
  * be set. */
-static bool reuse_indices(struct pod_ctx *c)
+static bool reuse_indices(struct wh_tpu_pod *c)
 {
     const char *label = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
     size_t gl = strlen(c->group);
@@ -206,43 +136,44 @@ static bool reuse_indices(struct pod_ctx *c)
             return false;
     } else {
         struct wh_env_lookup lk;
-        wh_env_lookup(wh_json_get(c->tpu[0].obj, "env"), "TPU_WORKER_ID", &lk);
+        wh_env_lookup(wh_json_get(c->tc.items[0].obj, "env"), "TPU_WORKER_ID", &lk);
         if (!lk.exists)
             return false;
     }
-    c->replica = r;
+    c->slice = r;
     c->host = h;
     return true;
 }
 
-static enum wh_err legacy_indices(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
+static enum wh_err legacy_indices(struct wh_tpu_pod *c, const struct wh_state *st, char *errbuf)
 {
     if (reuse_indices(c))
         return WH_OK;
     const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
     if (why) {
         c->d->state_unavailable = true;
-        return deny_pod(c,
-                        " needs a TPU worker id "
-                        "assigned from the pods that already exist, but %s; the pod is not "
-                        "created now and KubeRay will retry",
-                        why);
+        return wh_decision_deny(c->d,
+                                "%s (RayCluster \"%s\", worker group \"%s\") needs a TPU "
+                                "worker id "
+                                "assigned from the pods that already exist, but %s; the pod is not "
+                                "created now and KubeRay will retry",
+                                c->who, c->cluster, c->group, why);
     }
     struct wh_legacy_group g = {.ns = c->ns,
                                 .cluster = c->cluster,
                                 .group = c->group,
                                 .n_hosts = c->n_hosts,
                                 .tpu7x = c->tpu7x};
-    enum wh_err err = wh_legacy_choose(st, &g, c->d, &c->replica, &c->host, errbuf);
+    enum wh_err err = wh_legacy_choose(st, &g, c->d, &c->slice, &c->host, errbuf);
     if (err)
         return err;
     if (c->host < 0) {
-        return deny_pod(c,
-                        ": replica %ld already has "
-                        "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
-                        "delete the replica's pods (or the RayCluster) to let KubeRay "
-                        "re-create them",
-                        c->replica);
+        return wh_tpu_pod_deny(c,
+                               "replica %ld already has "
+                               "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
+                               "delete the replica's pods (or the RayCluster) to let KubeRay "
+                               "re-create them",
+                               c->slice);
     }
     c->d->assigned = true;
     return wh_legacy_claim_nonce(st, c->pod, c->d); /* the claim standing for them */
@@ -262,7 +193,7 @@ static const char *num(char out[static 24], long v)
 /* "<group>-<r>-<h>.<headless>" for h in 0..n-1, joined by ','. Written with
  * plain appends: for the largest slices this runs for every pod and printf
  * would dominate the review. */
-static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
+static enum wh_err host_list(const struct wh_tpu_pod *c, struct wh_buf *b)
 {
     /* The prefix is as long as the group name: a fixed array cut it, and
      * snprintf's would-be length then read past the array (fuzz_review,
@@ -274,7 +205,7 @@ static enum wh_err host_list(const struct pod_ctx *c, struct wh_buf *b)
     if (!err)
         err = wh_buf_addc(&prefix, '-');
     if (!err)
-        err = wh_buf_add(&prefix, num(replica, c->replica));
+        err = wh_buf_add(&prefix, num(replica, c->slice));
     if (!err)
         err = wh_buf_addc(&prefix, '-');
     /* ".<headless>" after the host's number, as one more copy. */
@@ -340,7 +271,7 @@ struct shared_values {
 /* One TPU container's env operations, in the order of
  * docs/internals/reference-behaviour.md §2.7.2. */
 struct env_step {
-    struct pod_ctx *c;
+    struct wh_tpu_pod *c;
     struct shared_values *sv;
     unsigned ci;      /* index among TPU containers */
     const cJSON *env; /* the container's env as sent */
@@ -372,7 +303,7 @@ static bool wants(const struct env_step *st, enum wh_env_var var, bool placehold
  * (docs/internals/reference-behaviour.md §2.7.4). */
 static enum wh_err megascale_env(struct env_step *st)
 {
-    const struct pod_ctx *c = st->c;
+    const struct wh_tpu_pod *c = st->c;
     bool multislice;
     env_value(st->env, "MEGASCALE_NUM_SLICES", &multislice);
     if (!multislice)
@@ -384,7 +315,7 @@ static enum wh_err megascale_env(struct env_step *st)
     wh_text_add(&t, "-0-0.");
     wh_text_add(&t, c->headless);
     wh_text_add(&t, c->tpu7x ? ":8081" : "");
-    enum wh_err err = put_num(st, WH_ENV_MEGASCALE_SLICE_ID, c->replica);
+    enum wh_err err = put_num(st, WH_ENV_MEGASCALE_SLICE_ID, c->slice);
     if (!err)
         err = put(st, WH_ENV_MEGASCALE_COORDINATOR_ADDRESS, coordinator);
     if (!err)
@@ -398,7 +329,7 @@ static enum wh_err megascale_env(struct env_step *st)
  * user's non-localhost list wins. */
 static enum wh_err peer_env(struct env_step *st)
 {
-    const struct pod_ctx *c = st->c;
+    const struct wh_tpu_pod *c = st->c;
     bool multi = c->n_hosts > 1;
     enum wh_err err = WH_OK;
     st->hostnames = "localhost";
@@ -411,7 +342,7 @@ static enum wh_err peer_env(struct env_step *st)
             st->hostnames = cur;
         }
     }
-    if (err || !c->tpu7x || (!multi && c->n_tpu < 2))
+    if (err || !c->tpu7x || (!multi && c->tc.n < 2))
         return err;
     /* One JAX process per TPU container; a single-host multi-container pod
      * needs the addresses too, or its processes cannot rendezvous. */
@@ -438,7 +369,7 @@ static enum wh_err keep_text(struct wh_decision *d, struct wh_buf *b, const char
  * D3); skipped when the user set TORCH_TPU_TOPOLOGY (its verb keeps it). */
 static enum wh_err torch_env(struct env_step *st)
 {
-    struct pod_ctx *c = st->c;
+    struct wh_tpu_pod *c = st->c;
     if (!wants(st, WH_ENV_TORCH_TPU_TOPOLOGY, false))
         return WH_OK;
     /* Addresses per host: the chips of the slice over the hosts of the list
@@ -447,21 +378,20 @@ static enum wh_err torch_env(struct env_step *st)
     long per_host = c->topo.chips / hosts * (c->tpu7x ? 2 : 1);
     if (per_host == 0 || per_host * hosts > MAX_TORCH_ADDRESSES) {
         if (per_host == 0)
-            return deny_pod(c,
-                            ": container "
-                            "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
-                            "has only %ld chips, so TorchTPU would get no address; list "
-                            "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
-                            "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU "
-                            "injection",
-                            wh_json_str0(c->tpu[st->ci].obj, "name"), hosts, c->topology,
-                            c->topo.chips, c->n_hosts);
-        return deny_pod(c,
-                        ": "
-                        "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
-                        "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
-                        "TorchTPU injection",
-                        c->topology, MAX_TORCH_ADDRESSES);
+            return wh_tpu_pod_deny(c,
+                                   "container "
+                                   "\"%s\" sets TPU_WORKER_HOSTNAMES to %ld hosts but topology %s "
+                                   "has only %ld chips, so TorchTPU would get no address; list "
+                                   "the slice's %ld hosts, or unset TPU_WORKER_HOSTNAMES, or set "
+                                   "TORCH_TPU_TOPOLOGY in the container to skip TorchTPU "
+                                   "injection",
+                                   wh_json_str0(c->tc.items[st->ci].obj, "name"), hosts,
+                                   c->topology, c->topo.chips, c->n_hosts);
+        return wh_tpu_pod_deny(c,
+                               "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have more "
+                               "than %ld entries; set TORCH_TPU_TOPOLOGY in the container to skip "
+                               "TorchTPU injection",
+                               c->topology, MAX_TORCH_ADDRESSES);
     }
     bool too_many; /* checked above */
     const char *addrs;
@@ -481,8 +411,8 @@ static enum wh_err torch_env(struct env_step *st)
  * TPU_NAME and the device plugin's variables (§2.7.7). */
 static enum wh_err identity_env(struct env_step *st)
 {
-    const struct pod_ctx *c = st->c;
-    long expected = wh_tpu_worker_id(c->host, c->n_tpu, st->ci, c->tpu7x);
+    const struct wh_tpu_pod *c = st->c;
+    long expected = wh_tpu_worker_id(c->host, c->tc.n, st->ci, c->tpu7x);
     char exp_s[24], def_s[24];
     num(exp_s, expected);
     num(def_s, st->ci);
@@ -502,16 +432,16 @@ static enum wh_err identity_env(struct env_step *st)
     return err;
 }
 
-static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, unsigned ci)
+static enum wh_err container_env(struct wh_tpu_pod *c, struct shared_values *sv, unsigned ci)
 {
-    struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tpu[ci].obj, "env")};
-    wh_env_writer_init(&st.w, c->d, c->tpu[ci].index, st.env);
+    struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tc.items[ci].obj, "env")};
+    wh_env_writer_init(&st.w, c->d, c->tc.items[ci].index, st.env);
     enum wh_err err = megascale_env(&st);
     if (!err)
         err = peer_env(&st);
     if (!err)
         err = torch_env(&st);
-    if (!err && !denied(c))
+    if (!err && !wh_tpu_pod_denied(c))
         err = identity_env(&st);
     return err;
 }
@@ -519,7 +449,7 @@ static enum wh_err container_env(struct pod_ctx *c, struct shared_values *sv, un
 /* ---- pod-level operations --------------------------------------------- */
 
 /* path: "/spec/<field>" */
-static enum wh_err set_if_different(struct pod_ctx *c, const char *path, const char *value)
+static enum wh_err set_if_different(struct wh_tpu_pod *c, const char *path, const char *value)
 {
     const char *cur = wh_json_str(c->spec, path + sizeof("/spec/") - 1);
     if (cur && !strcmp(cur, value))
@@ -527,7 +457,7 @@ static enum wh_err set_if_different(struct pod_ctx *c, const char *path, const c
     return wh_patch_add_string(c->d, "add", path, value);
 }
 
-static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
+static enum wh_err pod_ops(struct wh_tpu_pod *c, const struct wh_state *st, char *errbuf)
 {
     /* Selector label of the replica (docs/internals/reference-behaviour.md §2.6);
      * the fallback key needs the pod to carry the legacy label itself
@@ -538,13 +468,13 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *e
     bool want_label = c->legacy || (c->n_hosts > 1 && !by_name);
     struct wh_group_names names = {.cluster = c->cluster,
                                    .group = c->group,
-                                   .replica = c->replica,
+                                   .replica = c->slice,
                                    .host = c->host,
                                    .label = want_label,
                                    .multi_host = c->n_hosts > 1};
     char why[1024];
     if (!wh_names_group_ok(&names, why, sizeof(why)))
-        return deny_pod(c, ": %s", why); /* a name the API server refuses */
+        return wh_tpu_pod_deny(c, "%s", why); /* a name the API server refuses */
     enum wh_err err = WH_OK;
     if (want_label) {
         const char *cur = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
@@ -560,7 +490,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *e
     wh_text_init(&ht, hostname, sizeof(hostname));
     wh_text_add(&ht, c->group);
     wh_text_add(&ht, "-");
-    wh_text_addl(&ht, c->replica);
+    wh_text_addl(&ht, c->slice);
     wh_text_add(&ht, "-");
     wh_text_addl(&ht, c->host);
     err = set_if_different(c, "/spec/hostname", hostname);
@@ -579,13 +509,13 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *e
     if (wh_meta_has_annotation(c->pod, WH_ANN_SLICE_TOPOLOGY) &&
         !wh_managed(c->labels, annotations)) {
         struct wh_subslice_index idx;
-        err = wh_subslice_find(st, c->selector, c->n_hosts, &idx, errbuf);
+        err = wh_subslice_find(st, wh_json_get(c->spec, "nodeSelector"), c->n_hosts, &idx, errbuf);
         if (err)
             return err;
         if (idx.n_nodes && !idx.key) {
-            return deny_pod(
+            return wh_tpu_pod_deny(
                 c,
-                ": schedule pod for subslice on %zu possible nodes not possible: could not find "
+                "schedule pod for subslice on %zu possible nodes not possible: could not find "
                 "affinity rule to schedule %ld hosts; no host, subblock, block or node pool of the "
                 "matching TPU nodes has exactly %ld nodes, so choose a subslice topology "
                 "(annotation %s) that fits one",
@@ -609,7 +539,7 @@ static enum wh_err pod_ops(struct pod_ctx *c, const struct wh_state *st, char *e
 
 /* ---- entry -------------------------------------------------------------- */
 
-static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
+static enum wh_err build_shared(struct wh_tpu_pod *c, struct shared_values *sv)
 {
     /* Every value is part of the patch: none may pass its limit, and the
      * operations stop at it (patch.h), so work and memory stay bounded. */
@@ -623,7 +553,7 @@ static enum wh_err build_shared(struct pod_ctx *c, struct shared_values *sv)
     if (!err && c->n_hosts > 1)
         err = keep_text(c->d, &hosts, &sv->hostnames);
     if (!err && c->tpu7x)
-        err = wh_host_ports(sv->hostnames ? sv->hostnames : "localhost", (long)c->n_tpu, &procs,
+        err = wh_host_ports(sv->hostnames ? sv->hostnames : "localhost", (long)c->tc.n, &procs,
                             &too_many);
     if (!err && too_many)
         err = WH_ERR_TOOBIG; /* more addresses than any patch can carry */
@@ -648,93 +578,70 @@ static size_t digits(long v)
 /* About the patch a pod would need (the env values dominate): sizes the
  * patch's text once, and is shown in the denial after writing stopped at
  * WH_PATCH_MAX_BYTES. */
-static size_t patch_estimate(const struct pod_ctx *c)
+static size_t patch_estimate(const struct wh_tpu_pod *c)
 {
-    size_t entry = strlen(c->group) + digits(c->replica) + digits(c->n_hosts) +
-                   strlen(c->headless) + 4;
+    size_t entry = strlen(c->group) + digits(c->slice) + digits(c->n_hosts) + strlen(c->headless) +
+                   4;
     size_t hosts = (size_t)c->n_hosts, per_container = 400;
     if (hosts > 1)
         per_container += hosts * entry;
     if (hosts > 1 && c->tpu7x)
-        per_container += hosts * c->n_tpu * (entry + 5);
+        per_container += hosts * c->tc.n * (entry + 5);
     per_container += (size_t)c->topo.chips * (c->tpu7x ? 2 : 1) * (hosts > 1 ? entry + 5 : 15);
-    return per_container * c->n_tpu;
+    return per_container * c->tc.n;
 }
 
 /* Issue 10: a 1.9 KB review (TPU7x 16x32x64, 8 one-chip containers) asked for
  * a 46 MB patch that no API server stores. */
-static enum wh_err deny_patch_too_big(struct pod_ctx *c)
+static enum wh_err deny_patch_too_big(struct wh_tpu_pod *c)
 {
     size_t estimate = patch_estimate(c);
     /* The pod's own long values, or their escapes, in an operation that
      * measured its need (patch.h); a value that could not be built within
      * the patch's room (wh_port_list_get) measured none. */
     if (estimate <= WH_PATCH_MAX_BYTES && c->d->patch_need)
-        return deny_pod(c,
-                        ": the mutation patch is %zu bytes or more, over the %zu-byte limit of "
-                        "what the API server can store (etcd keeps objects under 1.5 MiB); "
-                        "shorten the names and values it repeats",
-                        c->d->patch_need, WH_PATCH_MAX_BYTES);
-    return deny_pod(c,
-                    ": the mutation patch would be "
-                    "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
-                    "over the %zu-byte limit of what the API server can store (etcd keeps "
-                    "objects under 1.5 MiB); give each pod one TPU container with all of "
-                    "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
-                    "TorchTPU injection",
-                    estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1, c->topology,
-                    c->n_hosts, c->n_tpu, WH_PATCH_MAX_BYTES);
+        return wh_tpu_pod_deny(c,
+                               "the mutation patch is %zu bytes or more, over the %zu-byte limit of "
+                               "what the API server can store (etcd keeps objects under 1.5 MiB); "
+                               "shorten the names and values it repeats",
+                               c->d->patch_need, WH_PATCH_MAX_BYTES);
+    return wh_tpu_pod_deny(c,
+                           "the mutation patch would be "
+                           "about %zu bytes (topology %s: %ld hosts; TPU containers per pod: %u), "
+                           "over the %zu-byte limit of what the API server can store (etcd keeps "
+                           "objects under 1.5 MiB); give each pod one TPU container with all of "
+                           "its host's chips, or set TORCH_TPU_TOPOLOGY in the containers to skip "
+                           "TorchTPU injection",
+                           estimate > WH_PATCH_MAX_BYTES ? estimate : WH_PATCH_MAX_BYTES + 1,
+                           c->topology, c->n_hosts, c->tc.n, WH_PATCH_MAX_BYTES);
 }
 
-/* Issue 10: a second entry of a variable the webhook sets hid the injected
- * value (the kubelet uses the last entry). Deny before any work. */
-static enum wh_err check_env_duplicates(struct pod_ctx *c)
+static enum wh_err mutate(struct wh_tpu_pod *c, const struct wh_state *st, char *errbuf)
 {
-    for (unsigned i = 0; i < c->n_tpu; i++) {
-        int first, second;
-        const char *name = wh_env_duplicate(wh_json_get(c->tpu[i].obj, "env"), &first, &second);
-        if (!name)
-            continue;
-        return deny_pod(c,
-                        ": container \"%s\" "
-                        "sets %s twice (spec.containers[%d].env[%d] and env[%d]); the "
-                        "kubelet uses the last one and the webhook edits one of them, so "
-                        "the value the container gets is ambiguous; keep one %s entry",
-                        wh_json_str0(c->tpu[i].obj, "name"), name, c->tpu[i].index, first, second,
-                        name);
-    }
-    return WH_OK;
-}
-
-static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *errbuf)
-{
-    char who[400];
     const cJSON *containers = wh_json_get(c->spec, "containers");
     if (!containers || cJSON_IsNull(containers) || !cJSON_IsArray(containers)) {
-        describe(c, who, sizeof(who));
         return wh_decision_deny(c->d,
                                 "%s: spec.containers is %s; a pod needs a list of containers "
                                 "(Container path not specified)",
-                                who,
+                                c->who,
                                 containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
     }
-    enum wh_err err = collect_tpu_containers(c, containers);
-    if (err || denied(c) || c->n_tpu == 0)
+    enum wh_err err = wh_tpu_pod_collect(c, containers);
+    if (err || wh_tpu_pod_denied(c) || c->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
-    c->d->n_tpu_containers = c->n_tpu;
-    if ((err = check_identity(c)) || denied(c))
+    if ((err = check_identity(c)) || wh_tpu_pod_denied(c))
         return err;
-    if ((err = check_env_duplicates(c)) || denied(c))
+    if ((err = wh_tpu_pod_env_duplicates(c)) || wh_tpu_pod_denied(c))
         return err;
     c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
     c->legacy = !(wh_json_has(c->labels, WH_LABEL_REPLICA_INDEX) &&
                   wh_json_has(c->labels, WH_LABEL_HOST_INDEX));
     err = c->legacy ? legacy_indices(c, st, errbuf) : native_indices(c);
-    if (err || denied(c))
+    if (err || wh_tpu_pod_denied(c))
         return err;
-    c->d->replica = c->replica;
+    c->d->replica = c->slice;
     c->d->host = c->host;
-    c->d->worker_id = wh_tpu_worker_id(c->host, c->n_tpu, 0, c->tpu7x);
+    c->d->worker_id = wh_tpu_worker_id(c->host, c->tc.n, 0, c->tpu7x);
     c->d->n_hosts = c->n_hosts;
     struct wh_text t;
     wh_text_init(&t, c->headless, sizeof(c->headless));
@@ -743,7 +650,7 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
     wh_text_init(&t, c->tpu_name, sizeof(c->tpu_name));
     wh_text_add(&t, c->group);
     wh_text_add(&t, "-");
-    wh_text_addl(&t, c->replica);
+    wh_text_addl(&t, c->slice);
 
     struct shared_values sv = {0};
     wh_port_list_init(&sv.torch_addrs);
@@ -753,11 +660,11 @@ static enum wh_err mutate(struct pod_ctx *c, const struct wh_state *st, char *er
         err = wh_patch_reserve(c->d, estimate + estimate / 4 + 1024);
     if (!err)
         err = pod_ops(c, st, errbuf);
-    for (unsigned i = 0; !err && !denied(c) && i < c->n_tpu; i++)
+    for (unsigned i = 0; !err && !wh_tpu_pod_denied(c) && i < c->tc.n; i++)
         err = container_env(c, &sv, i);
-    if (!err && !denied(c) && c->d->bad_name) /* the guard of the patch writers (patch.h) */
-        err = deny_pod(c, ": %s", c->d->bad_name);
-    if (!err && !denied(c)) /* warned, not denied (tpuenv.h) */
+    if (!err)
+        err = wh_tpu_pod_bad_name(c);
+    if (!err && !wh_tpu_pod_denied(c)) /* warned, not denied (tpuenv.h) */
         err = wh_kuberay_dns_warning(c->d, c->spec, c->n_hosts);
     wh_port_list_free(&sv.torch_addrs);
     if (err == WH_ERR_TOOBIG)
@@ -774,25 +681,17 @@ enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
     const cJSON *pod = wh_review_object(rv);
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
-    const cJSON *meta = wh_json_get(pod, "metadata");
-    struct pod_ctx c = {
-        .pod = pod,
-        .spec = wh_json_get(pod, "spec"),
-        .labels = wh_json_get(meta, "labels"),
-        .d = d,
-    };
-    c.selector = wh_json_get(c.spec, "nodeSelector");
+    struct wh_tpu_pod c;
+    wh_tpu_pod_init(&c, pod, WH_WL_KUBERAY, d);
     c.ns = in->ns;
     /* The pod's own name or generateName, not in->name, which falls back to
-     * request.name: messages name the pod as its metadata does. */
-    c.name = in->object_name;
+     * request.name: messages name the pod as its metadata does. Cut as the
+     * reference-compatible messages always were (400 bytes). */
+    c.pod_name = in->object_name;
+    snprintf(c.who, 400, "Pod \"%s/%s\"", c.ns, c.pod_name);
     c.cluster = in->cluster;
     c.group = in->group;
     enum wh_err err = mutate(&c, st, errbuf);
-    wh_tpu_containers_free(&c.tc);
-    if (err) {
-        wh_buf_free(&d->patch);
-        d->n_ops = 0;
-    }
+    wh_tpu_pod_free(&c, err);
     return err;
 }

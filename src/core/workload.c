@@ -19,18 +19,19 @@
 #include "wh/megascale.h"         /* wh_megascale_joined_slices */
 #include "wh/mutate.h"            /* wh_mutate_pod */
 #include "wh/patch.h"             /* wh_patch_reserve */
-#include "wh/podspec.h"           /* wh_meta_*, wh_env_duplicate, wh_env_lookup */
-#include "wh/tpuenv.h"            /* wh_tpu_containers_*, wh_port_list_* */
+#include "wh/pipeline.h"          /* wh_tpu_pod_* */
+#include "wh/podspec.h"           /* wh_meta_*, wh_env_lookup */
+#include "wh/tpuenv.h"            /* wh_tpu_worker_id */
 #include "wh/workload_env.h"      /* wh_wl_one_world, wh_wl_container_env */
 #include "wh/workload_identity.h" /* wh_wl_single_host, wh_wl_indexed_job, wh_wl_jobset, wh_wl_lws */
-#include "wh/workload_pod.h"      /* struct wh_wl, wh_wl_*, wh_wl_classify */
+#include "wh/workload_pod.h"      /* struct wh_tpu_pod, wh_wl_*, wh_wl_classify */
 #include "wh/workload_topology.h" /* wh_wl_read_topology */
 
 /* About the patch's size, to size its text once: per TPU container the
  * host list, TPU7x's process addresses and the TorchTPU addresses (one per
  * chip, two on TPU7x, each about a host list entry and a port), a quarter
  * more for the rest. */
-static size_t patch_estimate(const struct wh_wl *w)
+static size_t patch_estimate(const struct wh_tpu_pod *w)
 {
     size_t hosts = wh_buf_len(&w->hosts), mult = w->tpu7x ? 2 : 1;
     size_t entry = hosts / (size_t)(w->n_hosts > 0 ? w->n_hosts : 1) + 6;
@@ -43,7 +44,7 @@ static size_t patch_estimate(const struct wh_wl *w)
  * and nothing when the template's first TPU container carries either
  * (docs/workloads.md); a multi-host LWS pod with TPU_WORKER_ID but no
  * TPU_WORKER_HOSTNAMES is one LWS skipped, and it has no peers. */
-static enum wh_err lws_identity_skipped(struct wh_wl *w)
+static enum wh_err lws_identity_skipped(struct wh_tpu_pod *w)
 {
     const cJSON *env = wh_json_get(w->tc.items[0].obj, "env");
     struct wh_env_lookup id, hosts;
@@ -52,15 +53,15 @@ static enum wh_err lws_identity_skipped(struct wh_wl *w)
     if (id.first_index < 0 || hosts.first_index >= 0)
         return WH_OK;
     const char *wi = wh_meta_label(w->pod, WH_KEY_LWS_WORKER_INDEX);
-    return wh_wl_deny(w,
-                      "container \"%s\" (spec.containers[%d]) of its LeaderWorkerSet's "
-                      "%s sets TPU_WORKER_ID (env[%d]), so LWS injected none of "
-                      "TPU_WORKER_HOSTNAMES, TPU_NAME, TPU_PROCESS_ADDRESSES, TPU_PROCESS_PORT "
-                      "and this pod of a %ld-host slice has no peers; remove it: LWS sets the "
-                      "TPU identity of each pod only when the template carries neither",
-                      wh_json_str0(w->tc.items[0].obj, "name"), w->tc.items[0].index,
-                      wi && !strcmp(wi, "0") ? "leaderTemplate" : "workerTemplate", id.first_index,
-                      w->n_hosts);
+    return wh_tpu_pod_deny(w,
+                           "container \"%s\" (spec.containers[%d]) of its LeaderWorkerSet's "
+                           "%s sets TPU_WORKER_ID (env[%d]), so LWS injected none of "
+                           "TPU_WORKER_HOSTNAMES, TPU_NAME, TPU_PROCESS_ADDRESSES, TPU_PROCESS_PORT "
+                           "and this pod of a %ld-host slice has no peers; remove it: LWS sets the "
+                           "TPU identity of each pod only when the template carries neither",
+                           wh_json_str0(w->tc.items[0].obj, "name"), w->tc.items[0].index,
+                           wi && !strcmp(wi, "0") ? "leaderTemplate" : "workerTemplate",
+                           id.first_index, w->n_hosts);
 }
 
 /* One identity per slice (docs/workloads.md): a single-host identity in a
@@ -70,7 +71,7 @@ static enum wh_err lws_identity_skipped(struct wh_wl *w)
  * slices MEGASCALE joins (megascale.h, as world_of in workload_env.c: 1 on
  * an Indexed Job or LWS, whose n_slices is 1), so single-host slices
  * without MEGASCALE, whose names are all localhost, are not judged. */
-static enum wh_err one_identity(struct wh_wl *w)
+static enum wh_err one_identity(struct wh_tpu_pod *w)
 {
     for (unsigned i = 0; i < w->tc.n; i++) {
         struct wh_identity_check ic = {.hosts = w->n_hosts,
@@ -80,70 +81,48 @@ static enum wh_err one_identity(struct wh_wl *w)
         struct wh_identity_problem ip[2];
         int n = wh_identity_conflicts(wh_json_get(w->tc.items[i].obj, "env"), &ic, ip);
         if (n)
-            return wh_wl_deny(w, "container \"%s\" (spec.containers[%d]) %s%s%s",
-                              wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index,
-                              ip[0].text, n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
+            return wh_tpu_pod_deny(w, "container \"%s\" (spec.containers[%d]) %s%s%s",
+                                   wh_json_str0(w->tc.items[i].obj, "name"), w->tc.items[i].index,
+                                   ip[0].text, n > 1 ? "; it also " : "", n > 1 ? ip[1].text : "");
     }
     if (w->kind == WH_WL_LWS && w->n_hosts > 1) {
         WH_TRY(lws_identity_skipped(w));
-        if (wh_wl_denied(w))
+        if (wh_tpu_pod_denied(w))
             return WH_OK;
     }
     char dns[640]; /* names that resolve */
     long world = w->n_hosts * wh_megascale_joined_slices(wh_json_get(w->spec, "containers"),
                                                          w->n_slices, w->megascale);
     if (wh_hostnet_dns_conflict(w->spec, "spec", world, WH_DNS_NAMES_WORKLOAD, dns, sizeof(dns)))
-        return wh_wl_deny(w, "%s", dns);
+        return wh_tpu_pod_deny(w, "%s", dns);
     return wh_wl_one_world(w);
 }
 
-/* Issue 10: the kubelet uses the last entry of a name, the lookup the first. */
-static enum wh_err env_duplicates(struct wh_wl *w)
-{
-    for (unsigned i = 0; i < w->tc.n; i++) {
-        int first, second;
-        const char *name = wh_env_duplicate(wh_json_get(w->tc.items[i].obj, "env"), &first, &second);
-        if (name)
-            return wh_wl_deny(w,
-                              "container \"%s\" sets %s twice (spec.containers[%d].env[%d] "
-                              "and env[%d]); the kubelet uses the last one and the webhook "
-                              "edits one of them, so the value the container gets is "
-                              "ambiguous; keep one %s entry",
-                              wh_json_str0(w->tc.items[i].obj, "name"), name, w->tc.items[i].index,
-                              first, second, name);
-    }
-    return WH_OK;
-}
-
-static enum wh_err decide(struct wh_wl *w, const struct wh_state *st, char *errbuf)
+static enum wh_err decide(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
 {
     bool skipped = false;
     const cJSON *containers = wh_json_get(w->spec, "containers");
     if (!cJSON_IsArray(containers))
         return WH_OK; /* no containers: nothing to inject (the API server refuses it) */
-    char why[WH_ERRBUF_LEN];
-    enum wh_err err = wh_tpu_containers_collect(containers, &w->tc, why);
-    if (err == WH_ERR_INVALID)
-        return wh_wl_deny(w, "%s", why);
-    if (err || w->tc.n == 0)
+    enum wh_err err = wh_tpu_pod_collect(w, containers);
+    if (err || wh_tpu_pod_denied(w) || w->tc.n == 0)
         return err; /* no TPU: admitted unchanged */
-    w->d->n_tpu_containers = w->tc.n;
-    if ((err = env_duplicates(w)) || wh_wl_denied(w))
+    if ((err = wh_tpu_pod_env_duplicates(w)) || wh_tpu_pod_denied(w))
         return err;
-    if ((err = wh_wl_read_topology(w, st, &skipped, errbuf)) || wh_wl_denied(w) || skipped)
+    if ((err = wh_wl_read_topology(w, st, &skipped, errbuf)) || wh_tpu_pod_denied(w) || skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
-        return wh_wl_deny(w,
-                          "the pod's TPU containers request %ld google.com/tpu in all, which "
-                          "does not divide the %ld chips of topology %s (%s); request a "
-                          "divisor of %ld chips per pod",
-                          w->tc.chips, w->topo.chips, w->topology, w->topo_from, w->topo.chips);
+        return wh_tpu_pod_deny(w,
+                               "the pod's TPU containers request %ld google.com/tpu in all, which "
+                               "does not divide the %ld chips of topology %s (%s); request a "
+                               "divisor of %ld chips per pod",
+                               w->tc.chips, w->topo.chips, w->topology, w->topo_from, w->topo.chips);
     w->n_hosts = w->topo.chips / w->tc.chips;
     if (w->n_hosts > WH_MAX_HOSTS)
-        return wh_wl_deny(w,
-                          "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
-                          "are supported; request more google.com/tpu per pod",
-                          w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
+        return wh_tpu_pod_deny(w,
+                               "topology %s with %ld chips per pod gives %ld hosts; at most %ld "
+                               "are supported; request more google.com/tpu per pod",
+                               w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
     w->n_slices = 1;
     switch (w->kind) {
     case WH_WL_LWS: err = wh_wl_lws(w, &skipped); break;
@@ -161,24 +140,22 @@ static enum wh_err decide(struct wh_wl *w, const struct wh_state *st, char *errb
         err = wh_wl_single_host(w);
         break;
     }
-    if (err || wh_wl_denied(w) || skipped)
+    if (err || wh_tpu_pod_denied(w) || skipped)
         return err;
     if (!*w->slice_master)
         snprintf(w->slice_master, sizeof(w->slice_master), "%s", w->master);
-    if ((err = one_identity(w)) || wh_wl_denied(w))
+    if ((err = one_identity(w)) || wh_tpu_pod_denied(w))
         return err;
     w->d->host = w->host;
     w->d->n_hosts = w->n_hosts;
     w->d->replica = w->slice;
     w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
     err = wh_patch_reserve(w->d, patch_estimate(w));
-    for (unsigned i = 0; i < w->tc.n && !err && !wh_wl_denied(w); i++) {
+    for (unsigned i = 0; i < w->tc.n && !err && !wh_tpu_pod_denied(w); i++) {
         err = wh_wl_container_env(w, i);
     }
-    /* The guard the KubeRay path has too: only names the API server accepts
-     * (checked as the operations are written, patch.h). */
-    if (!err && !wh_wl_denied(w) && w->d->bad_name)
-        err = wh_wl_deny(w, "%s", w->d->bad_name);
+    if (!err)
+        err = wh_tpu_pod_bad_name(w);
     return err;
 }
 
@@ -191,36 +168,26 @@ enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state
         return WH_OK; /* only creation is mutated */
     if (!cJSON_IsObject(pod))
         return wh_decision_deny(d, "request.object is not a Pod object; send the Pod being created");
-    struct wh_wl w = {.pod = pod, .spec = wh_json_get(pod, "spec"), .d = d};
-    w.kind = wh_wl_classify(pod);
-    if (w.kind == WH_WL_KUBERAY)
+    enum wh_workload_kind kind = wh_wl_classify(pod);
+    if (kind == WH_WL_KUBERAY)
         return wh_mutate_pod(rv, st, d, errbuf);
     const char *optout = wh_meta_label(pod, WH_LABEL_INJECT);
     if (optout && !strcmp(optout, "disabled"))
         return WH_OK;
+    struct wh_tpu_pod w;
+    wh_tpu_pod_init(&w, pod, kind, d);
     w.ns = in->ns;
     w.pod_name = in->object_name; /* as wh_mutate_pod's */
     wh_wl_describe(&w);
-    /* Every value is part of the patch, which stops at its limit (patch.h). */
-    wh_buf_init(&w.hosts, WH_PATCH_MAX_BYTES);
-    wh_port_list_init(&w.proc_addrs);
-    wh_port_list_init(&w.torch_addrs);
     enum wh_err err = decide(&w, st, errbuf);
     if (err == WH_ERR_TOOBIG)
-        err = wh_wl_deny(&w,
-                         "the mutation patch for topology %s (%ld hosts; TPU containers "
-                         "per pod: %u) would pass the %zu-byte limit of what the API server can "
-                         "store (etcd keeps objects under 1.5 MiB); set "
-                         "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
-                         "pod one TPU container",
-                         w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
-    wh_buf_free(&w.hosts);
-    wh_port_list_free(&w.proc_addrs);
-    wh_port_list_free(&w.torch_addrs);
-    wh_tpu_containers_free(&w.tc);
-    if (err) {
-        wh_buf_free(&d->patch);
-        d->n_ops = 0;
-    }
+        err = wh_tpu_pod_deny(&w,
+                              "the mutation patch for topology %s (%ld hosts; TPU containers "
+                              "per pod: %u) would pass the %zu-byte limit of what the API server can "
+                              "store (etcd keeps objects under 1.5 MiB); set "
+                              "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
+                              "pod one TPU container",
+                              w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
+    wh_tpu_pod_free(&w, err);
     return err;
 }

@@ -17,7 +17,7 @@
 #include "wh/tpuenv.h"  /* wh_tpu_worker_id, wh_port_list_get */
 
 struct cenv {
-    struct wh_wl *w;
+    struct wh_tpu_pod *w;
     unsigned ci;
     const cJSON *env;
     struct wh_env_writer wr;
@@ -46,7 +46,7 @@ static bool wants(const struct cenv *c, enum wh_env_var var)
 
 static enum wh_err identity_env(struct cenv *c)
 {
-    struct wh_wl *w = c->w;
+    struct wh_tpu_pod *w = c->w;
     if (!w->identity)
         return WH_OK;
     enum wh_err err = addl(c, WH_ENV_TPU_WORKER_ID,
@@ -72,7 +72,7 @@ static enum wh_err identity_env(struct cenv *c)
 
 /* The slices a TPU container's MEGASCALE_* joins (megascale.h); the
  * torchrun world (PET_*) is the same set of slices. */
-static enum wh_ms_world world_of(const struct wh_wl *w, const cJSON *env, const char **declared)
+static enum wh_ms_world world_of(const struct wh_tpu_pod *w, const cJSON *env, const char **declared)
 {
     *declared = "";
     if (w->kind != WH_WL_JOBSET || !*w->coordinator)
@@ -83,12 +83,12 @@ static enum wh_ms_world world_of(const struct wh_wl *w, const cJSON *env, const 
 /* TPU7x with several TPU containers: each libtpu process binds its own
  * MEGASCALE_PORT in the pod's one network, base + container index as on
  * the KubeRay path (docs/internals/reference-behaviour.md §2.7.4). */
-static bool per_container_ports(const struct wh_wl *w)
+static bool per_container_ports(const struct wh_tpu_pod *w)
 {
     return w->tpu7x && w->tc.n > 1;
 }
 
-static long megascale_port(const struct wh_wl *w, unsigned ci)
+static long megascale_port(const struct wh_tpu_pod *w, unsigned ci)
 {
     return wh_megascale_port(wh_json_get(w->tc.items[ci].obj, "env"), (long)ci);
 }
@@ -98,7 +98,7 @@ static long megascale_port(const struct wh_wl *w, unsigned ci)
  * with a value; a declared empty MEGASCALE_NUM_SLICES turns them off. */
 static enum wh_err megascale_env(struct cenv *c)
 {
-    struct wh_wl *w = c->w;
+    struct wh_tpu_pod *w = c->w;
     const char *declared;
     if (world_of(w, c->env, &declared) == WH_MS_SLICE)
         return WH_OK;
@@ -118,7 +118,7 @@ static enum wh_err megascale_env(struct cenv *c)
 
 static enum wh_err torch_env(struct cenv *c)
 {
-    struct wh_wl *w = c->w;
+    struct wh_tpu_pod *w = c->w;
     char topo[96];
     wh_torch_topology(&w->topo, w->tpu7x, topo, sizeof(topo));
     long per_chip = w->tpu7x ? 2 : 1;
@@ -157,14 +157,14 @@ static enum wh_err torch_env(struct cenv *c)
         err = wh_port_list_get(&w->torch_addrs, w->d, wh_buf_ptr(&w->hosts), per_host,
                                WH_PATCH_MAX_BYTES, &addrs, &too_many);
         if (!err && too_many)
-            err = wh_wl_deny(w,
-                             "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
-                             "more than %ld entries; set it in the container to skip it",
-                             w->topology, WH_MAX_TORCH_ADDRESSES);
+            err = wh_tpu_pod_deny(w,
+                                  "TORCH_TPU_SLICEBUILDER_ADDRESSES for topology %s would have "
+                                  "more than %ld entries; set it in the container to skip it",
+                                  w->topology, WH_MAX_TORCH_ADDRESSES);
         else if (!err)
             err = wh_env_set(&c->wr, "TORCH_TPU_SLICEBUILDER_ADDRESSES", addrs);
     }
-    if (err || wh_wl_denied(w))
+    if (err || wh_tpu_pod_denied(w))
         return err;
     /* torchrun defaults (PET_*). Each TPU container of a multi-container
      * pod is one torchrun node, as it is one TPU worker. Never WORLD_SIZE,
@@ -199,21 +199,22 @@ static enum wh_err torch_env(struct cenv *c)
 /* One world (docs/workloads.md): the slice count MEGASCALE is given is the
  * replicated job's, and the libtpu processes of one pod bind distinct
  * MEGASCALE ports. */
-enum wh_err wh_wl_one_world(struct wh_wl *w)
+enum wh_err wh_wl_one_world(struct wh_tpu_pod *w)
 {
     for (unsigned i = 0; i < w->tc.n; i++) {
         const cJSON *env = wh_json_get(w->tc.items[i].obj, "env");
         const char *declared, *name = wh_json_str0(w->tc.items[i].obj, "name");
         enum wh_ms_world world = world_of(w, env, &declared);
         if (world == WH_MS_CONFLICT)
-            return wh_wl_deny(w,
-                              "container \"%s\" (spec.containers[%d]) sets MEGASCALE_NUM_SLICES "
-                              "\"%.32s\" but replicated job \"%s\" has %ld slices (label %s), so its "
-                              "slices would wait for ones that never join; remove it (the webhook "
-                              "sets %ld), or set it to \"\" for independent slices",
-                              name, w->tc.items[i].index, declared,
-                              wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false), w->n_slices,
-                              WH_KEY_JS_RJOB_REPLICAS, w->n_slices);
+            return wh_tpu_pod_deny(
+                w,
+                "container \"%s\" (spec.containers[%d]) sets MEGASCALE_NUM_SLICES "
+                "\"%.32s\" but replicated job \"%s\" has %ld slices (label %s), so its "
+                "slices would wait for ones that never join; remove it (the webhook "
+                "sets %ld), or set it to \"\" for independent slices",
+                name, w->tc.items[i].index, declared,
+                wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false), w->n_slices,
+                WH_KEY_JS_RJOB_REPLICAS, w->n_slices);
         if (world == WH_MS_SLICE)
             continue;
         /* Every slice of the replicated job is made from one template: a
@@ -224,29 +225,30 @@ enum wh_err wh_wl_one_world(struct wh_wl *w)
         long idn;
         if (wh_megascale_shared_slice_id(env, true, w->n_slices, &id) &&
             !(wh_parse_long(id, &idn) && idn == w->slice))
-            return wh_wl_deny(w,
-                              "container \"%s\" (spec.containers[%d]) sets MEGASCALE_SLICE_ID \"%.32s\" "
-                              "but the %ld slices of replicated job \"%s\" share one template, so "
-                              "they all get that id; remove it (the webhook sets the job index), or "
-                              "set it with a valueFrom",
-                              name, w->tc.items[i].index, id, w->n_slices,
-                              wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false));
+            return wh_tpu_pod_deny(
+                w,
+                "container \"%s\" (spec.containers[%d]) sets MEGASCALE_SLICE_ID \"%.32s\" "
+                "but the %ld slices of replicated job \"%s\" share one template, so "
+                "they all get that id; remove it (the webhook sets the job index), or "
+                "set it with a valueFrom",
+                name, w->tc.items[i].index, id, w->n_slices,
+                wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false));
         const cJSON *other;
         int oi;
         long port;
         if (per_container_ports(w) &&
             wh_megascale_shared_port(wh_json_get(w->spec, "containers"), w->tc.items[i].obj, &other,
                                      &oi, &port))
-            return wh_wl_deny(w,
-                              "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
-                              "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
-                              "%ld + the container's index) or give each its own",
-                              wh_json_str0(other, "name"), name, port, (long)WH_MEGASCALE_PORT);
+            return wh_tpu_pod_deny(w,
+                                   "TPU containers \"%s\" and \"%s\" both use MEGASCALE_PORT %ld in "
+                                   "the pod's one network; remove MEGASCALE_PORT (the webhook gives "
+                                   "%ld + the container's index) or give each its own",
+                                   wh_json_str0(other, "name"), name, port, (long)WH_MEGASCALE_PORT);
     }
     return WH_OK;
 }
 
-enum wh_err wh_wl_container_env(struct wh_wl *w, unsigned ci)
+enum wh_err wh_wl_container_env(struct wh_tpu_pod *w, unsigned ci)
 {
     struct cenv c = {.w = w, .ci = ci, .env = wh_json_get(w->tc.items[ci].obj, "env")};
     wh_env_writer_init(&c.wr, w->d, w->tc.items[ci].index, c.env);

@@ -2,8 +2,7 @@
  * (workload_pod.h). */
 #include "wh/workload_pod.h"
 
-#include <stdarg.h> /* va_list */
-#include <stdio.h>  /* snprintf, vsnprintf */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strlen */
 
 #include "wh/kinds.h"   /* wh_kinds */
@@ -41,7 +40,7 @@ const char *wh_wl_job_name(const cJSON *pod)
     return j && *j ? j : wh_meta_label(pod, WH_KEY_JOB_NAME_OLD);
 }
 
-void wh_wl_describe(struct wh_wl *w)
+void wh_wl_describe(struct wh_tpu_pod *w)
 {
     const char *owner = NULL, *kind = wh_kinds[WH_ROW_POD].kind;
     switch (w->kind) {
@@ -74,26 +73,9 @@ void wh_wl_describe(struct wh_wl *w)
     wh_utf8_trim_cut(w->who, sizeof(w->who)); /* a long namespace */
 }
 
-bool wh_wl_denied(const struct wh_wl *w)
-{
-    return !w->d->allowed;
-}
-
-/* "<who>: <message>". */
-enum wh_err wh_wl_deny(struct wh_wl *w, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    wh_utf8_trim_cut(msg, sizeof(msg));
-    return wh_decision_deny(w->d, "%s: %s", w->who, msg);
-}
-
 /* Admit unchanged: a short warning (what to do) for the user, the full
  * text (who, why, what to do) for the log and the workload's Event. */
-enum wh_err wh_wl_skip(struct wh_wl *w, bool *skipped, enum wh_pod_warning k, const char *why)
+enum wh_err wh_wl_skip(struct wh_tpu_pod *w, bool *skipped, enum wh_pod_warning k, const char *why)
 {
     *skipped = true;
     const char *todo = wh_pod_warnings[k].fix + strlen("no TPU env injected: ");

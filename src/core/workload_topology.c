@@ -45,21 +45,21 @@ enum wh_err wh_pool_tpu_read(const struct wh_state *st, const char *pool, struct
 
 /* Step 3 of docs/workloads.md: a pod that names its node pool but not its
  * accelerator or topology gets them from the pool's TPU nodes. */
-static enum wh_err from_node_pool(struct wh_wl *w, const struct wh_state *st, char *errbuf)
+static enum wh_err from_node_pool(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
 {
     struct wh_pool_tpu pt;
     WH_TRY(wh_pool_tpu_read(st, wh_node_selector(w->spec, WH_KEY_NODEPOOL), &pt, errbuf));
     if (!*w->accel)
         snprintf(w->accel, sizeof(w->accel), "%s", pt.accel);
     if (!*w->topology && *pt.topology) {
-        snprintf(w->topology, sizeof(w->topology), "%s", pt.topology);
+        snprintf(w->topology_buf, sizeof(w->topology_buf), "%s", pt.topology);
         w->topo_from = "the TPU nodes of node pool";
     }
     return WH_OK;
 }
 
 /* The first TPU container's preset TORCH_TPU_TOPOLOGY, "" when none. */
-static const char *preset_topology(const struct wh_wl *w)
+static const char *preset_topology(const struct wh_tpu_pod *w)
 {
     struct wh_env_lookup lk;
     wh_env_lookup(wh_json_get(w->tc.items[0].obj, "env"), "TORCH_TPU_TOPOLOGY", &lk);
@@ -67,7 +67,7 @@ static const char *preset_topology(const struct wh_wl *w)
 }
 
 /* The rule of workload_topology.h. */
-enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st, bool *skipped,
+enum wh_err wh_wl_read_topology(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
                                 char *errbuf)
 {
     const char *t = wh_meta_annotation(w->pod, WH_ANN_SLICE_TOPOLOGY);
@@ -76,7 +76,7 @@ enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st, bool
         t = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
         w->topo_from = "spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]";
     }
-    snprintf(w->topology, sizeof(w->topology), "%s", t ? t : "");
+    snprintf(w->topology_buf, sizeof(w->topology_buf), "%s", t ? t : "");
     const char *a = wh_node_selector(w->spec, WH_SEL_ACCELERATOR);
     snprintf(w->accel, sizeof(w->accel), "%s", a ? a : "");
     enum wh_err err = WH_OK;
@@ -88,8 +88,9 @@ enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st, bool
         return wh_wl_skip(w, skipped, WH_PW_TOPOLOGY_UNKNOWN, "the TPU topology is unknown");
     char why[WH_ERRBUF_LEN];
     if (wh_topology_parse(w->topology, &w->topo, why))
-        return wh_wl_deny(w, "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
-                          w->topo_from, why);
+        return wh_tpu_pod_deny(w,
+                               "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
+                               w->topo_from, why);
     if (*w->accel) {
         /* The generation table's rules (topology.h); a pod of a workload the
          * validating entry did not see is refused here, before it hangs. */
@@ -103,7 +104,7 @@ enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st, bool
         const struct wh_tpu_gen_info *gen;
         struct wh_shape_problem p;
         if (!wh_tpu_shape_check(&shape, &parsed, &gen, &p))
-            return wh_wl_deny(w, "%s", p.text);
+            return wh_tpu_pod_deny(w, "%s", p.text);
         w->tpu7x = gen->devices_per_chip == 2;
         return WH_OK;
     }

@@ -364,16 +364,17 @@ FIRST_LAST = [(0, 0), (1, 3)]
 
 # key -> (source marker(s), [(object, pod indices, parts of the object's
 # denial, part of the pods' denial)]). A marker is text of the deny call in
-# src/core/mutate.c ("k:") or src/core/workload*.c ("w:").
+# the pod path's sources (POD_PATH_FILES): KubeRay's ("k:"), the other
+# kinds' ("w:") or the guards every kind shares ("p:").
 DENIALS = {
-    "env-duplicate": (["k:sets %s twice", "w:sets %s twice"], [
+    "env-duplicate": (["p:sets %s twice"], [
         (obj_of("Job", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice", "keep one"], "twice"),
         (obj_of("JobSet", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice"], "twice"),
         (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice", env=DUP)), [(0, 1)],
          ["TPU_WORKER_ID twice"], "twice"),
         (obj_of("RayCluster", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice"], "twice"),
     ]),
-    "quantity": (["k:\"%s: %s\", who, errbuf", "w:deny(w, \"%s\", why"], [
+    "quantity": (["p:\"%s: %s\", p->who, why"], [
         (obj_of("Job", tm(chips="four")), FIRST_LAST, ["google.com/tpu"], "google.com/tpu"),
         (obj_of("RayCluster", tm(chips="four")), FIRST_LAST, ["google.com/tpu"], "google.com/tpu"),
     ]),
@@ -409,7 +410,7 @@ DENIALS = {
         (obj_of("RayCluster", tm(), n=5), [(0, 4)], ["numOfHosts must be 4, not 5"],
          "has 4 hosts (0..3)"),
     ]),
-    "names": (["k:deny_pod(c, \": %s\", why"], [
+    "names": (["k:deny(c, \"%s\", why"], [
         (obj_of("RayCluster", tm(), group="TPUGroup"), [(0, 0)], ["TPUGroup"], "TPUGroup"),
     ]),
     "peers-beyond-chips": (["k:sets TPU_WORKER_HOSTNAMES to %ld hosts"], [
@@ -485,7 +486,7 @@ POD_ONLY = {
     "k:the mutation patch is %zu bytes": "the patch's size is known once written, not estimated",
     "k:the mutation patch would be": "the patch's size is known once written, not estimated",
     "k:spec.containers is %s": "a pod without a container list: the API server refuses it",
-    "k:c->d->bad_name": "the patch writers' guard; the names are judged by the names rule",
+    "p:p->d->bad_name": "the patch writers' guard; the names are judged by the names rule",
     "k:request.object is not a Pod": "not a pod",
     "w:not a whole number >= 0; it is set by the controller": "controller-set labels",
     "w:label \\\"%s\\\" is missing, so the names": "job-name: set by the Job controller",
@@ -494,29 +495,32 @@ POD_ONLY = {
     "w:no label \\\"%s\\\" and the pod name": "worker-index: set by LWS",
     "w:worker index %ld is outside": "worker-index: set by LWS below the size (size rule)",
     "w:the %ld hosts of the group must reach": "subdomain: set by LWS on every pod",
-    "w:w->d->bad_name": "the patch writers' guard; the names are judged by the names rule",
     "w:request.object is not a Pod": "not a pod",
     "w:the mutation patch for topology": "the patch's size is known once written, not estimated",
 }
 
 
+# The pod path's sources in src/core and the key of their markers.
+POD_PATH_FILES = {"mutate.c": "k", "pipeline.c": "p"}
+
+
 def deny_sites():
     """(file key, call text) of every deny call of the pod path's sources."""
-    files = [("k", "mutate.c")] + [("w", n) for n in sorted(os.listdir(os.path.join(ROOT, "src/core")))
-                                   if n.startswith("workload") and n.endswith(".c")
-                                   and n != "workload_validate.c"]
+    files = sorted(POD_PATH_FILES.items()) + [
+        (n, "w") for n in sorted(os.listdir(os.path.join(ROOT, "src/core")))
+        if n.startswith("workload") and n.endswith(".c") and n != "workload_validate.c"]
     out = []
-    for key, name in files:
+    for name, key in files:
         with open(os.path.join(ROOT, "src/core", name)) as f:
             src = f.read()
-        for m in re.finditer(r"\b(deny|deny_pod|wh_wl_deny|wh_decision_deny)\(\s*[\w&>.-]+\s*,\s*\"", src):
+        for m in re.finditer(r"\b(deny|wh_tpu_pod_deny|wh_decision_deny)\(\s*[\w&>.-]+\s*,\s*\"", src):
             end = re.compile(r"\);[ \t]*(/\*.*)?\n").search(src, m.end()).start()
             # adjacent literals joined, spaces collapsed: markers do not
             # depend on where clang-format breaks a message
             call = re.sub(r"\s+", " ", re.sub(r'"\s*\n\s*"', "", src[m.start():end]))
             if re.search(r"wh_decision_deny\(\w+->d, \"%s(: %s)?\", (w->who, msg|text\.ptr)",
                          src[m.start() - 7:end]):
-                continue  # the helpers deny() and deny_pod() themselves
+                continue  # the helper wh_tpu_pod_deny() itself
             out.append((key, name, src[:m.start()].count("\n") + 1, call))
     return out
 

@@ -6,15 +6,15 @@
 #define WH_WORKLOAD_ENV_H
 
 #include "wh/err.h"          /* enum wh_err */
-#include "wh/workload_pod.h" /* struct wh_wl */
+#include "wh/workload_pod.h" /* struct wh_tpu_pod */
 
 /* Deny (w->d) a declared MEGASCALE_NUM_SLICES that disagrees with the
  * replicated job, a literal MEGASCALE_SLICE_ID shared by several slices, or
  * two TPU7x containers on one MEGASCALE_PORT. Never errs today. */
-WH_NODISCARD enum wh_err wh_wl_one_world(struct wh_wl *w);
+WH_NODISCARD enum wh_err wh_wl_one_world(struct wh_tpu_pod *w);
 /* Append to w->d's patch the operations for TPU container ci (w->tc),
  * after the pod's identity is known; may warn or deny (w->d). Errors only
  * for OOM or a patch over its limit (WH_ERR_TOOBIG). */
-WH_NODISCARD enum wh_err wh_wl_container_env(struct wh_wl *w, unsigned ci);
+WH_NODISCARD enum wh_err wh_wl_container_env(struct wh_tpu_pod *w, unsigned ci);
 
 #endif

@@ -11,13 +11,13 @@
 #include <stdbool.h> /* bool */
 
 #include "wh/err.h"          /* enum wh_err */
-#include "wh/workload_pod.h" /* struct wh_wl */
+#include "wh/workload_pod.h" /* struct wh_tpu_pod */
 
 /* One host: "localhost"; the identity is ours except on LWS pods. */
-WH_NODISCARD enum wh_err wh_wl_single_host(struct wh_wl *w);
-WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_wl *w);
-WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_wl *w);
+WH_NODISCARD enum wh_err wh_wl_single_host(struct wh_tpu_pod *w);
+WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w);
+WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_tpu_pod *w);
 /* Sets *skipped (a warning, admitted unchanged) for LWS subgroups. */
-WH_NODISCARD enum wh_err wh_wl_lws(struct wh_wl *w, bool *skipped);
+WH_NODISCARD enum wh_err wh_wl_lws(struct wh_tpu_pod *w, bool *skipped);
 
 #endif

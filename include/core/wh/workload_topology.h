@@ -7,7 +7,7 @@
 
 #include "wh/err.h"          /* enum wh_err */
 #include "wh/state.h"        /* struct wh_state */
-#include "wh/workload_pod.h" /* struct wh_wl */
+#include "wh/workload_pod.h" /* struct wh_tpu_pod */
 
 /* Fill w->topology, w->accel, w->topo_from, w->topo and w->tpu7x from the
  * pod's annotation and node selectors, and from the node pool's TPU nodes
@@ -17,7 +17,7 @@
  * the node pool's TPU nodes are asked last, and an unknown topology skips the
  * pod (*skipped, admitted unchanged with a warning). A bad shape denies
  * (w->d). Errors only for OOM or a failing state callback (errbuf). */
-WH_NODISCARD enum wh_err wh_wl_read_topology(struct wh_wl *w, const struct wh_state *st,
+WH_NODISCARD enum wh_err wh_wl_read_topology(struct wh_tpu_pod *w, const struct wh_state *st,
                                              bool *skipped, char *errbuf);
 
 /* What the TPU nodes of node pool `pool` say (step 3 of docs/workloads.md):
