@@ -1,7 +1,8 @@
 """What the operator cases (test_kuberay.py, test_workloads.py) add to
 clusterlib: manifests moved into a case's namespace, waiting for a pod set
 to settle at an exact count (scale-downs included), and the webhook's
-mutating configurations taken away for the negative controls."""
+mutating configurations taken away, or changed, for the negative
+controls."""
 
 import contextlib
 import json
@@ -89,4 +90,23 @@ def fails(check, *args):
         check(*args)
     except (AssertionError, KeyError) as e:
         return "%s: %s" % (type(e).__name__, e)
-    raise AssertionError("the stored pods passed the check without the webhook: the check cannot fail")
+    raise AssertionError("%s passed with what it judges taken away (the webhook, or the setting its case "
+                         "shows): the check cannot fail" % getattr(check, "__name__", check))
+
+
+@contextlib.contextmanager
+def configuration_patched(name, patch, in_effect, kind="mutatingwebhookconfiguration"):
+    """The webhook configuration name changed by the JSON patch (a list of
+    RFC 6902 operations) for the body, seen in effect (in_effect() true:
+    the API server's informer lags its store), then given its webhooks
+    back as they were and seen back (in_effect() false)."""
+    saved = cl.get_json(kind, name)["webhooks"]
+    cl.kubectl("patch", kind, name, "--type", "json", "-p", json.dumps(patch))
+    try:
+        cl.wait_for(in_effect, 60, "%s %s patched %s: in effect" % (kind, name, json.dumps(patch)))
+        yield
+    finally:
+        cur = cl.get_json(kind, name)
+        cur["webhooks"] = saved
+        cl.kubectl("replace", "-f", "-", input=json.dumps(cur))
+        cl.wait_for(lambda: not in_effect(), 60, "%s %s as installed again" % (kind, name))

@@ -7,6 +7,7 @@ and pause the shared webhook). Each class works in its own namespace."""
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
+import operators as op  # noqa: E402
 from clusterlib import physics  # noqa: E402
 
 INDEXED_JOB = os.path.join(cl.WORKLOADS, "indexed-job-v6e-4x4.yaml")
@@ -76,27 +78,85 @@ class IndexedJob(ClusterCase):
         self.assertEqual(lists, {",".join("train-v6e-%d.train-v6e" % i for i in range(4))})
 
 
+def lease_names():
+    return {x["metadata"]["name"] for x in cl.get_json("leases", "-n", "ray-system")["items"]}
+
+
+def apply_legacy(ns, name, dry_run):
+    """A legacy KubeRay worker pod applied (a server-side dry run, or for
+    real); what came back, and the Leases of ray-system that exist 2 s
+    after it and not before."""
+    before = lease_names()
+    args = ["apply", "-o", "json", "-f", "-"] + (["--dry-run=server"] if dry_run else [])
+    p = cl.kubectl(*args, input=legacy_worker_pod(name, ns))
+    time.sleep(2)
+    return p.stdout, lease_names() - before
+
+
+def check_dry_run(ns, out, new_leases):
+    """DryRunNoLease's checks: the answer was mutated, no Lease appeared,
+    no pod was stored."""
+    assert '"TPU_WORKER_ID"' in out, "the dry run was not mutated"
+    assert not new_leases, "a dry run left a Lease: %s" % sorted(new_leases)
+    assert cl.pods(ns) == [], "a dry run stored a pod"
+
+
 class DryRunNoLease(ClusterCase):
     """sideEffects NoneOnDryRun is honoured: a server-side dry run of a
     legacy KubeRay worker pod comes back mutated and leaves no Lease; the
     same pod created for real claims one (the control)."""
 
-    def leases(self):
-        return cl.get_json("leases", "-n", "ray-system")["items"]
-
     def test_dry_run(self):
         ns = "cl-dry-run"
         cl.create_namespace(ns)
-        before = len(self.leases())
-        p = cl.kubectl("apply", "--dry-run=server", "-o", "json", "-f", "-",
-                       input=legacy_worker_pod("dry", ns))
-        self.assertIn('"TPU_WORKER_ID"', p.stdout, "the dry run was not mutated")
-        time.sleep(2)
-        self.assertEqual(len(self.leases()), before, "a dry run left a Lease")
-        self.assertEqual(cl.pods(ns), [], "a dry run stored a pod")
+        check_dry_run(ns, *apply_legacy(ns, "dry", dry_run=True))
+        before = lease_names()
         cl.kubectl("apply", "-f", "-", input=legacy_worker_pod("real", ns))
-        cl.wait_for(lambda: len(self.leases()) > before, 30,
+        cl.wait_for(lambda: lease_names() - before, 30,
                     "a Lease for the pod created for real (the control)")
+
+
+class DryRunNoLeaseNotDry(ClusterCase):
+    """DryRunNoLease's negative control: the same pod applied without
+    --dry-run=server (what a webhook that ignored the dry-run flag would
+    do with the dry run) fails its checks on the Lease the claim left
+    within the same 2 s, so the case's wait is long enough to see one."""
+
+    def test_not_dry(self):
+        ns = "cl-dry-run-not-dry"
+        cl.create_namespace(ns)
+        msg = op.fails(check_dry_run, ns, *apply_legacy(ns, "wet", dry_run=False))
+        self.assertIn("left a Lease", msg)
+        print("ok: the check fails: %s" % msg)
+
+
+INJECT = {"tpu-webhook/inject": "enabled"}
+WORKLOAD_MUTATING = "tpu-webhook-workload-mutating-cfg"
+
+
+def check_refused_down(ns, p):
+    """WebhookDown's first check: the create was refused with the API
+    server's "failed calling webhook", and stored nothing."""
+    assert p.returncode != 0, "a TPU pod was admitted with the webhook down"
+    assert "failed calling webhook" in p.stderr, p.stderr
+    assert cl.pods(ns) == [], "a pod was stored"
+
+
+def check_mutated(ns, name):
+    """The pod ns/name was stored mutated (TPU_WORKER_ID)."""
+    assert "TPU_WORKER_ID" in cl.env_names(cl.get_json("pod", name, "-n", ns)), \
+        "pod %s/%s stored without TPU_WORKER_ID" % (ns, name)
+
+
+def create(pod, *args, **kw):
+    """kubectl create of pod (JSON text) with args; the completed process,
+    refused or not."""
+    return cl.kubectl("create", *args, "-f", "-", check=False, input=pod, **kw)
+
+
+def dry_run_admitted(ns):
+    """A labelled TPU pod's server-side dry run in ns is admitted."""
+    return create(cl.tpu_pod("probe", ns, INJECT), "--dry-run=server").returncode == 0
 
 
 class WebhookDown(ClusterCase):
@@ -107,19 +167,64 @@ class WebhookDown(ClusterCase):
     def test_down_then_back(self):
         ns = "cl-webhook-down"
         cl.create_namespace(ns)
-        lab = {"tpu-webhook/inject": "enabled"}
         cl.webhook("stop")
         try:
-            p = cl.kubectl("create", "-f", "-", check=False, input=cl.tpu_pod("p1", ns, lab))
-            self.assertNotEqual(p.returncode, 0, "a TPU pod was admitted with the webhook down")
-            self.assertIn("failed calling webhook", p.stderr)
-            self.assertEqual(cl.pods(ns), [])
+            check_refused_down(ns, create(cl.tpu_pod("p1", ns, INJECT)))
         finally:
             cl.webhook("start")
         cl.wait_webhook_active()
-        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p1", ns, lab))
-        pod = cl.get_json("pod", "p1", "-n", ns)
-        self.assertIn("TPU_WORKER_ID", cl.env_names(pod))
+        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p1", ns, INJECT))
+        check_mutated(ns, "p1")
+
+
+class WebhookDownFailurePolicyIgnore(ClusterCase):
+    """WebhookDown's negative control: the workload webhooks' failurePolicy
+    set to Ignore, the webhook stopped: the TPU pod is admitted, so the
+    case's refusal check fails, and it is stored unmutated, so its
+    mutation check fails too. It is failurePolicy Fail the case shows, not
+    an API server that refuses pods anyway."""
+
+    def test_ignore(self):
+        ns = "cl-webhook-down-ignore"
+        cl.create_namespace(ns)
+        patch = [{"op": "replace", "path": "/webhooks/%d/failurePolicy" % i, "value": "Ignore"}
+                 for i in (0, 1)]
+        cl.webhook("stop")
+        try:
+            with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: dry_run_admitted(ns)):
+                p = create(cl.tpu_pod("p1", ns, INJECT))
+                refused, mutated = op.fails(check_refused_down, ns, p), op.fails(check_mutated, ns, "p1")
+        finally:
+            cl.webhook("start")
+        self.assertIn("admitted with the webhook down", refused)
+        self.assertIn("stored without TPU_WORKER_ID", mutated)
+        print("ok: the refusal check fails: %s\nok: the mutation check fails: %s" % (refused, mutated))
+        cl.wait_webhook_active()
+
+
+def create_timed(ns, name, pause):
+    """A labelled TPU pod created, the webhook paused (SIGSTOP) while it is
+    if pause; the completed kubectl and the seconds it took."""
+    cl.wait_webhook_active()
+    pid = cl.webhook_pid()
+    if pause:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        p = create(cl.tpu_pod(name, ns, INJECT), timeout=90)
+        return p, time.monotonic() - t0
+    finally:
+        if pause:
+            os.kill(pid, signal.SIGCONT)
+
+
+def check_refused_in_time(p, took):
+    """SlowWebhook's checks: refused by the API server for the webhook's
+    timeout, in well under 30 s (timeoutSeconds is 5 in the chart)."""
+    assert p.returncode != 0, "admitted while the webhook was paused"
+    assert "failed calling webhook" in p.stderr, p.stderr
+    assert re.search("deadline exceeded|timeout|Timeout", p.stderr), p.stderr
+    assert took < 30, "refused only after %.1f s (timeoutSeconds is 5)" % took
 
 
 class SlowWebhook(ClusterCase):
@@ -130,24 +235,67 @@ class SlowWebhook(ClusterCase):
     def test_paused(self):
         ns = "cl-slow-webhook"
         cl.create_namespace(ns)
-        lab = {"tpu-webhook/inject": "enabled"}
-        cl.wait_webhook_active()
-        pid = cl.webhook_pid()
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            t0 = time.monotonic()
-            p = cl.kubectl("create", "-f", "-", check=False, timeout=60,
-                           input=cl.tpu_pod("p1", ns, lab))
-            took = time.monotonic() - t0
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        self.assertNotEqual(p.returncode, 0, "admitted while the webhook was paused")
-        self.assertIn("failed calling webhook", p.stderr)
-        self.assertRegex(p.stderr, "deadline exceeded|timeout|Timeout")
-        self.assertLess(took, 30, "refused only after %.1f s (timeoutSeconds is 5)" % took)
+        p, took = create_timed(ns, "p1", pause=True)
+        check_refused_in_time(p, took)
         print("paused webhook: refused after %.1f s" % took)
         cl.wait_webhook_active()
-        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p1", ns, lab))
+        cl.kubectl("create", "-f", "-", input=cl.tpu_pod("p1", ns, INJECT))
+
+
+def timeout_above(ns, secs):
+    """Whether the API server waits more than secs for the paused webhook: a
+    labelled TPU pod's dry run, with kubectl's --request-timeout at secs + 4,
+    refused only after secs (the chart's 5 s answers in about 5)."""
+    pid = cl.webhook_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        create(cl.tpu_pod("probe", ns, INJECT), "--dry-run=server", "--request-timeout=%ds" % (secs + 4))
+        return time.monotonic() - t0 > secs
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+class SlowWebhookControls(ClusterCase):
+    """SlowWebhook's negative controls: its checks fail with the webhook
+    not paused (the pod is admitted: the case's refusal is the pause's) and
+    with the workload webhooks' timeoutSeconds raised to 30, the API
+    server's maximum (the refusal comes only after 30 s: the case's time
+    bound is the chart's timeoutSeconds, not the API server's own limit)."""
+
+    def test_fast_and_long(self):
+        ns = "cl-slow-webhook-controls"
+        cl.create_namespace(ns)
+        msg = op.fails(check_refused_in_time, *create_timed(ns, "fast", pause=False))
+        self.assertIn("admitted while the webhook was paused", msg)
+        print("ok: not paused, the check fails: %s" % msg)
+        patch = [{"op": "replace", "path": "/webhooks/%d/timeoutSeconds" % i, "value": 30} for i in (0, 1)]
+        with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: timeout_above(ns, 10)):
+            p, took = create_timed(ns, "long", pause=True)
+        msg = op.fails(check_refused_in_time, p, took)
+        self.assertIn("refused only after", msg)
+        print("ok: timeoutSeconds 30, the check fails: %s" % msg)
+        cl.wait_webhook_active()
+
+
+def workload_calls():
+    """/mutate-workload requests the webhook answered (its /metrics)."""
+    return cl.metric_sum(cl.metrics(), "tpu_webhook_http_requests_total", path="/mutate-workload")
+
+
+def create_non_tpu(ns):
+    """5 pods without a TPU and a KubeRay head pod (no TPU, not a worker)
+    created in ns; the /mutate-workload calls they made."""
+    before = workload_calls()
+    for i in range(5):
+        cl.kubectl("create", "-f", "-", input=cl.plain_pod("cpu-%d" % i, ns))
+    cl.kubectl("create", "-f", "-", input=cl.plain_pod("head", ns, {
+        "app.kubernetes.io/name": "kuberay", "ray.io/node-type": "head"}))
+    return workload_calls() - before
+
+
+def check_not_sent(calls):
+    assert calls == 0, "pods without a TPU reached /mutate-workload (%d calls)" % calls
 
 
 class NonTpuPodsNotSent(ClusterCase):
@@ -156,21 +304,41 @@ class NonTpuPodsNotSent(ClusterCase):
     reach /mutate-workload (its count in the webhook's /metrics stays), a TPU
     pod does (the control)."""
 
-    def count(self):
-        return cl.metric_sum(cl.metrics(), "tpu_webhook_http_requests_total", path="/mutate-workload")
-
     def test_counted(self):
         ns = "cl-non-tpu"
-        cl.create_namespace(ns, {"tpu-webhook/inject": "enabled"})
-        before = self.count()
-        for i in range(5):
-            cl.kubectl("create", "-f", "-", input=cl.plain_pod("cpu-%d" % i, ns))
-        # A KubeRay head pod (no TPU, not a worker) in the same namespace.
-        cl.kubectl("create", "-f", "-", input=cl.plain_pod("head", ns, {
-            "app.kubernetes.io/name": "kuberay", "ray.io/node-type": "head"}))
-        self.assertEqual(self.count(), before, "a pod without a TPU reached /mutate-workload")
+        cl.create_namespace(ns, INJECT)
+        check_not_sent(create_non_tpu(ns))
+        before = workload_calls()
         cl.kubectl("create", "-f", "-", input=cl.tpu_pod("tpu", ns))
-        self.assertEqual(self.count(), before + 1, "the TPU pod (control) was not counted once")
+        self.assertEqual(workload_calls(), before + 1, "the TPU pod (control) was not counted once")
+
+
+def plain_dry_run_sent(ns):
+    """A pod without a TPU, created with a server-side dry run in ns,
+    reaches /mutate-workload."""
+    before = workload_calls()
+    cl.kubectl("create", "--dry-run=server", "-f", "-", input=cl.plain_pod("probe", ns))
+    return workload_calls() > before
+
+
+class NonTpuPodsNotSentWithoutMatchConditions(ClusterCase):
+    """NonTpuPodsNotSent's negative control: with the matchConditions of
+    the workload mutating webhooks removed, the same pods reach
+    /mutate-workload (counted in the webhook's /metrics; it admits them
+    unchanged), so the case's check fails: the count it reads sees calls,
+    and it is the chart's matchConditions, evaluated by the API server,
+    that keep them away."""
+
+    def test_sent(self):
+        ns = "cl-non-tpu-sent"
+        cl.create_namespace(ns, INJECT)
+        patch = [{"op": "remove", "path": "/webhooks/%d/matchConditions" % i} for i in (0, 1)]
+        with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: plain_dry_run_sent(ns)):
+            calls = create_non_tpu(ns)
+        msg = op.fails(check_not_sent, calls)
+        # The 5 pods; the head is kept away by the objectSelector still.
+        self.assertEqual(calls, 5, msg)
+        print("ok: the check fails: %s" % msg)
 
 
 REINVOKE_SERVER = r'''
@@ -208,6 +376,63 @@ srv.serve_forever()
 '''
 
 
+def other_webhook(case, ns):
+    """Another mutating webhook (REINVOKE_SERVER, TLS on loopback, its own
+    CA) registered for ns's pods, after this one (its configuration's name
+    sorts later), reinvocationPolicy IfNeeded; seen active (a dry-run pod
+    of ns carries its env); removed at the case's clean-up."""
+    d = cl.env()["WH_CLUSTER_DIR"]
+    certs = os.path.join(d, "other-webhook")
+    cl.run(["bash", "-c", '. "$0/tests/cluster/lib/common.sh" && cluster_cert "$1" other 127.0.0.1',
+            cl.REPO, certs])
+    srv = subprocess.Popen([sys.executable, "-c", REINVOKE_SERVER, certs],
+                           stdout=subprocess.PIPE, text=True)
+    case.addCleanup(srv.stdout.close)
+    case.addCleanup(srv.wait)
+    case.addCleanup(srv.terminate)
+    port = int(srv.stdout.readline())
+    with open(os.path.join(certs, "ca.crt"), "rb") as f:
+        ca = f.read()
+    cfg = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "zz-cluster-test-other-webhook"},
+        "webhooks": [{
+            "name": "other.cluster-test.example", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:%d/mutate" % port,
+                             "caBundle": base64.b64encode(ca).decode()},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["pods"], "scope": "Namespaced"}],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": 5,
+            "reinvocationPolicy": "IfNeeded"}]}
+    cl.kubectl("create", "-f", "-", input=json.dumps(cfg))
+    case.addCleanup(cl.kubectl, "delete", "mutatingwebhookconfiguration",
+                    "zz-cluster-test-other-webhook", "--ignore-not-found")
+    cl.wait_for(lambda: "OTHER_WEBHOOK" in create(cl.tpu_pod("probe", ns, INJECT), "--dry-run=server",
+                                                  "-o", "json").stdout,
+                60, "the other webhook's configuration active")
+
+
+def reinvoked_job(ns):
+    """The Indexed Job's stored pods, and the /mutate-workload calls their
+    creation made."""
+    before = workload_calls()
+    pods = run_indexed_job(ns)
+    return pods, workload_calls() - before
+
+
+def check_reinvoked(pods, calls):
+    """Reinvocation's checks: one dense slice, OTHER_WEBHOOK once in each
+    container, and each pod's first call followed by its reinvocation after
+    the other webhook."""
+    physics.check_slices(pods)
+    for p in pods:
+        for c in p["spec"]["containers"]:
+            n = [e["name"] for e in c["env"]].count("OTHER_WEBHOOK")
+            assert n == 1, "OTHER_WEBHOOK %d times in %s" % (n, p["metadata"]["name"])
+    assert calls >= 2 * len(pods), "this webhook was not called again (%d calls for %d pods)" % (calls, len(pods))
+
+
 class Reinvocation(ClusterCase):
     """Another mutating webhook, called after this one (its configuration's
     name sorts later), changes every pod: the API server calls this webhook
@@ -217,48 +442,35 @@ class Reinvocation(ClusterCase):
     def test_other_webhook_after(self):
         ns = "cl-reinvocation"
         cl.create_namespace(ns)
-        d = cl.env()["WH_CLUSTER_DIR"]
-        certs = os.path.join(d, "other-webhook")
-        cl.run(["bash", "-c", '. "$0/tests/cluster/lib/common.sh" && cluster_cert "$1" other 127.0.0.1',
-                cl.REPO, certs])
-        srv = subprocess.Popen([sys.executable, "-c", REINVOKE_SERVER, certs],
-                               stdout=subprocess.PIPE, text=True)
-        self.addCleanup(srv.stdout.close)
-        self.addCleanup(srv.wait)
-        self.addCleanup(srv.terminate)
-        port = int(srv.stdout.readline())
-        with open(os.path.join(certs, "ca.crt"), "rb") as f:
-            ca = f.read()
-        cfg = {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": "zz-cluster-test-other-webhook"},
-            "webhooks": [{
-                "name": "other.cluster-test.example", "admissionReviewVersions": ["v1"],
-                "clientConfig": {"url": "https://127.0.0.1:%d/mutate" % port,
-                                 "caBundle": base64.b64encode(ca).decode()},
-                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                           "resources": ["pods"], "scope": "Namespaced"}],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": 5,
-                "reinvocationPolicy": "IfNeeded"}]}
-        cl.kubectl("create", "-f", "-", input=json.dumps(cfg))
-        self.addCleanup(cl.kubectl, "delete", "mutatingwebhookconfiguration",
-                        "zz-cluster-test-other-webhook", "--ignore-not-found")
-        # Active once a dry-run pod of ns carries both webhooks' env.
-        cl.wait_for(lambda: "OTHER_WEBHOOK" in cl.kubectl(
-            "create", "--dry-run=server", "-o", "json", "-f", "-", check=False,
-            input=cl.tpu_pod("probe", ns, {"tpu-webhook/inject": "enabled"})).stdout,
-            60, "the other webhook's configuration active")
-        before = cl.metric_sum(cl.metrics(), "tpu_webhook_http_requests_total", path="/mutate-workload")
-        pods = run_indexed_job(ns)
-        after = cl.metric_sum(cl.metrics(), "tpu_webhook_http_requests_total", path="/mutate-workload")
-        physics.check_slices(pods)
-        for p in pods:
-            for c in p["spec"]["containers"]:
-                self.assertEqual([e["name"] for e in c["env"]].count("OTHER_WEBHOOK"), 1)
-        # Each pod's first call, and the reinvocation after the other webhook.
-        self.assertGreaterEqual(after - before, 8, "this webhook was not called again (%d calls)"
-                                % (after - before))
+        other_webhook(self, ns)
+        check_reinvoked(*reinvoked_job(ns))
+
+
+def dry_run_calls(ns):
+    """/mutate-workload calls of one labelled TPU pod's server-side dry run
+    in ns."""
+    before = workload_calls()
+    cl.kubectl("create", "--dry-run=server", "-f", "-", input=cl.tpu_pod("probe", ns, INJECT))
+    return workload_calls() - before
+
+
+class ReinvocationNever(ClusterCase):
+    """Reinvocation's negative control: with the workload mutating
+    webhooks' reinvocationPolicy set to Never, the same Indexed Job after
+    the same other webhook makes one call a pod, so the case's check of
+    the reinvocation fails: it is the chart's IfNeeded it sees."""
+
+    def test_never(self):
+        ns = "cl-reinvocation-never"
+        cl.create_namespace(ns)
+        other_webhook(self, ns)
+        patch = [{"op": "replace", "path": "/webhooks/%d/reinvocationPolicy" % i, "value": "Never"}
+                 for i in (0, 1)]
+        with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: dry_run_calls(ns) == 1):
+            pods, calls = reinvoked_job(ns)
+        msg = op.fails(check_reinvoked, pods, calls)
+        self.assertIn("not called again", msg)
+        print("ok: the check fails: %s" % msg)
 
 
 class DeleteWithWebhookDown(ClusterCase):
@@ -356,7 +568,16 @@ def admissions(i):
     return sum(cl.metric_sum(ms, "tpu_webhook_http_requests_total", path=r) for r in ("/mutate", "/mutate-workload"))
 
 
-def renew_twice(case, load):
+def renew_files(d, names):
+    """A renewal as cert-manager's Secret update does it: a new key and
+    serial from the same CA, written over the pair in d (the files the
+    webhook serves); the new serial."""
+    cl.run(["bash", "-c", '. "$0/tests/cluster/lib/common.sh" && cluster_cert "$@"',
+            cl.REPO, d] + names[:1] + names)
+    return file_serial(os.path.join(d, "tls.crt"))
+
+
+def renew_twice(case, load, renew=renew_files):
     """The serving certificate of every replica (one pair of files, as the
     Secret is mounted in every pod) renewed twice, new key and serial, same
     CA, files replaced as the kubelet updates a mounted Secret, while load
@@ -380,9 +601,7 @@ def renew_twice(case, load):
         for _ in range(2):
             time.sleep(3)
             before = [admissions(i) for i in range(len(addrs))]
-            cl.run(["bash", "-c", '. "$0/tests/cluster/lib/common.sh" && cluster_cert "$@"',
-                    cl.REPO, os.path.join(d, "webhook")] + names[:1] + names)
-            new = file_serial(crt)
+            new = renew(os.path.join(d, "webhook"), names)
             case.assertNotIn(new, seen)
             for a in addrs:
                 cl.wait_for(lambda a=a, new=new: served_serial(port, a) == new, 30, "the webhook at %s serving %s" % (a, new))
@@ -413,18 +632,52 @@ class CertRenewal(ClusterCase):
         renew_twice(self, cl.Load(ns, cl.tpu_pod, threads=1))
 
 
+class CertRenewalNotServed(ClusterCase):
+    """CertRenewal's negative control: the renewed pair written beside the
+    files the webhook serves (a Secret update that never reaches the
+    mount), so the webhook keeps serving the old certificate: the case's
+    check of each new serial in the handshakes fails."""
+
+    def test_not_served(self):
+        ns = "cl-cert-renewal-not-served"
+        cl.create_namespace(ns, INJECT)
+        def elsewhere(d, names):
+            return renew_files(d + "-not-served", names)
+        msg = op.fails(renew_twice, self, cl.Load(ns, cl.tpu_pod, threads=1), elsewhere)
+        self.assertRegex(msg, "the webhook at .* serving .*: not after")
+        print("ok: the check fails: %s" % msg)
+
+
+def doctor(ns):
+    """`tpu-webhook doctor -o json -n ns` against the cluster (admin
+    kubeconfig): its exit code (0 or 1) and report."""
+    p = cl.run([cl.env()["WH_WEBHOOK_BINARY"], "doctor", "-o", "json", "-n", ns,
+                "--kubeconfig", cl.env()["KUBECONFIG"]], check=False)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def check_doctor_ok(rc, rep):
+    assert rc == 0 and [s["status"] for s in rep["slices"]] == ["ok"], \
+        "doctor did not find one ok slice (exit %d): %s" % (rc, rep)
+
+
+def check_doctor_duplicate(rc, rep):
+    """Doctor's finding on the broken Job: exit 1, train-v6e broken with
+    duplicate-worker-id."""
+    broken = [s for s in rep["slices"] if s["status"] == "broken"]
+    assert rc == 1 and [s["name"] for s in broken] == ["train-v6e"], \
+        "doctor did not name train-v6e broken (exit %d): %s" % (rc, rep)
+    problems = {pr["problem"] for pr in broken[0]["problems"]}
+    assert "duplicate-worker-id" in problems, "no duplicate-worker-id: %s" % broken[0]
+
+
 class Doctor(ClusterCase):
     """`tpu-webhook doctor` pointed at the cluster (admin kubeconfig) reads
     the stored pods, Nodes and Services: the Indexed Job the webhook
     mutated is ok (exit 0); the same Job not opted in, with a fixed
     TPU_WORKER_ID=0 in its template (every host claims id 0), is named
     broken, with duplicate-worker-id on its pods (exit 1)."""
-
-    def doctor(self, ns):
-        p = cl.run([cl.env()["WH_WEBHOOK_BINARY"], "doctor", "-o", "json", "-n", ns,
-                    "--kubeconfig", cl.env()["KUBECONFIG"]], check=False)
-        self.assertIn(p.returncode, (0, 1), p.stderr)
-        return p.returncode, json.loads(p.stdout)
 
     def test_broken_slice_named(self):
         good, bad = "cl-doctor-ok", "cl-doctor-broken"
@@ -441,15 +694,30 @@ class Doctor(ClusterCase):
         self.assertIn("TPU_WORKER_ID", job)
         cl.kubectl("apply", "-n", bad, "-f", "-", input=job)
         cl.wait_pods(bad, 4, selector="job-name=train-v6e")
-        rc, rep = self.doctor(good)
-        self.assertEqual(rc, 0, rep)
-        self.assertEqual([s["status"] for s in rep["slices"]], ["ok"], rep)
-        rc, rep = self.doctor(bad)
-        self.assertEqual(rc, 1, rep)
-        broken = [s for s in rep["slices"] if s["status"] == "broken"]
-        self.assertEqual([s["name"] for s in broken], ["train-v6e"], rep)
-        problems = {pr["problem"] for pr in broken[0]["problems"]}
-        self.assertIn("duplicate-worker-id", problems, broken[0])
+        check_doctor_ok(*doctor(good))
+        check_doctor_duplicate(*doctor(bad))
+
+
+class DoctorUnregistered(ClusterCase):
+    """Doctor's negative control: with the webhook's mutating
+    configurations deleted, the opted-in Indexed Job's pods are stored
+    without their identity, and doctor does not call that slice ok, nor
+    find the duplicate ids it finds in the broken Job: both of the case's
+    checks fail on it, so the ok is the webhook's mutation and the
+    duplicate the broken template's."""
+
+    def test_unregistered(self):
+        ns = "cl-doctor-unregistered"
+        cl.create_namespace(ns)
+        with op.webhook_unregistered():
+            run_indexed_job(ns)
+        rc, rep = doctor(ns)
+        problems = sorted({pr["problem"] for s in rep["slices"] for pr in s["problems"]})
+        print("doctor on the unmutated Job: exit %d, problems %s" % (rc, problems))
+        ok, dup = op.fails(check_doctor_ok, rc, rep), op.fails(check_doctor_duplicate, rc, rep)
+        self.assertIn("did not find one ok slice", ok)
+        self.assertIn("no duplicate-worker-id", dup)
+        print("ok: the ok check fails: %s\nok: the duplicate check fails: %s" % (ok[:200], dup[:200]))
 
 
 if __name__ == "__main__":
