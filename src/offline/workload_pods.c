@@ -13,6 +13,8 @@
 #include "wh/patch.h"   /* wh_env_entry */
 #include "wh/podspec.h" /* wh_container_tpu, wh_container_requests_tpu */
 
+#include "lws_subgroups.h" /* wh_lws_sg_* */
+
 #define KEY_JOB_INDEX "batch.kubernetes.io/job-completion-index"
 #define LWS "leaderworkerset.sigs.k8s.io/"
 #define JS "jobset.sigs.k8s.io/"
@@ -427,9 +429,9 @@ static enum wh_err jobset(const cJSON *obj, cJSON *out, char *errbuf)
 }
 
 /* The TPU containers of pod as LWS's pod webhook lists them: the regular
- * containers, then the init containers. Counts them into *n; fills out
- * (room for *n) when not NULL. */
-static void lws_tpu_containers(cJSON *pod, cJSON **out, size_t *n)
+ * containers, then the init containers. Returns how many; fills the first
+ * room of them into out. */
+static size_t lws_tpu_containers(cJSON *pod, cJSON **out, size_t room)
 {
     static const char *const lists[2] = {"containers", "initContainers"};
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
@@ -438,12 +440,12 @@ static void lws_tpu_containers(cJSON *pod, cJSON **out, size_t *n)
         cJSON *cs = cJSON_GetObjectItemCaseSensitive(spec, lists[l]);
         for (cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next)
             if (cJSON_IsObject(c) && wh_container_requests_tpu(c)) {
-                if (out)
+                if (k < room)
                     out[k] = c;
                 k++;
             }
     }
-    *n = k;
+    return k;
 }
 
 /* The value of env name in container c, "" when it has none. */
@@ -462,14 +464,54 @@ struct port {
     char dflt[24];
 };
 
+/* LWS's host list of pods first..last of leader's group (0: the leader),
+ * each host once per port, into list and procs (host:port), both
+ * initialized here; the caller frees them. */
+static enum wh_err lws_hosts(struct wh_buf *list, struct wh_buf *procs, const char *leader,
+                             const char *sub, long first, long last, const struct port *ports,
+                             size_t n_ports)
+{
+    wh_buf_init(list, (size_t)1 << 30);
+    wh_buf_init(procs, (size_t)1 << 30);
+    char host[400];
+    enum wh_err err = WH_OK;
+    for (long k = first; k <= last && !err; k++) {
+        if (k == 0)
+            snprintf(host, sizeof(host), "%.253s.%.63s", leader, sub);
+        else
+            snprintf(host, sizeof(host), "%.250s-%ld.%.63s", leader, k, sub);
+        for (size_t c = 0; c < n_ports && !err; c++) {
+            const char *sep = wh_buf_len(list) ? "," : "";
+            err = wh_buf_addf(list, "%s%s", sep, host);
+            if (!err)
+                err = wh_buf_addf(procs, "%s%s:%s", sep, host, ports[c].text);
+        }
+    }
+    return err;
+}
+
+/* LWS's five TPU variables on container c, in its order (each unless c has
+ * an entry of the name). */
+static enum wh_err lws_identity(cJSON *c, const char *hosts, const char *id, const char *leader,
+                                const char *procs, const char *port)
+{
+    enum wh_err err = add_env(c, "TPU_WORKER_HOSTNAMES", hosts, NULL);
+    if (!err)
+        err = add_env(c, "TPU_WORKER_ID", id, NULL);
+    if (!err)
+        err = add_env(c, "TPU_NAME", leader, NULL);
+    if (!err)
+        err = add_env(c, "TPU_PROCESS_ADDRESSES", procs, NULL);
+    return err ? err : add_env(c, "TPU_PROCESS_PORT", port, NULL);
+}
+
 /* LWS's pod webhook: TPU identity for the TPU containers (docs/workloads.md),
  * as LWS v0.9.0's AddTPUVariables writes it: container i of every host is
  * one process on port i, its own TPU_PROCESS_PORT or 8476 + i. */
 static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long worker,
                                bool leader_tpu, const char *sub)
 {
-    size_t n_tpu;
-    lws_tpu_containers(pod, NULL, &n_tpu);
+    size_t n_tpu = lws_tpu_containers(pod, NULL, 0);
     if (!n_tpu)
         return WH_OK;
     cJSON **tpu = calloc(n_tpu, sizeof(*tpu));
@@ -479,7 +521,7 @@ static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long w
         free(ports);
         return WH_ERR_NOMEM;
     }
-    lws_tpu_containers(pod, tpu, &n_tpu);
+    lws_tpu_containers(pod, tpu, n_tpu);
     if (has_env(tpu[0], "TPU_WORKER_HOSTNAMES") || has_env(tpu[0], "TPU_WORKER_ID")) {
         free(tpu);
         free(ports);
@@ -492,39 +534,72 @@ static enum wh_err lws_tpu_env(cJSON *pod, const char *leader, long size, long w
                             : ports[c].dflt;
     }
     struct wh_buf list, procs;
-    wh_buf_init(&list, (size_t)1 << 30);
-    wh_buf_init(&procs, (size_t)1 << 30);
-    char host[400];
-    enum wh_err err = WH_OK;
-    for (long k = leader_tpu ? 0 : 1; k < size && !err; k++) {
-        if (k == 0)
-            snprintf(host, sizeof(host), "%.253s.%.63s", leader, sub);
-        else
-            snprintf(host, sizeof(host), "%.250s-%ld.%.63s", leader, k, sub);
-        for (size_t c = 0; c < n_tpu && !err; c++) {
-            const char *sep = wh_buf_len(&list) ? "," : "";
-            err = wh_buf_addf(&list, "%s%s", sep, host);
-            if (!err)
-                err = wh_buf_addf(&procs, "%s%s:%s", sep, host, ports[c].text);
-        }
-    }
+    enum wh_err err = lws_hosts(&list, &procs, leader, sub, leader_tpu ? 0 : 1, size - 1, ports,
+                                n_tpu);
     for (size_t c = 0; c < n_tpu && !err; c++) {
         char id[32];
         snprintf(id, sizeof(id), "%ld", (worker - (leader_tpu ? 0 : 1)) * (long)n_tpu + (long)c);
-        err = add_env(tpu[c], "TPU_WORKER_HOSTNAMES", wh_buf_ptr(&list), NULL);
-        if (!err)
-            err = add_env(tpu[c], "TPU_WORKER_ID", id, NULL);
-        if (!err)
-            err = add_env(tpu[c], "TPU_NAME", leader, NULL);
-        if (!err)
-            err = add_env(tpu[c], "TPU_PROCESS_ADDRESSES", wh_buf_ptr(&procs), NULL);
-        if (!err)
-            err = add_env(tpu[c], "TPU_PROCESS_PORT", ports[c].text, NULL);
+        err = lws_identity(tpu[c], wh_buf_ptr(&list), id, leader, wh_buf_ptr(&procs), ports[c].text);
     }
     wh_buf_free(&list);
     wh_buf_free(&procs);
     free(tpu);
     free(ports);
+    return err;
+}
+
+/* The controller's subgroup annotations (the policy type on leaders only)
+ * and the pod webhook's subgroup labels on pod w of leader's group. */
+static enum wh_err lws_subgroup_keys(cJSON *pod, const struct wh_lws_sg *sg, long size,
+                                     const char *leader, long w)
+{
+    char v[32], key[64];
+    snprintf(v, sizeof(v), "%ld", sg->size);
+    enum wh_err err = w ? WH_OK : put_annotation(pod, LWS "subgroup-policy-type", sg->type);
+    if (!err)
+        err = put_annotation(pod, LWS "subgroup-size", v);
+    if (!err && sg->excl)
+        err = put_annotation(pod, LWS "subgroup-exclusive-topology", sg->excl);
+    long i = wh_lws_sg_index(sg, size, w);
+    if (err || i < 0)
+        return err;
+    snprintf(v, sizeof(v), "%ld", i);
+    fake_uid(leader, v, key, sizeof(key)); /* LWS: sha1 of "<leader>/<index>" */
+    err = put_label(pod, LWS "subgroup-index", v);
+    return err ? err : put_label(pod, LWS "subgroup-key", key);
+}
+
+/* LWS v0.9.0's TPU identity with subgroups (addTPUVariablesSubGroup): only
+ * the first TPU container, one port, the span of lws_subgroups.h. A
+ * LeaderExcluded leader with TPUs has no subgroup index: LWS's pod webhook
+ * refuses it. */
+static enum wh_err lws_tpu_env_subgroup(cJSON *pod, const struct wh_lws_sg *sg, long size,
+                                        const char *leader, long w, bool leader_tpu,
+                                        const char *sub, char *errbuf)
+{
+    cJSON *c = NULL;
+    if (!lws_tpu_containers(pod, &c, 1) || has_env(c, "TPU_WORKER_HOSTNAMES") ||
+        has_env(c, "TPU_WORKER_ID"))
+        return WH_OK;
+    long i = wh_lws_sg_index(sg, size, w), first, last, id;
+    if (i < 0)
+        return wh_fail(errbuf, WH_ERR_INVALID,
+                       "leader pod %.253s requests google.com/tpu but subGroupPolicyType "
+                       "LeaderExcluded gives it no subgroup: LWS's pod webhook refuses it; "
+                       "set TPU_WORKER_ID and TPU_WORKER_HOSTNAMES in the leaderTemplate or "
+                       "request no TPUs there",
+                       leader);
+    wh_lws_sg_span(sg, w, i, leader_tpu, &first, &last, &id);
+    struct port one = {.text = has_env(c, "TPU_PROCESS_PORT") ? env_value(c, "TPU_PROCESS_PORT")
+                                                              : "8476"};
+    struct wh_buf list, procs;
+    enum wh_err err = lws_hosts(&list, &procs, leader, sub, first, last, &one, 1);
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%ld", id);
+    if (!err)
+        err = lws_identity(c, wh_buf_ptr(&list), ids, leader, wh_buf_ptr(&procs), one.text);
+    wh_buf_free(&list);
+    wh_buf_free(&procs);
     return err;
 }
 
@@ -542,82 +617,105 @@ bool wh_workload_template_requests_tpu(const cJSON *tmpl)
     return false;
 }
 
+/* One LWS group's shape, as every pod of it is built. */
+struct lws_group {
+    const char *name, *ns, *policy; /* the LWS, its namespace, subdomainPolicy */
+    bool unique;                    /* subdomainPolicy UniquePerReplica */
+    bool leader_tpu;                /* the leader template requests TPUs */
+    long size;
+    struct wh_lws_sg sg;
+    char leader[400], key[64], sz[32];
+};
+
+/* Pod w of group g: name, hostname, subdomain, the controllers' labels and
+ * annotations, LWS's pod webhook's labels and variables. */
+static enum wh_err lws_pod(cJSON *pod, const struct lws_group *g, long gi, long w, char *errbuf)
+{
+    char s[400];
+    const char *sub = g->unique ? g->leader : g->name;
+    if (w)
+        snprintf(s, sizeof(s), "%.300s-%ld", g->leader, w);
+    else
+        snprintf(s, sizeof(s), "%s", g->leader);
+    enum wh_err err = put(mapping(pod, "metadata"), "name", s);
+    if (!err)
+        err = put(mapping(pod, "spec"), "hostname", s);
+    if (!err)
+        err = put(mapping(pod, "spec"), "subdomain", sub);
+    if (!err && g->unique)
+        err = put_annotation(pod, LWS "subdomainPolicy", g->policy);
+    if (!err)
+        err = put_label(pod, LWS "name", g->name);
+    snprintf(s, sizeof(s), "%ld", gi);
+    if (!err)
+        err = put_label(pod, LWS "group-index", s);
+    snprintf(s, sizeof(s), "%ld", w);
+    if (!err)
+        err = put_label(pod, LWS "worker-index", s);
+    if (!err)
+        err = put_label(pod, LWS "group-key", g->key);
+    if (!err)
+        err = put_annotation(pod, LWS "size", g->sz);
+    if (!err && w)
+        err = put_annotation(pod, LWS "leader-name", g->leader);
+    if (!err && w && g->leader_tpu)
+        err = put_annotation(pod, LWS "leader-requests-tpus", "true");
+    if (!err && g->sg.size)
+        err = lws_subgroup_keys(pod, &g->sg, g->size, g->leader, w);
+    snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", g->leader, sub, g->ns);
+    if (!err)
+        err = each_container(pod, "LWS_LEADER_ADDRESS", s, NULL);
+    if (!err)
+        err = each_container(pod, "LWS_GROUP_SIZE", g->sz, NULL);
+    snprintf(s, sizeof(s), "%ld", w);
+    if (!err)
+        err = each_container(pod, "LWS_WORKER_INDEX", s, NULL);
+    if (err)
+        return err;
+    return g->sg.size
+               ? lws_tpu_env_subgroup(pod, &g->sg, g->size, g->leader, w, g->leader_tpu, sub, errbuf)
+               : lws_tpu_env(pod, g->leader, g->size, w, g->leader_tpu, sub);
+}
+
 static enum wh_err lws(const cJSON *obj, cJSON *out, char *errbuf)
 {
-    const char *name;
-    WH_TRY(name_of(obj, &name, errbuf));
+    struct lws_group g = {.ns = ns_of(obj)};
+    WH_TRY(name_of(obj, &g.name, errbuf));
     const cJSON *spec = wh_json_get(obj, "spec"), *lwt = wh_json_get(spec, "leaderWorkerTemplate");
-    long replicas, size;
+    long replicas;
     WH_TRY(count(spec, "replicas", "spec", 1, &replicas, errbuf));
-    WH_TRY(count(lwt, "size", "spec.leaderWorkerTemplate", 1, &size, errbuf));
-    if (size < 1)
+    WH_TRY(count(lwt, "size", "spec.leaderWorkerTemplate", 1, &g.size, errbuf));
+    if (g.size < 1)
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "spec.leaderWorkerTemplate.size is 0; it must be "
                        "at least 1");
-    if (replicas * size > WH_WORKLOAD_MAX_PODS)
-        return too_many(replicas * size, errbuf);
+    if (replicas * g.size > WH_WORKLOAD_MAX_PODS)
+        return too_many(replicas * g.size, errbuf);
+    WH_TRY(wh_lws_sg_parse(obj, g.size, &g.sg, errbuf));
     const cJSON *wt = wh_json_get(lwt, "workerTemplate"), *lt = wh_json_get(lwt, "leaderTemplate");
     if (!cJSON_IsObject(lt))
         lt = wt;
-    bool leader_tpu = wh_workload_template_requests_tpu(lt);
+    g.leader_tpu = wh_workload_template_requests_tpu(lt);
     /* LWS's subdomainPolicy (docs/workloads.md, "What each controller puts
      * on a pod"): Shared, the default, is one headless Service named after
      * the LWS; UniquePerReplica is one per group, named after its leader. */
-    const char *policy = wh_json_str(wh_json_get(spec, "networkConfig"), "subdomainPolicy");
-    bool unique = policy && !strcmp(policy, "UniquePerReplica");
-    if (policy && !unique && strcmp(policy, "Shared"))
+    g.policy = wh_json_str(wh_json_get(spec, "networkConfig"), "subdomainPolicy");
+    g.unique = g.policy && !strcmp(g.policy, "UniquePerReplica");
+    if (g.policy && !g.unique && strcmp(g.policy, "Shared"))
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "spec.networkConfig.subdomainPolicy is \"%.64s\"; expected \"Shared\" or "
                        "\"UniquePerReplica\"",
-                       policy);
-    const char *ns = ns_of(obj);
-    char s[400], leader[400], key[64], sz[32];
-    snprintf(sz, sizeof(sz), "%ld", size);
+                       g.policy);
+    snprintf(g.sz, sizeof(g.sz), "%ld", g.size);
     enum wh_err err = WH_OK;
-    for (long g = 0; g < replicas && !err; g++) {
-        snprintf(leader, sizeof(leader), "%.250s-%ld", name, g);
-        fake_uid(ns, leader, key, sizeof(key));
-        for (long w = 0; w < size && !err; w++) {
-            cJSON *pod = pod_from_template(w ? wt : lt, ns);
+    for (long gi = 0; gi < replicas && !err; gi++) {
+        snprintf(g.leader, sizeof(g.leader), "%.250s-%ld", g.name, gi);
+        fake_uid(g.ns, g.leader, g.key, sizeof(g.key));
+        for (long w = 0; w < g.size && !err; w++) {
+            cJSON *pod = pod_from_template(w ? wt : lt, g.ns);
             if (!pod || wh_json_add(out, pod))
                 return WH_ERR_NOMEM;
-            if (w)
-                snprintf(s, sizeof(s), "%.300s-%ld", leader, w);
-            else
-                snprintf(s, sizeof(s), "%s", leader);
-            err = put(mapping(pod, "metadata"), "name", s);
-            if (!err)
-                err = put(mapping(pod, "spec"), "hostname", s);
-            if (!err)
-                err = put(mapping(pod, "spec"), "subdomain", unique ? leader : name);
-            if (!err && unique)
-                err = put_annotation(pod, LWS "subdomainPolicy", policy);
-            if (!err)
-                err = put_label(pod, LWS "name", name);
-            snprintf(s, sizeof(s), "%ld", g);
-            if (!err)
-                err = put_label(pod, LWS "group-index", s);
-            snprintf(s, sizeof(s), "%ld", w);
-            if (!err)
-                err = put_label(pod, LWS "worker-index", s);
-            if (!err)
-                err = put_label(pod, LWS "group-key", key);
-            if (!err)
-                err = put_annotation(pod, LWS "size", sz);
-            if (!err && w)
-                err = put_annotation(pod, LWS "leader-name", leader);
-            if (!err && w && leader_tpu)
-                err = put_annotation(pod, LWS "leader-requests-tpus", "true");
-            snprintf(s, sizeof(s), "%.250s.%.63s.%.63s", leader, unique ? leader : name, ns);
-            if (!err)
-                err = each_container(pod, "LWS_LEADER_ADDRESS", s, NULL);
-            if (!err)
-                err = each_container(pod, "LWS_GROUP_SIZE", sz, NULL);
-            snprintf(s, sizeof(s), "%ld", w);
-            if (!err)
-                err = each_container(pod, "LWS_WORKER_INDEX", s, NULL);
-            if (!err)
-                err = lws_tpu_env(pod, leader, size, w, leader_tpu, unique ? leader : name);
+            err = lws_pod(pod, &g, gi, w, errbuf);
         }
     }
     return err;

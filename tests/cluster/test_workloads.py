@@ -8,6 +8,7 @@ whose entry i is worker i's name, torchrun world = MEGASCALE world,
 distinct ports per pod), and their count must be what the workload asks.
 Each class works in its own namespace."""
 
+import json
 import os
 import sys
 import unittest
@@ -133,6 +134,65 @@ class LeaderWorkerSetUnregistered(WorkloadCase):
             op.apply_obj(lws)
             pods = lws_pods(ns, lws)
         print("ok: the check fails: %s" % op.fails(check_lws, pods))
+
+
+LWS_KEY = "leaderworkerset.sigs.k8s.io/"
+TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME", "TPU_PROCESS_ADDRESSES", "TPU_PROCESS_PORT")
+
+
+def subgroup_view(pod):
+    """What render must agree on for an LWS subgroup pod: its subgroup
+    labels and annotations (subgroup-key's value is a hash of server state:
+    only which pods share it), and every container's TPU and TorchTPU
+    variables (LWS's pod webhook's; this one adds none to subgroup pods)."""
+    m = pod["metadata"]
+    ann = {k: v for k, v in (m.get("annotations") or {}).items()
+           if k.startswith(LWS_KEY + "subgroup-") or k == LWS_KEY + "leader-requests-tpus"}
+    lab = {k: v for k, v in (m.get("labels") or {}).items() if k == LWS_KEY + "subgroup-index"}
+    env = {c["name"]: {e["name"]: e.get("value") for e in c.get("env") or []
+                       if e["name"].startswith(("TPU_", "TORCH_TPU_", "PET_", "MEGASCALE_"))}
+           for c in pod["spec"]["containers"]}
+    return {"annotations": ann, "labels": lab, "env": env,
+            "has_subgroup_key": LWS_KEY + "subgroup-key" in (m.get("labels") or {})}
+
+
+def subgroup_partition(pods):
+    """The pods grouped by subgroup-key, as sorted name lists."""
+    by = {}
+    for p in pods:
+        k = (p["metadata"].get("labels") or {}).get(LWS_KEY + "subgroup-key")
+        by.setdefault(k, []).append(p["metadata"]["name"])
+    return sorted(sorted(v) for v in by.values())
+
+
+class LeaderWorkerSetSubgroups(WorkloadCase):
+    """LWS subgroups (issue 34): tests/fixtures/offline/lws-subgroups.yaml
+    (two v6e 4x4 slices per group; one LWS with a leader without TPUs, one
+    whose leader requests them) through the real LWS controller and pod
+    webhook: `tpu-webhook render` of the same objects agrees with the stored
+    pods on names, subgroup labels and annotations, which pods share a
+    subgroup-key, and every TPU variable (LWS's own, quirks included)."""
+
+    def test_render_agrees(self):
+        ns = self.ns("wl-lws-subgroups")
+        path = os.path.join(os.path.dirname(cl.WORKLOADS), "offline", "lws-subgroups.yaml")
+        objs = op.in_namespace(path, ns)
+        op.apply_obj(objs)
+        p = cl.run([cl.env()["WH_WEBHOOK_BINARY"], "render", "--output", "json", "-"], input=json.dumps(objs))
+        rendered = {}
+        for r in json.loads(p.stdout)["items"]:
+            rendered.setdefault(r["metadata"]["labels"][LWS_KEY + "name"], []).append(r)
+        for o in objs["items"]:
+            name = o["metadata"]["name"]
+            stored = lws_pods(ns, o)
+            want = {r["metadata"]["name"]: subgroup_view(r) for r in rendered[name]}
+            got = {s["metadata"]["name"]: subgroup_view(s) for s in stored}
+            self.assertEqual(sorted(got), sorted(want))
+            for n in sorted(got):
+                self.assertEqual(got[n], want[n], n)
+            self.assertEqual(subgroup_partition(stored), subgroup_partition(rendered[name]))
+            print("ok: LeaderWorkerSet %s: %d stored pods as rendered; leader TPU_WORKER_ID %s" % (
+                name, len(stored), got[name + "-0"]["env"][next(iter(got[name + "-0"]["env"]))].get("TPU_WORKER_ID")))
 
 
 if __name__ == "__main__":

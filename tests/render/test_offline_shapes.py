@@ -203,6 +203,110 @@ class GenerateName(unittest.TestCase):
             self.assertIn("neither metadata.name nor metadata.generateName", p.stderr.decode())
 
 
+LWS_KEY = "leaderworkerset.sigs.k8s.io/"
+
+
+def env(container):
+    return {e["name"]: e.get("value") for e in container.get("env") or []}
+
+
+class LwsSubgroups(unittest.TestCase):
+    """LeaderWorkerSet subgroups (spec.leaderWorkerTemplate.subGroupPolicy)
+    render as LWS v0.9.0 builds them (tests/fixtures/offline/lws-subgroups.yaml):
+    the controller's annotations (subgroup-size on every pod,
+    subgroup-policy-type on leaders, the LWS's subgroup-exclusive-topology),
+    the pod webhook's labels (subgroup-index from the pod-name ordinal,
+    subgroup-key per subgroup) and its per-subgroup TPU identity
+    (addTPUVariablesSubGroup: first TPU container, one port). The expected
+    values are LWS's: its getSubGroupIndex, and its own unit test cases of
+    TestAddTPUVariablesSubGroup (pkg/utils/accelerators/tpu_test.go)."""
+
+    @classmethod
+    def setUpClass(cls):
+        p = run("render", "--output", "json", path("lws-subgroups.yaml"))
+        assert p.returncode == 0, p.stderr.decode()
+        cls.pods = {x["metadata"]["name"]: x for x in json.loads(p.stdout)["items"]}
+        cls.stderr = p.stderr.decode()
+
+    def meta(self, name, what):
+        return self.pods[name]["metadata"].get(what) or {}
+
+    def test_labels_and_annotations(self):
+        for g in (0, 1):
+            leader = "sg-%d" % g
+            self.assertEqual(self.meta(leader, "annotations")[LWS_KEY + "subgroup-policy-type"], "LeaderWorker")
+            keys = {}
+            for w in range(9):
+                name = leader if w == 0 else "%s-%d" % (leader, w)
+                a, l = self.meta(name, "annotations"), self.meta(name, "labels")
+                self.assertEqual(a[LWS_KEY + "subgroup-size"], "4", name)
+                self.assertEqual(a[LWS_KEY + "subgroup-exclusive-topology"], "cloud.google.com/gke-nodepool")
+                if w:
+                    self.assertNotIn(LWS_KEY + "subgroup-policy-type", a, name)
+                want = 0 if w == 0 else (w - 1) // 4  # size - 1 = 8 divides by 4
+                self.assertEqual(l[LWS_KEY + "subgroup-index"], str(want), name)
+                keys.setdefault(want, set()).add(l[LWS_KEY + "subgroup-key"])
+            self.assertEqual([len(k) for k in keys.values()], [1, 1])
+            self.assertNotEqual(keys[0], keys[1])
+
+    def test_tpu_identity_per_subgroup(self):
+        for g in (0, 1):
+            leader = "sg-%d" % g
+            self.assertEqual(env(self.pods[leader]["spec"]["containers"][0]).get("TPU_WORKER_ID"), None)
+            for w in range(1, 9):
+                name = "%s-%d" % (leader, w)
+                e = env(self.pods[name]["spec"]["containers"][0])
+                first = 1 + 4 * ((w - 1) // 4)
+                hosts = ["%s-%d.sg" % (leader, k) for k in range(first, first + 4)]
+                self.assertEqual(e["TPU_WORKER_HOSTNAMES"], ",".join(hosts), name)
+                self.assertEqual(e["TPU_PROCESS_ADDRESSES"], ",".join(h + ":8476" for h in hosts), name)
+                self.assertEqual(hosts[int(e["TPU_WORKER_ID"])], "%s.sg" % name)
+                self.assertEqual(e["TPU_NAME"], leader)
+                self.assertEqual(e["TPU_PROCESS_PORT"], "8476")
+
+    def test_leader_with_tpus(self):
+        """LWS's unit test "Leader requests TPU resources, worker with
+        subgroup index > 0" (worker 7 of subgroup size 4: hosts 4-7, id 3),
+        and the leader's -1 that its subgroup path writes."""
+        e = {n: env(self.pods[n]["spec"]["containers"][0]) for n in self.pods if n.startswith("sgl-")}
+        self.assertEqual(e["sgl-0-7"]["TPU_WORKER_HOSTNAMES"], ",".join("sgl-0-%d.sgl" % k for k in range(4, 8)))
+        self.assertEqual(e["sgl-0-7"]["TPU_WORKER_ID"], "3")
+        sg0 = "sgl-0.sgl,sgl-0-1.sgl,sgl-0-2.sgl,sgl-0-3.sgl"
+        for n, want in (("sgl-0", "-1"), ("sgl-0-1", "1"), ("sgl-0-3", "3")):
+            self.assertEqual(e[n]["TPU_WORKER_HOSTNAMES"], sg0, n)
+            self.assertEqual(e[n]["TPU_WORKER_ID"], want, n)
+        self.assertEqual(self.meta("sgl-0-1", "annotations")[LWS_KEY + "leader-requests-tpus"], "true")
+        self.assertEqual(self.meta("sgl-0-1", "labels")[LWS_KEY + "subgroup-index"], "0")
+        self.assertEqual(self.meta("sgl-0-4", "labels")[LWS_KEY + "subgroup-index"], "1")
+
+    def test_judged_as_the_webhook_admits_them(self):
+        """The engine admits subgroup pods unchanged with a warning (its LWS
+        identity skips them); before the pods carried subgroup-size, check
+        denied them for a size that spans two slices."""
+        self.assertNotIn("rejected", self.stderr)
+        self.assertIn("no TPU env injected", self.stderr)
+        p = run("check", "--output", "json", path("lws-subgroups.yaml"))
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        rows = json.loads(p.stdout)["rows"]
+        self.assertEqual([r["verdict"] for r in rows], ["ok", "ok"])
+
+    def test_refused_shapes(self):
+        """What LWS itself refuses: its webhook, a subGroupSize that divides
+        neither size nor size - 1; its pod webhook, a LeaderExcluded leader
+        that requests TPUs (no subgroup index to parse)."""
+        with open(path("lws-subgroups.yaml")) as f:
+            text = f.read().split("---\n")[1]
+        p = run("render", "-", stdin=text.replace("size: 8", "size: 10").encode())
+        self.assertEqual(p.returncode, 2)  # an object that cannot be rendered
+        self.assertIn("size or size - 1 must be divisible by subGroupSize", p.stderr.decode())
+        excluded = text.replace("size: 8", "size: 9").replace(
+            "subGroupSize: 4", "subGroupSize: 4\n      subGroupPolicyType: LeaderExcluded")
+        p = run("render", "-", stdin=excluded.encode())
+        self.assertEqual(p.returncode, 2)  # an object that cannot be rendered
+        self.assertIn("leader pod sgl-0 requests google.com/tpu but subGroupPolicyType LeaderExcluded",
+                      p.stderr.decode())
+
+
 def main():
     global BINARY, FIX
     BINARY, FIX = sys.argv[1], sys.argv[2]
