@@ -10,9 +10,10 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"       /* wh_buf */
-#include "wh/json.h"      /* wh_json_* */
-#include "wh/kinds.h"     /* wh_kind_find */
+#include "wh/buf.h"        /* wh_buf */
+#include "wh/envverdict.h" /* wh_env_judge, wh_env_rules, wh_trainjob_owner */
+#include "wh/json.h"       /* wh_json_* */
+#include "wh/kinds.h"      /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
@@ -28,6 +29,7 @@
 
 struct vctx {
     const char *kind, *ns, *name;
+    const char *trainjob;          /* the TrainJob that made the object, NULL when none */
     const struct wh_kind_def *def; /* kind's row of wh_kinds (NULL: none) */
     struct wh_buf problems;
     size_t n_problems;
@@ -229,6 +231,71 @@ static enum wh_err torch_addresses(struct vctx *v, const char *field,
     return WH_OK;
 }
 
+/* The slices the torchrun world of a TPU container with env `env` spans,
+ * as the pod path counts them (workload_env.c, torch_env: the slices
+ * MEGASCALE joins); 0 when the container sets its own MEGASCALE world. */
+static long torch_slices(const struct vctx *v, const cJSON *env, const struct tmpl_hosts *th)
+{
+    const char *declared;
+    if (v->def && v->def->identity == WH_IDENTITY_JOBSET) {
+        enum wh_ms_world w = th->hosts * th->slices > 1
+                                 ? wh_megascale_world(env, th->slices, th->fill, &declared)
+                                 : WH_MS_SLICE;
+        return w == WH_MS_SLICE ? 1 : w == WH_MS_REPLICAS ? th->slices : 0;
+    }
+    /* A Job or LWS is one slice, unless the user joins it to others. */
+    struct wh_env_lookup lk;
+    long n;
+    wh_env_lookup(env, "MEGASCALE_NUM_SLICES", &lk);
+    return !lk.exists || (wh_parse_long(lk.value, &n) && n == 1) ? 1 : 0;
+}
+
+/* Preset torchrun values the slice contradicts (envverdict.h), judged as
+ * one value for every pod of the template: a denied one is a problem, a
+ * warned one a warning. A JobSet Kubeflow Trainer made is fixed at its
+ * TrainJob, so the problem names the TrainJob's field. */
+static enum wh_err torch_presets(struct vctx *v, const char *field,
+                                 const struct wh_tpu_containers *tc, const struct tmpl_hosts *th,
+                                 const struct wh_tpu_gen_info *gen)
+{
+    long per_chip = gen ? gen->devices_per_chip : th->tpu7x ? 2 : 0;
+    for (unsigned i = 0; i < tc->n; i++) {
+        const cJSON *c = tc->items[i].obj, *env = wh_json_get(c, "env");
+        long slices = torch_slices(v, env, th);
+        long pods = th->hosts * (slices ? slices : 1);
+        struct wh_torch_world w = {.devices = tc->items[i].chips * per_chip,
+                                   .nnodes = slices ? pods * (long)tc->n : 0,
+                                   .pods = pods,
+                                   .rank = pods > 1 ? -1 : (long)i};
+        struct wh_env_finding f[WH_ENV_FINDINGS_MAX];
+        int n = wh_env_judge(env, &w, f);
+        for (int k = 0; k < n; k++) {
+            const struct wh_env_rule *r = &wh_env_rules[f[k].rule];
+            const char *name = wh_json_str0(c, "name");
+            if (r->verdict == WH_VERDICT_WARN) {
+                WH_TRY(wh_decision_warn(v->d, "container \"%.20s\": %s", name, f[k].brief));
+                continue;
+            }
+            if (v->trainjob && r->trainjob) {
+                WH_TRY(problem_valued(
+                    v, f[k].value,
+                    "container \"%.63s\" (%s.spec.containers[%d]) %s, through TrainJob "
+                    "\"%.63s/%.63s\", which owns this JobSet: its %s (Kubeflow Trainer writes %s "
+                    "from it over the JobSet%s)",
+                    name, field, tc->items[i].index, f[k].text, v->ns, v->trainjob, r->trainjob,
+                    wh_envtab[r->var].name,
+                    r->var == WH_ENV_PET_NPROC_PER_NODE
+                        ? "; `auto` with no GPU in resourcesPerNode gives the CPU count"
+                        : ""));
+                continue;
+            }
+            WH_TRY(problem_valued(v, f[k].value, "container \"%.63s\" (%s.spec.containers[%d]) %s",
+                                  name, field, tc->items[i].index, f[k].text));
+        }
+    }
+    return WH_OK;
+}
+
 /* LWS's pod webhook injects the TPU identity (TPU_WORKER_ID,
  * TPU_WORKER_HOSTNAMES, TPU_NAME, TPU_PROCESS_*) only when the first TPU
  * container carries neither TPU_WORKER_ID nor TPU_WORKER_HOSTNAMES
@@ -374,6 +441,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                        field, out->chips, t, hosts, WH_MAX_HOSTS);
     }
     WH_TRY(torch_addresses(v, field, tc, &topo, out));
+    WH_TRY(torch_presets(v, field, tc, out, gen));
     /* Names that resolve, for the pods the pod path counts (workload.c,
      * one_identity): the hosts times the slices MEGASCALE joins. Its own
      * format: the ratchet keys a problem by its format. */
@@ -651,6 +719,7 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct
                      .def = wh_kind_find(kind),
                      .ns = in->ns,
                      .name = in->object_name,
+                     .trainjob = wh_trainjob_owner(obj),
                      .d = d,
                      .out = out,
                      .part = "",

@@ -8,6 +8,8 @@ docs/workloads.md (copied there from the project's TPU-workloads reference,
 §10). Every patch is applied with python3-jsonpatch by whreview.run, and the
 resulting pod is checked against the API server's rules for env entries."""
 import copy
+import json
+import subprocess
 import re
 import sys
 import os
@@ -967,6 +969,150 @@ class Routing(unittest.TestCase):
                                    "metadata": {"name": "j", "namespace": "default"}}),
                         workload=True, expect_rc=2)
         self.assertIn("/mutate-workload", err)
+
+
+class PresetVerdicts(unittest.TestCase):
+    """/validate-workload on preset torchrun values the slice contradicts
+    (docs/workloads.md, "Preset values the slice contradicts"): denied or
+    warned at the Job, JobSet or LWS, with the object, the field, the value
+    and the value that works."""
+
+    FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                            "workloads")
+
+    def judge(self, obj):
+        return Validation.judge(self, obj)
+
+    def with_env(self, obj, env, path=("spec", "template")):
+        tmpl = obj
+        for k in path:
+            tmpl = tmpl[k]
+        tmpl["spec"]["containers"][0]["env"] = env
+        return obj
+
+    def test_nproc_above_devices_denied(self):
+        # v6e 4x4, 4 chips per pod: 4 devices per host
+        r = self.judge(self.with_env(job(), [{"name": "PET_NPROC_PER_NODE", "value": "24"}]))
+        self.assertFalse(r.allowed)
+        self.assertIn('Job "default/train-v6e": container "trainer" '
+                      '(spec.template.spec.containers[0]) sets PET_NPROC_PER_NODE "24" (env[0]) '
+                      "but the container has 4 TPU devices", r.message)
+        self.assertIn('set "4"', r.message)
+        for ok in ("4", ""):
+            r = self.judge(self.with_env(job(), [{"name": "PET_NPROC_PER_NODE", "value": ok}]))
+            self.assertTrue(r.allowed, r.message)
+            self.assertEqual(r.warnings, [])
+
+    def test_nproc_auto_denied(self):
+        r = self.judge(self.with_env(job(), [{"name": "PET_NPROC_PER_NODE", "value": "auto"}]))
+        self.assertFalse(r.allowed)
+        self.assertIn("one process per CPU of the host", r.message)
+        self.assertIn('set "4"', r.message)
+
+    def test_nproc_below_devices_warned(self):
+        r = self.judge(self.with_env(job(), [{"name": "PET_NPROC_PER_NODE", "value": "1"}]))
+        self.assertTrue(r.allowed, r.message)
+        self.assertEqual(r.warnings, ['container "trainer": PET_NPROC_PER_NODE "1" leaves 3 of '
+                                      '4 TPU devices idle; set "4"'])
+
+    def test_tpu7x_counts_two_devices_per_chip(self):
+        o = job(topo="2x2x1", accel="tpu7x", parallelism=1, completions=1)
+        env = lambda v: [{"name": "PET_NPROC_PER_NODE", "value": v}]  # noqa: E731
+        self.assertEqual(self.judge(self.with_env(copy.deepcopy(o), env("8"))).warnings, [])
+        self.assertTrue(self.judge(self.with_env(copy.deepcopy(o), env("8"))).allowed)
+        r = self.judge(self.with_env(copy.deepcopy(o), env("4")))
+        self.assertTrue(r.allowed, r.message)
+        self.assertIn('leaves 4 of 8 TPU devices idle; set "8"', r.warnings[0])
+        r = self.judge(self.with_env(copy.deepcopy(o), env("16")))
+        self.assertFalse(r.allowed)
+        self.assertIn('the container has 8 TPU devices', r.message)
+
+    def test_nnodes_is_the_world(self):
+        r = self.judge(self.with_env(job(), [{"name": "PET_NNODES", "value": "2"}]))
+        self.assertFalse(r.allowed)
+        self.assertIn('sets PET_NNODES "2" (env[0]) but its torchrun world has 4 nodes', r.message)
+        self.assertIn('set "4"', r.message)
+        self.assertTrue(self.judge(self.with_env(job(), [{"name": "PET_NNODES",
+                                                          "value": "4"}])).allowed)
+
+    def test_nnodes_of_a_multislice_jobset(self):
+        # 2 slices of v5p 2x2x4 (4 hosts), alone in the JobSet: MEGASCALE
+        # joins them, so torchrun's world is 8 nodes.
+        js = jobset()
+        js["spec"]["replicatedJobs"].pop(0)
+        path = ("spec", "replicatedJobs", 0, "template", "spec", "template")
+        r = self.judge(self.with_env(copy.deepcopy(js), [{"name": "PET_NNODES", "value": "4"}],
+                                     path))
+        self.assertFalse(r.allowed)
+        self.assertIn('spec.replicatedJobs[0] ("slice").template.spec.template.spec.'
+                      'containers[0]) sets PET_NNODES "4"', r.message)
+        self.assertIn('has 8 nodes', r.message)
+        self.assertTrue(self.judge(self.with_env(copy.deepcopy(js), [
+            {"name": "PET_NNODES", "value": "8"}], path)).allowed)
+        # Independent slices (MEGASCALE turned off): each slice is a world.
+        r = self.judge(self.with_env(copy.deepcopy(js), [
+            {"name": "MEGASCALE_NUM_SLICES", "value": ""}, {"name": "PET_NNODES", "value": "8"}],
+            path))
+        self.assertFalse(r.allowed)
+        self.assertIn('has 4 nodes', r.message)
+
+    def test_literal_node_rank_on_multi_host_denied(self):
+        r = self.judge(self.with_env(job(), [{"name": "PET_NODE_RANK", "value": "0"}]))
+        self.assertFalse(r.allowed)
+        self.assertIn('sets PET_NODE_RANK "0" (env[0]) in a template of 4 pods', r.message)
+        self.assertIn("valueFrom", r.message)
+        ref = {"fieldRef": {"fieldPath":
+                            "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+        self.assertTrue(self.judge(self.with_env(job(), [{"name": "PET_NODE_RANK",
+                                                          "valueFrom": ref}])).allowed)
+        single = job(topo="2x2", parallelism=1, completions=1)
+        self.assertTrue(self.judge(self.with_env(single, [{"name": "PET_NODE_RANK",
+                                                           "value": "0"}])).allowed)
+
+    def test_lws_judged(self):
+        o = lws()
+        o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = [
+            {"name": "PET_NPROC_PER_NODE", "value": "8"}]
+        r = self.judge(o)
+        self.assertFalse(r.allowed)
+        self.assertIn('LeaderWorkerSet "default/vllm": container "trainer" '
+                      '(spec.leaderWorkerTemplate.workerTemplate.spec.containers[0]) sets '
+                      'PET_NPROC_PER_NODE "8"', r.message)
+
+    def test_trainjob_jobset_names_its_trainjob(self):
+        # Built as Kubeflow Trainer v2 builds it (the fixture says from what).
+        import yaml
+        with open(os.path.join(self.FIXTURES, "trainjob-v6e-4x4-nproc-auto.yaml")) as f:
+            js = yaml.safe_load(f)
+        r = self.judge(js)
+        self.assertFalse(r.allowed)
+        self.assertIn('JobSet "default/mnist": container "node" (spec.replicatedJobs[0] '
+                      '("node").template.spec.template.spec.containers[0]) sets '
+                      'PET_NPROC_PER_NODE "24" (env[1])', r.message)
+        self.assertIn('set "4", through TrainJob "default/mnist", which owns this JobSet: its '
+                      "spec.trainer.numProcPerNode", r.message)
+        # Trainer's other values (PET_NNODES 4, the rank's fieldRef) agree.
+        self.assertNotIn("PET_NNODES", r.message)
+        self.assertNotIn("PET_NODE_RANK", r.message)
+        env = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"][0]["env"]
+        env[1]["value"] = "4"  # numProcPerNode: 4
+        self.assertTrue(self.judge(js).allowed)
+        # Not Trainer's: no TrainJob named.
+        env[1]["value"] = "24"
+        del js["metadata"]["ownerReferences"]
+        r = self.judge(js)
+        self.assertFalse(r.allowed)
+        self.assertNotIn("TrainJob", r.message)
+
+    def test_check_says_it(self):
+        out = subprocess.run([W.BINARY, "check", "-o", "json", os.path.join(
+            self.FIXTURES, "trainjob-v6e-4x4-nproc-auto.yaml")], capture_output=True, text=True,
+            timeout=60)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        row = json.loads(out.stdout)["rows"][0]
+        self.assertEqual(row["verdict"], "rejected")
+        self.assertIn('TrainJob "default/mnist"', row["message"])
 
 
 if __name__ == "__main__":

@@ -492,7 +492,8 @@ class Check(unittest.TestCase):
         self.assertEqual(set(rows), {("JobSet", "llm"), ("Job", "train-v6e"), ("LeaderWorkerSet", "vllm"),
                                      ("Job", "torchtpu-smoke"), ("Job", "train-short"),
                                      ("LeaderWorkerSet", "serve"), ("LeaderWorkerSet", "ironwood"),
-                                     ("JobSet", "pathways")})
+                                     ("JobSet", "pathways"), ("JobSet", "mnist")})
+        self.assertEqual(rows[("JobSet", "mnist")]["verdict"], "rejected")  # Trainer's, nproc 24
         bad = rows[("Job", "train-short")]
         self.assertEqual(bad["verdict"], "rejected")
         self.assertIn('Job "default/train-short": spec.parallelism is 2, expected 4', bad["message"])

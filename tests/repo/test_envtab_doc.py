@@ -23,35 +23,45 @@ if WRITE:
 
 BEGIN = "<!-- envtab: generated from src/core/envtab.c by tests/repo/test_envtab_doc.py --write -->\n"
 END = "<!-- envtab end -->\n"
+# The section "Preset values the slice contradicts", from src/core/envverdict.c.
+VBEGIN = ("<!-- envverdict: generated from src/core/envverdict.c by "
+          "tests/repo/test_envtab_doc.py --write -->\n")
+VEND = "<!-- envverdict end -->\n"
 
 
-def generated():
-    return subprocess.run([PRINTER], check=True, capture_output=True, text=True).stdout
+def generated(*args):
+    return subprocess.run([PRINTER, *args], check=True, capture_output=True, text=True).stdout
 
 
-def split(text):
+def split(text, begin=BEGIN, end=END):
     """(before, block, after) around the markers; ValueError when they are
     missing or out of order."""
-    b = text.index(BEGIN) + len(BEGIN)
-    e = text.index(END, b)
+    b = text.index(begin) + len(begin)
+    e = text.index(end, b)
     return text[:b], text[b:e], text[e:]
 
 
 class Section(unittest.TestCase):
-    def test_doc_is_the_table(self):
+    def check(self, begin, end, args, table):
         with open(DOC, encoding="utf-8") as f:
             text = f.read()
         try:
-            before, block, after = split(text)
+            before, block, after = split(text, begin, end)
         except ValueError:
-            self.fail("%s: no block between %r and %r" % (DOC, BEGIN.strip(), END.strip()))
-        want = generated()
+            self.fail("%s: no block between %r and %r" % (DOC, begin.strip(), end.strip()))
+        want = generated(*args)
         if WRITE:
             with open(DOC, "w", encoding="utf-8") as f:
                 f.write(before + want + after)
             return
-        self.assertEqual(block, want, "%s is not the table of src/core/envtab.c; run "
-                         "tests/repo/test_envtab_doc.py PRINTER DOC --write" % DOC)
+        self.assertEqual(block, want, "%s is not the table of %s; run "
+                         "tests/repo/test_envtab_doc.py PRINTER DOC --write" % (DOC, table))
+
+    def test_doc_is_the_table(self):
+        self.check(BEGIN, END, (), "src/core/envtab.c")
+
+    def test_doc_is_the_verdicts(self):
+        self.check(VBEGIN, VEND, ("verdicts",), "src/core/envverdict.c")
 
 
 class Catches(unittest.TestCase):
@@ -64,6 +74,12 @@ class Catches(unittest.TestCase):
         self.assertGreater(len(rows), 10)
         self.assertIn("| `TPU_WORKER_ID` |", want)
         self.assertNotEqual(want.replace(rows[3], ""), want)
+
+    def test_lost_verdict(self):
+        want = generated("verdicts")
+        rows = [l for l in want.splitlines(True) if l.startswith("| `PET_NPROC_PER_NODE`")]
+        self.assertEqual(len(rows), 3)
+        self.assertNotEqual(want.replace(rows[1], ""), want)
 
     def test_no_markers(self):
         with self.assertRaises(ValueError):
