@@ -1788,6 +1788,192 @@ static void case_flags(void)
     CHECK(run(out, bad) == 1 && file_has(out, "write DNS:<name> or IP:<address>"), "certs bad SAN");
 }
 
+/* ---- client certificates (--client-ca-file) ------------------------------ */
+
+static EVP_PKEY *load_key(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f, "open %s", path);
+    EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+    fclose(f);
+    CHECK(k, "PEM_read_PrivateKey %s", path);
+    return k;
+}
+
+/* A client certificate (and its key) signed by the CA of ca_dir, for the
+ * extended key usage eku ("clientAuth"), written to out.crt and out.key. */
+static void make_client_cert(const char *ca_dir, const char *eku, const char *out)
+{
+    char path[500];
+    snprintf(path, sizeof(path), "%s/ca.crt", ca_dir);
+    X509 *ca = load_cert(path);
+    snprintf(path, sizeof(path), "%s/ca.key", ca_dir);
+    EVP_PKEY *ca_key = load_key(path);
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    CHECK(key && x, "client key");
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(now_s() * 1000) & 0x7fffffff);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_NAME *name = X509_NAME_new();
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"kube-apiserver",
+                               -1, -1, 0);
+    X509_set_subject_name(x, name);
+    X509_NAME_free(name);
+    X509_set_issuer_name(x, X509_get_subject_name(ca));
+    X509_set_pubkey(x, key);
+    X509V3_CTX v3;
+    X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, NID_ext_key_usage, eku);
+    CHECK(ext && X509_add_ext(x, ext, -1), "extendedKeyUsage");
+    X509_EXTENSION_free(ext);
+    CHECK(X509_sign(x, ca_key, EVP_sha256()), "sign client certificate");
+    snprintf(path, sizeof(path), "%s.crt", out);
+    FILE *f = fopen(path, "w");
+    CHECK(f && PEM_write_X509(f, x), "write %s", path);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s.key", out);
+    f = fopen(path, "w");
+    CHECK(f && PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), "write %s", path);
+    fclose(f);
+    X509_free(x);
+    X509_free(ca);
+    EVP_PKEY_free(key);
+    EVP_PKEY_free(ca_key);
+}
+
+/* One request with the client certificate of `client` (out of
+ * make_client_cert; NULL: none) on a new connection. */
+static void call_as(const char *client, const char *method, const char *path, const char *body,
+                    struct resp *r)
+{
+    char crt[500], key[500];
+    CURL *c = easy();
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    if (client) {
+        snprintf(crt, sizeof(crt), "%s.crt", client);
+        snprintf(key, sizeof(key), "%s.key", client);
+        curl_easy_setopt(c, CURLOPT_SSLCERT, crt);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, key);
+    }
+    request(c, method, path, body, body ? strlen(body) : 0, NULL, r);
+    curl_easy_cleanup(c);
+}
+
+/* Served: the answer came back with this status. */
+static void expect_as(const char *client, const char *method, const char *path, const char *body,
+                      long status)
+{
+    struct resp r;
+    call_as(client, method, path, body, &r);
+    CHECK(r.rc == CURLE_OK && r.status == status, "%s %s as %s: %s, status %ld, want %ld (%s)",
+          method, path, client ? client : "no certificate", curl_easy_strerror(r.rc), r.status,
+          status, r.body);
+}
+
+/* Refused at TLS: no HTTP answer at all. */
+static void expect_tls_refused(const char *client, const char *path, const char *body)
+{
+    struct resp r;
+    call_as(client, body ? "POST" : "GET", path, body, &r);
+    CHECK(r.rc != CURLE_OK && r.status == 0, "%s as %s: not refused at TLS (status %ld, %s)", path,
+          client, r.status, r.body);
+}
+
+static long long metric_of(const char *name_sp)
+{
+    struct resp r;
+    call("GET", "/metrics", NULL, 0, &r);
+    char line[200];
+    snprintf(line, sizeof(line), "\n%s", name_sp); /* the sample, not its # HELP */
+    const char *p = strstr(r.body, line);
+    CHECK(p, "/metrics has no %s", name_sp);
+    return atoll(p + strlen(line));
+}
+
+static void case_client_cert(void)
+{
+    /* Two CAs, A (the API server's client CA) and B (another); clients:
+     * A's clientAuth certificate, B's, and A's serverAuth-only leaf. */
+    char dir_a[200], dir_b[200], ok_a[300], ok_b[300], srv_a[300], ca_arg[400], ca_path[300];
+    snprintf(dir_a, sizeof(dir_a), "%s/ca-a", work);
+    snprintf(dir_b, sizeof(dir_b), "%s/ca-b", work);
+    make_certs(dir_a);
+    make_certs(dir_b);
+    snprintf(ok_a, sizeof(ok_a), "%s/client-a", work);
+    snprintf(ok_b, sizeof(ok_b), "%s/client-b", work);
+    snprintf(srv_a, sizeof(srv_a), "%s/tls", dir_a); /* tls.crt, tls.key: serverAuth only */
+    make_client_cert(dir_a, "clientAuth", ok_a);
+    make_client_cert(dir_b, "clientAuth", ok_b);
+    char a_crt[400], b_crt[400];
+    snprintf(a_crt, sizeof(a_crt), "%s/ca.crt", dir_a);
+    snprintf(b_crt, sizeof(b_crt), "%s/ca.crt", dir_b);
+    snprintf(ca_path, sizeof(ca_path), "%s/client-ca.crt", work);
+    copy_file(a_crt, ca_path);
+
+    /* A file that holds no CA is refused at start-up. */
+    char leaf_arg[400], cert_arg[400], key_arg[400];
+    snprintf(leaf_arg, sizeof(leaf_arg), "--client-ca-file=%s.crt", ok_a);
+    snprintf(cert_arg, sizeof(cert_arg), "--tls-cert-file=%s/tls.crt", certs_dir);
+    snprintf(key_arg, sizeof(key_arg), "--tls-private-key-file=%s/tls.key", certs_dir);
+    char *bad[] = {"--bind-address=127.0.0.1:0", "--standalone", cert_arg, key_arg, leaf_arg, NULL};
+    expect_exit(bad, 1, "is not a CA certificate");
+
+    snprintf(ca_arg, sizeof(ca_arg), "--client-ca-file=%s", ca_path);
+    char *extra[] = {ca_arg, "--cert-poll-interval=200ms", NULL};
+    start_server(extra);
+    size_t len = 0;
+    char *review = sample("review-pod.json", &len);
+
+    /* No certificate: the probes, /metrics and / answer; an admission
+     * route gets 403 before its body is read. */
+    expect_as(NULL, "GET", "/healthz", NULL, 200);
+    expect_as(NULL, "GET", "/readyz", NULL, 200);
+    expect_as(NULL, "GET", "/metrics", NULL, 200);
+    struct resp r;
+    call_as(NULL, "POST", "/mutate", review, &r);
+    CHECK(r.rc == CURLE_OK && r.status == 403 && strstr(r.body, "--client-ca-file"),
+          "/mutate without a certificate: %s, status %ld (%s)", curl_easy_strerror(r.rc), r.status,
+          r.body);
+    expect_as(NULL, "POST", "/validate", review, 403);
+    /* Another CA's certificate, or A's certificate for servers only: the
+     * handshake fails, whatever the route. */
+    expect_tls_refused(ok_b, "/mutate", review);
+    expect_tls_refused(ok_b, "/healthz", NULL);
+    expect_tls_refused(srv_a, "/mutate", review);
+    /* A's client certificate: served. */
+    expect_as(ok_a, "POST", "/mutate", review, 200);
+    expect_as(ok_a, "GET", "/healthz", NULL, 200);
+    /* Copied into /metrics at each certificate poll. */
+    double t0 = now_s();
+    while (metric_of("tpu_webhook_tls_client_certs_refused_total ") < 3 && now_s() - t0 < 5)
+        sleep_ms(50);
+    CHECK(metric_of("tpu_webhook_tls_client_certs_refused_total ") == 3,
+          "refused handshakes counted %lld, want 3",
+          metric_of("tpu_webhook_tls_client_certs_refused_total "));
+    CHECK(file_has(log_file, "\"event\":\"tls_client_cert_refused\""), "no refusal logged");
+
+    /* Renewal. A file that holds no CA: refused, A's CAs still verify. */
+    write_all(ca_path, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", 66);
+    wait_for_log("keeping the client CA already loaded", 5);
+    t0 = now_s();
+    while (metric_of("tpu_webhook_tls_cert_refused ") != 1 && now_s() - t0 < 5)
+        sleep_ms(50);
+    CHECK(metric_of("tpu_webhook_tls_cert_refused ") == 1, "refused client CA not in the gauge");
+    expect_as(ok_a, "POST", "/mutate", review, 200);
+    expect_tls_refused(ok_b, "/mutate", review);
+    /* B's CA lands: taken at the next poll; A's clients are refused from
+     * then on, B's served. */
+    copy_file(b_crt, ca_path);
+    wait_for_log("\"event\":\"tls_client_ca_reloaded\"", 5);
+    expect_as(ok_b, "POST", "/mutate", review, 200);
+    expect_tls_refused(ok_a, "/mutate", review);
+    CHECK(metric_of("tpu_webhook_tls_cert_refused ") == 0, "gauge still 1 after a good CA");
+    free(review);
+    CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -1822,7 +2008,8 @@ int main(int argc, char **argv)
                  {"request_memory", case_request_memory},
                  {"cert_fifo", case_cert_fifo},
                  {"cert_renew_kubelet", case_cert_renew_kubelet},
-                 {"shutdown_count", case_shutdown_count}};
+                 {"shutdown_count", case_shutdown_count},
+                 {"client_cert", case_client_cert}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(argv[2], cases[i].name))
             continue;

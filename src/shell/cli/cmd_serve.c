@@ -34,7 +34,7 @@
 #include "wh/metrics.h"   /* wh_metrics_new */
 #include "wh/server.h"    /* wh_server_start */
 #include "wh/slices.h"    /* wh_slices_debug, wh_slices_metrics, WH_SLICES_DEFAULT_INTERVAL_MS */
-#include "wh/tls.h"       /* wh_tls_new, wh_tls_poll, wh_tls_refused */
+#include "wh/tls.h"       /* wh_tls_new, wh_tls_poll, wh_tls_refused, wh_tls_client_ca_on */
 #include "version.h"      /* wh_version_print */
 #include "wh/buildinfo.h" /* wh_build_* */
 
@@ -64,6 +64,7 @@ static const char usage_head[] =
 struct config {
     const char *bind, *cert_file, *key_file, *cert_b64, *key_b64, *kubeconfig, *claims_ns;
     const char *dns_names; /* --tls-dns-names */
+    const char *client_ca; /* --client-ca-file */
     const char *klog_str;  /* klog flags we accept and ignore */
     bool standalone, klog_bool, version, debug_slices;
     long v, max_body, max_body_memory, max_request_memory, threads, max_conns, max_conns_per_client;
@@ -139,6 +140,7 @@ static int tls_options(const struct config *c, const struct wh_flag *flags, size
         t->key_file = DEFAULT_KEY_FILE;
     }
     t->dns_names = c->dns_names;
+    t->client_ca_file = c->client_ca;
     return 0;
 }
 
@@ -178,6 +180,8 @@ static void *cert_watch_main(void *arg)
         if (r > 0)
             update_cert_metric(w->tls, w->m);
         wh_metrics_tls_refused(w->m, wh_tls_refused(w->tls));
+        if (wh_tls_client_ca_on())
+            wh_metrics_tls_client_refused(w->m, wh_tls_client_refusals());
         pthread_mutex_lock(&w->lock);
     }
     w->done = true;
@@ -408,6 +412,8 @@ static int serve(const struct config *c, const struct wh_tls_opts *topts,
         goto out;
     }
     update_cert_metric(tls, m);
+    if (wh_tls_client_ca_on())
+        wh_metrics_tls_client_refused(m, 0);
     struct wh_admit_opts aopts = {.standalone = c->standalone,
                                   .kubeconfig_path = c->kubeconfig,
                                   .reservation_ttl_ms = c->reservation_ttl_ms,
@@ -595,6 +601,7 @@ int wh_cmd_serve_with(int argc, char **argv, const struct wh_serve_pipeline *sp)
         {"bind-address", WH_FLAG_STR, &c.bind, 0, 0, "listen address [host]:port (default :443)", false},
         {"tls-cert-file", WH_FLAG_STR, &c.cert_file, 0, 0, "PEM certificate file, watched and reloaded", false},
         {"tls-private-key-file", WH_FLAG_STR, &c.key_file, 0, 0, "PEM private key file, watched and reloaded", false},
+        {"client-ca-file", WH_FLAG_STR, &c.client_ca, 0, 0, "PEM CA(s) that must sign a client certificate for the admission routes (the API server's; docs/deploy.md); probes and /metrics need none; watched and reloaded", false},
         {"tls-dns-names", WH_FLAG_STR, &c.dns_names, 0, 0, "comma-separated DNS names a reloaded certificate must name, e.g. kuberay-tpu-webhook.ray-system.svc; otherwise the old one keeps serving (default: the <service>.<namespace>.svc names of the certificate loaded at start)", false},
         {"server-cert", WH_FLAG_STR, &c.cert_b64, 0, 0, "base64 of a PEM certificate (static)", false},
         {"server-key", WH_FLAG_STR, &c.key_b64, 0, 0, "base64 of a PEM private key (static)", false},

@@ -18,6 +18,7 @@
 #include "wh/log.h"     /* wh_log */
 #include "wh/metrics.h" /* wh_metrics_timeout, wh_metrics_shed */
 #include "wh/reqmem.h"  /* wh_reqmem_trim_idle, wh_reqmem_body_shed */
+#include "wh/tls.h"     /* wh_tls_session_start */
 
 void wh_srv_client_of(struct MHD_Connection *c, char *out, size_t len)
 {
@@ -192,6 +193,13 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
     struct wh_server *s = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* libmicrohttpd made the session and has not begun its handshake
+         * (this thread runs it next): the client certificate is asked for
+         * here. */
+        const union MHD_ConnectionInfo *si =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (si && si->tls_session)
+            wh_tls_session_start(si->tls_session);
         struct conn *cn = calloc(1, sizeof(*cn));
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);

@@ -16,6 +16,7 @@
 #include "wh/routes.h"  /* wh_routes, wh_route_find, wh_route_allows, wh_routes_not_found */
 #include "wh/log.h"     /* wh_log */
 #include "wh/metrics.h" /* wh_metrics_render, wh_metrics_begin, wh_metrics_end */
+#include "wh/tls.h"     /* wh_tls_client_verified */
 #include "wh/reqmem.h" /* wh_reqmem_get, wh_reqmem_put, wh_reqmem_body_add, wh_reqmem_body_free, wh_arena_hold */
 #include "server_admit.h"  /* wh_srv_admit */
 #include "server_answer.h" /* wh_srv_reply, wh_srv_reply_error, wh_srv_reply_text */
@@ -182,6 +183,21 @@ static void body_done(struct wh_server *s, struct MHD_Connection *c, const struc
 
 /* First call for a request: answer what needs no body, vet what does. No
  * memory is taken for the body yet: it is charged as it arrives. */
+#define NO_CLIENT_CERT                                                                         \
+    "this webhook requires a client certificate signed by its --client-ca-file for admission " \
+    "routes: give the API server one (docs/deploy.md, client certificates)"
+
+/* The client sent a certificate the handshake verified (or none is asked
+ * for): the admission routes are the API server's alone. */
+static bool client_verified(struct MHD_Connection *c)
+{
+    if (!wh_tls_client_ca_on())
+        return true;
+    const union MHD_ConnectionInfo *si = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return si && wh_tls_client_verified(si->tls_session);
+}
+
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                                   const char *method)
 {
@@ -197,6 +213,11 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
         return wh_srv_reply_error(s, c, rq, 405, route->method_hint, route->allow);
     if (!route->admission)
         return serve_get(s, c, rq); /* probes and metrics take no request memory */
+    if (!client_verified(c)) {
+        /* Before the body: it is never read, never charged. */
+        rq->close = true;
+        return wh_srv_reply_error(s, c, rq, 403, NO_CLIENT_CERT, NULL);
+    }
     struct conn *cn = wh_srv_conn_of(c);
     rq->body.share = cn && cn->cl ? &cn->cl->share : NULL;
     rq->body_limit = s->o.max_body;

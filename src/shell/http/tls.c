@@ -15,6 +15,7 @@
 #include "wh/buf.h"    /* wh_buf */
 #include "wh/fileio.h" /* wh_read_regular_file */
 #include "wh/log.h"    /* wh_log */
+#include "clientca.h"  /* wh_clientca_* */
 
 #define MAX_CHAIN 8
 #define PEM_MAX ((size_t)1024 * 1024)
@@ -35,6 +36,9 @@ struct pair {
 
 struct wh_tls {
     _Atomic(struct pair *) cur;
+    /* The client CAs (--client-ca-file), or NULL: no client certificate
+     * asked for. Set before the server starts, never changed. */
+    struct wh_clientca *ca;
     char *cert_file; /* NULL for an in-memory pair */
     char *key_file;
     struct wh_buf seen_cert; /* file contents last tried */
@@ -375,6 +379,8 @@ struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf)
     if (!err && tls->cert_file)
         err = set_names(tls, opts->dns_names, wh_buf_ptr(&tls->seen_cert),
                         wh_buf_len(&tls->seen_cert), errbuf);
+    if (!err && opts->client_ca_file && *opts->client_ca_file)
+        err = (tls->ca = wh_clientca_new(opts->client_ca_file, errbuf)) ? WH_OK : WH_ERR_TLS;
     if (err)
         goto fail;
     atomic_store(&tls->cur, p);
@@ -393,6 +399,7 @@ struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf)
     tls->next_expiry_check = time(NULL) + EXPIRY_CHECK_S;
     return tls;
 fail:
+    pair_free(p);
     wh_tls_free(tls);
     return NULL;
 }
@@ -420,6 +427,7 @@ void wh_tls_free(struct wh_tls *tls)
     atomic_compare_exchange_strong(&active, &expected, NULL);
     pair_free(atomic_load(&tls->cur));
     free_retired(tls, true);
+    wh_clientca_free(tls->ca);
     wh_buf_free(&tls->seen_cert);
     wh_buf_free(&tls->seen_key);
     for (unsigned i = 0; i < tls->n_names; i++)
@@ -451,14 +459,8 @@ static void check_expiry(struct wh_tls *tls)
     warn_if_expiring(&atomic_load(&tls->cur)->info);
 }
 
-int wh_tls_poll(struct wh_tls *tls)
+static int poll_pair(struct wh_tls *tls)
 {
-    if (!tls)
-        return 0;
-    check_expiry(tls);
-    free_retired(tls, false);
-    if (!tls->cert_file)
-        return 0;
     char errbuf[WH_ERRBUF_LEN] = "";
     struct wh_buf cert, key;
     wh_buf_init(&cert, PEM_MAX);
@@ -513,9 +515,20 @@ out:
     return rc;
 }
 
+int wh_tls_poll(struct wh_tls *tls)
+{
+    if (!tls)
+        return 0;
+    check_expiry(tls);
+    free_retired(tls, false);
+    int a = tls->cert_file ? poll_pair(tls) : 0;
+    int b = tls->ca ? wh_clientca_poll(tls->ca) : 0;
+    return a < 0 || b < 0 ? -1 : a > 0 || b > 0 ? 1 : 0;
+}
+
 bool wh_tls_refused(const struct wh_tls *tls)
 {
-    return tls && tls->refused;
+    return tls && (tls->refused || (tls->ca && wh_clientca_refused(tls->ca)));
 }
 
 void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info)
@@ -536,4 +549,35 @@ int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, i
     *pcert_length = p->n_pcerts;
     *pkey = p->key;
     return 0;
+}
+
+/* GnuTLS's verify callback (no user pointer: the active wh_tls). */
+static int verify_client(gnutls_session_t session)
+{
+    struct wh_tls *tls = atomic_load(&active);
+    return tls && tls->ca ? wh_clientca_verify(tls->ca, session) : 0;
+}
+
+void wh_tls_session_start(gnutls_session_t session)
+{
+    struct wh_tls *tls = atomic_load(&active);
+    if (!tls || !tls->ca)
+        return;
+    gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUEST);
+    gnutls_session_set_verify_function(session, verify_client);
+}
+
+bool wh_tls_client_verified(gnutls_session_t session)
+{
+    struct wh_tls *tls = atomic_load(&active);
+    if (!tls || !tls->ca)
+        return true;
+    unsigned n = 0;
+    return session && gnutls_certificate_get_peers(session, &n) && n > 0;
+}
+
+bool wh_tls_client_ca_on(void)
+{
+    struct wh_tls *tls = atomic_load(&active);
+    return tls && tls->ca;
 }

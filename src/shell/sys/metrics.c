@@ -57,8 +57,10 @@ struct wh_metrics {
     atomic_llong patch_ops;
     atomic_llong in_flight;
     atomic_llong cert_not_after;
-    atomic_llong reloads[2];   /* [rejected, ok] */
-    atomic_llong cert_refused; /* 1 while the files hold a refused pair */
+    atomic_llong reloads[2];     /* [rejected, ok] */
+    atomic_llong cert_refused;   /* 1 while the files hold a refused pair or CA */
+    atomic_llong client_refused; /* handshakes refused for their client cert */
+    atomic_bool client_ca;       /* --client-ca-file given: render the above */
     atomic_llong timeouts;
     atomic_llong shed[WH_SHED__COUNT];
     long long started; /* Unix time of wh_metrics_new() */
@@ -148,6 +150,12 @@ void wh_metrics_tls_reload(struct wh_metrics *m, bool ok)
 void wh_metrics_tls_refused(struct wh_metrics *m, bool refused)
 {
     atomic_store(&m->cert_refused, refused ? 1 : 0);
+}
+
+void wh_metrics_tls_client_refused(struct wh_metrics *m, long long total)
+{
+    atomic_store(&m->client_ca, true);
+    atomic_store(&m->client_refused, total);
 }
 
 void wh_metrics_timeout(struct wh_metrics *m)
@@ -378,8 +386,14 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
     if (!err)
         err = gauge(b, "tpu_webhook_tls_cert_refused", "gauge",
                     "1 while the certificate files hold a pair that is not served (expired, not "
-                    "valid yet, another name, key mismatch, unreadable); the pair before serves.",
+                    "valid yet, another name, key mismatch, unreadable), or a client CA file "
+                    "that is not used; the one before serves.",
                     get(&m->cert_refused));
+    if (!err && atomic_load(&m->client_ca))
+        err = gauge(b, "tpu_webhook_tls_client_certs_refused_total", "counter",
+                    "TLS handshakes refused because the client's certificate is not signed by "
+                    "--client-ca-file (or not for client authentication).",
+                    get(&m->client_refused));
     return err;
 }
 

@@ -12,6 +12,8 @@
  * GnuTLS gives that callback no user pointer, so the most recently created
  * wh_tls is the one it serves: one wh_tls per process.
  *
+ * The same wh_tls may hold the CAs of client certificates (below).
+ *
  * Certificate inspection (match check, not-after, serial) uses OpenSSL.
  */
 #ifndef WH_TLS_H
@@ -65,6 +67,12 @@ struct wh_tls_opts {
      * name (--tls-dns-names). NULL or empty: the "<service>.<namespace>.svc"
      * names of the certificate loaded first. Copied. */
     const char *dns_names;
+    /* PEM CAs a client certificate must chain to (--client-ca-file), or
+     * NULL: no client certificate asked for. Watched as the pair is: a
+     * file that does not load (unreadable, no certificate, not a CA, not
+     * valid now) keeps the CAs before and is judged again at every poll.
+     * At start-up it must load. Copied. */
+    const char *client_ca_file;
 };
 
 struct wh_tls;
@@ -74,14 +82,15 @@ struct wh_tls;
 struct wh_tls *wh_tls_new(const struct wh_tls_opts *opts, char *errbuf);
 void wh_tls_free(struct wh_tls *tls); /* NULL-safe */
 
-/* Re-read the files if they changed or hold a refused pair. Returns 1 when
+/* Re-read the files (pair and client CA) if they changed or were refused. Returns 1 when
  * a new pair was installed, -1 when a refusal was logged (a change, or a
  * new reason for the same files), 0 otherwise. Call from one thread only.
- * A no-op for in-memory pairs. */
+ * An in-memory pair is not polled (its client CA file is). */
 int wh_tls_poll(struct wh_tls *tls);
 
-/* True while the files hold a pair that was refused (the one before
- * serves); false for in-memory pairs. Same thread as wh_tls_poll. */
+/* True while the files hold a pair or a client CA that was refused (the
+ * one before serves); false for in-memory pairs. Same thread as
+ * wh_tls_poll. */
 bool wh_tls_refused(const struct wh_tls *tls);
 
 /* Facts about the pair now serving. */
@@ -91,5 +100,25 @@ void wh_tls_current(struct wh_tls *tls, struct wh_cert_info *info);
 int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
                     const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
                     gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey);
+
+/* Client certificates (wh_tls_opts.client_ca_file). A handshake asks for
+ * one without requiring it: the kubelet's probes have none. A certificate
+ * sent is verified during the handshake against the CAs loaded then (and
+ * for client authentication); one that does not verify ends the handshake
+ * (logged at most once per 10 s, counted). */
+
+/* Prepare a new session, before its handshake (libmicrohttpd's connection
+ * notification). A no-op without a client CA. */
+void wh_tls_session_start(gnutls_session_t session);
+
+/* True when the session's client sent a certificate (verified at the
+ * handshake), or when no client CA is configured. */
+bool wh_tls_client_verified(gnutls_session_t session);
+
+/* True when a client CA is configured. */
+bool wh_tls_client_ca_on(void);
+
+/* Handshakes refused for their client certificate since start. */
+long long wh_tls_client_refusals(void);
 
 #endif /* WH_TLS_H */

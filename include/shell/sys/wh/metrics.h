@@ -41,8 +41,11 @@ struct wh_madmission {
 void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct wh_madmission *a);
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after);
 void wh_metrics_tls_reload(struct wh_metrics *m, bool ok);
-/* Whether the certificate files hold a refused pair right now (wh/tls.h). */
+/* Whether the certificate files hold a refused pair or client CA right now
+ * (wh/tls.h). */
 void wh_metrics_tls_refused(struct wh_metrics *m, bool refused);
+/* Handshakes refused for their client certificate since start (a total). */
+void wh_metrics_tls_client_refused(struct wh_metrics *m, long long total);
 /* A connection cut off for being too slow. */
 void wh_metrics_timeout(struct wh_metrics *m);
 
