@@ -637,6 +637,52 @@ class NetworkPolicy(Chart):
         self.assertEqual(dl.find(plain, "NetworkPolicy"), [])
 
 
+class ClientCA(Chart):
+    """tpuWebhook.clientCA (issue 35 item 2; docs/deploy.md, "Client
+    certificates"): off by default; with a Secret, the container gets
+    --client-ca-file on the Secret's key, mounted read-only; the kustomize
+    component renders the same Deployment as the chart."""
+
+    def test_off_by_default(self):
+        objs, _ = render()
+        c = container(objs)
+        self.assertFalse([a for a in c["args"] if "client-ca" in a])
+        self.assertNotIn("client-ca", [v["name"] for v in
+                                       deployment(objs)["spec"]["template"]["spec"]["volumes"]])
+
+    def test_secret_mounted_and_flag_given(self):
+        objs, _ = render(tv(clientCA={"secretName": "apiserver-client-ca", "key": "bundle.pem"}))
+        self.valid(objs)
+        c = container(objs)
+        self.assertIn("--client-ca-file=/etc/kuberay-tpu-webhook/client-ca/bundle.pem", c["args"])
+        self.assertIn({"name": "client-ca", "mountPath": "/etc/kuberay-tpu-webhook/client-ca",
+                       "readOnly": True}, c["volumeMounts"])
+        vols = deployment(objs)["spec"]["template"]["spec"]["volumes"]
+        self.assertIn({"name": "client-ca", "secret": {"secretName": "apiserver-client-ca",
+                                                       "defaultMode": 0o440}}, vols)
+
+    def test_kustomize_component_equals_the_chart(self):
+        self.assertIsNotNone(dl.kubectl(), "kubectl not found: run scripts/setup.sh")
+        objs, _ = render(tv(clientCA={"secretName": "kuberay-tpu-webhook-client-ca"}))
+        with tempfile.TemporaryDirectory() as d:
+            rel = os.path.relpath(os.path.join(dl.ROOT, "deploy", "kustomize"), d)
+            with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+                f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                        "resources:\n  - %s/default\ncomponents:\n"
+                        "  - %s/components/client-ca\n" % (rel, rel))
+            kobjs = dl.kustomize_render(d)
+        self.assertEqual(dl.schema_errors(kobjs), [])
+        kc, hc = container(kobjs), container(objs)
+        pick = lambda args: [a for a in args if a.startswith("--client-ca-file")]
+        self.assertEqual(pick(kc["args"]), pick(hc["args"]))
+        self.assertEqual([m for m in kc["volumeMounts"] if m["name"] == "client-ca"],
+                         [m for m in hc["volumeMounts"] if m["name"] == "client-ca"])
+        vols = lambda o: [v for v in deployment(o)["spec"]["template"]["spec"]["volumes"]
+                          if v["name"] == "client-ca"]
+        self.assertEqual(vols(kobjs), vols(objs))
+        self.assertEqual(len(vols(objs)), 1)
+
+
 KUSTOMIZE_OVERLAY = """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
