@@ -112,3 +112,18 @@ void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const cha
     }
     snprintf(s->uid, sizeof(s->uid), "%s", strlen(uid) < sizeof(s->uid) ? uid : "");
 }
+
+void wh_event_subject_object(struct wh_event_subject *s, const cJSON *obj, const char *ns,
+                             const char *name)
+{
+    const char *api = wh_json_str0(obj, "apiVersion"), *kind = wh_json_str0(obj, "kind");
+    memset(s, 0, sizeof(*s));
+    if (!*api || !*kind || !name || !*name || !ns || strlen(api) >= sizeof(s->api_version) ||
+        strlen(kind) >= sizeof(s->kind) || strlen(ns) >= sizeof(s->ns) ||
+        strlen(name) >= sizeof(s->name))
+        return;
+    snprintf(s->api_version, sizeof(s->api_version), "%s", api);
+    snprintf(s->kind, sizeof(s->kind), "%s", kind);
+    snprintf(s->ns, sizeof(s->ns), "%s", ns);
+    snprintf(s->name, sizeof(s->name), "%s", name);
+}

@@ -5,7 +5,8 @@
 #include <stdio.h>  /* snprintf, vsnprintf */
 #include <string.h> /* strcmp, strncmp, strchr */
 
-#include "wh/utf8.h" /* wh_utf8_cut, wh_utf8_trim_cut */
+#include "wh/podspec.h" /* WH_ANN_SLICE_TOPOLOGY */
+#include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_trim_cut */
 
 /* Parse one decimal part [p, end); false on anything but digits. */
 static bool parse_part(const char *p, const char *end, long *out)
@@ -110,17 +111,32 @@ static const struct wh_tpu_vm vm_tpu7x[] = {{1, "tpu7x-standard-1t", "1x1x1"},
                                             {4, "tpu7x-standard-4t", NULL},
                                             {0, NULL, NULL}};
 
-#define TOPOS_2D "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
+/* The documented slice topologies of each generation, enumerated. Each list
+ * and its sources are in docs/workloads.md, "Documented topologies"; a topology
+ * outside its list is warned about, never refused (a new GKE shape must not
+ * be blocked). v4: Ray's slice check (2x2x1 to 2x4x4, then A<=B<=C, each a
+ * multiple of 4, up to 12x12x16); v5p: the Cloud TPU v5p table and Ray's
+ * 2x2x4; v5e and v6e: the Cloud TPU v5e and v6e tables; TPU7x: Ray's v7x
+ * list and xpk's 1x1x1. */
+static const char *const topos_v4[] = {"2x2x1",  "2x2x2",   "2x2x4",   "2x4x4",    "4x4x4",
+                                       "4x4x8",  "4x4x12",  "4x4x16",  "4x8x8",    "4x8x12",
+                                       "4x8x16", "4x12x12", "4x12x16", "8x8x8",    "8x8x12",
+                                       "8x8x16", "8x12x12", "8x12x16", "12x12x12", "12x12x16",
+                                       NULL};
+static const char *const topos_2d[] = {"1x1", "2x2",  "2x4",   "4x4", "4x8",
+                                       "8x8", "8x16", "16x16", NULL};
+static const char *const topos_v5p[] = {"2x2x1",    "2x2x2",    "2x2x4", "2x4x4",  "4x4x4",
+                                        "4x4x8",    "4x8x8",    "8x8x8", "8x8x16", "8x16x16",
+                                        "16x16x16", "16x16x24", NULL};
+static const char *const topos_tpu7x[] = {"1x1x1", "2x2x1", "2x2x2", "2x2x4",  "2x4x4",   "4x4x4",
+                                          "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16", NULL};
 
 static const struct wh_tpu_gen_info gens[] = {
-    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_v4,
-     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8 and larger AxBxC"},
-    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_v5e, TOPOS_2D},
-    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_v5p,
-     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4 and larger AxBxC up to 16x16x24"},
-    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_v6e, TOPOS_2D},
-    {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x,
-     "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, 8x8x16, 8x16x16"},
+    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_v4, topos_v4},
+    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_v5e, topos_2d},
+    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_v5p, topos_v5p},
+    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_v6e, topos_2d},
+    {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x, topos_tpu7x},
 };
 #define N_GENS (sizeof(gens) / sizeof(gens[0]))
 
@@ -147,6 +163,66 @@ const char *wh_tpu_accelerators(void)
            "tpu-v6e-slice, tpu7x";
 }
 
+void wh_tpu_gen_topologies(const struct wh_tpu_gen_info *g, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (const char *const *t = g ? g->topologies : NULL; t && *t && len < n; t++)
+        len += (size_t)snprintf(out + len, n - len, "%s%s", len ? ", " : "", *t);
+    wh_utf8_trim_cut(out, n);
+}
+
+/* True when a and b are the same topology as parsed (so "02x2" is "2x2"). */
+static bool same_topology(const struct wh_topology *a, const struct wh_topology *b)
+{
+    return a->ndims == b->ndims && a->dims[0] == b->dims[0] && a->dims[1] == b->dims[1] &&
+           a->dims[2] == b->dims[2];
+}
+
+bool wh_tpu_gen_documented(const struct wh_tpu_gen_info *g, const struct wh_topology *t)
+{
+    char why[WH_ERRBUF_LEN];
+    for (const char *const *s = g ? g->topologies : NULL; s && *s; s++) {
+        struct wh_topology d;
+        if (!wh_topology_parse(*s, &d, why) && same_topology(&d, t))
+            return true;
+    }
+    return false;
+}
+
+bool wh_tpu_topology_undocumented(const struct wh_tpu_gen_info *g, const struct wh_topology *t,
+                                  const char *topology, const char *field, char *out, size_t n,
+                                  char *brief, size_t nb)
+{
+    if (!g || !t || !t->ndims || t->ndims != g->dims || wh_tpu_gen_documented(g, t))
+        return false;
+    char list[256];
+    wh_tpu_gen_topologies(g, list, sizeof(list));
+    snprintf(out, n,
+             "%s is \"%.*s\", a topology no documented %s node pool has (documented: %s); "
+             "check it: unless GKE makes a node pool of this shape, the pods stay Pending (a "
+             "warning, not a refusal, so that a new GKE shape is not blocked)",
+             field, (int)wh_utf8_cut(topology, 64), topology, g->name, list);
+    wh_utf8_trim_cut(out, n);
+    snprintf(brief, nb, "%s topology %.*s is no documented GKE shape: its pods may stay Pending",
+             g->name, (int)wh_utf8_cut(topology, 20), topology);
+    wh_utf8_trim_cut(brief, nb);
+    return true;
+}
+
+bool wh_subslice_fits(const char *subslice, const char *parent, char *out, size_t n)
+{
+    if (wh_topology_is_subset(subslice, parent))
+        return true;
+    snprintf(out, n,
+             "subslice \"%.*s\" is not smaller than parent \"%.*s\"; the annotation %s must "
+             "fit inside the node pool topology dimension by dimension",
+             (int)wh_utf8_cut(subslice, 64), subslice, (int)wh_utf8_cut(parent, 64), parent,
+             WH_ANN_SLICE_TOPOLOGY);
+    wh_utf8_trim_cut(out, n);
+    return false;
+}
+
 bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips)
 {
     for (const struct wh_tpu_vm *v = g ? g->vms : NULL; v && v->chips; v++)
@@ -166,8 +242,7 @@ static bool vm_serves(const struct wh_tpu_vm *v, const struct wh_topology *t)
         return true;
     if (wh_topology_parse(v->only, &only, why))
         return false;
-    return only.ndims == t->ndims && only.dims[0] == t->dims[0] && only.dims[1] == t->dims[1] &&
-           only.dims[2] == t->dims[2];
+    return same_topology(&only, t);
 }
 
 bool wh_tpu_gen_fits(const struct wh_tpu_gen_info *g, const struct wh_topology *t, long chips)
@@ -241,7 +316,7 @@ static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char 
 static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
                        const struct wh_tpu_gen_info *g, const struct wh_topology *t)
 {
-    char how[256], vals[48];
+    char how[256], vals[48], list[256];
     if (!t->ndims || !wh_tpu_gen_has_vm(g, s->chips)) {
         vm_list(g, vals, sizeof(vals));
         return shape_fail(p, WH_RULE_CHIPS_PER_VM,
@@ -250,12 +325,13 @@ static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
                           s->chips_field, s->chips, g->name, s->chips, s->accel_field, s->accel,
                           vals);
     }
-    if (!fit_list(g, t, how, sizeof(how), vals, sizeof(vals)))
+    if (!fit_list(g, t, how, sizeof(how), vals, sizeof(vals))) {
+        wh_tpu_gen_topologies(g, list, sizeof(list));
         return shape_fail(p, WH_RULE_CHIPS_PER_VM,
                           "%s is %ld per pod, but no %s VM makes topology %s (%s); valid "
                           "topologies: %s",
-                          s->chips_field, s->chips, g->name, s->topology, s->topo_field,
-                          g->topologies);
+                          s->chips_field, s->chips, g->name, s->topology, s->topo_field, list);
+    }
     return shape_fail(p, WH_RULE_CHIPS_PER_VM,
                       "%s is %ld per pod, but %s topology %s takes %s; valid values: %s (the "
                       "topology is %s)",
@@ -274,12 +350,13 @@ bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
                           "%s is \"%.*s\", not a GKE TPU accelerator; valid values: %s",
                           s->accel_field, (int)wh_utf8_cut(s->accel, 64), s->accel,
                           wh_tpu_accelerators());
-    char why[WH_ERRBUF_LEN];
+    char why[WH_ERRBUF_LEN], list[256];
+    wh_tpu_gen_topologies(*gen, list, sizeof(list));
     if (s->topology && *s->topology && wh_topology_parse(s->topology, topo, why)) {
         topo->ndims = 0;
         return shape_fail(p, WH_RULE_TOPOLOGY_FORM, "%s is \"%.*s\": %s; valid values: %s",
                           s->topo_field, (int)wh_utf8_cut(s->topology, 64), s->topology, why,
-                          *gen ? (*gen)->topologies : "AxB (v5e, v6e) or AxBxC (v4, v5p, tpu7x)");
+                          *gen ? list : "AxB (v5e, v6e) or AxBxC (v4, v5p, tpu7x)");
     }
     const struct wh_tpu_gen_info *g = *gen;
     if (g && topo->ndims && topo->ndims != g->dims)
@@ -287,7 +364,7 @@ bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
                           "%s is \"%s\", a %d-D topology, but %s (%s \"%s\") slices are %d-D; "
                           "valid values: %s",
                           s->topo_field, s->topology, topo->ndims, g->name, s->accel_field,
-                          s->accel, g->dims, g->topologies);
+                          s->accel, g->dims, list);
     /* Chips that do not divide the topology's are the callers' divisor rule,
      * which names the topology too. */
     bool divides = !topo->ndims || (s->chips <= topo->chips && topo->chips % s->chips == 0);

@@ -22,6 +22,7 @@
 #include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port, wh_megascale_joined_slices */
 #include "wh/names.h"    /* wh_names_group_ok */
 #include "wh/podspec.h"  /* keys, wh_container_tpu */
+#include "wh/podwarn.h"  /* wh_event_subject_object */
 #include "wh/topology.h" /* wh_topology, wh_is_tpu7x */
 #include "wh/tpuenv.h"   /* wh_env_duplicate, wh_hostnet_dns_conflict */
 #include "wh/utf8.h"     /* wh_utf8_trim_cut */
@@ -236,6 +237,16 @@ static enum wh_err check_shape(struct group_ctx *g, const char *topo_field, bool
     const struct wh_tpu_gen_info *gen;
     struct wh_shape_problem p;
     *ok = wh_tpu_shape_check(&s, &t, &gen, &p);
+    char text[768], brief[100];
+    if (*ok && wh_tpu_topology_undocumented(gen, &t, g->topology, topo_field, text, sizeof(text),
+                                            brief, sizeof(brief))) {
+        /* the warning on the RayCluster, the whole text in its Event */
+        wh_decision_event(g->d, WH_REASON_TOPOLOGY_UNDOCUMENTED, "RayCluster %s, group \"%s\": %s",
+                          g->cluster, g->group, text);
+        WH_TRY(wh_decision_warn(g->d, "group \"%s\": %s", g->group, brief));
+        return report(g, true, (struct about){topo_field, g->topology, ""}, true,
+                      WH_RULE_TOPOLOGY_UNDOCUMENTED, text);
+    }
     if (*ok)
         return WH_OK;
     bool on_accel = !strcmp(p.rule, WH_RULE_ACCELERATOR);
@@ -350,13 +361,12 @@ static enum wh_err check_subslice(struct group_ctx *g, const struct wh_state *st
                           "must specify parent topology \"%s\" in nodeSelector when using "
                           "subslice annotation",
                           WH_SEL_TOPOLOGY);
-    if (!wh_topology_is_subset(g->topology, parent))
+    char fit[512];
+    if (!wh_subslice_fits(g->topology, parent, fit, sizeof(fit)))
         return problem_at(g,
                           (struct about){"template.metadata.annotations[" WH_ANN_SLICE_TOPOLOGY "]",
                                          g->topology, parent},
-                          "subslice \"%s\" is not smaller than parent \"%s\"; the annotation %s "
-                          "must fit inside the node pool topology dimension by dimension",
-                          g->topology, parent, WH_ANN_SLICE_TOPOLOGY);
+                          "%s", fit);
     struct wh_subslice_index idx;
     enum wh_err err = wh_subslice_find_memo(g->subslices, st,
                                             wh_json_get(g->tmpl_spec, "nodeSelector"), g->num_hosts,
@@ -828,6 +838,8 @@ enum wh_err wh_validate_raycluster_report(const struct wh_review *rv, const stru
                                wh_buf_ptr(&problems), n_unlisted, n_problems);
     else if (!err && n_problems)
         err = wh_decision_deny(d, "%s", wh_buf_ptr(&problems));
+    if (!err && d->allowed && d->n_events) /* Events of its warnings, on the RayCluster */
+        wh_event_subject_object(&d->subject, rc, in->ns, name);
     wh_buf_free(&problems);
     return err;
 }

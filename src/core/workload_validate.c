@@ -16,8 +16,8 @@
 #include "wh/kinds.h"      /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
-#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_* */
-#include "wh/topology.h"  /* wh_topology */
+#include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_*, wh_event_subject_object */
+#include "wh/topology.h"  /* wh_topology, wh_subslice_fits, wh_tpu_topology_undocumented */
 #include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
 #include "wh/utf8.h"      /* wh_utf8_cut */
 #include "wh/violations.h"        /* wh_violations_add */
@@ -377,6 +377,49 @@ static enum wh_err pool_shape(struct vctx *v, const cJSON *spec, struct wh_tpu_s
     return WH_OK;
 }
 
+/* The subslice rule of every path (topology.h, wh_subslice_fits): the
+ * subslice the template's annotation states (sub, field sf) must fit its
+ * parent node pool's topology, the template's node selector or else what
+ * the pool's TPU nodes say (pool, read here when pool_shape did not); a
+ * bigger one is admitted by no node pool, and its pods stay Pending. Not
+ * judged when the parent is unknown. */
+static enum wh_err subslice_fits(struct vctx *v, const cJSON *spec, const char *field,
+                                 const char *sf, const char *sub, struct wh_pool_tpu *pool)
+{
+    const char *parent = wh_node_selector(spec, WH_SEL_TOPOLOGY);
+    const char *pool_name = wh_node_selector(spec, WH_KEY_NODEPOOL);
+    char from[360];
+    snprintf(from, sizeof(from), "%s.spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]", field);
+    if (!parent || !*parent) {
+        if (!*pool->topology && pool_name && *pool_name) {
+            enum wh_err err = wh_pool_tpu_read(v->st, pool_name, pool, v->errbuf);
+            if (err == WH_ERR_UNAVAILABLE) /* judged with the nodes, at the pods */
+                return WH_OK;
+            WH_TRY(err);
+        }
+        parent = pool->topology;
+        snprintf(from, sizeof(from), "the TPU nodes of node pool \"%.63s\"",
+                 pool_name ? pool_name : "");
+    }
+    char fit[512];
+    if (!*parent || wh_subslice_fits(sub, parent, fit, sizeof(fit)))
+        return WH_OK;
+    return problem(v, "%s: %s (the parent is %s), so its pods would stay Pending", sf, fit, from);
+}
+
+/* A topology t (stated at field tf) outside the generation's documented
+ * list (topology.h): a warning on the object, the whole text in its Event. */
+static enum wh_err undocumented(struct vctx *v, const struct wh_tpu_gen_info *gen,
+                                const struct wh_topology *topo, const char *t, const char *tf)
+{
+    char text[768], brief[100];
+    if (!wh_tpu_topology_undocumented(gen, topo, t, tf, text, sizeof(text), brief, sizeof(brief)))
+        return WH_OK;
+    wh_decision_event(v->d, WH_REASON_TOPOLOGY_UNDOCUMENTED, "%s", text);
+    return *v->part ? wh_decision_warn(v->d, "replicated job \"%.40s\": %s", v->part, brief)
+                    : wh_decision_warn(v->d, "%s", brief);
+}
+
 /* The shape of a TPU template: the generation table's rules, the chips'
  * divisor rule, one identity per slice. */
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -408,6 +451,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                                  .chips = out->chips,
                                  .chips_field = cf};
     char pf[100];
+    bool stated = t && *t; /* not the pool's: its nodes exist, so its topology does */
     WH_TRY(pool_shape(v, spec, &shape, &out->pool, pf, sizeof(pf)));
     out->topology = t = shape.topology;
     struct wh_topology topo;
@@ -415,6 +459,10 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     struct wh_shape_problem sp;
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
         return problem(v, "%s", sp.text);
+    if (from_annotation)
+        WH_TRY(subslice_fits(v, spec, field, tf, t, &out->pool));
+    if (stated)
+        WH_TRY(undocumented(v, gen, &topo, t, tf));
     out->tpu7x = gen && gen->devices_per_chip == 2;
     if (!(shape.accel && *shape.accel)) { /* as the pod path: a 4-field preset tells TPU7x */
         struct wh_env_lookup lk;
@@ -732,6 +780,8 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct
                                                   : validate_lws(&v, obj);
     if (!err && v.n_problems)
         err = wh_decision_deny(d, "%s", wh_buf_ptr(&v.problems));
+    if (!err && d->allowed && d->n_events) /* Events of its warnings, on the object */
+        wh_event_subject_object(&d->subject, obj, in->ns, in->object_name);
     wh_buf_free(&v.problems);
     return err;
 }

@@ -240,12 +240,139 @@ static void test_chips_per_topology(void **unused)
     assert_false(wh_tpu_gen_has_vm(v6e, 2));
 }
 
+/* Issue 34, item 3: each generation's documented topologies are an
+ * enumerated list (docs/workloads.md, "TPU generations", with their
+ * sources); one outside it is warned about, never refused. */
+static bool documented(const char *accel, const char *topo)
+{
+    struct wh_topology t;
+    char why[WH_ERRBUF_LEN];
+    assert_int_equal(wh_topology_parse(topo, &t, why), WH_OK);
+    return wh_tpu_gen_documented(wh_tpu_gen_find(accel), &t);
+}
+
+static void test_documented_topologies(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *accel, *topo;
+        bool listed;
+    } cases[] = {
+        {"tpu-v4-podslice", "2x2x1", true},
+        {"tpu-v4-podslice", "4x4x12", true},
+        {"tpu-v4-podslice", "12x12x16", true},
+        {"tpu-v4-podslice", "4x4x6", false},
+        {"tpu-v4-podslice", "16x16x16", false},
+        {"tpu-v5-lite-podslice", "2x4", true},
+        {"tpu-v5-lite-device", "16x16", true},
+        {"tpu-v5-lite-podslice", "2x8", false},
+        {"tpu-v5p-slice", "2x2x4", true},
+        {"tpu-v5p-slice", "16x16x24", true},
+        {"tpu-v5p-slice", "4x4x12", false},
+        {"tpu-v6e-slice", "8x16", true},
+        {"tpu-v6e-slice", "4x2", false},
+        {"tpu7x", "1x1x1", true},
+        {"tpu7x", "8x16x16", true},
+        {"tpu7x", "2x2x3", false},
+        {"tpu7x", "1x2x2", false},
+        {"tpu7x", "02x2x1", true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (documented(cases[i].accel, cases[i].topo) != cases[i].listed)
+            fail_msg("%s %s: documented is %d", cases[i].accel, cases[i].topo, !cases[i].listed);
+    /* every entry of every list parses, has the generation's dimensions, and
+     * is made by one of its VMs */
+    static const char *const accels[] = {"tpu-v4-podslice", "tpu-v5-lite-podslice", "tpu-v5p-slice",
+                                         "tpu-v6e-slice", "tpu7x"};
+    for (size_t i = 0; i < 5; i++) {
+        const struct wh_tpu_gen_info *g = wh_tpu_gen_find(accels[i]);
+        assert_non_null(g->topologies[0]);
+        for (const char *const *s = g->topologies; *s; s++) {
+            struct wh_topology t;
+            char why[WH_ERRBUF_LEN];
+            assert_int_equal(wh_topology_parse(*s, &t, why), WH_OK);
+            assert_int_equal(t.ndims, g->dims);
+            bool made = false;
+            for (const struct wh_tpu_vm *v = g->vms; v->chips; v++)
+                made |= wh_tpu_gen_fits(g, &t, v->chips);
+            if (!made)
+                fail_msg("%s %s: no VM of the table makes it", g->name, *s);
+        }
+    }
+    /* the messages print the list: no prose like "and larger" */
+    char list[256];
+    wh_tpu_gen_topologies(wh_tpu_gen_find("tpu-v4-podslice"), list, sizeof(list));
+    assert_non_null(strstr(list, "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4"));
+    assert_non_null(strstr(list, "12x12x16"));
+    assert_null(strstr(list, "larger"));
+    struct wh_shape_problem p;
+    assert_false(shape("tpu-v5p-slice", "4x4", 4, &p));
+    assert_string_equal(p.rule, WH_RULE_TOPOLOGY_DIMS);
+    assert_non_null(strstr(p.text, "valid values: 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8"));
+    assert_non_null(strstr(p.text, "16x16x24"));
+    assert_null(strstr(p.text, "larger"));
+}
+
+static void test_undocumented_warning(void **unused)
+{
+    (void)unused;
+    const struct wh_tpu_gen_info *g = wh_tpu_gen_find("tpu7x");
+    struct wh_topology t;
+    char why[WH_ERRBUF_LEN], text[768], brief[100];
+    assert_int_equal(wh_topology_parse("2x2x3", &t, why), WH_OK);
+    assert_true(wh_tpu_topology_undocumented(g, &t, "2x2x3", "spec.x", text, sizeof(text), brief,
+                                             sizeof(brief)));
+    assert_non_null(strstr(text, "spec.x is \"2x2x3\""));
+    assert_non_null(strstr(text, "documented: 1x1x1, 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, "
+                                 "4x8x8, 8x8x8, 8x8x16, 8x16x16)"));
+    assert_non_null(strstr(text, "not a refusal"));
+    assert_string_equal(brief,
+                        "tpu7x topology 2x2x3 is no documented GKE shape: its pods may stay Pending");
+    assert_true(strlen(brief) <= 100 - 1);
+    assert_int_equal(wh_topology_parse("2x2x2", &t, why), WH_OK);
+    assert_false(wh_tpu_topology_undocumented(g, &t, "2x2x2", "spec.x", text, sizeof(text), brief,
+                                              sizeof(brief)));
+    /* unknown generation, or a shape of the wrong dimensionality (refused by
+     * the shape check): no warning */
+    assert_false(wh_tpu_topology_undocumented(NULL, &t, "2x2x2", "spec.x", text, sizeof(text),
+                                              brief, sizeof(brief)));
+    assert_int_equal(wh_topology_parse("4x4", &t, why), WH_OK);
+    assert_false(wh_tpu_topology_undocumented(g, &t, "4x4", "spec.x", text, sizeof(text), brief,
+                                              sizeof(brief)));
+}
+
+/* Issue 34, item 2: the one subslice rule (the RayCluster's) that every path
+ * uses: each dimension at most the parent's, in the order written. */
+static void test_subslice_fits(void **unused)
+{
+    (void)unused;
+    char text[512];
+    assert_true(wh_subslice_fits("2x2x2", "2x2x4", text, sizeof(text)));
+    assert_true(wh_subslice_fits("2x2x4", "2x2x4", text, sizeof(text)));
+    assert_true(wh_subslice_fits("2x4", "4x4", text, sizeof(text)));
+    assert_false(wh_subslice_fits("4x4x4", "2x2x4", text, sizeof(text)));
+    assert_string_equal(text, "subslice \"4x4x4\" is not smaller than parent \"2x2x4\"; the "
+                              "annotation cloud.google.com/gke-tpu-slice-topology must fit inside "
+                              "the node pool topology dimension by dimension");
+    /* another orientation of a fitting shape is not accepted (the RayCluster
+     * rule compares dimension by dimension, as written) */
+    assert_false(wh_subslice_fits("2x4x2", "2x2x4", text, sizeof(text)));
+    assert_false(wh_subslice_fits("2x2", "2x2x4", text, sizeof(text)));
+    assert_false(wh_subslice_fits("axb", "2x2x4", text, sizeof(text)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),       cmocka_unit_test(test_parse_bad),
-        cmocka_unit_test(test_hosts),       cmocka_unit_test(test_is_subset),
-        cmocka_unit_test(test_generations), cmocka_unit_test(test_chips_per_topology),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_hosts),
+        cmocka_unit_test(test_is_subset),
+        cmocka_unit_test(test_generations),
+        cmocka_unit_test(test_chips_per_topology),
+        cmocka_unit_test(test_documented_topologies),
+        cmocka_unit_test(test_undocumented_warning),
+        cmocka_unit_test(test_subslice_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

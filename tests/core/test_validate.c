@@ -325,6 +325,43 @@ static void test_ratchet_by_value(void **unused)
     wh_decision_free(&d);
 }
 
+/* Issue 34, item 3: a group whose topology no documented node pool has is
+ * admitted with a short warning and an Event on the RayCluster (the whole
+ * text, with the documented list); none when the cluster is denied. */
+static void test_undocumented_topology_event(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    decide("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rc\","
+           "\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" GROUP("odd", "2", "4x2", "4",
+                                                                          "") "]}}",
+           "CREATE", &d);
+    assert_true(d.allowed);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 1);
+    assert_string_equal(cJSON_GetArrayItem(d.warnings, 0)->valuestring,
+                        "group \"odd\": v6e topology 4x2 is no documented GKE shape: its pods may "
+                        "stay Pending");
+    assert_int_equal(d.n_events, 1);
+    assert_string_equal(d.events[0].reason, "TPUTopologyUndocumented");
+    assert_non_null(strstr(d.events[0].text, "RayCluster rc, group \"odd\": "));
+    assert_non_null(strstr(d.events[0].text, "(documented: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, "
+                                             "16x16)"));
+    assert_string_equal(d.subject.api_version, "ray.io/v1");
+    assert_string_equal(d.subject.kind, "RayCluster");
+    assert_string_equal(d.subject.ns, "ns");
+    assert_string_equal(d.subject.name, "rc");
+    wh_decision_free(&d);
+    /* denied (numOfHosts): the warning, but no Event on an object not stored */
+    decide("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rc\","
+           "\"namespace\":\"ns\"},\"spec\":{\"workerGroupSpecs\":[" GROUP("odd", "3", "4x2", "4",
+                                                                          "") "]}}",
+           "CREATE", &d);
+    assert_false(d.allowed);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 1);
+    assert_string_equal(d.subject.kind, "");
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_hostnetwork_dns_policy),
         cmocka_unit_test(test_hostnetwork_dns_policy_ratchet),
         cmocka_unit_test(test_ratchet_by_value),
+        cmocka_unit_test(test_undocumented_topology_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

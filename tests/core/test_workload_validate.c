@@ -203,6 +203,83 @@ static void test_pool_read_through_the_index(void **unused)
     wh_memstate_free(ms);
 }
 
+/* A JobSet of one replicated job of `parallelism` pods of 4 TPU7x chips,
+ * its template's metadata `meta` and node selector entries `sel`. */
+#define TPU7X_JOBSET(parallelism, meta, sel)                                                   \
+    "{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":" \
+    "\"llm\",\"namespace\":\"ns\"},\"spec\":{\"replicatedJobs\":[{\"name\":\"slice\","         \
+    "\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":" parallelism                      \
+    ",\"completions\":" parallelism ",\"template\":{\"metadata\":{" meta "},\"spec\":{"        \
+    "\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\"" sel "},"            \
+    "\"containers\":[" CONTAINER("c0", "") "," CONTAINER("c1", "") "]}}}}}]}}"
+#define SUBSLICE(t) "\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"" t "\"}"
+#define POOL_A ",\"cloud.google.com/gke-nodepool\":\"pool-a\""
+
+/* Issue 34, item 2: the RayCluster's subslice rule on the workload path. A
+ * subslice bigger than its parent pool (the node selector's topology, else
+ * the pool's TPU nodes) is refused at the object; one that fits is not. */
+static void test_subslice_must_fit_its_pool(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    judge(TPU7X_JOBSET("4", SUBSLICE("2x2x4"), TOPO), NULL, &d);
+    assert_false(d.allowed);
+    assert_true(
+        says(&d, "spec.replicatedJobs[0] (\"slice\").template.spec.template.metadata.annotations[\""
+                 "cloud.google.com/gke-tpu-slice-topology\"]: subslice \"2x2x4\" is not "
+                 "smaller than parent \"2x2x2\""));
+    assert_true(
+        says(&d, "(the parent is spec.replicatedJobs[0] (\"slice\").template.spec.template.spec."
+                 "nodeSelector[\"cloud.google.com/gke-tpu-topology\"])"));
+    wh_decision_free(&d);
+    /* the parent from the pool's TPU nodes (2x2x2) */
+    judge(TPU7X_JOBSET("4", SUBSLICE("2x2x4"), POOL_A), NODE("tpu7x"), &d);
+    assert_false(d.allowed);
+    assert_true(says(&d, "subslice \"2x2x4\" is not smaller than parent \"2x2x2\""));
+    assert_true(says(&d, "(the parent is the TPU nodes of node pool \"pool-a\")"));
+    wh_decision_free(&d);
+    /* fits: admitted, on a stated parent or the pool's */
+    judge(TPU7X_JOBSET("1", SUBSLICE("2x2x1"), TOPO), NULL, &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    judge(TPU7X_JOBSET("2", SUBSLICE("2x2x2"), POOL_A), NODE("tpu7x"), &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    /* no parent known: nothing to judge it by */
+    judge(TPU7X_JOBSET("4", SUBSLICE("2x2x4"), ""), NULL, &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+/* Issue 34, item 3: a topology no documented node pool has is warned about
+ * on the object, with an Event on it (the whole text, with the documented
+ * list); a documented one, or one the pool's nodes state, is not. */
+static void test_undocumented_topology_warned(void **unused)
+{
+    (void)unused;
+    struct wh_decision d;
+    judge(TPU7X_JOBSET("3", "", ",\"cloud.google.com/gke-tpu-topology\":\"2x2x3\""), NULL, &d);
+    assert_true(d.allowed);
+    assert_int_equal(cJSON_GetArraySize(d.warnings), 1);
+    assert_string_equal(cJSON_GetArrayItem(d.warnings, 0)->valuestring,
+                        "replicated job \"slice\": tpu7x topology 2x2x3 is no documented GKE "
+                        "shape: its pods may stay Pending");
+    assert_int_equal(d.n_events, 1);
+    assert_string_equal(d.events[0].reason, "TPUTopologyUndocumented");
+    assert_non_null(strstr(d.events[0].text, "(documented: 1x1x1, 2x2x1, 2x2x2, 2x2x4"));
+    assert_string_equal(d.subject.kind, "JobSet");
+    assert_string_equal(d.subject.api_version, "jobset.x-k8s.io/v1alpha2");
+    assert_string_equal(d.subject.ns, "ns");
+    assert_string_equal(d.subject.name, "llm");
+    assert_string_equal(d.subject.uid, "");
+    wh_decision_free(&d);
+    judge(TPU7X_JOBSET("2", "", TOPO), NULL, &d);
+    assert_true(d.allowed);
+    assert_null(d.warnings);
+    assert_int_equal(d.n_events, 0);
+    wh_decision_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +288,8 @@ int main(void)
         cmocka_unit_test(test_pool_nodes_tell_the_topology),
         cmocka_unit_test(test_state_failure),
         cmocka_unit_test(test_pool_read_through_the_index),
+        cmocka_unit_test(test_subslice_must_fit_its_pool),
+        cmocka_unit_test(test_undocumented_topology_warned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -256,6 +256,79 @@ static void test_summary_counts_workloads(void **state)
     cJSON_Delete(rows);
 }
 
+/* Issue 34: check says what the cluster would: a Job whose subslice is
+ * bigger than its pool is rejected (the RayCluster's rule), and a topology
+ * no documented node pool has (TPU7x 2x2x3) is ok with a warning, on a Job
+ * and on a RayCluster group. */
+static void test_subslice_and_undocumented_topology(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "apiVersion: batch/v1\n"
+        "kind: Job\n"
+        "metadata: {name: sub}\n"
+        "spec:\n"
+        "  completionMode: Indexed\n"
+        "  parallelism: 4\n"
+        "  completions: 4\n"
+        "  template:\n"
+        "    metadata: {annotations: {cloud.google.com/gke-tpu-slice-topology: 2x2x4}}\n"
+        "    spec:\n"
+        "      subdomain: sub\n"
+        "      nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu7x,\n"
+        "                     cloud.google.com/gke-tpu-topology: 2x2x2}\n"
+        "      containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
+        "---\n"
+        "apiVersion: batch/v1\n"
+        "kind: Job\n"
+        "metadata: {name: odd}\n"
+        "spec:\n"
+        "  completionMode: Indexed\n"
+        "  parallelism: 3\n"
+        "  completions: 3\n"
+        "  template:\n"
+        "    spec:\n"
+        "      subdomain: odd\n"
+        "      nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu7x,\n"
+        "                     cloud.google.com/gke-tpu-topology: 2x2x3}\n"
+        "      containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n"
+        "---\n"
+        "apiVersion: ray.io/v1\n"
+        "kind: RayCluster\n"
+        "metadata: {name: rc}\n"
+        "spec:\n"
+        "  workerGroupSpecs:\n"
+        "  - groupName: odd\n"
+        "    numOfHosts: 3\n"
+        "    template:\n"
+        "      spec:\n"
+        "        nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu7x,\n"
+        "                       cloud.google.com/gke-tpu-topology: 2x2x3}\n"
+        "        containers: [{name: w, resources: {limits: {google.com/tpu: 4}}}]\n";
+    cJSON *rows = cJSON_CreateArray();
+    struct wh_check_stats st = {0};
+    char errbuf[WH_ERRBUF_LEN] = "";
+    assert_int_equal(wh_check_text("s.yaml", text, strlen(text), rows, &st, errbuf), WH_OK);
+    assert_int_equal(cJSON_GetArraySize(rows), 3);
+    const cJSON *sub = cJSON_GetArrayItem(rows, 0), *odd = cJSON_GetArrayItem(rows, 1);
+    assert_string_equal(wh_json_str0(sub, "verdict"), "rejected");
+    assert_non_null(strstr(wh_json_str0(sub, "message"),
+                           "subslice \"2x2x4\" is not smaller than parent \"2x2x2\""));
+    assert_string_equal(wh_json_str0(odd, "verdict"), "ok");
+    const cJSON *w = wh_json_get(odd, "warnings"); /* then the Service's, not in the input */
+    assert_int_equal(cJSON_GetArraySize(w), 2);
+    assert_string_equal(w->child->valuestring,
+                        "tpu7x topology 2x2x3 is no documented GKE shape: its pods may stay Pending");
+    const cJSON *rc = cJSON_GetArrayItem(rows, 2);
+    assert_string_equal(wh_json_str0(rc, "kind"), "RayCluster");
+    assert_string_equal(wh_json_str0(rc, "verdict"), "ok");
+    w = wh_json_get(rc, "warnings");
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_non_null(strstr(w->child->valuestring, "is \"2x2x3\", a topology no documented tpu7x "
+                                                  "node pool has (documented: 1x1x1, 2x2x1"));
+    cJSON_Delete(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_long_cluster_name),
         cmocka_unit_test(test_summary_counts_workloads),
+        cmocka_unit_test(test_subslice_and_undocumented_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,4 +60,12 @@ int wh_torch_fields(const char *s, long *product);
 void wh_event_subject_of(struct wh_event_subject *s, const cJSON *pod, const char *ns,
                          const char *kind, const char *owner);
 
+/* The object a review applies (a RayCluster, Job, JobSet or LWS: its own
+ * apiVersion and kind, name, in ns), for the Events of the warnings given on
+ * it at /validate and /validate-workload. No uid: on a CREATE the object is
+ * not stored yet, so the Events worker (which checks a stated uid with a GET)
+ * posts it without one. s is left empty when a part does not fit. */
+void wh_event_subject_object(struct wh_event_subject *s, const cJSON *obj, const char *ns,
+                             const char *name);
+
 #endif

@@ -3,6 +3,7 @@
 #define WH_TOPOLOGY_H
 
 #include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 #include "wh/err.h" /* enum wh_err */
 
@@ -26,6 +27,15 @@ long wh_topology_hosts(const struct wh_topology *t, long chips_per_host);
  * x-separated parts, all integers, child_i <= parent_i. Unparsable counts as
  * not a subset. */
 bool wh_topology_is_subset(const char *child, const char *parent);
+
+/* The one subslice rule of every path (docs/workloads.md, "Subslices"): the
+ * RayCluster's (/validate), the workload template's (/validate-workload, and
+ * so check and render) and the workload pod's (/mutate-workload). A subslice
+ * (annotation WH_ANN_SLICE_TOPOLOGY, value subslice) fits its parent node
+ * pool's topology (parent) by wh_topology_is_subset. False when it does not,
+ * with the message in out (n bytes; 512 or more holds it whole): the values,
+ * and that the annotation must fit the pool dimension by dimension. */
+bool wh_subslice_fits(const char *subslice, const char *parent, char *out, size_t n);
 
 enum wh_tpu_gen { WH_GEN_UNKNOWN, WH_GEN_V4, WH_GEN_V5E, WH_GEN_V5P, WH_GEN_V6E, WH_GEN_TPU7X };
 
@@ -51,7 +61,10 @@ struct wh_tpu_gen_info {
     int tensorcores_per_chip;    /* 2 on v4, v5p and TPU7x */
     int devices_per_chip;        /* PJRT devices: 2 on TPU7x (its cores are separate devices) */
     const struct wh_tpu_vm *vms; /* the machine types, chips 0-ended */
-    const char *topologies;      /* the documented slice topologies, for messages */
+    /* The documented slice topologies (docs/workloads.md, "TPU generations",
+     * with their sources), NULL-ended: the messages list them, and a
+     * topology outside them is warned about (wh_tpu_topology_undocumented). */
+    const char *const *topologies;
 };
 
 /* The generation whose label is exactly accel; NULL when accel is NULL, ""
@@ -63,6 +76,11 @@ const struct wh_tpu_gen_info *wh_tpu_gen_info(enum wh_tpu_gen gen);
 const char *wh_tpu_accelerators(void);
 /* True when a VM of the generation has exactly chips chips. */
 bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips);
+/* The generation's documented topologies, ", "-joined, into out (n bytes;
+ * 256 holds every list of the table). */
+void wh_tpu_gen_topologies(const struct wh_tpu_gen_info *g, char *out, size_t n);
+/* True when t (parsed) is one of the generation's documented topologies. */
+bool wh_tpu_gen_documented(const struct wh_tpu_gen_info *g, const struct wh_topology *t);
 /* True when a slice of topology t is made of VMs of chips chips each. */
 bool wh_tpu_gen_fits(const struct wh_tpu_gen_info *g, const struct wh_topology *t, long chips);
 
@@ -86,6 +104,10 @@ struct wh_tpu_shape {
 #define WH_RULE_TOPOLOGY_FORM "tpu-topology-malformed"
 #define WH_RULE_TOPOLOGY_DIMS "tpu-topology-dimensions"
 #define WH_RULE_CHIPS_PER_VM "tpu-chips-per-vm"
+/* A warning, not a refusal (docs/workloads.md, "TPU generations"): a topology
+ * no documented node pool of the generation has. Also the Event's reason. */
+#define WH_RULE_TOPOLOGY_UNDOCUMENTED "tpu-topology-undocumented"
+#define WH_REASON_TOPOLOGY_UNDOCUMENTED "TPUTopologyUndocumented"
 
 struct wh_shape_problem {
     const char *rule; /* one of WH_RULE_*; NULL when the shape is possible */
@@ -101,6 +123,16 @@ struct wh_shape_problem {
  * was stated) and *gen the generation (NULL when none was stated). */
 bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
                         const struct wh_tpu_gen_info **gen, struct wh_shape_problem *p);
+
+/* The warning of a topology t (as written: topology, stated by field) that is
+ * not in generation g's documented list: false when it is in the list (or g
+ * or t is unknown), else true with the full text in out (n bytes; 768 or more
+ * holds it whole: the field, the value, the documented list and why it is
+ * only a warning; for Events and check) and the admission warning's short
+ * one in brief (nb bytes; 100 or more: the generation and the value). */
+bool wh_tpu_topology_undocumented(const struct wh_tpu_gen_info *g, const struct wh_topology *t,
+                                  const char *topology, const char *field, char *out, size_t n,
+                                  char *brief, size_t nb);
 
 /* True when the accelerator label starts with "tpu7x"
  * (docs/internals/reference-behaviour.md §2.3). */
