@@ -33,6 +33,13 @@
 #   --webhook PATH       the tpu-webhook binary (default: $WH_BINARY, else
 #                        built with cmake in build/)
 #   --keep-logs          down keeps logs/ (for reading after a failed run)
+#   --webhook-client-cert on|missing  the webhook requires a client
+#                        certificate (--client-ca-file, pki/webhook-client-ca);
+#                        on: kube-apiserver presents one through its
+#                        admission configuration (admission/, as
+#                        docs/deploy.md "Client certificates" shows);
+#                        missing: it presents none (the negative control:
+#                        up does not wait for the webhook to mutate)
 #
 # State lives in ${WH_CLUSTER_DIR:-<repo>/build-cluster}: env (source it:
 # KUBECONFIG, CLUSTER_BIN, ...), admin.kubeconfig, pki/, logs/NAME.log,
@@ -131,6 +138,10 @@ pki() {
   }
   ca cluster-ca "tpu-webhook test cluster CA"
   ca webhook-ca "tpu-webhook test webhook CA"
+  if [ "$client_cert" != off ]; then
+    ca webhook-client-ca "tpu-webhook test API server client CA"
+    leaf apiserver-webhook-client "/CN=kube-apiserver-webhook-client" "extendedKeyUsage=clientAuth" webhook-client-ca
+  fi
   leaf apiserver "/CN=kube-apiserver" \
     "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc,IP:10.0.0.1
 extendedKeyUsage=serverAuth" cluster-ca
@@ -166,8 +177,42 @@ EOF
   chmod 600 "$f"
 }
 
+# kube-apiserver's admission configuration giving its webhook calls the
+# client certificate (docs/deploy.md, "Client certificates"); the user "*"
+# matches every webhook host.
+admission_config() {
+  local a=$D/admission
+  mkdir -p "$a"
+  cat >"$a/webhook-kubeconfig.yaml" <<EOF
+apiVersion: v1
+kind: Config
+users:
+  - name: "*"
+    user:
+      client-certificate: $D/pki/apiserver-webhook-client.crt
+      client-key: $D/pki/apiserver-webhook-client.key
+EOF
+  cat >"$a/config.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: ValidatingAdmissionWebhook
+    configuration:
+      apiVersion: apiserver.config.k8s.io/v1
+      kind: WebhookAdmissionConfiguration
+      kubeConfigFile: $a/webhook-kubeconfig.yaml
+  - name: MutatingAdmissionWebhook
+    configuration:
+      apiVersion: apiserver.config.k8s.io/v1
+      kind: WebhookAdmissionConfiguration
+      kubeConfigFile: $a/webhook-kubeconfig.yaml
+EOF
+  echo "$a/config.yaml"
+}
+
 start_control_plane() {
-  local ec ep
+  local ec ep admission=()
+  [ "$client_cert" = on ] && admission=(--admission-control-config-file "$(admission_config)")
   ec=$(cluster_free_port)
   ep=$(cluster_free_port)
   cluster_spawn etcd "$CLUSTER_BIN/etcd" --data-dir "$D/etcd" --name test \
@@ -186,7 +231,7 @@ start_control_plane() {
     --service-account-issuer "https://127.0.0.1:$API_PORT" --service-account-key-file "$D/pki/sa.pub" \
     --service-account-signing-key-file "$D/pki/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
     --allow-privileged --endpoint-reconciler-type none --profiling=false \
-    --enable-aggregator-routing="$routing"
+    --enable-aggregator-routing="$routing" "${admission[@]}"
   kubeconfig "$D/admin.kubeconfig" "client-certificate: $D/pki/admin.crt" "client-key: $D/pki/admin.key"
   export KUBECONFIG=$D/admin.kubeconfig
   cluster_wait 240 "kube-apiserver /readyz" kube-apiserver \
@@ -263,13 +308,14 @@ PY
 # The command that serves replica I; also written to webhook/run-I.sh so
 # that `cluster.sh webhook start` (and a test) starts the same process.
 webhook_cmd() { # webhook_cmd I
-  local i=$1
+  local i=$1 client_ca_arg=""
+  [ "$client_cert" = off ] || client_ca_arg=" --client-ca-file $D/pki/webhook-client-ca.crt"
   cat <<EOF
 #!/usr/bin/env bash
 export POD_NAME=kuberay-tpu-webhook-local-$i POD_NAMESPACE=$WH_NAMESPACE
 exec "$WH_BIN" serve --bind-address ${WH_ADDRS[i]}:$WH_PORT \\
   --tls-cert-file "$D/webhook/tls.crt" --tls-private-key-file "$D/webhook/tls.key" \\
-  --kube-config-path "$D/webhook/kubeconfig" --v=1 --shutdown-timeout=5s
+  --kube-config-path "$D/webhook/kubeconfig" --v=1 --shutdown-timeout=5s$client_ca_arg
 EOF
 }
 
@@ -358,7 +404,11 @@ install_webhook() {
     webhook_cmd "$i" >"$D/webhook/run-$i.sh"
   done
   webhook_start
-  cluster_wait 120 "the webhook configuration active (a dry-run TPU pod mutated)" tpu-webhook-0 webhook_active
+  if [ "$client_cert" = missing ]; then
+    cluster_log "no wait for a mutated pod: the API server has no client certificate (--webhook-client-cert missing)"
+  else
+    cluster_wait 120 "the webhook configuration active (a dry-run TPU pod mutated)" tpu-webhook-0 webhook_active
+  fi
   cluster_log "tpu-webhook ($install, $replicas replica(s)) serving on ${WH_ADDRS[*]} port $WH_PORT"
 }
 
@@ -381,6 +431,7 @@ export WH_ENDPOINT_ROUTING=$routing
 export WH_WEBHOOK_INSTALL=$install
 export WH_KUBERAY_INDEXING=$kuberay_indexing
 export WH_CLUSTER_COMPONENTS="${components[*]}"
+export WH_WEBHOOK_CLIENT_CERT=$client_cert
 EOF
 }
 
@@ -454,7 +505,7 @@ cmd=${1:-}
 case $cmd in
 up)
   components=(kuberay jobset lws) install=helm replicas=1 kuberay_indexing=on WH_BIN=${WH_BINARY:-} keep_logs=0
-  routing=""
+  routing="" client_cert=off
   while [ $# -gt 0 ]; do
     case $1 in
     --components)
@@ -483,6 +534,10 @@ up)
     --keep-logs)
       keep_logs=1
       shift
+      ;;
+    --webhook-client-cert)
+      case ${2:-} in on | missing) client_cert=$2 ;; *) cluster_die "--webhook-client-cert on|missing, not '${2:-}'" ;; esac
+      shift 2
       ;;
     --endpoint-routing)
       routing=1

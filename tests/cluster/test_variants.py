@@ -9,7 +9,10 @@ import re
 import subprocess
 import sys
 import time
+import ssl
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
@@ -263,3 +266,58 @@ class Uninstall(OwnCluster):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def create_labelled_tpu_pod(ns):
+    """A TPU pod opted in to the workload webhook, created in a fresh ns
+    (not a dry run: the API server stores what the webhook made of it)."""
+    cl.create_namespace(ns)
+    return cl.kubectl("create", "-f", "-", check=False,
+                      input=cl.tpu_pod("p", ns, labels={"tpu-webhook/inject": "enabled"}))
+
+
+class ClientCert(OwnCluster):
+    """docs/deploy.md, "Client certificates", on a real kube-apiserver: the
+    webhook runs with --client-ca-file, and kube-apiserver's
+    --admission-control-config-file gives its webhook calls a client
+    certificate of that CA (a WebhookAdmissionConfiguration's
+    kubeConfigFile): a TPU pod is mutated, no handshake is refused, and a
+    client without a certificate still reads /metrics (probes and
+    Prometheus) but gets 403 on /mutate."""
+    UP_ARGS = ["--webhook-client-cert", "on"]
+
+    def test_tpu_pod_mutated(self):
+        self.assertEqual(cl.env()["WH_WEBHOOK_CLIENT_CERT"], "on")
+        p = create_labelled_tpu_pod("cl-clientcert")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pod = cl.get_json("pod", "p", "-n", "cl-clientcert")
+        self.assertIn("TPU_WORKER_ID", [e["name"] for e in pod["spec"]["containers"][0].get("env", [])])
+        with open(os.path.join(cl.env()["WH_CLUSTER_DIR"], "webhook", "run-0.sh")) as f:
+            self.assertIn("--client-ca-file", f.read())
+        ms = cl.metrics()  # no client certificate: /metrics answers
+        self.assertEqual(cl.metric_sum(ms, "tpu_webhook_tls_client_certs_refused_total"), 0)
+        self.assertEqual(cl.metric_sum(ms, "tpu_webhook_tls_cert_refused"), 0)
+        ctx = ssl.create_default_context(cafile=cl.env()["WH_WEBHOOK_CA"])
+        ctx.check_hostname = False
+        req = urllib.request.Request("https://%s:%s/mutate" % (cl.webhook_address(), cl.env()["WH_WEBHOOK_PORT"]),
+                                     data=b"{}", headers={"Content-Type": "application/json"})
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            urllib.request.urlopen(req, context=ctx, timeout=10)
+        self.assertEqual(cm.exception.code, 403)
+
+
+class ClientCertMissing(OwnCluster):
+    """ClientCert's negative control: the webhook requires the certificate
+    but kube-apiserver has no admission configuration, so it presents none;
+    the webhook answers its call 403, the call fails and, failurePolicy
+    Fail, the TPU pod is refused and not stored."""
+    UP_ARGS = ["--webhook-client-cert", "missing"]
+
+    def test_tpu_pod_refused(self):
+        self.assertEqual(cl.env()["WH_WEBHOOK_CLIENT_CERT"], "missing")
+        p = create_labelled_tpu_pod("cl-clientcert-missing")
+        self.assertNotEqual(p.returncode, 0, "the pod was admitted: %s" % p.stdout)
+        self.assertIn("failed calling webhook", p.stderr)
+        self.assertEqual(cl.pods("cl-clientcert-missing"), [])
+        self.assertIn("client certificate", p.stderr)  # the webhook's 403 Status, relayed
+        print("ok: refused: %s" % p.stderr.strip()[:300])
