@@ -511,6 +511,26 @@ static enum wh_err drop_suspended(const cJSON *obj, cJSON **pods, struct wh_rend
     return add_note(out, note);
 }
 
+/* KubeRay 1.1+ (ValidateRayJobSpec) fails a suspended RayJob whose
+ * spec.shutdownAfterJobFinishes is not true: the RayJob goes to
+ * ValidationFailed, a state its controller never leaves, so no RayCluster
+ * is created, now or after a resume. WH_ERR_INVALID saying so. */
+static enum wh_err rayjob_never_runs(const cJSON *obj, const struct wh_kuberay_opts *opts,
+                                     char *errbuf)
+{
+    const cJSON *spec = wh_json_get(obj, "spec");
+    if (strcmp(wh_json_str0(obj, "kind"), wh_kinds[WH_ROW_RAYJOB].kind) ||
+        !cJSON_IsTrue(wh_json_get(spec, "suspend")) ||
+        cJSON_IsTrue(wh_json_get(spec, "shutdownAfterJobFinishes")) ||
+        (opts->major == 1 && opts->minor < 1))
+        return WH_OK;
+    return wh_fail(errbuf, WH_ERR_INVALID,
+                   "spec.suspend is true and spec.shutdownAfterJobFinishes is not: KubeRay "
+                   "1.1+ refuses to suspend such a RayJob (status ValidationFailed, which it "
+                   "never leaves) and creates no RayCluster, even once resumed; set "
+                   "spec.shutdownAfterJobFinishes to true");
+}
+
 enum wh_err wh_render_object(const cJSON *given, const struct wh_kuberay_opts *opts,
                              struct wh_render_result *out, char *errbuf)
 {
@@ -541,6 +561,8 @@ enum wh_err wh_render_object(const cJSON *given, const struct wh_kuberay_opts *o
                       named ? "generateName to at most 48" : "name");
         goto out;
     }
+    if ((err = rayjob_never_runs(obj, opts, errbuf)))
+        goto out;
     err = wh_kuberay_worker_pods(out->cluster, opts, &pods, errbuf);
     if (!err)
         err = admit_pods(pods, WH_ROUTE_MUTATE, out, errbuf);

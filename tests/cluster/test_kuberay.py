@@ -284,6 +284,41 @@ class KubeRayCase(unittest.TestCase):
         self.assertNotEqual(cl.kubectl("get", "raycluster", "wrong-hosts", "-n", ns, check=False).returncode, 0)
         print("ok: %s" % p.stderr.strip())
 
+    def rayjob_suspended(self):
+        """tests/fixtures/offline/rayjob-suspended-no-shutdown.yaml: a RayJob
+        created suspended with shutdownAfterJobFinishes false. KubeRay
+        fails it (ValidationFailed), creates no RayCluster, and a resume
+        does not help; `tpu-webhook render` refuses it with that reason.
+        With shutdownAfterJobFinishes true it stays suspended (no
+        RayCluster) and render shows no pod."""
+        ns = self.ns("rayjob-suspended")
+        path = os.path.join(cl.REPO, "tests", "fixtures", "offline", "rayjob-suspended-no-shutdown.yaml")
+        bad = op.load_docs(path)[0]
+        good = json.loads(json.dumps(bad).replace('"held-job"', '"held-ok"'))
+        good["spec"]["shutdownAfterJobFinishes"] = True
+        for o in (bad, good):
+            o["metadata"]["namespace"] = ns
+            op.apply_obj(o)
+
+        def status(name, want):
+            st = cl.get_json("rayjob", name, "-n", ns).get("status") or {}
+            return st if st.get("jobDeploymentStatus") == want else None
+        st = cl.wait_for(lambda: status("held-job", "ValidationFailed"), 120, "RayJob held-job ValidationFailed")
+        self.assertIn("shutdownAfterJobFinishes set to false is not allowed to be suspended", st.get("message", ""))
+        cl.wait_for(lambda: status("held-ok", "Suspended"), 120, "RayJob held-ok Suspended")
+        cl.kubectl("patch", "rayjob", "held-job", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+        time.sleep(10)  # a RayCluster would be created within a reconcile; none may appear
+        self.assertEqual(cl.get_json("rayclusters", "-n", ns)["items"], [])
+        self.assertEqual(status("held-job", "ValidationFailed")["message"], st["message"])
+        binary = cl.env()["WH_WEBHOOK_BINARY"]
+        p = cl.run([binary, "render", "-"], input=json.dumps(bad), check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("KubeRay 1.1+ refuses to suspend such a RayJob", p.stderr)
+        p = cl.run([binary, "render", "--output", "json", "-"], input=json.dumps(good))
+        self.assertEqual(json.loads(p.stdout)["items"], [])
+        print("ok: held-job %s, no RayCluster after a resume; render refuses it; held-ok Suspended, "
+              "no pod rendered" % st["jobDeploymentStatus"])
+
     def unregistered(self):
         """The negative control: with the webhook's configurations deleted,
         the v6e-16 sample's stored pods fail the check."""
@@ -369,6 +404,13 @@ class Refused(KubeRayCase):
 
     def test_refused(self):
         self.refused()
+
+
+class RayJobSuspended(KubeRayCase):
+    MODE = "on"
+
+    def test_rayjob_suspended(self):
+        self.rayjob_suspended()
 
 
 class UnregisteredIndexed(KubeRayCase):

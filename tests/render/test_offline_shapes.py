@@ -100,6 +100,35 @@ spec:
         self.assertEqual(p.returncode, 1, p.stderr.decode())
         self.assertIn("would be rejected", p.stderr.decode())
 
+    def test_rayjob_without_shutdown(self):
+        """KubeRay 1.1+ refuses to suspend a RayJob whose
+        shutdownAfterJobFinishes is not true (ValidationFailed, never left:
+        no RayCluster, resumed or not): render fails saying so, check warns;
+        with shutdownAfterJobFinishes: true it is an ordinary suspended
+        RayJob, and KubeRay 1.0 did not refuse it."""
+        name = path("rayjob-suspended-no-shutdown.yaml")
+        for args in ((), ("--output", "json")):
+            p = run("render", *args, name)
+            self.assertEqual(p.returncode, 2, p.stderr.decode())
+            self.assertEqual(p.stdout, b"")
+            self.assertIn("spec.shutdownAfterJobFinishes is not: KubeRay 1.1+ refuses to suspend",
+                          p.stderr.decode())
+        p = run("check", "--output", "json", name)
+        self.assertEqual(p.returncode, 0, p.stdout.decode())
+        rows = json.loads(p.stdout)["rows"]
+        self.assertEqual(len(rows), 1)
+        self.assertTrue(any("set spec.shutdownAfterJobFinishes to true" in w for w in rows[0]["warnings"]), rows)
+        with open(name) as f:
+            text = f.read()
+        ok = text.replace("shutdownAfterJobFinishes: false", "shutdownAfterJobFinishes: true")
+        p = run("render", "--output", "json", "-", stdin=ok.encode())
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(json.loads(p.stdout)["items"], [])
+        self.assertIn("KubeRay creates no RayCluster", notes(p.stderr)[0])
+        p = run("render", "--kuberay-version", "1.0", "--output", "json", name)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(json.loads(p.stdout)["items"], [])
+
     def test_check_notes_not_failures(self):
         p = run("check", "--output", "json", path("raycluster-suspended.yaml"),
                 path("jobset-suspended.yaml"))
