@@ -222,7 +222,7 @@ class Load:
                 r.read()
             return None
         except urllib.error.HTTPError as e:
-            return "%d %s" % (e.code, e.read().decode(errors="replace")[:300])
+            return "%d %s" % (e.code, e.read().decode(errors="replace")[:1000])
         except OSError as e:
             return str(e)
 
