@@ -15,6 +15,7 @@ import collections
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -156,6 +157,197 @@ class ReplicasRenewal(unittest.TestCase):
         _, calls = renew_twice(self, load(ns))
         check_spread([sum(c) for c in zip(*calls)])
         cl.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+KILLED = 1
+
+
+def holders_of(i):
+    """The holderIdentity of each claim Lease replica i's process holds now
+    (POD_NAME kuberay-tpu-webhook-local-<i>, then _ and a suffix of its own
+    per process)."""
+    items = cl.get_json("leases", "-n", "ray-system", "-l", "app.kubernetes.io/component=worker-id-claim")["items"]
+    name = "kuberay-tpu-webhook-local-%d" % i
+    return {x["spec"]["holderIdentity"] for x in items
+            if x["spec"].get("holderIdentity", "").rsplit("_", 1)[0] == name}
+
+
+def claims_held_by(holders):
+    items = cl.get_json("leases", "-n", "ray-system", "-l", "app.kubernetes.io/component=worker-id-claim")["items"]
+    return [x["metadata"]["name"] for x in items if x["spec"].get("holderIdentity") in holders]
+
+
+def dead(pid):
+    """pid has exited (gone, or a zombie nobody reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def sigkill(i):
+    """Replica i killed with SIGKILL (no shutdown of any kind: its open
+    connections reset, its in-flight admissions lost), as the kernel's
+    OOM killer or a node failure does; the time it died."""
+    pid = cl.webhook_pid(i)
+    os.kill(pid, signal.SIGKILL)
+    cl.wait_for(lambda: dead(pid), 30, "replica %d (pid %d) dead" % (i, pid))
+    return time.time()
+
+
+def replica_ready(i):
+    e = cl.env()
+    p = subprocess.run(["curl", "-fsS", "--cacert", e["WH_WEBHOOK_CA"], "--resolve",
+                        "kuberay-tpu-webhook.ray-system.svc:%s:%s" % (e["WH_WEBHOOK_PORT"], cl.webhook_address(i)),
+                        "https://kuberay-tpu-webhook.ray-system.svc:%s/readyz" % e["WH_WEBHOOK_PORT"]],
+                       capture_output=True, timeout=30)
+    return p.returncode == 0
+
+
+def restart(i):
+    """Replica i started again as cluster.sh started it (webhook/run-<i>.sh),
+    ready, and its endpoint ready: as the kubelet restarts a killed
+    container and the EndpointSlice controller lists it again."""
+    if not dead(cl.webhook_pid(i)):
+        return
+    os.remove(os.path.join(cl.env()["WH_CLUSTER_DIR"], "pids", "tpu-webhook-%d" % i))
+    cl.run(["bash", "-c", '. "$0/tests/cluster/lib/common.sh" && '
+            'cluster_spawn "tpu-webhook-$1" bash "$WH_CLUSTER_DIR/webhook/run-$1.sh"', cl.REPO, str(i)])
+    cl.wait_for(lambda: replica_ready(i), 120, "replica %d ready again" % i)
+    endpoint_ready(i, True)
+
+
+def check_carried_on(ld, since, created):
+    """The load after a replica's death: no refusal after since, and at
+    least 20 pods created after the count created."""
+    late = [f for t, f in ld.failures if t > since]
+    assert late == [], "%d admissions refused after the replica had gone: %s" % (len(late), late[:3])
+    assert ld.created >= created + 20, "only %d pods created after the replica had gone" % (ld.created - created)
+
+
+def check_whole(ld):
+    """Every load pod stored carries the same env names (one template), with
+    TPU_WORKER_ID: none half-mutated."""
+    sets = collections.Counter(tuple(sorted(cl.env_names(p))) for p in cl.pods(ld.ns)
+                               if p["metadata"]["name"].startswith(ld.prefix + "-"))
+    assert len(sets) == 1, "load pods stored with %d different env sets: %s" % (len(sets), sets)
+    assert "TPU_WORKER_ID" in next(iter(sets)), "load pods stored without TPU_WORKER_ID: %s" % sets
+
+
+def slices(ns, n):
+    """The v6e-16 sample with n slices, in ns."""
+    rc = op.load_docs(T.V6E16)[0]
+    rc["metadata"]["namespace"] = ns
+    rc["spec"]["workerGroupSpecs"][0].update(replicas=n, maxReplicas=n)
+    op.apply_obj(rc)
+
+
+class ReplicaKilled(unittest.TestCase):
+    """One of the three replicas killed with SIGKILL while legacy worker pods
+    are being created (6 connections), its endpoint then marked not ready
+    (as the kubelet and the EndpointSlice controller do for a dead
+    container; the API server does not retry a webhook POST whose
+    connection reset or was refused, so what was in flight on it is
+    refused, counted and printed): from 5 s after that, 0 refusals and 20
+    more pods admitted by the two survivors; every load pod stored whole
+    (one env set, TPU_WORKER_ID in it); the claims the dead process held
+    (it held some: asserted) stay on until they expire and are swept by
+    the survivors; meanwhile KubeRay scales 4 slices to 6 through the
+    survivors, whose 24 pods pass kuberay_physics.py. On HighlyAvailable's
+    cluster, the replica restarted afterwards. The kill falls while only
+    the load's one-pod clusters are admitted: one between a KubeRay pod's
+    claim and its answer would leave a claim no pod holds, which pushes
+    that slice's retried pod to a new replica index until it expires
+    (docs/legacy-indices.md, "Lifetime and budget"); not shown here."""
+    UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
+    setUpClass = vars(OwnCluster)["setUpClass"]
+    tearDownClass = vars(OwnCluster)["tearDownClass"]
+
+    def test_sigkill(self):
+        ns, lns = "ha-killed", "ha-killed-load"
+        cl.create_namespace(ns)
+        cl.create_namespace(lns)
+        slices(ns, 4)
+        T.judge(ns, secs=300)
+        self.addCleanup(restart, KILLED)
+        ld = load(lns, prefix="killed")
+        ld.start()
+        try:
+            cl.wait_for(lambda: ld.created >= 20, 120, "20 load pods created")
+            cl.wait_for(lambda: holders_of(KILLED), 60, "a claim held by replica %d" % KILLED)
+            holders = holders_of(KILLED)
+            survivors = [i for i in range(REPLICAS) if i != KILLED]
+            before = [mutate_calls(i) for i in survivors]
+            killed = sigkill(KILLED)
+            time.sleep(1)  # the kubelet noticing the dead container
+            endpoint_ready(KILLED, False)
+            routed, at_routed = time.time(), ld.created
+            set_slices(ns, 6)
+            pods = T.judge(ns, secs=300)
+            created = ld.created
+            cl.wait_for(lambda: ld.created >= created + 20, 120, "20 more load pods admitted")
+        finally:
+            ld.stop()
+        self.assertEqual(len(pods), 24)
+        calls = [mutate_calls(i) - before[k] for k, i in enumerate(survivors)]
+        early = [f for t, f in ld.failures if t <= routed + 5]
+        print("ok: replica %d killed; %d load pods admitted, %d refused before its endpoint left (+5 s): %s; "
+              "/mutate calls of the survivors since: %s" % (KILLED, ld.created, len(early), early[:3], calls))
+        check_spread(calls)
+        check_carried_on(ld, routed + 5, at_routed)
+        check_whole(ld)
+        left = claims_held_by(holders)
+        print("claims of the killed process (%s) left at its death + %.0f s: %d"
+              % (sorted(holders), time.time() - killed, len(left)))
+        cl.wait_for(lambda: not claims_held_by(holders), 120,
+                    "the killed process's claims expired and swept by the survivors")
+        print("ok: its claims swept %.0f s after its death" % (time.time() - killed))
+        cl.kubectl("delete", "namespace", ns, lns, "--wait=false")
+
+
+class ReplicaKilledControls(unittest.TestCase):
+    """ReplicaKilled's negative controls, on its cluster: with no survivor
+    (the three replicas killed, their endpoints not ready) the load is
+    refused, so check_carried_on fails; with the webhook's mutating
+    configurations deleted the load pods are stored without TPU_WORKER_ID,
+    so check_whole fails. The replicas are restarted afterwards."""
+    UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
+    setUpClass = vars(OwnCluster)["setUpClass"]
+    tearDownClass = vars(OwnCluster)["tearDownClass"]
+
+    def test_no_survivor_and_unregistered(self):
+        lns = "ha-killed-controls"
+        cl.create_namespace(lns)
+        for i in range(REPLICAS):
+            self.addCleanup(restart, i)
+        ld = load(lns, prefix="none")
+        ld.start()
+        try:
+            cl.wait_for(lambda: ld.created >= 5, 120, "5 load pods created")
+            for i in range(REPLICAS):
+                sigkill(i)
+                endpoint_ready(i, False)
+            routed, at_routed = time.time(), ld.created
+            time.sleep(15)
+        finally:
+            ld.stop()
+        msg = op.fails(check_carried_on, ld, routed + 5, at_routed)
+        self.assertIn("refused after the replica had gone", msg)
+        print("ok: no survivor, the check fails: %s" % msg[:300])
+        for i in range(REPLICAS):
+            restart(i)
+        with op.webhook_unregistered():
+            ld = load(lns, prefix="unregistered")
+            ld.start()
+            try:
+                cl.wait_for(lambda: ld.created >= 10, 120, "10 load pods created")
+            finally:
+                ld.stop()
+        msg = op.fails(check_whole, ld)
+        self.assertIn("without TPU_WORKER_ID", msg)
+        print("ok: unregistered, the check fails: %s" % msg[:300])
+        cl.kubectl("delete", "namespace", lns, "--wait=false")
 
 
 class HighlyAvailable(unittest.TestCase):
