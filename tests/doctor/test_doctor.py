@@ -53,10 +53,18 @@ def slice_of(p):
     return ("", p["metadata"]["name"], "")
 
 
-def cluster(name):
-    """pods, nodes, services of a healthy cluster running the fixture's slices."""
+def cluster(name, edit=None):
+    """pods, nodes, services of a healthy cluster running the fixture's slices
+    (edit: a function of the manifest's text, applied before render)."""
     path, version = FIXTURES[name]
-    args = [BINARY, "render", "-o", "json", os.path.join(FIX, path)]
+    path = os.path.join(FIX, path)
+    if edit:
+        with open(path) as f:
+            text = edit(f.read())
+        path = os.path.join(TMP, "edited-" + os.path.basename(path))
+        with open(path, "w") as f:
+            f.write(text)
+    args = [BINARY, "render", "-o", "json", path]
     if version:
         args += ["--kuberay-version", version]
     p = subprocess.run(args, capture_output=True, timeout=120)
@@ -422,6 +430,32 @@ class BrokenOther(Broken):
                          [("train-v6e", "topology-unknown", by_name(c, "train-v6e-0")["metadata"]["name"])])
         self.assertEqual(rep["slices"][0]["status"], "warning")
         self.assertEqual(rep["slices"][0]["hostsExpected"], -1)
+
+
+class KeptByTheUser(unittest.TestCase):
+    """A value the user set and the webhook keeps by its verb
+    (include/core/wh/envtab.h) is no drift: a KubeRay user's
+    TORCH_TPU_TOPOLOGY ("set if unset") turns TorchTPU's values off on
+    purpose. An edit of a value the webhook always writes still is."""
+
+    def test_torch_topology_kept(self):
+        for name in ("kuberay-native", "kuberay-legacy"):
+            with self.subTest(name):
+                c = cluster(name, lambda t: t.replace(
+                    "          - name: MEGASCALE_NUM_SLICES\n",
+                    "          - name: TORCH_TPU_TOPOLOGY\n            value: \"off\"\n"
+                    "          - name: MEGASCALE_NUM_SLICES\n"))
+                tpu_pods = [p for p in c["pods"] if any(tpu(x) for x in p["spec"]["containers"])]
+                self.assertTrue(tpu_pods)
+                for p in tpu_pods:
+                    self.assertEqual(env(p, "TORCH_TPU_TOPOLOGY"), "off")
+                    self.assertIsNone(env(p, "TORCH_TPU_SLICEBUILDER_ADDRESSES"))
+                rc, rep, err = doctor(c)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(problems(rep), [])
+                env(tpu_pods[1], "TPU_WORKER_HOSTNAMES", value="edited-by-hand")
+                rc, rep, err = doctor(c)
+                self.assertIn(("drift", tpu_pods[1]["metadata"]["name"]), [f[1:] for f in problems(rep)])
 
 
 class BadInput(unittest.TestCase):

@@ -4,7 +4,8 @@
  * A pod as created never shows which env entries the webhook added. So the
  * pod is rebuilt as its controller sent it, minus every variable a mutation
  * path writes (injected below, from the table of envtab.h; the user's
- * MEGASCALE_NUM_SLICES stays, it is an input), and goes through the engine (wh_render_admit_pod) against the
+ * MEGASCALE_NUM_SLICES stays, it is an input; so does a value the verb
+ * keeps that the whole slice holds alike: kept_values), and goes through the engine (wh_render_admit_pod) against the
  * listed nodes. A legacy KubeRay pod keeps its TPU_WORKER_ID, replicaIndex
  * label and hostname: they are the evidence from which the engine re-derives
  * its indices (mutate.c, reuse_indices), so no cluster state is needed; the
@@ -13,6 +14,7 @@
  * compared. */
 #include "doctor_impl.h"
 
+#include <stdint.h> /* uint32_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
@@ -53,8 +55,41 @@ bool wh_dr_webhook_serves(const struct dpod *p)
     return false;
 }
 
+/* The variables of TPU container i of p taken as the user's, kept: the
+ * pod's entry is one the variable's verb on p's path keeps (envtab.h: a
+ * KubeRay user's TORCH_TPU_TOPOLOGY, "set if unset", turns TorchTPU off on
+ * purpose), and every pod of its slice holds the same value, as a value
+ * from the template does (an edit of one pod, or a per-host value, does
+ * not). A bit per enum wh_env_var. A value the webhook wrote alike on the
+ * whole slice under such a verb cannot be told from a template's: it is
+ * taken as the user's. */
+_Static_assert(WH_ENV__COUNT <= 32, "kept_values: a bit per variable");
+
+static uint32_t kept_values(const struct dpod *p, unsigned i)
+{
+    enum wh_env_path path = p->kind == WH_ROW_RAYCLUSTER ? WH_PATH_KUBERAY : WH_PATH_WORKLOAD;
+    uint32_t keep = 0;
+    for (int k = 0; k < WH_ENV__COUNT; k++) {
+        struct wh_env_lookup held;
+        wh_env_lookup(p->c[i].env, wh_envtab[k].name, &held);
+        if (!injected(&wh_envtab[k]) || held.first_index < 0 ||
+            wh_env_verb_writes(wh_envtab[k].verb[path], &held, false))
+            continue;
+        bool alike = true;
+        for (size_t q = 0; q < p->slice->n && alike; q++) {
+            const struct dpod *o = p->slice->pods[q];
+            const char *v = o->n_tpu > i ? env_of(&o->c[i], wh_envtab[k].name) : NULL;
+            alike = v && !strcmp(v, held.value);
+        }
+        if (alike)
+            keep |= (uint32_t)1 << k;
+    }
+    return keep;
+}
+
 /* The pod as its controller sent it: the injected entries of its TPU
- * containers removed (a legacy KubeRay pod keeps TPU_WORKER_ID). */
+ * containers removed, but the user's (kept_values; a legacy KubeRay pod
+ * also keeps TPU_WORKER_ID). */
 static enum wh_err as_created(const struct dpod *p, cJSON **out)
 {
     cJSON *pod = cJSON_Duplicate(p->obj, 1);
@@ -63,13 +98,15 @@ static enum wh_err as_created(const struct dpod *p, cJSON **out)
     cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
                                                  "containers");
     for (unsigned i = 0; i < p->n_tpu; i++) {
+        uint32_t keep = kept_values(p, i);
         cJSON *c = cJSON_GetArrayItem(cs, p->c[i].index);
         cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
         for (cJSON *e = cJSON_IsArray(env) ? env->child : NULL, *next; e; e = next) {
             next = e->next;
             const char *name = wh_json_str(e, "name");
             enum wh_env_var var = name ? wh_env_find(name) : WH_ENV__COUNT;
-            bool strip = var < WH_ENV__COUNT && injected(&wh_envtab[var]);
+            bool strip = var < WH_ENV__COUNT && injected(&wh_envtab[var]) &&
+                         !(keep & (uint32_t)1 << var);
             if (strip && p->kuberay_legacy && !strcmp(name, "TPU_WORKER_ID"))
                 strip = false;
             if (strip)
