@@ -35,8 +35,11 @@ group main:
              as dropped, the rest posted once each when the gate opens; /healthz answers.
 group lws (LeaderWorkerSet pods carry no uid of it; the worker GETs it):
   uid        answered: the Event names the LWS with its uid; a second Event, no second GET.
-  refused    403 or 404: the Event without uid, the refusal remembered (1 GET for 2
+  refused    403: the Event without uid, the refusal remembered (1 GET for 2
              Events), one event_uid_unknown log line.
+  forged     pods naming an LWS that does not exist (404): answered, no Event about
+             it (2 unverified, 2 event_owner_mismatch lines, 2 GETs: not remembered);
+             a real LWS's Event after them carries its uid.
   failed     500, 429, reset, or the GET held at the gate past its 2 s: the Event without
              uid, not remembered: the next Event's GET gives the uid.
 group window: --events-window=1ms: a warning after the window gets a new Event of count 1;
@@ -431,14 +434,13 @@ def lws_uid(env):
 
 
 def lws_refused(env):
-    """Refused (403) or not found (404): the Event goes out without a uid,
-    the refusal is remembered (a second Event makes no second GET), one log
-    line."""
-    for code in ("403", "404"):
+    """Refused (403: an RBAC without get leaderworkersets): the Event goes
+    out without a uid, the refusal is remembered (a second Event makes no
+    second GET), one log line."""
+    for code in ("403",):
         name = "lws-r" + code
-        if code == "403":
-            put_lws(env, name)
-            env.control("faults", {"error_rate": 1.0, "errors": ["403"], "only": "leaderworkersets"})
+        put_lws(env, name)
+        env.control("faults", {"error_rate": 1.0, "errors": ["403"], "only": "leaderworkersets"})
         fb = fake(env)
         try:
             next_event(env, name, lws_pod(name), lws_io(name))
@@ -451,6 +453,32 @@ def lws_refused(env):
                 lines[0]["status"] != int(code) or lines[0]["remembered"] is not True:
             R.fail("lws %s: fake %r, log %r" % (code, f, lines))
         print("lws %s: 2 Events of %s without uid, 1 GET, 1 log line" % (code, name))
+
+
+def lws_forged(env):
+    """An LWS pod carries no uid of its LWS: the Event names the uid the API
+    server gives (lws_uid). A pod whose labels name an LWS the API server
+    does not have (404) is answered with its warning and no Event is written
+    about that LWS (counted unverified, one event_owner_mismatch line a
+    pod); the 404 is not remembered (the LWS may be made), so a second pod
+    makes a second GET. The Events thread takes its queue in order: once
+    the Event of a real LWS sent after them has arrived, theirs would have
+    too."""
+    before, fb = counters(env), fake(env)
+    for pod in (lws_pod("ghost-lws"), lws_pod("ghost-lws", generation_unknown=True)):
+        resp = forged(review(pod))(env)  # not admit(): no LWS put at the fake
+        if not resp.get("allowed") or not resp.get("warnings"):
+            R.fail("expected an allowed, warned pod: %r" % resp)
+    uid = put_lws(env, "after-lws")
+    next_event(env, "after-lws", lws_pod("after-lws"), lws_io("after-lws", uid))
+    d, f = delta(counters(env), before), delta(fake(env), fb)
+    lines = mismatch_lines(env, "ghost-lws")
+    if events_of(env, "ghost-lws") or d["unverified"] != 2 or d["sent"] != 1 or \
+            f["lws_gets"] != 3 or len(lines) != 2 or lines[0]["api_uid"] != "":
+        R.fail("forged LWS: Events %r, counters %r, fake %r, log %r"
+               % (events_of(env, "ghost-lws"), d, f, lines))
+    print("forged LWS: no such LWS, 2 pods: no Event, 2 unverified, 2 GETs; a real one's Event "
+          "with its uid")
 
 
 def lws_failed(env):
@@ -689,6 +717,7 @@ def lws_group(binary):
         env.wait_ready()
         lws_uid(env)
         lws_refused(env)
+        lws_forged(env)
         lws_failed(env)
         env.stop_replicas()
     finally:

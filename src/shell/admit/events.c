@@ -266,26 +266,49 @@ static void log_uid_unknown(const struct item *it, const struct owner_read *r, b
            "remembered", WH_F_BOOL, (int)remembered, (char *)NULL);
 }
 
+static void owner_mismatch(struct wh_events *e, const struct item *it, const char *api_uid)
+{
+    wh_log(WH_LOG_WARN, "event_owner_mismatch", "namespace", WH_F_STR, it->s.ns, "kind", WH_F_STR,
+           it->s.kind, "name", WH_F_STR, it->s.name, "pod_uid", WH_F_STR, it->s.uid, "api_uid",
+           WH_F_STR, api_uid, "reason", WH_F_STR,
+           *api_uid ? "the pod names a uid of this workload the API server does not: no Event"
+                    : "the pod names a workload the API server does not have: no Event",
+           (char *)NULL);
+    pthread_mutex_lock(&e->mu);
+    e->st.unverified++;
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* The uid of LeaderWorkerSet it->s into it->s.uid, from the cache or one GET
- * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io). Refused (403) or
- * not found (404): remembered as no uid; other failures (429, 5xx, reset,
- * timeout) are not remembered, so the next Event asks again. Either way the
- * Event goes out, without a uid. Returns the back-off after a 429. */
-static long lws_uid(struct wh_events *e, struct item *it)
+ * (RBAC: get leaderworkersets.leaderworkerset.x-k8s.io): an LWS pod carries
+ * no uid of it, so the Event names the one the API server gives. No such
+ * LWS (404): the pod's labels name a workload that does not exist, and no
+ * Event is written (false; event_owner_mismatch, counted unverified; not
+ * remembered, the LWS may be made). Refused (403): remembered as no uid;
+ * other failures (429, 5xx, reset, timeout) are not remembered, so the next
+ * Event asks again; either way the Event goes out without a uid. *pause:
+ * the back-off after a 429. */
+static bool lws_uid(struct wh_events *e, struct item *it, long *pause)
 {
     long now = wh_clock_ms();
+    *pause = 0;
     if (wh_uidcache_find(e->uids, it->s.ns, it->s.name, now, it->s.uid))
-        return 0;
+        return true;
     struct owner_read r;
     read_owner(e, it, &r);
-    bool remember = *r.uid || r.ans.status == 403 || r.ans.status == 404;
+    *pause = backoff_ms(&r.ans);
+    if (!r.err && r.ans.status == 404) {
+        owner_mismatch(e, it, "");
+        return false;
+    }
+    bool remember = *r.uid || r.ans.status == 403;
     if (remember)
         wh_uidcache_put(e->uids, it->s.ns, it->s.name, r.uid, now);
     if (*r.uid)
         snprintf(it->s.uid, sizeof(it->s.uid), "%s", r.uid);
     else
         log_uid_unknown(it, &r, remember);
-    return backoff_ms(&r.ans);
+    return true;
 }
 
 /* The uid a pod states for its Job or JobSet (the controller
@@ -303,15 +326,7 @@ static bool verify_uid(struct wh_events *e, struct item *it, long *pause)
     if (*r.uid && !strcmp(r.uid, it->s.uid))
         return true;
     if (!r.err && (r.ans.status == 404 || (r.ans.status == 200 && *r.uid))) {
-        wh_log(WH_LOG_WARN, "event_owner_mismatch", "namespace", WH_F_STR, it->s.ns, "kind",
-               WH_F_STR, it->s.kind, "name", WH_F_STR, it->s.name, "pod_uid", WH_F_STR, it->s.uid,
-               "api_uid", WH_F_STR, r.uid, "reason", WH_F_STR,
-               *r.uid ? "the pod names a uid of this workload the API server does not: no Event"
-                      : "the pod names a workload the API server does not have: no Event",
-               (char *)NULL);
-        pthread_mutex_lock(&e->mu);
-        e->st.unverified++;
-        pthread_mutex_unlock(&e->mu);
+        owner_mismatch(e, it, r.uid);
         return false;
     }
     log_uid_unknown(it, &r, false);
@@ -376,7 +391,7 @@ static long deliver(struct wh_events *e, struct item *it, unsigned long long seq
         if (*it->s.uid)
             send = verify_uid(e, it, &pause);
         else
-            pause = lws_uid(e, it);
+            send = lws_uid(e, it, &pause);
         pthread_mutex_lock(&e->mu);
         bool go = pause_locked(e, pause);
         pthread_mutex_unlock(&e->mu);

@@ -23,8 +23,9 @@
  * A LeaderWorkerSet's pods carry no uid of it: the worker reads it with a
  * GET of the LeaderWorkerSet (RBAC: get leaderworkersets), kept
  * WH_EVENTS_UID_TTL_MS in a table of WH_EVENTS_UIDS (uidcache.h; a
- * recreated LWS is named with the old uid until then). A refused or failed
- * GET posts the Event without a uid (logged: event_uid_unknown).
+ * recreated LWS is named with the old uid until then). No such LWS (404):
+ * no Event (event_owner_mismatch, unverified; not kept). A refused or
+ * failed GET posts the Event without a uid (logged: event_uid_unknown).
  *
  * Memory: the queue and the window table are allocated once by
  * wh_events_new (never from a request's arena); an offer copies what it
