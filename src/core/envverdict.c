@@ -9,6 +9,7 @@
 #include "wh/json.h"    /* wh_parse_long, wh_json_* */
 #include "wh/podspec.h" /* wh_env_lookup */
 #include "wh/tpuenv.h"  /* WH_RULE_IDENTITY_* */
+#include "wh/utf8.h"    /* wh_utf8_trim_cut */
 
 /* torchrun reads PET_<OPTION> as the default of --<option> (torch's
  * torch/distributed/run.py): the meanings are its options'. */
@@ -254,4 +255,10 @@ int wh_env_judge(const cJSON *env, const struct wh_torch_world *w,
     node_rank(&j);
     master(&j);
     return j.n;
+}
+
+void wh_env_warning_text(char *out, size_t n, const char *container, const struct wh_env_finding *f)
+{
+    snprintf(out, n, "container \"%.20s\": %s", container, f->brief);
+    wh_utf8_trim_cut(out, n);
 }

@@ -28,6 +28,9 @@ const struct wh_pod_warning_info wh_pod_warnings[WH_PW_COUNT] = {
                              "own MEGASCALE_NUM_SLICES/SLICE_ID; set PET_NNODES, PET_NODE_RANK, "
                              "PET_MASTER_ADDR",
                              "warning"},
+    [WH_PW_TORCH_PRESET] = {"torch-preset-contradicts", "TPUTorchPresetContradicts",
+                            "a preset PET_* value the slice contradicts (envverdict.h)",
+                            "warning if its rule warns, else denial by its rule"},
 };
 
 void wh_megascale_own_text(char *out, size_t n, const char *container)

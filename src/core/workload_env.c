@@ -5,10 +5,11 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
-#include "wh/buf.h"      /* wh_buf_ptr */
-#include "wh/decision.h" /* WH_PATCH_MAX_BYTES */
-#include "wh/envtab.h"   /* wh_env_put, wh_env_wants, WH_ENV_*, WH_TORCH_MASTER_PORT */
-#include "wh/json.h"     /* wh_json_* */
+#include "wh/buf.h"        /* wh_buf_ptr */
+#include "wh/decision.h"   /* WH_PATCH_MAX_BYTES */
+#include "wh/envtab.h"     /* wh_env_put, wh_env_wants, WH_ENV_*, WH_TORCH_MASTER_PORT */
+#include "wh/envverdict.h" /* wh_env_judge, wh_env_warning_text */
+#include "wh/json.h"       /* wh_json_* */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_port, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/patch.h"   /* wh_env_writer */
 #include "wh/podspec.h" /* wh_env_lookup */
@@ -116,6 +117,42 @@ static enum wh_err megascale_env(struct cenv *c)
     return err;
 }
 
+/* Preset torchrun values the slice contradicts (envverdict.h), judged
+ * for this pod: kept (never replaced on this path), each warned about with
+ * an Event on the pod's workload. A workload object gets them denied or
+ * warned at /validate-workload; a plain pod only here. In the user's own
+ * MEGASCALE world only the devices are the webhook's to tell. */
+static enum wh_err preset_verdicts(struct cenv *c, enum wh_ms_world world, long per_chip)
+{
+    struct wh_tpu_pod *w = c->w;
+    long n = (long)w->tc.n, all = world == WH_MS_REPLICAS;
+    long pods = w->n_hosts * (all ? w->n_slices : 1);
+    bool own = world == WH_MS_OWN;
+    struct wh_torch_world tw = {.devices = w->tc.items[c->ci].chips * per_chip,
+                                .nnodes = own ? 0 : pods * n,
+                                .pods = own ? 1 : pods,
+                                .rank = own ? -1
+                                            : ((all ? w->slice * w->n_hosts : 0) + w->host) * n +
+                                                  (long)c->ci};
+    struct wh_env_finding f[WH_ENV_FINDINGS_MAX];
+    int nf = wh_env_judge(c->env, &tw, f);
+    const char *cname = wh_json_str0(w->tc.items[c->ci].obj, "name");
+    enum wh_err err = WH_OK;
+    for (int k = 0; k < nf && !err; k++) {
+        char text[WH_WARNING_MAX + 1];
+        wh_env_warning_text(text, sizeof(text), cname, &f[k]);
+        err = wh_decision_warn_text(w->d, text);
+        wh_decision_event(w->d, wh_pod_warnings[WH_PW_TORCH_PRESET].reason,
+                          "%s: container \"%s\" (spec.containers[%d]) %s", w->who, cname,
+                          w->tc.items[c->ci].index, f[k].text);
+        if (!err)
+            err = wh_decision_note(w->d, "%s: container \"%s\": preset %s kept (%s)", w->who, cname,
+                                   wh_envtab[wh_env_rules[f[k].rule].var].name,
+                                   wh_env_rules[f[k].rule].key);
+    }
+    return err;
+}
+
 static enum wh_err torch_env(struct cenv *c)
 {
     struct wh_tpu_pod *w = c->w;
@@ -193,7 +230,7 @@ static enum wh_err torch_env(struct cenv *c)
         err = addl(c, WH_ENV_PET_MASTER_PORT, WH_TORCH_MASTER_PORT);
     if (!err)
         err = addl(c, WH_ENV_PET_NPROC_PER_NODE, nproc);
-    return err;
+    return err ? err : preset_verdicts(c, world, per_chip);
 }
 
 /* One world (docs/workloads.md): the slice count MEGASCALE is given is the

@@ -272,8 +272,10 @@ static enum wh_err torch_presets(struct vctx *v, const char *field,
         for (int k = 0; k < n; k++) {
             const struct wh_env_rule *r = &wh_env_rules[f[k].rule];
             const char *name = wh_json_str0(c, "name");
-            if (r->verdict == WH_VERDICT_WARN) {
-                WH_TRY(wh_decision_warn(v->d, "container \"%.20s\": %s", name, f[k].brief));
+            if (r->verdict == WH_VERDICT_WARN) { /* the pod path's warning (workload_env.c) */
+                char text[WH_WARNING_MAX + 1];
+                wh_env_warning_text(text, sizeof(text), name, &f[k]);
+                WH_TRY(wh_decision_warn_text(v->d, text));
                 continue;
             }
             if (v->trainjob && r->trainjob) {

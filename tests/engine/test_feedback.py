@@ -29,6 +29,7 @@ import whreview as W  # noqa: E402
 import test_workload as T  # noqa: E402
 
 TORCH = [{"name": "TORCH_TPU_TOPOLOGY", "value": "2,2,1,2"}]
+NPROC_BELOW = [{"name": "PET_NPROC_PER_NODE", "value": "1"}]
 OWN_WORLD = [{"name": "MEGASCALE_NUM_SLICES", "value": "3"},
              {"name": "MEGASCALE_SLICE_ID", "value": "1"}]
 
@@ -130,6 +131,14 @@ CASES = {
         # several slices is denied (every slice would get it).
         (T.jobset_pod(env=OWN_WORLD, replicas=1, job=0, global_replicas=3),
          workload_of("JobSet", template("tpu-v5p-slice", "2x2x4", env=OWN_WORLD), replicas=1)),
+    ],
+    # The one preset rule that warns at the object too (envverdict.h); the
+    # others deny there (tests/engine/test_workload.py, PresetVerdicts).
+    "torch-preset-contradicts": [
+        (T.indexed_job_pod(containers=[T.tpu_container(env=NPROC_BELOW)]),
+         workload_of("Job", template("tpu-v6e-slice", "4x4", env=NPROC_BELOW))),
+        (T.jobset_pod(env=NPROC_BELOW), workload_of("JobSet", template("tpu-v5p-slice", "2x2x4",
+                                                                       env=NPROC_BELOW))),
     ],
 }
 

@@ -10,6 +10,7 @@ resulting pod is checked against the API server's rules for env entries."""
 import copy
 import json
 import subprocess
+import tempfile
 import re
 import sys
 import os
@@ -1174,6 +1175,55 @@ class PresetVerdicts(unittest.TestCase):
         r = self.judge(js)
         self.assertFalse(r.allowed)
         self.assertNotIn("TrainJob", r.message)
+
+    def review_pod(self, pod, container, env):
+        for c in pod["spec"]["containers"]:
+            if c["name"] == container:
+                c.setdefault("env", []).extend(env)
+        r = W.run(review_of(pod), workload=True)
+        self.assertTrue(r.allowed, r.message)  # the pod path keeps it: warned, not denied
+        return r
+
+    def test_pod_path_warns_and_keeps(self):
+        # Polyaxon's TPU7x 2x2x1 host: 4 chips, 8 devices.
+        r = self.review_pod(polyaxon_pod(), "polyaxon-main",
+                            [{"name": "PET_NPROC_PER_NODE", "value": "16"}])
+        self.assertIn('container "polyaxon-main": PET_NPROC_PER_NODE "16" is above its 8 TPU '
+                      'devices; set "8"', r.warnings)
+        self.assertEqual(r.env()["PET_NPROC_PER_NODE"], "16")
+        r = self.review_pod(polyaxon_pod(), "polyaxon-main",
+                            [{"name": "PET_NPROC_PER_NODE", "value": "8"}])
+        self.assertEqual(r.warnings, [])
+        r = self.review_pod(batch_job_pod(), "smoke", [{"name": "PET_NPROC_PER_NODE",
+                                                        "value": "auto"}])
+        self.assertEqual(r.warnings, ['container "smoke": PET_NPROC_PER_NODE "auto" is no TPU '
+                                      'device count; set "1"'])
+
+    def test_pod_path_judges_the_pods_own_rank_and_world(self):
+        r = self.review_pod(indexed_job_pod(index=2), "trainer",
+                            [{"name": "PET_NODE_RANK", "value": "0"},
+                             {"name": "PET_NNODES", "value": "2"}])
+        self.assertIn('container "trainer": PET_NNODES "2" is not the world\'s 4 nodes; set "4"',
+                      r.warnings)
+        self.assertIn('container "trainer": PET_NODE_RANK "0" is not its rank; set "2"',
+                      r.warnings)
+        r = self.review_pod(indexed_job_pod(index=2), "trainer",
+                            [{"name": "PET_NODE_RANK", "value": "2"},
+                             {"name": "PET_NNODES", "value": "4"}])
+        self.assertEqual(r.warnings, [])
+
+    def test_render_env_says_it(self):
+        o = self.with_env(job(topo="2x2", parallelism=1, completions=1),
+                          [{"name": "PET_NPROC_PER_NODE", "value": "2"}])
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(o, f)
+            f.flush()
+            out = subprocess.run([W.BINARY, "render", "--env", f.name], capture_output=True,
+                                 text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"PET_NPROC_PER_NODE +user +2\n")
+        self.assertIn('  ! container "trainer": PET_NPROC_PER_NODE "2" leaves 2 of 4 TPU devices '
+                      'idle; set "4"', out.stdout)
 
     def test_check_says_it(self):
         out = subprocess.run([W.BINARY, "check", "-o", "json", os.path.join(

@@ -8,8 +8,10 @@
  * rule that judges such a value is one row of wh_env_rules[]: the variable,
  * when it contradicts the slice, the verdict (denied or warned where the
  * object is written) and the value that works. wh_env_judge applies the
- * rows to one container; /validate-workload (workload_validate.c) and
- * `render --env` (src/offline/render_env.c) call it, and the section
+ * rows to one container: /validate-workload (workload_validate.c) denies
+ * or warns by the row's verdict at the Job, JobSet or LWS, the pod path
+ * (workload_env.c) warns with an Event (`render --env` lists the pod's
+ * warnings, `check` the object's), and the section
  * "Preset values the slice contradicts" of docs/workloads.md is printed
  * from the table (ctest repo.envtab_doc). The other variables of envtab.h
  * that the slice judges (identity, MEGASCALE, TORCH_TPU_TOPOLOGY) keep
@@ -18,6 +20,8 @@
  * Static data and stack results: nothing to free. Pure. */
 #ifndef WH_ENVVERDICT_H
 #define WH_ENVVERDICT_H
+
+#include <stddef.h> /* size_t */
 
 #include <cjson/cJSON.h>
 
@@ -97,5 +101,10 @@ struct wh_env_finding {
  * is not known before the pod runs). */
 int wh_env_judge(const cJSON *env, const struct wh_torch_world *w,
                  struct wh_env_finding out[WH_ENV_FINDINGS_MAX]);
+
+/* The warning of finding f in container `container`, as both paths give it
+ * (the pod's and the workload object's end alike): into out (n bytes,
+ * WH_WARNING_MAX + 1 or more), cut on a character boundary. */
+void wh_env_warning_text(char *out, size_t n, const char *container, const struct wh_env_finding *f);
 
 #endif

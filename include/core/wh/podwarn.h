@@ -25,6 +25,7 @@ enum wh_pod_warning {
     WH_PW_NOT_INDEXED,        /* a multi-host pod of a non-indexed Job (or none) */
     WH_PW_TORCH_TOPOLOGY,     /* a preset TORCH_TPU_TOPOLOGY that differs, kept */
     WH_PW_MEGASCALE_OWN,      /* the container's own MEGASCALE world: no PET_* */
+    WH_PW_TORCH_PRESET,       /* a preset PET_* value the slice contradicts, kept (envverdict.h) */
     WH_PW_COUNT
 };
 struct wh_pod_warning_info {
