@@ -321,3 +321,37 @@ class ClientCertMissing(OwnCluster):
         self.assertEqual(cl.pods("cl-clientcert-missing"), [])
         self.assertIn("client certificate", p.stderr)  # the webhook's 403 Status, relayed
         print("ok: refused: %s" % p.stderr.strip()[:300])
+
+
+class JobEventUid(OwnCluster):
+    """An Event about a Job names the uid the API server confirmed (issue
+    35, item 2: the Events thread GETs the Job a pod names, with the
+    chart's RBAC, before it writes): a real Indexed Job whose TPU pod
+    template lacks the topology; the Job controller's pods are warned, and
+    the Event on the Job carries the Job's own uid, so `kubectl describe
+    job` lists it."""
+    UP_ARGS, CLUSTER = [], "jobeventuid"
+
+    def test_event_carries_the_job_uid(self):
+        ns = "cl-job-event-uid"
+        cl.create_namespace(ns, labels={"tpu-webhook/inject": "enabled"})
+        cl.kubectl("create", "-n", ns, "-f", "-", input=json.dumps({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "no-topology"},
+            "spec": {"completions": 1, "parallelism": 1, "completionMode": "Indexed",
+                     "template": {"spec": {
+                         "restartPolicy": "Never",
+                         "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"},
+                         "containers": [{"name": "c", "image": "busybox", "resources": {
+                             "limits": {"google.com/tpu": "4"}}}]}}}}))
+        uid = cl.get_json("job", "no-topology", "-n", ns)["metadata"]["uid"]
+        evs = cl.wait_for(lambda: [e for e in cl.get_json("events", "-n", ns)["items"]
+                                   if e["involvedObject"].get("kind") == "Job" and
+                                   e["reason"].startswith("TPU")], 60,
+                          "the webhook's Event on Job %s/no-topology" % ns)
+        for e in evs:
+            self.assertEqual(e["involvedObject"]["name"], "no-topology")
+            self.assertEqual(e["involvedObject"].get("uid"), uid, e)
+        ms = cl.metrics()
+        self.assertEqual(cl.metric_sum(ms, "tpu_webhook_events_total", result="unverified"), 0)
+        print("ok: %d Event(s) on the Job with its uid %s: %s" % (len(evs), uid, evs[0]["reason"]))
