@@ -101,6 +101,7 @@ static const char *reason_of(unsigned status)
 {
     switch (status) {
     case 400: return "BadRequest";
+    case 403: return "Forbidden";
     case 404: return "NotFound";
     case 405: return "MethodNotAllowed";
     case 413: return "RequestEntityTooLarge";

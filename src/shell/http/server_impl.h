@@ -92,11 +92,14 @@ struct request {
     struct wh_review *rv;   /* parsed body, kept until the answer is sent */
     struct wh_engine_result res;
     bool too_big;
+    /* no verified client certificate (--client-ca-file): the body is
+     * discarded as it arrives, then 403 */
+    bool refused;
     /* over the server's request memory (or, share, the client's): refused
      * with 503 */
     bool busy;
     bool busy_share;
-    size_t discarded; /* body bytes dropped after too_big or busy */
+    size_t discarded; /* body bytes dropped after too_big, refused or busy */
     unsigned status;  /* answer queued, 0 until then */
     bool close;       /* the answer closes the connection */
     /* Corked for one TLS record (wh/tlsrec.h) until wh_srv_on_completed flushes

@@ -198,6 +198,23 @@ static bool client_verified(struct MHD_Connection *c)
     return si && wh_tls_client_verified(si->tls_session);
 }
 
+/* A body that will be refused: whether to answer before it. A client
+ * waiting for "100 Continue" never sends it, and one declared unreadable or
+ * over twice the limit is not worth reading (nor would the discarding in
+ * handle() read it whole). Any other client is already sending. */
+static bool early_answer(const struct wh_server *s, struct MHD_Connection *c, const char *cl)
+{
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    if (expect && strcasestr(expect, "100-continue"))
+        return true;
+    if (!cl)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return errno || end == cl || n > 2 * (unsigned long long)s->o.max_body;
+}
+
 static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c, struct request *rq,
                                   const char *method)
 {
@@ -214,9 +231,11 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     if (!route->admission)
         return serve_get(s, c, rq); /* probes and metrics take no request memory */
     if (!client_verified(c)) {
-        /* Before the body: it is never read, never charged. */
+        /* The body is never stored nor charged, but read and discarded
+         * like a too-big one (below): closing on a client still sending
+         * loses the 403 in a TCP reset. */
         rq->close = true;
-        return wh_srv_reply_error(s, c, rq, 403, NO_CLIENT_CERT, NULL);
+        rq->refused = true;
     }
     struct conn *cn = wh_srv_conn_of(c);
     rq->body.share = cn && cn->cl ? &cn->cl->share : NULL;
@@ -224,7 +243,10 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
     rq->body_t0_ms = rq->body_last_ms = rq->rate_t0_ms = wh_clock_ms();
     wh_srv_conn_body(s, cn, &rq->body, rq->body_last_ms);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl) {
+    if (rq->refused) {
+        if (early_answer(s, c, cl))
+            return wh_srv_reply_error(s, c, rq, 403, NO_CLIENT_CERT, NULL);
+    } else if (cl) {
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
@@ -235,10 +257,7 @@ static enum MHD_Result first_call(struct wh_server *s, struct MHD_Connection *c,
              * other client is already sending; closing on it would lose the
              * answer in a TCP reset, so that body is discarded as it comes
              * (never stored) and the 413 follows. */
-            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                             MHD_HTTP_HEADER_EXPECT);
-            if ((expect && strcasestr(expect, "100-continue")) || unreadable ||
-                n > 2 * (unsigned long long)s->o.max_body) {
+            if (early_answer(s, c, cl)) {
                 char msg[160];
                 snprintf(msg, sizeof(msg), "request body of %s bytes is over the %zu-byte limit",
                          cl, s->o.max_body);
@@ -293,6 +312,8 @@ static enum MHD_Result refuse_busy_body(struct wh_server *s, struct MHD_Connecti
 static enum MHD_Result body_in(struct wh_server *s, struct MHD_Connection *c, struct request *rq)
 {
     body_done(s, c, rq);
+    if (rq->refused)
+        return wh_srv_reply_error(s, c, rq, 403, NO_CLIENT_CERT, NULL);
     if (rq->too_big) {
         char msg[160];
         snprintf(msg, sizeof(msg), "request body is over the %zu-byte limit", s->o.max_body);
@@ -344,7 +365,7 @@ static enum MHD_Result handle(struct wh_server *s, struct MHD_Connection *c, str
         }
         if (cn)
             atomic_store(&cn->body_last_ms, rq->body_last_ms);
-        if (rq->too_big || rq->busy || !add_body(s, cn, rq, upload, *upload_size))
+        if (rq->refused || rq->too_big || rq->busy || !add_body(s, cn, rq, upload, *upload_size))
             rq->discarded += *upload_size;
         *upload_size = 0;
         pace_body(s, c, rq);
