@@ -157,9 +157,13 @@ class Scrape(unittest.TestCase):
             cls.kube_statuses, cls.kube_text = Server(tmp, ["--kube-config-path", api.kubeconfig]).run(cls.traffic)
         finally:
             api.stop()
-        # What a rule or panel may use: any series either mode exports.
+        # With --client-ca-file: its metrics (rendered only then); no traffic,
+        # the admission routes would want a client certificate.
+        _, cls.ca_text = Server(tmp, ["--standalone", "--client-ca-file=" + os.path.join(tmp, "ca.crt")]).run(
+            lambda s: [])
+        # What a rule or panel may use: any series any mode exports.
         cls.metrics = {}
-        for text in (cls.text, cls.kube_text):
+        for text in (cls.text, cls.kube_text, cls.ca_text):
             for name, samples in parse_exposition(text).items():
                 cls.metrics.setdefault(name, []).extend(samples)
 
@@ -249,7 +253,7 @@ class Scrape(unittest.TestCase):
         with open(os.path.join(ml.ROOT, "docs", "cli.md"), encoding="utf-8") as f:
             doc = f.read()
         families = set()
-        for text in (self.text, self.kube_text):
+        for text in (self.text, self.kube_text, self.ca_text):
             families |= set(re.findall(r"(?m)^# TYPE (\S+) ", text))
         self.assertGreater(len(families), 20)
         self.assertEqual(sorted(f for f in families if "`%s`" % f not in doc), [],

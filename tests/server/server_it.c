@@ -1892,6 +1892,16 @@ static long long metric_of(const char *name_sp)
     return atoll(p + strlen(line));
 }
 
+/* notAfter of a PEM certificate file, in Unix time. */
+static long long not_after_of(const char *path)
+{
+    X509 *x = load_cert(path);
+    struct tm tm;
+    CHECK(ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1, "notAfter of %s", path);
+    X509_free(x);
+    return (long long)timegm(&tm);
+}
+
 static void case_client_cert(void)
 {
     /* Two CAs, A (the API server's client CA) and B (another); clients:
@@ -1900,7 +1910,12 @@ static void case_client_cert(void)
     snprintf(dir_a, sizeof(dir_a), "%s/ca-a", work);
     snprintf(dir_b, sizeof(dir_b), "%s/ca-b", work);
     make_certs(dir_a);
-    make_certs(dir_b);
+    /* B expires in 5 days: under the warning's 15. */
+    char b_arg[300], b_out[300];
+    snprintf(b_arg, sizeof(b_arg), "--dir=%s", dir_b);
+    snprintf(b_out, sizeof(b_out), "%s/certs-b.out", work);
+    char *b_argv[] = {(char *)bin, "certs", b_arg, "--ca-days=5", NULL};
+    CHECK(run(b_out, b_argv) == 0, "certs --ca-days=5 --dir %s", dir_b);
     snprintf(ok_a, sizeof(ok_a), "%s/client-a", work);
     snprintf(ok_b, sizeof(ok_b), "%s/client-b", work);
     snprintf(srv_a, sizeof(srv_a), "%s/tls", dir_a); /* tls.crt, tls.key: serverAuth only */
@@ -1965,6 +1980,11 @@ static void case_client_cert(void)
     /* A's client certificate: served. */
     expect_as(ok_a, "POST", "/mutate", review, 200);
     expect_as(ok_a, "GET", "/healthz", NULL, 200);
+    /* A's expiry in /metrics; A has years left: no warning. */
+    const char *ca_gauge = "tpu_webhook_tls_client_ca_not_after_timestamp_seconds ";
+    CHECK(metric_of(ca_gauge) == not_after_of(a_crt), "client CA expiry %lld, want A's %lld",
+          metric_of(ca_gauge), not_after_of(a_crt));
+    CHECK(!file_has(log_file, "\"event\":\"tls_client_ca_expiring\""), "A warned as expiring");
     /* Copied into /metrics at each certificate poll. */
     double t0 = now_s();
     while (metric_of("tpu_webhook_tls_client_certs_refused_total ") < 3 && now_s() - t0 < 5)
@@ -1990,6 +2010,14 @@ static void case_client_cert(void)
     expect_as(ok_b, "POST", "/mutate", review, 200);
     expect_tls_refused(ok_a, "/mutate", review);
     CHECK(metric_of("tpu_webhook_tls_cert_refused ") == 0, "gauge still 1 after a good CA");
+    /* B's 5 days: its expiry in /metrics (set in the poll that took it),
+     * and warned. */
+    t0 = now_s();
+    while (metric_of(ca_gauge) != not_after_of(b_crt) && now_s() - t0 < 5)
+        sleep_ms(50);
+    CHECK(metric_of(ca_gauge) == not_after_of(b_crt), "client CA expiry %lld, want B's %lld",
+          metric_of(ca_gauge), not_after_of(b_crt));
+    CHECK(file_has(log_file, "\"event\":\"tls_client_ca_expiring\""), "B not warned as expiring");
     free(review);
     CHECK(stop_server(SIGTERM, 10, NULL) == 0, "exit status");
 }

@@ -149,6 +149,8 @@ static void update_cert_metric(struct wh_tls *tls, struct wh_metrics *m)
     struct wh_cert_info info;
     wh_tls_current(tls, &info);
     wh_metrics_cert(m, info.not_after);
+    if (wh_tls_client_ca_on())
+        wh_metrics_client_ca(m, wh_tls_client_ca_not_after(tls));
 }
 
 /* The certificate watcher: polls the files every poll_ms until stopped.

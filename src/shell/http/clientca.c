@@ -27,6 +27,7 @@ struct trust {
     gnutls_x509_trust_list_t list;
     unsigned n_cas;
     char subject[256]; /* of the first CA, for the logs */
+    time_t not_after;  /* the earliest of the CAs' */
     time_t retired_at;
     struct trust *next_retired;
 };
@@ -113,13 +114,18 @@ static enum wh_err trust_load(const char *pem, size_t len, struct trust **out, c
                        rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
     n = (unsigned)rc;
     enum wh_err err = WH_OK;
-    time_t now = time(NULL);
-    for (unsigned i = 0; i < n && !err; i++)
+    time_t now = time(NULL), not_after = 0;
+    for (unsigned i = 0; i < n && !err; i++) {
         err = vet_ca(crts[i], i, now, errbuf);
+        time_t na = gnutls_x509_crt_get_expiration_time(crts[i]);
+        if (!i || na < not_after)
+            not_after = na;
+    }
     struct trust *t = err ? NULL : calloc(1, sizeof(*t));
     if (!err && !t)
         err = wh_fail(errbuf, WH_ERR_NOMEM, "out of memory loading the client CA");
     if (!err) {
+        t->not_after = not_after;
         gnutls_datum_t dn = {NULL, 0};
         if (gnutls_x509_crt_get_dn3(crts[0], &dn, 0) >= 0)
             snprintf(t->subject, sizeof(t->subject), "%.*s", (int)dn.size, (const char *)dn.data);
@@ -151,7 +157,26 @@ static enum wh_err trust_load(const char *pem, size_t len, struct trust **out, c
 static void log_ca(const char *event, const struct trust *t, const char *file)
 {
     wh_log(WH_LOG_NOTICE, event, "client_ca_file", WH_F_STR, file, "cas", WH_F_INT,
-           (long long)t->n_cas, "subject", WH_F_STR, t->subject, (char *)NULL);
+           (long long)t->n_cas, "subject", WH_F_STR, t->subject, "not_after", WH_F_INT,
+           (long long)t->not_after, (char *)NULL);
+}
+
+time_t wh_clientca_not_after(const struct wh_clientca *ca)
+{
+    return atomic_load(&ca->cur)->not_after;
+}
+
+void wh_clientca_warn_if_expiring(const struct wh_clientca *ca)
+{
+    const struct trust *t = atomic_load(&ca->cur);
+    double days = difftime(t->not_after, time(NULL)) / 86400.0;
+    if (days < WH_TLS_WARN_DAYS)
+        wh_log(WH_LOG_WARN, "tls_client_ca_expiring", "client_ca_file", WH_F_STR, ca->file,
+               "subject", WH_F_STR, t->subject, "not_after", WH_F_INT, (long long)t->not_after,
+               "days_left", WH_F_DBL, days, "fix", WH_F_STR,
+               "give the API server a client certificate from a new CA and add that CA to the "
+               "file; once it expires every admission is refused",
+               (char *)NULL);
 }
 
 struct wh_clientca *wh_clientca_new(const char *file, char *errbuf)
@@ -178,6 +203,7 @@ struct wh_clientca *wh_clientca_new(const char *file, char *errbuf)
     }
     atomic_store(&ca->cur, t);
     log_ca("tls_client_ca_loaded", t, file);
+    wh_clientca_warn_if_expiring(ca);
     return ca;
 }
 
@@ -259,6 +285,7 @@ int wh_clientca_poll(struct wh_clientca *ca)
     old->next_retired = ca->retired;
     ca->retired = old;
     log_ca("tls_client_ca_reloaded", t, ca->file);
+    wh_clientca_warn_if_expiring(ca);
     rc = 1;
 out:
     wh_buf_free(&pem);

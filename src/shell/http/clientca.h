@@ -11,6 +11,7 @@
 #define WH_CLIENTCA_H
 
 #include <stdbool.h> /* bool */
+#include <time.h>    /* time_t */
 
 #include <gnutls/gnutls.h> /* gnutls_session_t */
 
@@ -26,6 +27,13 @@ void wh_clientca_free(struct wh_clientca *ca); /* NULL-safe */
  * (the certificate watcher's), as wh_clientca_refused. */
 int wh_clientca_poll(struct wh_clientca *ca);
 bool wh_clientca_refused(const struct wh_clientca *ca);
+
+/* The earliest notAfter of the CAs now verifying; once it passes, every
+ * client certificate it signed is refused. Same thread as the poll. */
+time_t wh_clientca_not_after(const struct wh_clientca *ca);
+/* Log tls_client_ca_expiring when that is under WH_TLS_WARN_DAYS away
+ * (at each load, and at the serving pair's expiry checks). */
+void wh_clientca_warn_if_expiring(const struct wh_clientca *ca);
 
 /* The body of GnuTLS's verify callback for a session: 0 when the client
  * sent no certificate or one that chains to the CAs and is for client

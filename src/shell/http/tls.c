@@ -457,6 +457,8 @@ static void check_expiry(struct wh_tls *tls)
         return;
     tls->next_expiry_check = now + EXPIRY_CHECK_S;
     warn_if_expiring(&atomic_load(&tls->cur)->info);
+    if (tls->ca)
+        wh_clientca_warn_if_expiring(tls->ca);
 }
 
 static int poll_pair(struct wh_tls *tls)
@@ -524,6 +526,11 @@ int wh_tls_poll(struct wh_tls *tls)
     int a = tls->cert_file ? poll_pair(tls) : 0;
     int b = tls->ca ? wh_clientca_poll(tls->ca) : 0;
     return a < 0 || b < 0 ? -1 : a > 0 || b > 0 ? 1 : 0;
+}
+
+time_t wh_tls_client_ca_not_after(const struct wh_tls *tls)
+{
+    return tls && tls->ca ? wh_clientca_not_after(tls->ca) : 0;
 }
 
 bool wh_tls_refused(const struct wh_tls *tls)

@@ -57,6 +57,7 @@ struct wh_metrics {
     atomic_llong patch_ops;
     atomic_llong in_flight;
     atomic_llong cert_not_after;
+    atomic_llong client_ca_not_after;
     atomic_llong reloads[2];     /* [rejected, ok] */
     atomic_llong cert_refused;   /* 1 while the files hold a refused pair or CA */
     atomic_llong client_refused; /* handshakes refused for their client cert */
@@ -140,6 +141,12 @@ void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after)
 {
     atomic_store(&m->cert_not_after, (long long)not_after);
+}
+
+void wh_metrics_client_ca(struct wh_metrics *m, time_t not_after)
+{
+    atomic_store(&m->client_ca_not_after, (long long)not_after);
+    atomic_store(&m->client_ca, true);
 }
 
 void wh_metrics_tls_reload(struct wh_metrics *m, bool ok)
@@ -375,6 +382,11 @@ static enum wh_err render_server(const struct wh_metrics *m, const struct wh_mli
     if (!err)
         err = gauge(b, "tpu_webhook_tls_cert_not_after_timestamp_seconds", "gauge",
                     "Expiry (Unix time) of the serving certificate.", get(&m->cert_not_after));
+    if (!err && atomic_load(&m->client_ca))
+        err = gauge(b, "tpu_webhook_tls_client_ca_not_after_timestamp_seconds", "gauge",
+                    "Earliest expiry (Unix time) of the --client-ca-file CAs: after it, the API "
+                    "server's client certificate is refused and every admission fails.",
+                    get(&m->client_ca_not_after));
     if (!err)
         err = head(b, "tpu_webhook_tls_reloads_total", "counter",
                    "Certificate changes seen on disk, by result.");

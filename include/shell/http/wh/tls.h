@@ -118,6 +118,10 @@ bool wh_tls_client_verified(gnutls_session_t session);
 /* True when a client CA is configured. */
 bool wh_tls_client_ca_on(void);
 
+/* The earliest notAfter of the client CAs now verifying; 0 without a
+ * client CA. Same thread as wh_tls_poll. */
+time_t wh_tls_client_ca_not_after(const struct wh_tls *tls);
+
 /* Handshakes refused for their client certificate since start. */
 long long wh_tls_client_refusals(void);
 

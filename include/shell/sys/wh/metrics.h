@@ -40,6 +40,9 @@ struct wh_madmission {
 };
 void wh_metrics_admission(struct wh_metrics *m, enum wh_mpath path, const struct wh_madmission *a);
 void wh_metrics_cert(struct wh_metrics *m, time_t not_after);
+/* The earliest notAfter of the client CAs (--client-ca-file); rendered
+ * once set. */
+void wh_metrics_client_ca(struct wh_metrics *m, time_t not_after);
 void wh_metrics_tls_reload(struct wh_metrics *m, bool ok);
 /* Whether the certificate files hold a refused pair or client CA right now
  * (wh/tls.h). */
