@@ -8,7 +8,7 @@
 #include "wh/json.h"     /* wh_json_get */
 #include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
 #include "wh/podwarn.h"  /* WH_PW_*, wh_torch_fields */
-#include "wh/topology.h" /* wh_topology_parse, wh_tpu_shape_check */
+#include "wh/topology.h" /* wh_topology_parse, wh_tpu_shape_check, wh_subslice_fits */
 
 struct pool_scan {
     const char *pool;
@@ -66,11 +66,34 @@ static const char *preset_topology(const struct wh_tpu_pod *w)
     return lk.value;
 }
 
+/* The subslice rule of every path (topology.h, wh_subslice_fits): the pod's
+ * annotation (w->topology) must fit its parent node pool's topology, the
+ * node selector's or else what the pool's TPU nodes say; a pod that does not
+ * fit is denied (no node pool of that shape is there: it would stay Pending).
+ * Not judged when no parent is known. */
+static enum wh_err subslice_fits(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
+{
+    const char *parent = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
+    const char *from = "spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]";
+    struct wh_pool_tpu pt;
+    if (!parent || !*parent) {
+        WH_TRY(wh_pool_tpu_read(st, wh_node_selector(w->spec, WH_KEY_NODEPOOL), &pt, errbuf));
+        parent = pt.topology;
+        from = "the TPU nodes of node pool";
+    }
+    char fit[512];
+    if (!*parent || wh_subslice_fits(w->topology, parent, fit, sizeof(fit)))
+        return WH_OK;
+    return wh_tpu_pod_deny(w, "%s: %s (the parent is %s), so the pod would stay Pending",
+                           w->topo_from, fit, from);
+}
+
 /* The rule of workload_topology.h. */
 enum wh_err wh_wl_read_topology(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
                                 char *errbuf)
 {
     const char *t = wh_meta_annotation(w->pod, WH_ANN_SLICE_TOPOLOGY);
+    bool subslice = t && *t;
     w->topo_from = "annotation \"" WH_ANN_SLICE_TOPOLOGY "\"";
     if (!t || !*t) {
         t = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
@@ -91,6 +114,10 @@ enum wh_err wh_wl_read_topology(struct wh_tpu_pod *w, const struct wh_state *st,
         return wh_tpu_pod_deny(w,
                                "%s: %s; use the form AxB or AxBxC, for example \"2x2x1\" or \"4x4\"",
                                w->topo_from, why);
+    if (subslice && (err = subslice_fits(w, st, errbuf)) == WH_OK && wh_tpu_pod_denied(w))
+        return WH_OK;
+    if (err)
+        return err;
     if (*w->accel) {
         /* The generation table's rules (topology.h); a pod of a workload the
          * validating entry did not see is refused here, before it hangs. */

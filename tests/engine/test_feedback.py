@@ -375,6 +375,13 @@ FIRST_LAST = [(0, 0), (1, 3)]
 # denial, part of the pods' denial)]). A marker is text of the deny call in
 # the pod path's sources (POD_PATH_FILES): KubeRay's ("k:"), the other
 # kinds' ("w:") or the guards every kind shares ("p:").
+def subslice(t, sub):
+    """Template t asking for subslice sub of its pool (issue 34, item 2)."""
+    t.setdefault("metadata", {}).setdefault("annotations", {})[
+        "cloud.google.com/gke-tpu-slice-topology"] = sub
+    return t
+
+
 DENIALS = {
     "env-duplicate": (["p:sets %s twice"], [
         (obj_of("Job", tm(env=DUP)), FIRST_LAST, ["TPU_WORKER_ID twice", "keep one"], "twice"),
@@ -403,6 +410,15 @@ DENIALS = {
          ["no v5p VM has 8 chips"], "no v5p VM has 8 chips"),
         (obj_of("LeaderWorkerSet", tm(accel="tpu-v6e-slice", topo="2x2x1")), [(0, 2)],
          ["a 3-D topology"], "a 3-D topology"),
+    ]),
+    "subslice": (["w:(the parent is %s), so the pod would stay Pending"], [
+        (obj_of("Job", subslice(tm("tpu7x", "2x2x2"), "2x2x4")), FIRST_LAST,
+         ['subslice "2x2x4" is not smaller than parent "2x2x2"'], "is not smaller than parent"),
+        (obj_of("JobSet", subslice(tm("tpu-v6e-slice", "2x4"), "4x4")), FIRST_LAST,
+         ['subslice "4x4" is not smaller than parent "2x4"'], "is not smaller than parent"),
+        (obj_of("LeaderWorkerSet", subslice(tm("tpu-v5-lite-podslice", "4x4"), "4x8"), hosts=8),
+         [(0, 2)], ['subslice "4x8" is not smaller than parent "4x4"'],
+         "is not smaller than parent"),
     ]),
     "chips-divide": (["w:which does not divide"], [
         (obj_of("Job", tm(accel="tpu-v6e-slice", topo="2x2", chips=8)), [(0, 0)],
