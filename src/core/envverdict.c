@@ -3,8 +3,9 @@
 #include "wh/envverdict.h"
 
 #include <stdarg.h> /* va_list */
+#include <ctype.h>  /* isspace */
 #include <stdio.h>  /* snprintf, vsnprintf */
-#include <string.h> /* strcmp, strchr, strncmp, strlen */
+#include <string.h> /* memchr, strcmp, strchr, strncmp, strlen */
 
 #include "wh/json.h"    /* wh_parse_long, wh_json_* */
 #include "wh/podspec.h" /* wh_env_lookup */
@@ -43,7 +44,8 @@ const struct wh_env_rule wh_env_rules[WH_ENVRULE__COUNT] = {
                                      "none (the webhook sets each pod's) or a `valueFrom`", NULL},
     [WH_ENVRULE_NODE_RANK_OTHER] = {WH_ENV_PET_NODE_RANK, "pet-node-rank-other", WH_VERDICT_DENY,
                                     "a literal other than the container's own rank (a single pod's "
-                                    "template, or a pod)",
+                                    "template, a LeaderWorkerSet's leaderTemplate: rank 0, or a "
+                                    "pod)",
                                     "the container's rank", NULL},
     [WH_ENVRULE_MASTER_LOCAL] = {WH_ENV_PET_MASTER_ADDR, "pet-master-localhost", WH_VERDICT_DENY,
                                  "`localhost`, `127.0.0.1` or `::1` in a world of several pods: "
@@ -75,6 +77,68 @@ const struct wh_env_rule wh_env_rules[WH_ENVRULE__COUNT] = {
                               "its index",
                               "none, or a `valueFrom`", "One identity per slice"},
 };
+
+_Static_assert(WH_ENV__COUNT <= 32, "wh_torch_world.overridden is one bit per variable");
+
+/* torchrun's flags for the PET_* variables, in their dashed spelling; its
+ * argparse takes each with underscores too (torch/distributed/run.py). */
+static const struct {
+    enum wh_env_var var;
+    const char *flag;
+} torchrun_flags[] = {
+    {WH_ENV_PET_NPROC_PER_NODE, "nproc-per-node"}, {WH_ENV_PET_NNODES, "nnodes"},
+    {WH_ENV_PET_NODE_RANK, "node-rank"},           {WH_ENV_PET_MASTER_ADDR, "master-addr"},
+    {WH_ENV_PET_MASTER_PORT, "master-port"},
+};
+
+/* The bit of the variable whose flag the word w[0..len) is ("--node_rank",
+ * "--node-rank=1"), else 0. */
+static unsigned flag_word(const char *w, size_t len)
+{
+    if (len < 3 || w[0] != '-' || w[1] != '-')
+        return 0;
+    w += 2;
+    len -= 2;
+    const char *eq = memchr(w, '=', len);
+    size_t n = eq ? (size_t)(eq - w) : len;
+    for (size_t k = 0; k < sizeof(torchrun_flags) / sizeof(torchrun_flags[0]); k++) {
+        const char *f = torchrun_flags[k].flag;
+        size_t i = 0;
+        while (i < n && f[i] && (w[i] == f[i] || (w[i] == '_' && f[i] == '-')))
+            i++;
+        if (i == n && !f[i])
+            return 1u << torchrun_flags[k].var;
+    }
+    return 0;
+}
+
+/* The flags among the words of s, split at blanks and shell quotes. */
+static unsigned flag_words(const char *s)
+{
+    unsigned bits = 0;
+    while (*s) {
+        while (*s && (isspace((unsigned char)*s) || *s == '"' || *s == '\''))
+            s++;
+        const char *w = s;
+        while (*s && !isspace((unsigned char)*s) && *s != '"' && *s != '\'')
+            s++;
+        bits |= flag_word(w, (size_t)(s - w));
+    }
+    return bits;
+}
+
+unsigned wh_torchrun_overridden(const cJSON *container)
+{
+    static const char *const keys[2] = {"command", "args"};
+    unsigned bits = 0;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *a = wh_json_get(container, keys[k]);
+        for (const cJSON *x = cJSON_IsArray(a) ? a->child : NULL; x; x = x->next)
+            if (cJSON_IsString(x))
+                bits |= flag_words(x->valuestring);
+    }
+    return bits;
+}
 
 const char *wh_trainjob_owner(const cJSON *obj)
 {
@@ -250,10 +314,14 @@ int wh_env_judge(const cJSON *env, const struct wh_torch_world *w,
                  struct wh_env_finding out[WH_ENV_FINDINGS_MAX])
 {
     struct judge j = {.env = env, .w = w, .out = out, .n = 0};
-    nproc(&j);
-    nnodes(&j);
-    node_rank(&j);
-    master(&j);
+    if (!(w->overridden & 1u << WH_ENV_PET_NPROC_PER_NODE))
+        nproc(&j);
+    if (!(w->overridden & 1u << WH_ENV_PET_NNODES))
+        nnodes(&j);
+    if (!(w->overridden & 1u << WH_ENV_PET_NODE_RANK))
+        node_rank(&j);
+    if (!(w->overridden & 1u << WH_ENV_PET_MASTER_ADDR))
+        master(&j);
     return j.n;
 }
 

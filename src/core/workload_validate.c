@@ -11,7 +11,7 @@
 #include <string.h> /* strcmp */
 
 #include "wh/buf.h"        /* wh_buf */
-#include "wh/envverdict.h" /* wh_env_judge, wh_env_rules, wh_trainjob_owner */
+#include "wh/envverdict.h" /* wh_env_judge, wh_env_rules, wh_torchrun_overridden, ... */
 #include "wh/json.h"       /* wh_json_* */
 #include "wh/kinds.h"      /* wh_kind_find */
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
@@ -104,6 +104,8 @@ struct tmpl_hosts {
     long slices;       /* in: the replicas of a JobSet replicated job, else 1 */
     bool fill;         /* in: the pods fill MEGASCALE_NUM_SLICES (megascale.h) */
     const char *label; /* in: how warnings name the template ("" for a Job's) */
+    long made;         /* in: the pods it makes of a slice, 0 one per host (LWS's leaderTemplate
+                        * makes 1, the group's rank 0) */
     long hosts, chips;
     const char *topology;
     bool tpu7x;     /* two devices per chip (the generation, or a 4-field TORCH_TPU_TOPOLOGY) */
@@ -263,10 +265,13 @@ static enum wh_err torch_presets(struct vctx *v, const char *field,
         const cJSON *c = tc->items[i].obj, *env = wh_json_get(c, "env");
         long slices = torch_slices(v, env, th);
         long pods = th->hosts * (slices ? slices : 1);
+        /* The rank is known where the template makes one pod of a world of one slice. */
+        bool one_pod = pods == 1 || (th->made == 1 && slices == 1);
         struct wh_torch_world w = {.devices = tc->items[i].chips * per_chip,
                                    .nnodes = slices ? pods * (long)tc->n : 0,
                                    .pods = pods,
-                                   .rank = pods > 1 ? -1 : (long)i};
+                                   .rank = one_pod ? (long)i : -1,
+                                   .overridden = wh_torchrun_overridden(c)};
         struct wh_env_finding f[WH_ENV_FINDINGS_MAX];
         int n = wh_env_judge(env, &w, f);
         for (int k = 0; k < n; k++) {
@@ -712,7 +717,7 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
     bool leader_tpu = true;
     if (leader && !cJSON_IsNull(leader)) {
-        struct tmpl_hosts lh = {.slices = 1, .label = "leaderTemplate"};
+        struct tmpl_hosts lh = {.slices = 1, .label = "leaderTemplate", .made = 1};
         err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
         leader_tpu = lh.chips > 0;
     }

@@ -187,12 +187,48 @@ static void test_trainjob_owner(void **unused)
     assert_null(wh_trainjob_owner(NULL));
 }
 
+/* The command line's flag wins over PET_<OPT>: torchrun's argparse takes
+ * both spellings, `--f=v` and `--f v`, and a word of a shell string. */
+static unsigned overridden(const char *container)
+{
+    cJSON *c = wh_test_parse(container);
+    unsigned bits = wh_torchrun_overridden(c);
+    cJSON_Delete(c);
+    return bits;
+}
+
+static void test_overridden(void **unused)
+{
+    (void)unused;
+    const unsigned nproc = 1u << WH_ENV_PET_NPROC_PER_NODE, nnodes = 1u << WH_ENV_PET_NNODES,
+                   rank = 1u << WH_ENV_PET_NODE_RANK;
+    assert_int_equal(overridden("{\"command\":[\"torchrun\",\"--nproc_per_node=4\",\"t.py\"]}"),
+                     nproc);
+    assert_int_equal(overridden("{\"args\":[\"--nproc-per-node\",\"4\",\"--nnodes=4\"]}"),
+                     nproc | nnodes);
+    assert_int_equal(overridden("{\"command\":[\"bash\",\"-c\",\"torchrun --node_rank=$R "
+                                "'--nnodes' 4 t.py\"]}"),
+                     rank | nnodes);
+    assert_int_equal(overridden("{\"command\":[\"torchrun\",\"--nproc_per_nodes=4\","
+                                "\"--nnode=4\",\"-nnodes=4\",\"--node-rank-x\"],\"args\":7}"),
+                     0);
+    assert_int_equal(overridden("{\"command\":\"--nnodes=4\"}"), 0);
+    /* A rule whose flag is set is not judged. */
+    struct wh_env_finding f[WH_ENV_FINDINGS_MAX];
+    struct wh_torch_world w = host4;
+    assert_int_equal(judge(ENV1("PET_NPROC_PER_NODE", "auto"), w, f), 1);
+    w.overridden = nproc;
+    assert_int_equal(judge(ENV1("PET_NPROC_PER_NODE", "auto"), w, f), 0);
+    assert_int_equal(judge(ENV1("PET_NODE_RANK", "3"), w, f), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_whole), cmocka_unit_test(test_nproc),
         cmocka_unit_test(test_nnodes),     cmocka_unit_test(test_node_rank),
         cmocka_unit_test(test_master),     cmocka_unit_test(test_trainjob_owner),
+        cmocka_unit_test(test_overridden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1150,6 +1150,83 @@ class PresetVerdicts(unittest.TestCase):
                       '(spec.leaderWorkerTemplate.workerTemplate.spec.containers[0]) sets '
                       'PET_NPROC_PER_NODE "8"', r.message)
 
+    def lws_leader(self, leader_env):
+        # v6e 4x4, 4 chips per pod: a group of 4 pods, the leader one of them.
+        o = lws()
+        lwt = o["spec"]["leaderWorkerTemplate"]
+        lwt["workerTemplate"] = tpu_template("4x4", "tpu-v6e-slice")
+        lwt["leaderTemplate"] = tpu_template("4x4", "tpu-v6e-slice")
+        lwt["leaderTemplate"]["spec"]["containers"][0]["env"] = leader_env
+        return o
+
+    def test_lws_leader_is_rank_0(self):
+        # The leaderTemplate makes one pod of each group, rank 0.
+        r = self.judge(self.lws_leader([{"name": "PET_NODE_RANK", "value": "0"}]))
+        self.assertTrue(r.allowed, r.message)
+        self.assertEqual(r.warnings, [])
+        r = self.judge(self.lws_leader([{"name": "PET_NODE_RANK", "value": "1"}]))
+        self.assertFalse(r.allowed)
+        self.assertIn('(spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0]) sets '
+                      'PET_NODE_RANK "1" (env[0]) but the container is node 0 of its torchrun '
+                      'world; set "0"', r.message)
+        # The workerTemplate makes the other pods: a literal is shared.
+        o = self.lws_leader([])
+        o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = [
+            {"name": "PET_NODE_RANK", "value": "1"}]
+        r = self.judge(o)
+        self.assertFalse(r.allowed)
+        self.assertIn("in a template of 4 pods", r.message)
+
+    def with_command(self, obj, command=None, args=None):
+        c = obj["spec"]["template"]["spec"]["containers"][0]
+        if command is not None:
+            c["command"] = command
+        if args is not None:
+            c["args"] = args
+        return obj
+
+    def test_command_line_flag_wins(self):
+        # torchrun reads PET_<OPT> only as the default of --<opt>.
+        auto = [{"name": "PET_NPROC_PER_NODE", "value": "auto"}]
+        for command, args in ((["torchrun", "--nproc_per_node=4", "train.py"], None),
+                              (["torchrun"], ["--nproc-per-node", "4", "train.py"]),
+                              (["bash", "-c", "torchrun --nproc_per_node=4 train.py"], None)):
+            with self.subTest(command=command, args=args):
+                r = self.judge(self.with_command(self.with_env(job(), auto), command, args))
+                self.assertTrue(r.allowed, r.message)
+                self.assertEqual(r.warnings, [])
+        r = self.judge(self.with_command(self.with_env(job(), auto),
+                                         ["torchrun", "--nnodes=4", "train.py"]))
+        self.assertFalse(r.allowed)
+        self.assertIn('PET_NPROC_PER_NODE "auto"', r.message)
+        env = [{"name": "PET_NNODES", "value": "2"}, {"name": "PET_NODE_RANK", "value": "0"}]
+        r = self.judge(self.with_command(self.with_env(job(), env),
+                                         ["torchrun", "--nnodes", "4", "--node_rank=$(R)"]))
+        self.assertTrue(r.allowed, r.message)
+
+    def check_yaml(self, obj):
+        import tempfile
+        import yaml
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump(obj, f)
+        try:
+            out = subprocess.run([W.BINARY, "check", "-o", "json", f.name], capture_output=True,
+                                 text=True, timeout=60)
+        finally:
+            os.unlink(f.name)
+        return out.returncode, json.loads(out.stdout)["rows"][0]
+
+    def test_check_takes_the_leader_rank_and_the_flag(self):
+        rc, row = self.check_yaml(self.lws_leader([{"name": "PET_NODE_RANK", "value": "0"}]))
+        self.assertEqual(rc, 0, row)
+        self.assertNotEqual(row["verdict"], "rejected", row)
+        o = self.with_command(self.with_env(job(), [{"name": "PET_NPROC_PER_NODE",
+                                                     "value": "auto"}]),
+                              ["torchrun", "--nproc_per_node=4", "train.py"])
+        rc, row = self.check_yaml(o)
+        self.assertEqual(rc, 0, row)
+        self.assertNotEqual(row["verdict"], "rejected", row)
+
     def test_trainjob_jobset_names_its_trainjob(self):
         # Built as Kubeflow Trainer v2 builds it (the fixture says from what).
         import yaml

@@ -80,8 +80,19 @@ struct wh_torch_world {
     long nnodes;  /* torchrun nodes of the world: one per TPU container of each pod of the
                    * slices MEGASCALE joins; 0 when the world is the user's own */
     long pods;    /* pods of that world (at least the slice's hosts) */
-    long rank;    /* the container's node rank; -1 at a template (one value for every pod) */
+    long rank;    /* the container's node rank; -1 at a template of several pods (one value for
+                   * every pod) */
+    unsigned overridden; /* 1u << var for each variable the container's command line sets
+                          * (wh_torchrun_overridden): not judged */
 };
+
+/* The variables whose torchrun flag (`--nproc-per-node`, `--nnodes`,
+ * `--node-rank`, `--master-addr`, `--master-port`, either spelling, `--f=v`
+ * or `--f v`) a word of container's command or args carries, as 1u << var:
+ * torchrun reads PET_<OPT> only as the default of --<opt>, so the flag wins.
+ * A word inside a shell string (`bash -c "torchrun --nnodes=4 ..."`) counts
+ * too: the check errs toward not denying a workload that works. */
+unsigned wh_torchrun_overridden(const cJSON *container);
 
 #define WH_ENV_FINDINGS_MAX 4
 #define WH_ENV_FINDING_TEXT 400
@@ -96,7 +107,7 @@ struct wh_env_finding {
 };
 
 /* Judge the literal PET_* values of env (a container's env array or NULL)
- * against w: the findings, at most WH_ENV_FINDINGS_MAX, in the order of
+ * against w, but for the variables in w->overridden: the findings, at most WH_ENV_FINDINGS_MAX, in the order of
  * wh_env_rules, into out; their count. A valueFrom is not judged (its value
  * is not known before the pod runs). */
 int wh_env_judge(const cJSON *env, const struct wh_torch_world *w,
