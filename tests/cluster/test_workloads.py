@@ -165,6 +165,44 @@ def subgroup_partition(pods):
     return sorted(sorted(v) for v in by.values())
 
 
+def subslice_job(ns, sub):
+    """An Indexed Job asking for subslice `sub` of the v5p 2x2x4 pool
+    (tests/cluster/fixtures/nodes.yaml), 4 chips per pod."""
+    hosts = 1
+    for d in sub.split("x"):
+        hosts *= int(d)
+    hosts //= 4
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "sub", "namespace": ns},
+            "spec": {"completionMode": "Indexed", "parallelism": hosts, "completions": hosts,
+                     "template": {
+                         "metadata": {"labels": {"tpu-webhook/inject": "enabled"},
+                                      "annotations": {"cloud.google.com/gke-tpu-slice-topology": sub}},
+                         "spec": {"restartPolicy": "Never", "subdomain": "sub",
+                                  "nodeSelector": {
+                                      "cloud.google.com/gke-nodepool": "tpu-v5p-2x2x4-a",
+                                      "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+                                      "cloud.google.com/gke-tpu-topology": "2x2x4"},
+                                  "containers": [{"name": "trainer", "image": "IMAGE",
+                                                  "resources": {"limits": {"google.com/tpu": "4"}}}]}}}}
+
+
+class SubsliceJob(WorkloadCase):
+    """Issue 34, item 2: a Job whose subslice (4x4x4, 16 pods) is bigger
+    than its pool (2x2x4) is refused at kubectl apply, naming the rule; one
+    that fits (2x2x2) is stored and its pods created."""
+
+    def test_bigger_than_its_pool_refused(self):
+        ns = self.ns("wl-subslice")
+        p = cl.kubectl("apply", "-f", "-", input=json.dumps(subslice_job(ns, "4x4x4")), check=False)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn('subslice \"4x4x4\" is not smaller than parent \"2x2x4\"', p.stderr)
+        op.apply_obj(subslice_job(ns, "2x2x2"))
+        pods = op.settled_pods(ns, "job-name=sub", 2)
+        physics.check_slices(pods)
+        print("ok: subslice 4x4x4 of a 2x2x4 pool refused; 2x2x2: %d pods stored" % len(pods))
+
+
 class LeaderWorkerSetSubgroups(WorkloadCase):
     """LWS subgroups (issue 34): tests/fixtures/offline/lws-subgroups.yaml
     (two v6e 4x4 slices per group; one LWS with a leader without TPUs, one
