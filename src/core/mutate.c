@@ -11,18 +11,19 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp, strstr */
 
-#include "wh/affinity.h" /* wh_affinity_* */
-#include "wh/buf.h"      /* wh_buf */
-#include "wh/envtab.h"   /* wh_env_put, wh_env_wants, WH_ENV_*, WH_PATH_KUBERAY */
-#include "wh/json.h"     /* wh_json_* */
-#include "wh/legacy.h"   /* wh_legacy_choose */
-#include "wh/names.h"    /* wh_names_* */
-#include "wh/patch.h"    /* wh_patch_add_*, wh_env_* */
-#include "wh/pipeline.h" /* struct wh_tpu_pod, wh_tpu_pod_* */
-#include "wh/podspec.h"  /* labels, env lookup */
-#include "wh/topology.h" /* wh_topology_* */
-#include "wh/text.h"     /* wh_text */
-#include "wh/tpuenv.h"   /* wh_tpu_worker_id, wh_host_ports, wh_port_list, wh_kuberay_dns_warning */
+#include "wh/affinity.h"  /* wh_affinity_* */
+#include "wh/buf.h"       /* wh_buf */
+#include "wh/envtab.h"    /* wh_env_put, wh_env_wants, WH_ENV_*, WH_PATH_KUBERAY */
+#include "wh/json.h"      /* wh_json_* */
+#include "wh/megascale.h" /* wh_megascale_joined_slices */
+#include "wh/identity.h"  /* wh_identity_of */
+#include "wh/names.h"     /* wh_names_* */
+#include "wh/patch.h"     /* wh_patch_add_*, wh_env_* */
+#include "wh/pipeline.h"  /* struct wh_tpu_pod, wh_tpu_pod_* */
+#include "wh/podspec.h"   /* labels, env lookup */
+#include "wh/topology.h"  /* wh_topology_* */
+#include "wh/text.h"      /* wh_text */
+#include "wh/tpuenv.h" /* wh_tpu_worker_id, wh_host_ports, wh_port_list_get, wh_hostnet_dns_conflict */
 
 #define MAX_HOSTS WH_MAX_HOSTS
 #define MAX_TORCH_ADDRESSES WH_MAX_TORCH_ADDRESSES
@@ -30,8 +31,14 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 #define DEVICE_PLUGIN_ADDR "$(TPU_DEVICE_PLUGIN_HOST_IP):" STRINGIFY(WH_DEVICE_PLUGIN_PORT)
 
-static enum wh_err check_identity(struct wh_tpu_pod *c)
+/* The slice step of KubeRay's row: the RayCluster and group labels, then
+ * the topology and the host count, each refused with the reference's
+ * message when absent or wrong. */
+static enum wh_err slice(struct wh_tpu_pod *c, const struct wh_state *st, bool *skipped,
+                         char *errbuf)
 {
+    (void)st;
+    (void)skipped;
     if (!*c->cluster)
         return wh_decision_deny(c->d,
                                 "%s requests google.com/tpu but has no label \"%s\"; TPU worker pods "
@@ -66,7 +73,6 @@ static enum wh_err check_identity(struct wh_tpu_pod *c)
             from_ann ? "its annotation \"" WH_ANN_SLICE_TOPOLOGY "\" is empty"
                      : "has no TPU topology",
             WH_SEL_TOPOLOGY);
-    char errbuf[WH_ERRBUF_LEN];
     if (wh_topology_parse(c->topology, &c->topo, errbuf))
         return wh_tpu_pod_deny(c,
                                "%s %s: %s; use the form "
@@ -80,103 +86,8 @@ static enum wh_err check_identity(struct wh_tpu_pod *c)
                                "chips per pod gives %ld hosts; at most %ld hosts per slice are "
                                "supported; request more google.com/tpu per pod",
                                c->topology, c->tc.chips, c->n_hosts, MAX_HOSTS);
+    c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
     return WH_OK;
-}
-
-/* ---- indices ------------------------------------------------------------ */
-
-static enum wh_err native_indices(struct wh_tpu_pod *c)
-{
-    static const char *const keys[2] = {WH_LABEL_REPLICA_INDEX, WH_LABEL_HOST_INDEX};
-    long v[2];
-    for (int i = 0; i < 2; i++) {
-        const char *s = wh_json_str(c->labels, keys[i]);
-        if (!wh_parse_long(s, &v[i]) || v[i] < 0) {
-            return wh_tpu_pod_deny(c,
-                                   "label \"%s\" is "
-                                   "\"%s\", not a whole number >= 0; KubeRay sets it to the %s index, "
-                                   "remove it to let the webhook assign one",
-                                   keys[i], s ? s : "(not a string)", i ? "host" : "replica");
-        }
-    }
-    if (v[1] >= c->n_hosts) {
-        return wh_tpu_pod_deny(c,
-                               "label \"%s\" is %ld but "
-                               "topology %s with %ld chips per pod has %ld hosts (0..%ld); check "
-                               "numOfHosts of the worker group",
-                               WH_LABEL_HOST_INDEX, v[1], c->topology, c->tc.chips, c->n_hosts,
-                               c->n_hosts - 1);
-    }
-    c->slice = v[0];
-    c->host = v[1];
-    return WH_OK;
-}
-
-/* A pod reviewed again (reinvocation) keeps the indices the first review
- * gave it (D6). The evidence is what that review wrote and a user cannot
- * have set differently: the replicaIndex label "<group>-<r>" plus, on a
- * multi-host pod, the hostname "<group>-<r>-<h>" (TPU_WORKER_ID is no
- * evidence: a user value is kept, docs/internals/reference-behaviour.md
- * §2.7.6); a single-host pod's host is always 0, and its TPU_WORKER_ID must
- * be set. */
-static bool reuse_indices(struct wh_tpu_pod *c)
-{
-    const char *label = wh_json_str(c->labels, WH_LABEL_LEGACY_REPLICA);
-    size_t gl = strlen(c->group);
-    long r, h = 0;
-    if (!label || strncmp(label, c->group, gl) || label[gl] != '-' || label[gl + 1] == '+' ||
-        !wh_parse_long(label + gl + 1, &r) || r < 0)
-        return false;
-    if (c->n_hosts > 1) {
-        const char *hostname = wh_json_str(c->spec, "hostname");
-        size_t ll = strlen(label);
-        if (!hostname || strncmp(hostname, label, ll) || hostname[ll] != '-' ||
-            hostname[ll + 1] == '+' || !wh_parse_long(hostname + ll + 1, &h) || h < 0 ||
-            h >= c->n_hosts)
-            return false;
-    } else {
-        struct wh_env_lookup lk;
-        wh_env_lookup(wh_json_get(c->tc.items[0].obj, "env"), "TPU_WORKER_ID", &lk);
-        if (!lk.exists)
-            return false;
-    }
-    c->slice = r;
-    c->host = h;
-    return true;
-}
-
-static enum wh_err legacy_indices(struct wh_tpu_pod *c, const struct wh_state *st, char *errbuf)
-{
-    if (reuse_indices(c))
-        return WH_OK;
-    const char *why = st->ops->legacy_unavailable ? st->ops->legacy_unavailable(st->impl) : NULL;
-    if (why) {
-        c->d->state_unavailable = true;
-        return wh_decision_deny(c->d,
-                                "%s (RayCluster \"%s\", worker group \"%s\") needs a TPU "
-                                "worker id "
-                                "assigned from the pods that already exist, but %s; the pod is not "
-                                "created now and KubeRay will retry",
-                                c->who, c->cluster, c->group, why);
-    }
-    struct wh_legacy_group g = {.ns = c->ns,
-                                .cluster = c->cluster,
-                                .group = c->group,
-                                .n_hosts = c->n_hosts,
-                                .tpu7x = c->tpu7x};
-    enum wh_err err = wh_legacy_choose(st, &g, c->d, &c->slice, &c->host, errbuf);
-    if (err)
-        return err;
-    if (c->host < 0) {
-        return wh_tpu_pod_deny(c,
-                               "replica %ld already has "
-                               "two pods with the same TPU_WORKER_ID, so the slice cannot start; "
-                               "delete the replica's pods (or the RayCluster) to let KubeRay "
-                               "re-create them",
-                               c->slice);
-    }
-    c->d->assigned = true;
-    return wh_legacy_claim_nonce(st, c->pod, c->d); /* the claim standing for them */
 }
 
 /* ---- values ------------------------------------------------------------- */
@@ -259,20 +170,10 @@ static const char *env_value(const cJSON *env, const char *name, bool *exists)
     return lk.value;
 }
 
-/* The lists are built once and kept by the decision (wh_decision_keep):
- * every TPU container's operations are written from the same text. */
-struct shared_values {
-    const char *hostnames;     /* multi-host DNS list, NULL on one host */
-    const char *process_addrs; /* tpu7x TPU_PROCESS_ADDRESSES, or NULL */
-    char torch_topology[96];
-    struct wh_port_list torch_addrs; /* TORCH_TPU_SLICEBUILDER_ADDRESSES */
-};
-
 /* One TPU container's env operations, in the order of
  * docs/internals/reference-behaviour.md §2.7.2. */
 struct env_step {
     struct wh_tpu_pod *c;
-    struct shared_values *sv;
     unsigned ci;      /* index among TPU containers */
     const cJSON *env; /* the container's env as sent */
     struct wh_env_writer w;
@@ -336,7 +237,7 @@ static enum wh_err peer_env(struct env_step *st)
     if (multi) {
         const char *cur = env_value(st->env, "TPU_WORKER_HOSTNAMES", NULL);
         if (wants(st, WH_ENV_TPU_WORKER_HOSTNAMES, !strcmp(cur, "localhost"))) {
-            st->hostnames = st->sv->hostnames;
+            st->hostnames = st->c->peer_names;
             err = wh_env_set(&st->w, "TPU_WORKER_HOSTNAMES", st->hostnames);
         } else {
             st->hostnames = cur;
@@ -348,7 +249,7 @@ static enum wh_err peer_env(struct env_step *st)
      * needs the addresses too, or its processes cannot rendezvous. */
     const char *cur = env_value(st->env, "TPU_PROCESS_ADDRESSES", NULL);
     if (wants(st, WH_ENV_TPU_PROCESS_ADDRESSES, multi && strstr(cur, "localhost")))
-        err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", st->sv->process_addrs);
+        err = wh_env_set(&st->w, "TPU_PROCESS_ADDRESSES", st->c->process_addrs);
     if (!err)
         err = put_num(st, WH_ENV_TPU_PROCESS_PORT, WH_TPU_PROCESS_PORT_BASE + (long)st->ci);
     return err;
@@ -395,12 +296,12 @@ static enum wh_err torch_env(struct env_step *st)
     }
     bool too_many; /* checked above */
     const char *addrs;
-    enum wh_err err = put(st, WH_ENV_TORCH_TPU_TOPOLOGY, st->sv->torch_topology);
+    enum wh_err err = put(st, WH_ENV_TORCH_TPU_TOPOLOGY, st->c->torch_topology);
     /* Bounded by what is left of the patch. A list an earlier container
      * could carry and this one cannot fails in its operation instead, with
      * the same WH_ERR_TOOBIG. */
     if (!err)
-        err = wh_port_list_get(&st->sv->torch_addrs, c->d, st->hostnames, per_host,
+        err = wh_port_list_get(&st->c->torch_addrs, c->d, st->hostnames, per_host,
                                WH_PATCH_MAX_BYTES - wh_buf_len(&c->d->patch), &addrs, &too_many);
     if (!err)
         err = put(st, WH_ENV_TORCH_TPU_SLICEBUILDER_ADDRESSES, addrs);
@@ -432,9 +333,9 @@ static enum wh_err identity_env(struct env_step *st)
     return err;
 }
 
-static enum wh_err container_env(struct wh_tpu_pod *c, struct shared_values *sv, unsigned ci)
+static enum wh_err container_env(struct wh_tpu_pod *c, unsigned ci)
 {
-    struct env_step st = {.c = c, .sv = sv, .ci = ci, .env = wh_json_get(c->tc.items[ci].obj, "env")};
+    struct env_step st = {.c = c, .ci = ci, .env = wh_json_get(c->tc.items[ci].obj, "env")};
     wh_env_writer_init(&st.w, c->d, c->tc.items[ci].index, st.env);
     enum wh_err err = megascale_env(&st);
     if (!err)
@@ -539,7 +440,7 @@ static enum wh_err pod_ops(struct wh_tpu_pod *c, const struct wh_state *st, char
 
 /* ---- entry -------------------------------------------------------------- */
 
-static enum wh_err build_shared(struct wh_tpu_pod *c, struct shared_values *sv)
+static enum wh_err build_shared(struct wh_tpu_pod *c)
 {
     /* Every value is part of the patch: none may pass its limit, and the
      * operations stop at it (patch.h), so work and memory stay bounded. */
@@ -551,17 +452,17 @@ static enum wh_err build_shared(struct wh_tpu_pod *c, struct shared_values *sv)
     if (c->n_hosts > 1)
         err = host_list(c, &hosts);
     if (!err && c->n_hosts > 1)
-        err = keep_text(c->d, &hosts, &sv->hostnames);
+        err = keep_text(c->d, &hosts, &c->peer_names);
     if (!err && c->tpu7x)
-        err = wh_host_ports(sv->hostnames ? sv->hostnames : "localhost", (long)c->tc.n, &procs,
+        err = wh_host_ports(c->peer_names ? c->peer_names : "localhost", (long)c->tc.n, &procs,
                             &too_many);
     if (!err && too_many)
         err = WH_ERR_TOOBIG; /* more addresses than any patch can carry */
     if (!err && c->tpu7x)
-        err = keep_text(c->d, &procs, &sv->process_addrs);
+        err = keep_text(c->d, &procs, &c->process_addrs);
     wh_buf_free(&hosts);
     wh_buf_free(&procs);
-    wh_torch_topology(&c->topo, c->tpu7x, sv->torch_topology, sizeof(sv->torch_topology));
+    wh_torch_topology(&c->topo, c->tpu7x, c->torch_topology, sizeof(c->torch_topology));
     return err;
 }
 
@@ -616,61 +517,72 @@ static enum wh_err deny_patch_too_big(struct wh_tpu_pod *c)
                            c->topology, c->n_hosts, c->tc.n, WH_PATCH_MAX_BYTES);
 }
 
-static enum wh_err mutate(struct wh_tpu_pod *c, const struct wh_state *st, char *errbuf)
+/* The prepare step of KubeRay's row: the texts every container shares,
+ * the patch's room, then the pod-level operations (label, hostname,
+ * subdomain, affinity), which come first in the patch. */
+static enum wh_err prepare(struct wh_tpu_pod *c, const struct wh_state *st, bool *skipped,
+                           char *errbuf)
 {
-    const cJSON *containers = wh_json_get(c->spec, "containers");
-    if (!containers || cJSON_IsNull(containers) || !cJSON_IsArray(containers)) {
-        return wh_decision_deny(c->d,
-                                "%s: spec.containers is %s; a pod needs a list of containers "
-                                "(Container path not specified)",
-                                c->who,
-                                containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
-    }
-    enum wh_err err = wh_tpu_pod_collect(c, containers);
-    if (err || wh_tpu_pod_denied(c) || c->tc.n == 0)
-        return err; /* no TPU: admitted unchanged */
-    if ((err = check_identity(c)) || wh_tpu_pod_denied(c))
-        return err;
-    if ((err = wh_tpu_pod_env_duplicates(c)) || wh_tpu_pod_denied(c))
-        return err;
-    c->tpu7x = wh_is_tpu7x(wh_node_selector(c->spec, WH_SEL_ACCELERATOR));
-    c->legacy = !(wh_json_has(c->labels, WH_LABEL_REPLICA_INDEX) &&
-                  wh_json_has(c->labels, WH_LABEL_HOST_INDEX));
-    err = c->legacy ? legacy_indices(c, st, errbuf) : native_indices(c);
-    if (err || wh_tpu_pod_denied(c))
-        return err;
-    c->d->replica = c->slice;
-    c->d->host = c->host;
-    c->d->worker_id = wh_tpu_worker_id(c->host, c->tc.n, 0, c->tpu7x);
-    c->d->n_hosts = c->n_hosts;
-    struct wh_text t;
-    wh_text_init(&t, c->headless, sizeof(c->headless));
-    wh_text_add(&t, c->cluster);
-    wh_text_add(&t, "-headless"); /* D2 */
-    wh_text_init(&t, c->tpu_name, sizeof(c->tpu_name));
-    wh_text_add(&t, c->group);
-    wh_text_add(&t, "-");
-    wh_text_addl(&t, c->slice);
-
-    struct shared_values sv = {0};
-    wh_port_list_init(&sv.torch_addrs);
-    err = build_shared(c, &sv);
+    (void)skipped;
+    enum wh_err err = build_shared(c);
     size_t estimate = patch_estimate(c); /* the env values; a quarter more for the rest */
     if (!err)
         err = wh_patch_reserve(c->d, estimate + estimate / 4 + 1024);
     if (!err)
         err = pod_ops(c, st, errbuf);
-    for (unsigned i = 0; !err && !wh_tpu_pod_denied(c) && i < c->tc.n; i++)
-        err = container_env(c, &sv, i);
-    if (!err)
-        err = wh_tpu_pod_bad_name(c);
-    if (!err && !wh_tpu_pod_denied(c)) /* warned, not denied (tpuenv.h) */
-        err = wh_kuberay_dns_warning(c->d, c->spec, c->n_hosts);
-    wh_port_list_free(&sv.torch_addrs);
-    if (err == WH_ERR_TOOBIG)
-        err = deny_patch_too_big(c);
     return err;
 }
+
+static enum wh_err no_containers(struct wh_tpu_pod *c, const cJSON *containers)
+{
+    return wh_decision_deny(c->d,
+                            "%s: spec.containers is %s; a pod needs a list of containers "
+                            "(Container path not specified)",
+                            c->who,
+                            containers && !cJSON_IsNull(containers) ? "not a list" : "missing");
+}
+
+/* The names TPU_WORKER_HOSTNAMES and the MEGASCALE coordinator give must
+ * resolve: the RayCluster's rule (validate.c, check_host_network) for a
+ * pod, which cannot see its group's replicas, so MEGASCALE's world is its
+ * declared MEGASCALE_NUM_SLICES (several when a valueFrom). A warning (and
+ * the whole text as a note), not a denial, as the pod path treats the
+ * other RayCluster rules: a cluster admitted before the rule, or kept by
+ * the ratchet, must still get its pods. */
+static enum wh_err dns_warning(struct wh_tpu_pod *c)
+{
+    const cJSON *containers = wh_json_get(c->spec, "containers");
+    long slices = 1, n;
+    for (const cJSON *k = cJSON_IsArray(containers) ? containers->child : NULL; k && slices == 1;
+         k = k->next) {
+        struct wh_env_lookup lk;
+        wh_env_lookup(wh_json_get(k, "env"), "MEGASCALE_NUM_SLICES", &lk);
+        if (lk.exists && wh_container_requests_tpu(k))
+            slices = wh_parse_long(lk.value, &n) && n >= 1 ? n : 2;
+    }
+    long world = c->n_hosts * wh_megascale_joined_slices(containers, slices, false);
+    char why[640];
+    if (!wh_hostnet_dns_conflict(c->spec, "spec", world, WH_DNS_NAMES_KUBERAY, why, sizeof(why)))
+        return WH_OK;
+    enum wh_err err = wh_decision_warn(c->d,
+                                       "hostNetwork needs dnsPolicy ClusterFirstWithHostNet: the "
+                                       "%ld pods' peer names do not resolve",
+                                       world);
+    return err ? err : wh_decision_note(c->d, "%s", why);
+}
+
+/* KubeRay's row of the walk (pipeline.h): the reference's check order
+ * (labels and topology before the duplicates) and messages, the
+ * pod-level operations, and its DNS warning. */
+static const struct wh_pod_path kuberay_path = {
+    .no_containers = no_containers,
+    .duplicates_first = false,
+    .slice = slice,
+    .prepare = prepare,
+    .container_env = container_env,
+    .after = dns_warning,
+    .too_big = deny_patch_too_big,
+};
 
 enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
                           struct wh_decision *d, char *errbuf)
@@ -691,7 +603,5 @@ enum wh_err wh_mutate_pod(const struct wh_review *rv, const struct wh_state *st,
     snprintf(c.who, 400, "Pod \"%s/%s\"", c.ns, c.pod_name);
     c.cluster = in->cluster;
     c.group = in->group;
-    enum wh_err err = mutate(&c, st, errbuf);
-    wh_tpu_pod_free(&c, err);
-    return err;
+    return wh_tpu_pod_run(&c, &kuberay_path, wh_identity_of(c.kind), st, errbuf);
 }

@@ -1,5 +1,7 @@
-/* pipeline.c: the context of a TPU pod's mutation and the guards every
- * kind shares (pipeline.h). */
+/* pipeline.c: a TPU pod's walk through a mutation path: its context, the
+ * one skeleton and the guards every kind shares (pipeline.h). Every value
+ * is computed before any operation is emitted, and a denial discards the
+ * operations, so a patch is never partial. */
 #include "wh/pipeline.h"
 
 #include <stdarg.h> /* va_list */
@@ -97,4 +99,69 @@ enum wh_err wh_tpu_pod_bad_name(struct wh_tpu_pod *p)
     if (wh_tpu_pod_denied(p) || !p->d->bad_name)
         return WH_OK;
     return wh_tpu_pod_deny(p, "%s", p->d->bad_name);
+}
+
+/* Whether the walk stops after a step: an error, a denial or a skip. */
+static bool stop(const struct wh_tpu_pod *p, enum wh_err err, bool skipped)
+{
+    return err || wh_tpu_pod_denied(p) || skipped;
+}
+
+/* The decision's record of the pod's place (logs, notes, the legacy
+ * claims): -1 for a worker id that is not ours to give. */
+static void record(struct wh_tpu_pod *p)
+{
+    p->d->replica = p->slice;
+    p->d->host = p->host;
+    p->d->n_hosts = p->n_hosts;
+    p->d->worker_id = p->identity ? wh_tpu_worker_id(p->host, p->tc.n, 0, p->tpu7x) : -1;
+}
+
+static enum wh_err walk(struct wh_tpu_pod *p, const struct wh_pod_path *path, wh_pod_step identity,
+                        const struct wh_state *st, char *errbuf)
+{
+    bool skipped = false;
+    const cJSON *containers = wh_json_get(p->spec, "containers");
+    if (!cJSON_IsArray(containers)) /* the API server refuses it */
+        return path->no_containers ? path->no_containers(p, containers) : WH_OK;
+    enum wh_err err = wh_tpu_pod_collect(p, containers);
+    if (stop(p, err, false) || p->tc.n == 0)
+        return err; /* no TPU: admitted unchanged */
+    if (path->duplicates_first)
+        err = wh_tpu_pod_env_duplicates(p);
+    if (stop(p, err, false))
+        return err;
+    err = path->slice(p, st, &skipped, errbuf);
+    if (stop(p, err, skipped))
+        return err;
+    if (!path->duplicates_first)
+        err = wh_tpu_pod_env_duplicates(p);
+    if (stop(p, err, false))
+        return err;
+    err = identity(p, st, &skipped, errbuf);
+    if (stop(p, err, skipped))
+        return err;
+    if (path->settle)
+        err = path->settle(p, st, &skipped, errbuf);
+    if (stop(p, err, skipped))
+        return err;
+    record(p);
+    err = path->prepare(p, st, &skipped, errbuf);
+    for (unsigned i = 0; !stop(p, err, skipped) && i < p->tc.n; i++)
+        err = path->container_env(p, i);
+    if (!err)
+        err = wh_tpu_pod_bad_name(p);
+    if (!err && !wh_tpu_pod_denied(p) && path->after)
+        err = path->after(p);
+    return err;
+}
+
+enum wh_err wh_tpu_pod_run(struct wh_tpu_pod *p, const struct wh_pod_path *path,
+                           wh_pod_step identity, const struct wh_state *st, char *errbuf)
+{
+    enum wh_err err = walk(p, path, identity, st, errbuf);
+    if (err == WH_ERR_TOOBIG)
+        err = path->too_big(p);
+    wh_tpu_pod_free(p, err);
+    return err;
 }

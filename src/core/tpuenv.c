@@ -7,13 +7,12 @@
 #include <emmintrin.h> /* _mm_* */
 #endif
 
-#include "wh/decision.h"  /* wh_decision_keep, wh_decision_warn, wh_decision_note */
-#include "wh/envtab.h"    /* wh_envtab */
-#include "wh/json.h"      /* wh_json_str, wh_json_get, wh_parse_long */
-#include "wh/megascale.h" /* wh_megascale_joined_slices */
-#include "wh/mem.h"       /* wh_calloc, wh_malloc, wh_free */
-#include "wh/podspec.h"   /* wh_container_tpu, wh_container_requests_tpu, wh_env_lookup */
-#include "wh/utf8.h"      /* wh_utf8_cut */
+#include "wh/decision.h" /* wh_decision_keep */
+#include "wh/envtab.h"   /* wh_envtab */
+#include "wh/json.h"     /* wh_json_str, wh_json_get, wh_parse_long */
+#include "wh/mem.h"      /* wh_calloc, wh_malloc, wh_free */
+#include "wh/podspec.h"  /* wh_container_tpu, wh_env_lookup */
+#include "wh/utf8.h"     /* wh_utf8_cut */
 
 enum wh_err wh_tpu_containers_collect(const cJSON *containers, struct wh_tpu_containers *out,
                                       char *errbuf)
@@ -262,26 +261,4 @@ bool wh_hostnet_dns_conflict(const cJSON *spec, const char *field, long pods, co
              field, field, policy ? "\"" : "", policy ? (int)wh_utf8_cut(policy, 40) : 20,
              policy ? policy : "unset (ClusterFirst)", policy ? "\"" : "", field, pods, names);
     return true;
-}
-
-enum wh_err wh_kuberay_dns_warning(struct wh_decision *d, const cJSON *spec, long hosts)
-{
-    const cJSON *containers = wh_json_get(spec, "containers");
-    long slices = 1, n;
-    for (const cJSON *c = cJSON_IsArray(containers) ? containers->child : NULL; c && slices == 1;
-         c = c->next) {
-        struct wh_env_lookup lk;
-        wh_env_lookup(wh_json_get(c, "env"), "MEGASCALE_NUM_SLICES", &lk);
-        if (lk.exists && wh_container_requests_tpu(c))
-            slices = wh_parse_long(lk.value, &n) && n >= 1 ? n : 2;
-    }
-    long world = hosts * wh_megascale_joined_slices(containers, slices, false);
-    char why[640];
-    if (!wh_hostnet_dns_conflict(spec, "spec", world, WH_DNS_NAMES_KUBERAY, why, sizeof(why)))
-        return WH_OK;
-    enum wh_err err = wh_decision_warn(d,
-                                       "hostNetwork needs dnsPolicy ClusterFirstWithHostNet: the "
-                                       "%ld pods' peer names do not resolve",
-                                       world);
-    return err ? err : wh_decision_note(d, "%s", why);
 }

@@ -15,6 +15,7 @@
 
 #include "wh/buf.h"               /* wh_buf_* */
 #include "wh/decision.h"          /* WH_PATCH_MAX_BYTES */
+#include "wh/identity.h"          /* wh_identity_of */
 #include "wh/json.h"              /* wh_json_* */
 #include "wh/megascale.h"         /* wh_megascale_joined_slices */
 #include "wh/mutate.h"            /* wh_mutate_pod */
@@ -23,7 +24,6 @@
 #include "wh/podspec.h"           /* wh_meta_*, wh_env_lookup */
 #include "wh/tpuenv.h"            /* wh_tpu_worker_id */
 #include "wh/workload_env.h"      /* wh_wl_one_world, wh_wl_container_env */
-#include "wh/workload_identity.h" /* wh_wl_single_host, wh_wl_indexed_job, wh_wl_jobset, wh_wl_lws */
 #include "wh/workload_pod.h"      /* struct wh_tpu_pod, wh_wl_*, wh_wl_classify */
 #include "wh/workload_topology.h" /* wh_wl_read_topology */
 
@@ -98,18 +98,14 @@ static enum wh_err one_identity(struct wh_tpu_pod *w)
     return wh_wl_one_world(w);
 }
 
-static enum wh_err decide(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
+/* The slice step of the workload row: the topology and generation
+ * (workload_topology.h; an unknown one skips the pod), then the hosts the
+ * pod's chips make of it. */
+static enum wh_err slice(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                         char *errbuf)
 {
-    bool skipped = false;
-    const cJSON *containers = wh_json_get(w->spec, "containers");
-    if (!cJSON_IsArray(containers))
-        return WH_OK; /* no containers: nothing to inject (the API server refuses it) */
-    enum wh_err err = wh_tpu_pod_collect(w, containers);
-    if (err || wh_tpu_pod_denied(w) || w->tc.n == 0)
-        return err; /* no TPU: admitted unchanged */
-    if ((err = wh_tpu_pod_env_duplicates(w)) || wh_tpu_pod_denied(w))
-        return err;
-    if ((err = wh_wl_read_topology(w, st, &skipped, errbuf)) || wh_tpu_pod_denied(w) || skipped)
+    enum wh_err err = wh_wl_read_topology(w, st, skipped, errbuf);
+    if (err || wh_tpu_pod_denied(w) || *skipped)
         return err;
     if (w->tc.chips > w->topo.chips || w->topo.chips % w->tc.chips)
         return wh_tpu_pod_deny(w,
@@ -124,40 +120,48 @@ static enum wh_err decide(struct wh_tpu_pod *w, const struct wh_state *st, char 
                                "are supported; request more google.com/tpu per pod",
                                w->topology, w->tc.chips, w->n_hosts, WH_MAX_HOSTS);
     w->n_slices = 1;
-    switch (w->kind) {
-    case WH_WL_LWS: err = wh_wl_lws(w, &skipped); break;
-    case WH_WL_JOBSET: err = wh_wl_jobset(w); break;
-    case WH_WL_INDEXED_JOB: err = wh_wl_indexed_job(w); break;
-    default:
-        if (w->n_hosts > 1) {
-            char what[256];
-            snprintf(what, sizeof(what),
-                     "%ld of the %ld chips of topology %s is one of %ld hosts "
-                     "or part of one host",
-                     w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
-            return wh_wl_skip(w, &skipped, WH_PW_NOT_INDEXED, what);
-        }
-        err = wh_wl_single_host(w);
-        break;
-    }
-    if (err || wh_tpu_pod_denied(w) || skipped)
-        return err;
+    return WH_OK;
+}
+
+/* The settle step: the slice's own PET_MASTER_ADDR, then one identity. */
+static enum wh_err settle(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                          char *errbuf)
+{
+    (void)st, (void)skipped, (void)errbuf;
     if (!*w->slice_master)
         snprintf(w->slice_master, sizeof(w->slice_master), "%s", w->master);
-    if ((err = one_identity(w)) || wh_tpu_pod_denied(w))
-        return err;
-    w->d->host = w->host;
-    w->d->n_hosts = w->n_hosts;
-    w->d->replica = w->slice;
-    w->d->worker_id = w->identity ? wh_tpu_worker_id(w->host, w->tc.n, 0, w->tpu7x) : -1;
-    err = wh_patch_reserve(w->d, patch_estimate(w));
-    for (unsigned i = 0; i < w->tc.n && !err && !wh_tpu_pod_denied(w); i++) {
-        err = wh_wl_container_env(w, i);
-    }
-    if (!err)
-        err = wh_tpu_pod_bad_name(w);
-    return err;
+    return one_identity(w);
 }
+
+static enum wh_err prepare(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                           char *errbuf)
+{
+    (void)st, (void)skipped, (void)errbuf;
+    return wh_patch_reserve(w->d, patch_estimate(w));
+}
+
+static enum wh_err too_big(struct wh_tpu_pod *w)
+{
+    return wh_tpu_pod_deny(w,
+                           "the mutation patch for topology %s (%ld hosts; TPU containers "
+                           "per pod: %u) would pass the %zu-byte limit of what the API server can "
+                           "store (etcd keeps objects under 1.5 MiB); set "
+                           "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
+                           "pod one TPU container",
+                           w->topology, w->n_hosts, w->tc.n, WH_PATCH_MAX_BYTES);
+}
+
+/* The workload row of the walk (pipeline.h): a pod without containers is
+ * the API server's to refuse, the duplicates are judged first, and
+ * nothing is written outside the TPU containers' env. */
+static const struct wh_pod_path workload_path = {
+    .duplicates_first = true,
+    .slice = slice,
+    .settle = settle,
+    .prepare = prepare,
+    .container_env = wh_wl_container_env,
+    .too_big = too_big,
+};
 
 enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state *st,
                                struct wh_decision *d, char *errbuf)
@@ -179,15 +183,5 @@ enum wh_err wh_mutate_workload(const struct wh_review *rv, const struct wh_state
     w.ns = in->ns;
     w.pod_name = in->object_name; /* as wh_mutate_pod's */
     wh_wl_describe(&w);
-    enum wh_err err = decide(&w, st, errbuf);
-    if (err == WH_ERR_TOOBIG)
-        err = wh_tpu_pod_deny(&w,
-                              "the mutation patch for topology %s (%ld hosts; TPU containers "
-                              "per pod: %u) would pass the %zu-byte limit of what the API server can "
-                              "store (etcd keeps objects under 1.5 MiB); set "
-                              "TORCH_TPU_SLICEBUILDER_ADDRESSES in the containers, or give each "
-                              "pod one TPU container",
-                              w.topology, w.n_hosts, w.tc.n, WH_PATCH_MAX_BYTES);
-    wh_tpu_pod_free(&w, err);
-    return err;
+    return wh_tpu_pod_run(&w, &workload_path, wh_identity_of(kind), st, errbuf);
 }

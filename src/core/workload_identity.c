@@ -7,7 +7,7 @@
 #include "wh/buf.h"     /* wh_buf_* */
 #include "wh/json.h"    /* wh_json_str, wh_parse_long */
 #include "wh/podspec.h" /* wh_meta_* */
-#include "wh/podwarn.h" /* WH_PW_LWS_SUBGROUPS */
+#include "wh/podwarn.h" /* WH_PW_LWS_SUBGROUPS, WH_PW_NOT_INDEXED */
 
 /* A whole number >= 0 from a label/annotation; denial naming it otherwise. */
 static enum wh_err index_of(struct wh_tpu_pod *w, const char *key, const char *v, long *out)
@@ -36,22 +36,38 @@ static const char *subdomain_of(const struct wh_tpu_pod *w)
     return s && *s ? s : NULL;
 }
 
-enum wh_err wh_wl_single_host(struct wh_tpu_pod *w)
+/* One host: "localhost"; the identity is ours except on LWS pods. */
+static enum wh_err single_host(struct wh_tpu_pod *w)
 {
     w->identity = w->kind != WH_WL_LWS;
     snprintf(w->master, sizeof(w->master), "localhost");
     return wh_buf_add(&w->hosts, "localhost");
 }
 
-enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w)
+enum wh_err wh_wl_single_pod(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                             char *errbuf)
 {
+    (void)st, (void)errbuf;
+    if (w->n_hosts == 1)
+        return single_host(w);
+    char what[256];
+    snprintf(what, sizeof(what),
+             "%ld of the %ld chips of topology %s is one of %ld hosts or part of one host",
+             w->tc.chips, w->topo.chips, w->topology, w->n_hosts);
+    return wh_wl_skip(w, skipped, WH_PW_NOT_INDEXED, what);
+}
+
+enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                              char *errbuf)
+{
+    (void)st, (void)skipped, (void)errbuf;
     long index;
     const char *v = wh_wl_meta_value(w->pod, WH_KEY_JOB_INDEX, true);
     enum wh_err err = index_of(w, WH_KEY_JOB_INDEX, v, &index);
     if (err || wh_tpu_pod_denied(w))
         return err;
     if (w->n_hosts == 1)
-        return wh_wl_single_host(w); /* independent single-host pods */
+        return single_host(w); /* independent single-host pods */
     const char *job = wh_wl_job_name(w->pod), *sub = subdomain_of(w);
     if (!job || !*job)
         return wh_tpu_pod_deny(w,
@@ -78,8 +94,10 @@ enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w)
     return dns_list(w, prefix, w->n_hosts, sub);
 }
 
-enum wh_err wh_wl_jobset(struct wh_tpu_pod *w)
+enum wh_err wh_wl_jobset(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                         char *errbuf)
 {
+    (void)st, (void)skipped, (void)errbuf;
     const char *js = wh_wl_meta_value(w->pod, WH_KEY_JS_NAME, false);
     const char *rj = wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB, false);
     const char *rep_s = wh_wl_meta_value(w->pod, WH_KEY_JS_RJOB_REPLICAS, false);
@@ -116,7 +134,7 @@ enum wh_err wh_wl_jobset(struct wh_tpu_pod *w)
     w->slice = job;
     w->n_slices = replicas;
     if (w->n_hosts * replicas == 1)
-        return wh_wl_single_host(w);
+        return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
         return wh_tpu_pod_deny(w,
@@ -154,8 +172,9 @@ static bool worker_index_from_name(const char *name, const char *leader, long *o
            *out > 0;
 }
 
-enum wh_err wh_wl_lws(struct wh_tpu_pod *w, bool *skipped)
+enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped, char *errbuf)
 {
+    (void)st, (void)errbuf;
     if (wh_meta_has_annotation(w->pod, WH_KEY_LWS_SUBGROUP_SIZE))
         return wh_wl_skip(w, skipped, WH_PW_LWS_SUBGROUPS,
                           "LeaderWorkerSet subgroups are not supported");
@@ -192,7 +211,7 @@ enum wh_err wh_wl_lws(struct wh_tpu_pod *w, bool *skipped)
         return wh_tpu_pod_deny(w, "worker index %ld is outside the group's %ld TPU hosts", worker,
                                w->n_hosts);
     if (w->n_hosts == 1)
-        return wh_wl_single_host(w);
+        return single_host(w);
     const char *sub = subdomain_of(w);
     if (!sub)
         return wh_tpu_pod_deny(w,

@@ -526,7 +526,7 @@ POD_ONLY = {
 
 
 # The pod path's sources in src/core and the key of their markers.
-POD_PATH_FILES = {"mutate.c": "k", "pipeline.c": "p"}
+POD_PATH_FILES = {"mutate.c": "k", "identity_kuberay.c": "k", "pipeline.c": "p"}
 
 
 def deny_sites():

@@ -18,6 +18,7 @@
 #include "wh/decision.h" /* struct wh_decision */
 #include "wh/err.h"      /* enum wh_err */
 #include "wh/json.h"     /* cJSON */
+#include "wh/state.h"    /* struct wh_state */
 #include "wh/topology.h" /* struct wh_topology */
 #include "wh/tpuenv.h"   /* struct wh_tpu_containers, struct wh_port_list */
 
@@ -58,8 +59,54 @@ struct wh_tpu_pod {
     char slice_master[WH_WL_NAME_MAX]; /* PET_MASTER_ADDR of a world of this slice only */
     bool megascale;                    /* MEGASCALE_NUM_SLICES may be filled */
     char coordinator[WH_WL_NAME_MAX];  /* MEGASCALE_COORDINATOR_ADDRESS */
+    /* KubeRay: the texts every TPU container's operations are written from,
+     * kept by the decision (wh_decision_keep). */
+    const char *peer_names;    /* multi-host DNS list, NULL on one host */
+    const char *process_addrs; /* TPU7x's TPU_PROCESS_ADDRESSES, or NULL */
+    char torch_topology[96];   /* TORCH_TPU_TOPOLOGY */
     struct wh_decision *d;
 };
+
+/* A step of the walk. Each may deny (p->d); skipped: admitted unchanged
+ * with a warning (the workload path's skips). Errors only for OOM, a patch
+ * over its limit (WH_ERR_TOOBIG) or a failing state callback (errbuf). */
+typedef enum wh_err (*wh_pod_step)(struct wh_tpu_pod *p, const struct wh_state *st, bool *skipped,
+                                   char *errbuf);
+
+/* How a mutation path walks a TPU pod (wh_tpu_pod_run): the skeleton is
+ * one, and where KubeRay must differ for the reference's sake (its check
+ * order, its messages, the pod-level operations) the difference is a field
+ * of its row (mutate.c), not a second walk. NULL steps are skipped. */
+struct wh_pod_path {
+    /* A pod without a list of containers; NULL: admitted unchanged. */
+    enum wh_err (*no_containers)(struct wh_tpu_pod *p, const cJSON *containers);
+    /* The duplicate check before the slice step (else after it: KubeRay's
+     * order, which judges the labels and the topology first). */
+    bool duplicates_first;
+    /* The slice: p->topology, p->topo, p->tpu7x and p->n_hosts. */
+    wh_pod_step slice;
+    /* After the kind's identity: the checks that the slice is one (the
+     * identity the containers carry, the names that must resolve). */
+    wh_pod_step settle;
+    /* The values every container shares and the pod-level operations. */
+    wh_pod_step prepare;
+    /* One TPU container's variables (index ci among p->tc). */
+    enum wh_err (*container_env)(struct wh_tpu_pod *p, unsigned ci);
+    /* After the operations: warnings that do not change the patch. */
+    enum wh_err (*after)(struct wh_tpu_pod *p);
+    /* The denial of a patch over WH_PATCH_MAX_BYTES. */
+    enum wh_err (*too_big)(struct wh_tpu_pod *p);
+};
+
+/* The walk: the TPU containers, the duplicate variables, the slice, the
+ * kind's identity (identity, identity.h), the path's checks, the
+ * decision's record of the pod's place, the shared values and pod-level
+ * operations, each TPU container's variables, then the guards (names the
+ * API server refuses, a patch too big) and the path's warnings. Frees what
+ * p owns (wh_tpu_pod_free). Errors as the steps'. */
+WH_NODISCARD enum wh_err wh_tpu_pod_run(struct wh_tpu_pod *p, const struct wh_pod_path *path,
+                                        wh_pod_step identity, const struct wh_state *st,
+                                        char *errbuf);
 
 /* Set up p for one review of pod (d initialised); the caller fills the
  * names. Free with wh_tpu_pod_free. */

@@ -132,16 +132,6 @@ int wh_identity_conflicts(const cJSON *env, const struct wh_identity_check *c,
 bool wh_hostnet_dns_conflict(const cJSON *spec, const char *field, long pods, const char *names,
                              char *why, size_t n);
 
-/* The rule on the KubeRay pod path, for a pod (spec) of a slice of `hosts`
- * hosts: the RayCluster's rule (validate.c, check_host_network) for a pod,
- * which cannot see its group's replicas, so MEGASCALE's world is its
- * declared MEGASCALE_NUM_SLICES (several when a valueFrom). A warning on d
- * (and the whole text as a note), not a denial, as the pod path treats the
- * other RayCluster rules: a cluster admitted before the rule, or kept by
- * the ratchet, must still get its pods. WH_ERR_NOMEM only. */
-WH_NODISCARD enum wh_err wh_kuberay_dns_warning(struct wh_decision *d, const cJSON *spec,
-                                                long hosts);
-
 /* The names the workload path writes, and the KubeRay path's. */
 #define WH_DNS_NAMES_WORKLOAD "TPU_WORKER_HOSTNAMES, PET_MASTER_ADDR, the MEGASCALE coordinator"
 #define WH_DNS_NAMES_KUBERAY "TPU_WORKER_HOSTNAMES, the MEGASCALE coordinator"

@@ -11,13 +11,21 @@
 #include <stdbool.h> /* bool */
 
 #include "wh/err.h"          /* enum wh_err */
+#include "wh/state.h"        /* struct wh_state */
 #include "wh/workload_pod.h" /* struct wh_tpu_pod */
 
-/* One host: "localhost"; the identity is ours except on LWS pods. */
-WH_NODISCARD enum wh_err wh_wl_single_host(struct wh_tpu_pod *w);
-WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w);
-WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_tpu_pod *w);
+/* Each a wh_pod_step (pipeline.h), the rows of identity.c; st and errbuf
+ * are not read. */
+WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w, const struct wh_state *st,
+                                           bool *skipped, char *errbuf);
+WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_tpu_pod *w, const struct wh_state *st,
+                                      bool *skipped, char *errbuf);
 /* Sets *skipped (a warning, admitted unchanged) for LWS subgroups. */
-WH_NODISCARD enum wh_err wh_wl_lws(struct wh_tpu_pod *w, bool *skipped);
+WH_NODISCARD enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
+                                   char *errbuf);
+/* A pod of no indexed controller: one host, "localhost", the identity
+ * ours; on several hosts *skipped (nothing tells the pod its place). */
+WH_NODISCARD enum wh_err wh_wl_single_pod(struct wh_tpu_pod *w, const struct wh_state *st,
+                                          bool *skipped, char *errbuf);
 
 #endif
