@@ -6,7 +6,7 @@
 #include <string.h> /* strcmp */
 
 #include "wh/json.h"     /* wh_json_get */
-#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup */
+#include "wh/podspec.h"  /* WH_SEL_*, wh_env_lookup, wh_managed */
 #include "wh/podwarn.h"  /* WH_PW_*, wh_torch_fields */
 #include "wh/topology.h" /* wh_topology_parse, wh_tpu_shape_check, wh_subslice_fits */
 
@@ -43,6 +43,13 @@ enum wh_err wh_pool_tpu_read(const struct wh_state *st, const char *pool, struct
     return st->ops->each_node(st->impl, pool_node, &ps, errbuf);
 }
 
+/* The rule of workload_topology.h. */
+bool wh_subslice_exempt(const cJSON *labels, const cJSON *meta)
+{
+    const cJSON *ann = wh_json_get(meta, "annotations");
+    return wh_managed(labels, ann) || wh_managed(wh_json_get(meta, "labels"), ann);
+}
+
 /* Step 3 of docs/workloads.md: a pod that names its node pool but not its
  * accelerator or topology gets them from the pool's TPU nodes. */
 static enum wh_err from_node_pool(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
@@ -70,14 +77,22 @@ static const char *preset_topology(const struct wh_tpu_pod *w)
  * annotation (w->topology) must fit its parent node pool's topology, the
  * node selector's or else what the pool's TPU nodes say; a pod that does not
  * fit is denied (no node pool of that shape is there: it would stay Pending).
- * Not judged when no parent is known. */
+ * Not judged when no parent is known, when the nodes are not known yet (the
+ * subslice is an extra check: a pod that needs no node read is not refused
+ * for want of one) or when the pod is exempt (wh_subslice_exempt). */
 static enum wh_err subslice_fits(struct wh_tpu_pod *w, const struct wh_state *st, char *errbuf)
 {
+    if (wh_subslice_exempt(NULL, wh_json_get(w->pod, "metadata")))
+        return WH_OK;
     const char *parent = wh_node_selector(w->spec, WH_SEL_TOPOLOGY);
     const char *from = "spec.nodeSelector[\"" WH_SEL_TOPOLOGY "\"]";
     struct wh_pool_tpu pt;
     if (!parent || !*parent) {
-        WH_TRY(wh_pool_tpu_read(st, wh_node_selector(w->spec, WH_KEY_NODEPOOL), &pt, errbuf));
+        enum wh_err err = wh_pool_tpu_read(st, wh_node_selector(w->spec, WH_KEY_NODEPOOL), &pt,
+                                           errbuf);
+        if (err == WH_ERR_UNAVAILABLE) /* nodes not known yet: not judged, never refused */
+            return WH_OK;
+        WH_TRY(err);
         parent = pt.topology;
         from = "the TPU nodes of node pool";
     }

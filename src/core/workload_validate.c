@@ -22,7 +22,7 @@
 #include "wh/utf8.h"      /* wh_utf8_cut */
 #include "wh/violations.h"        /* wh_violations_add */
 #include "wh/workload.h"          /* WH_LABEL_INJECT */
-#include "wh/workload_topology.h" /* wh_pool_tpu_read, struct wh_pool_tpu */
+#include "wh/workload_topology.h" /* wh_pool_tpu_read, wh_subslice_exempt */
 
 #define PROBLEMS_MAX (64 * 1024)
 #define EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -30,6 +30,7 @@
 struct vctx {
     const char *kind, *ns, *name;
     const char *trainjob;          /* the TrainJob that made the object, NULL when none */
+    const cJSON *labels;           /* the object's metadata.labels (a queue's managed mark) */
     const struct wh_kind_def *def; /* kind's row of wh_kinds (NULL: none) */
     struct wh_buf problems;
     size_t n_problems;
@@ -389,10 +390,13 @@ static enum wh_err pool_shape(struct vctx *v, const cJSON *spec, struct wh_tpu_s
  * parent node pool's topology, the template's node selector or else what
  * the pool's TPU nodes say (pool, read here when pool_shape did not); a
  * bigger one is admitted by no node pool, and its pods stay Pending. Not
- * judged when the parent is unknown. */
-static enum wh_err subslice_fits(struct vctx *v, const cJSON *spec, const char *field,
+ * judged when the parent is unknown or the slice exempt. */
+static enum wh_err subslice_fits(struct vctx *v, const cJSON *tmpl, const char *field,
                                  const char *sf, const char *sub, struct wh_pool_tpu *pool)
 {
+    if (wh_subslice_exempt(v->labels, wh_json_get(tmpl, "metadata")))
+        return WH_OK;
+    const cJSON *spec = wh_json_get(tmpl, "spec");
     const char *parent = wh_node_selector(spec, WH_SEL_TOPOLOGY);
     const char *pool_name = wh_node_selector(spec, WH_KEY_NODEPOOL);
     char from[360];
@@ -467,7 +471,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
         return problem(v, "%s", sp.text);
     if (from_annotation)
-        WH_TRY(subslice_fits(v, spec, field, tf, t, &out->pool));
+        WH_TRY(subslice_fits(v, tmpl, field, tf, t, &out->pool));
     if (stated)
         WH_TRY(undocumented(v, gen, &topo, t, tf));
     out->tpu7x = gen && gen->devices_per_chip == 2;
@@ -775,6 +779,7 @@ enum wh_err wh_validate_workload_report(const struct wh_review *rv, const struct
                      .ns = in->ns,
                      .name = in->object_name,
                      .trainjob = wh_trainjob_owner(obj),
+                     .labels = wh_json_path(obj, "metadata", "labels", NULL),
                      .d = d,
                      .out = out,
                      .part = "",

@@ -21,6 +21,7 @@
 #include "wh/json.h"
 #include "wh/review.h"
 #include "wh/state.h"
+#include "wh/workload.h"
 #include "wh/workload_validate.h"
 
 /* A TPU container of 2 chips with env entries `env` (",{...}" each). */
@@ -251,6 +252,106 @@ static void test_subslice_must_fit_its_pool(void **unused)
     wh_decision_free(&d);
 }
 
+/* A slice a queue places (Kueue's queue-name label on the object, its
+ * podset-required-topology annotation) or the user exempts
+ * (skip-tpu-webhook-check) is not judged by the subslice rule, as on the
+ * RayCluster path: dynamic slicing stitches slices bigger than one pool. */
+static void test_managed_subslice_not_judged(void **unused)
+{
+    (void)unused;
+    static const char *const metas[] = {
+        "\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x4\","
+        "\"cloud.google.com/skip-tpu-webhook-check\":\"true\"}",
+        "\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"2x2x4\","
+        "\"kueue.x-k8s.io/podset-required-topology\":\"cloud.google.com/gke-tpu-block\"}",
+        "\"labels\":{\"kueue.x-k8s.io/queue-name\":\"lq\"}," SUBSLICE("2x2x4"),
+    };
+    struct wh_decision d;
+    for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
+        char js[2048];
+        snprintf(js, sizeof(js), TPU7X_JOBSET("4", "%s", TOPO), metas[i]);
+        judge(js, NULL, &d);
+        assert_true(d.allowed);
+        wh_decision_free(&d);
+    }
+    /* the queue's label on the JobSet itself */
+    const char *plain = TPU7X_JOBSET("4", SUBSLICE("2x2x4"), TOPO);
+    const char *at = strstr(plain, "\"namespace\":\"ns\"}");
+    assert_non_null(at);
+    char js[2048];
+    snprintf(js, sizeof(js),
+             "%.*s\"namespace\":\"ns\",\"labels\":{\"kueue.x-k8s.io/queue-name\":"
+             "\"lq\"}}%s",
+             (int)(at - plain), plain, at + strlen("\"namespace\":\"ns\"}"));
+    judge(js, NULL, &d);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+}
+
+/* A pod of TPU7x subslice `sub` (4 chips) naming only its accelerator and
+ * node pool, with pod metadata `meta` (",..." entries or ""). */
+#define SUBSLICE_POD(sub, meta)                                                                \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":"      \
+    "\"ns\",\"annotations\":{\"cloud.google.com/gke-tpu-slice-topology\":\"" sub "\"" meta     \
+    "}},\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-accelerator\":\"tpu7x\"" POOL_A \
+    "},\"containers\":[" CONTAINER("c0", "") "," CONTAINER("c1", "") "]}}"
+
+static enum wh_err mutate_st(const char *pod, const struct wh_state *st, struct wh_decision *d)
+{
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(req);
+    assert_int_equal(wh_json_set_str(req, "operation", "CREATE"), WH_OK);
+    assert_int_equal(wh_json_set_str(req, "namespace", "ns"), WH_OK);
+    assert_int_equal(wh_json_set(req, "kind", wh_test_parse("{\"kind\":\"Pod\"}")), WH_OK);
+    assert_int_equal(wh_json_set(req, "object", wh_test_parse(pod)), WH_OK);
+    struct wh_review *rv = NULL;
+    assert_int_equal(wh_review_of_request(req, &rv), WH_OK);
+    wh_decision_init(d);
+    char errbuf[WH_ERRBUF_LEN] = "";
+    enum wh_err err = wh_mutate_workload(rv, st, d, errbuf);
+    wh_review_free(rv);
+    cJSON_Delete(req);
+    return err;
+}
+
+/* The pod path's subslice rule reads the pool's nodes only when no parent
+ * is stated: a node cache not synced yet leaves it unjudged rather than
+ * refusing a pod that needs no node read otherwise (the webhook fails
+ * closed, so a refusal here would stop such pods at every start-up); a
+ * managed pod is not judged. */
+static void test_pod_subslice_never_refused_for_the_cache(void **unused)
+{
+    (void)unused;
+    static const struct wh_state_ops ops = {.each_node = failing_each_node};
+    struct wh_state st = {.ops = &ops};
+    struct wh_decision d;
+    state_error = WH_ERR_UNAVAILABLE;
+    assert_int_equal(mutate_st(SUBSLICE_POD("2x2x1", ""), &st, &d), WH_OK);
+    assert_true(d.allowed);
+    assert_true(d.n_ops > 0); /* mutated: a single-host slice */
+    wh_decision_free(&d);
+    /* synced, the rule judges: 2x2x4 is not inside the pool's 2x2x2 */
+    struct wh_memstate *ms = wh_memstate_new();
+    assert_non_null(ms);
+    cJSON *n = wh_test_parse(NODE("tpu7x"));
+    size_t added = 0;
+    char errbuf[WH_ERRBUF_LEN];
+    assert_int_equal(wh_memstate_add_nodes(ms, n, &added, errbuf), WH_OK);
+    cJSON_Delete(n);
+    struct wh_state synced = wh_memstate_view(ms);
+    assert_int_equal(mutate_st(SUBSLICE_POD("2x2x4", ""), &synced, &d), WH_OK);
+    assert_false(d.allowed);
+    assert_true(says(&d, "subslice \"2x2x4\" is not smaller than parent \"2x2x2\""));
+    wh_decision_free(&d);
+    assert_int_equal(mutate_st(SUBSLICE_POD("2x2x4", ",\"cloud.google.com/skip-tpu-webhook-check\":"
+                                                     "\"true\""),
+                               &synced, &d),
+                     WH_OK);
+    assert_true(d.allowed);
+    wh_decision_free(&d);
+    wh_memstate_free(ms);
+}
+
 /* Issue 34, item 3: a topology no documented node pool has is warned about
  * on the object, with an Event on it (the whole text, with the documented
  * list); a documented one, or one the pool's nodes state, is not. */
@@ -289,6 +390,8 @@ int main(void)
         cmocka_unit_test(test_state_failure),
         cmocka_unit_test(test_pool_read_through_the_index),
         cmocka_unit_test(test_subslice_must_fit_its_pool),
+        cmocka_unit_test(test_managed_subslice_not_judged),
+        cmocka_unit_test(test_pod_subslice_never_refused_for_the_cache),
         cmocka_unit_test(test_undocumented_topology_warned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,8 @@
 
 #include <stdbool.h> /* bool */
 
+#include <cjson/cJSON.h> /* cJSON */
+
 #include "wh/err.h"          /* enum wh_err */
 #include "wh/state.h"        /* struct wh_state */
 #include "wh/workload_pod.h" /* struct wh_tpu_pod */
@@ -19,6 +21,14 @@
  * (w->d). Errors only for OOM or a failing state callback (errbuf). */
 WH_NODISCARD enum wh_err wh_wl_read_topology(struct wh_tpu_pod *w, const struct wh_state *st,
                                              bool *skipped, char *errbuf);
+
+/* True when the subslice rule (topology.h, wh_subslice_fits) does not judge
+ * a slice whose pods carry metadata `meta` (a template's or a pod's) in an
+ * object labelled `labels` (NULL on the pod path): placed by a queue (Kueue)
+ * or exempted by the user (podspec.h, wh_managed), as on the RayCluster path
+ * (validate.c, check_subslice). Dynamic slicing stitches slices bigger than
+ * one node pool's sub-block, so the pool is no bound for them. */
+bool wh_subslice_exempt(const cJSON *labels, const cJSON *meta);
 
 /* What the TPU nodes of node pool `pool` say (step 3 of docs/workloads.md):
  * the accelerator and topology labels of the first of its TPU nodes that
