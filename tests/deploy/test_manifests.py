@@ -102,15 +102,23 @@ class ManifestsParse(unittest.TestCase):
     def test_patch_files_hold_one_document(self):
         # the kustomize v5.0 of kubectl 1.27-1.30 fails on a patches file
         # of several documents ("unable to parse SM or JSON patch"), so one
-        # patch per file, in every kustomization and component.
+        # patch per file, in every kustomization and component; an inline
+        # patch (the client-ca component's JSON 6902 list, which appends to
+        # args, a list a strategic merge would replace) is one document too.
         n = 0
         for k in glob.glob(os.path.join(dl.ROOT, "deploy", "kustomize", "**", "kustomization.yaml"),
                            recursive=True) + [os.path.join(dl.ROOT, "certs", "kustomization.yaml")]:
             kdir = os.path.dirname(k)
             for entry in dl.load_file(k)[0].get("patches") or []:
                 with self.subTest(kustomization=k, patch=entry):
-                    self.assertEqual(sorted(entry), ["path"])
-                    self.assertEqual(len(dl.load_file(os.path.join(kdir, entry["path"]))), 1)
+                    if "patch" in entry:
+                        self.assertEqual(sorted(entry), ["patch", "target"])
+                        docs = [d for d in dl.yaml.safe_load_all(entry["patch"]) if d is not None]
+                        self.assertEqual(len(docs), 1)
+                        self.assertIsInstance(docs[0], list)  # JSON 6902 operations
+                    else:
+                        self.assertEqual(sorted(entry), ["path"])
+                        self.assertEqual(len(dl.load_file(os.path.join(kdir, entry["path"]))), 1)
                     n += 1
         self.assertGreaterEqual(n, 5)  # default's two, match-conditions' two, prometheus-annotations'
 
