@@ -41,41 +41,42 @@ const struct wh_env_rule wh_env_rules[WH_ENVRULE__COUNT] = {
                                      "a literal in a template of several pods (a `valueFrom`, "
                                      "Trainer's fieldRef to the completion index, is fine): every "
                                      "pod claims that rank",
-                                     "none (the webhook sets each pod's) or a `valueFrom`", NULL},
+                                     "none (the webhook sets each pod's) or a `valueFrom`", NULL,
+                                     NULL},
     [WH_ENVRULE_NODE_RANK_OTHER] = {WH_ENV_PET_NODE_RANK, "pet-node-rank-other", WH_VERDICT_DENY,
                                     "a literal other than the container's own rank (a single pod's "
                                     "template, a LeaderWorkerSet's leaderTemplate: rank 0, or a "
                                     "pod)",
-                                    "the container's rank", NULL},
+                                    "the container's rank", NULL, NULL},
     [WH_ENVRULE_MASTER_LOCAL] = {WH_ENV_PET_MASTER_ADDR, "pet-master-localhost", WH_VERDICT_DENY,
                                  "`localhost`, `127.0.0.1` or `::1` in a world of several pods: "
                                  "each waits on its own host",
-                                 "none (the webhook sets worker 0's name)", NULL},
+                                 "none (the webhook sets worker 0's name)", NULL, NULL},
     [WH_ENVRULE_MASTER_PORT] = {WH_ENV_PET_MASTER_PORT, "pet-master-port", WH_VERDICT_KEPT,
                                 "never: any free port works, and one template gives every pod the "
                                 "same",
-                                "-", NULL},
+                                "-", NULL, NULL},
     [WH_ENVRULE_MS_NUM_SLICES] = {WH_ENV_MEGASCALE_NUM_SLICES, "megascale-num-slices",
                                   WH_VERDICT_DENY,
                                   "a literal other than the replicated job's replicas, slice ids "
                                   "left to the webhook",
-                                  "none, or `\"\"` for independent slices", "One world"},
+                                  "none, or `\"\"` for independent slices", "One world", NULL},
     [WH_ENVRULE_MS_SLICE_ID] = {WH_ENV_MEGASCALE_SLICE_ID, "megascale-slice-id", WH_VERDICT_DENY,
                                 "a literal in a template of several slices MEGASCALE joins",
-                                "none, or a `valueFrom`", "One world"},
+                                "none, or a `valueFrom`", "One world", NULL},
     [WH_ENVRULE_MS_PORT] = {WH_ENV_MEGASCALE_PORT, "megascale-port", WH_VERDICT_DENY,
                             "one port for two TPU containers of a TPU7x pod",
-                            "none, or one port per container", "One world"},
+                            "none, or one port per container", "One world", NULL},
     [WH_ENVRULE_WORKER_HOSTNAMES] = {WH_ENV_TPU_WORKER_HOSTNAMES, WH_RULE_IDENTITY_LOCALHOST,
                                      WH_VERDICT_DENY, "`localhost` in a slice of several hosts",
-                                     "none", "One identity per slice"},
+                                     "none", "One identity per slice", NULL},
     [WH_ENVRULE_TORCH_TOPOLOGY] = {WH_ENV_TORCH_TPU_TOPOLOGY, "torch-topology-kept",
                                    WH_VERDICT_WARN, "a grid other than the topology's",
-                                   "none, or the topology's grid", "Rules"},
+                                   "none, or the topology's grid", "Rules", NULL},
     [WH_ENVRULE_WORKER_ID] = {WH_ENV_TPU_WORKER_ID, WH_RULE_IDENTITY_WORKER_ID, WH_VERDICT_DENY,
                               "a literal in a template of several hosts, or a pod's other than "
                               "its index",
-                              "none, or a `valueFrom`", "One identity per slice"},
+                              "none, or a `valueFrom`", "One identity per slice", NULL},
 };
 
 _Static_assert(WH_ENV__COUNT <= 32, "wh_torch_world.overridden is one bit per variable");
