@@ -264,10 +264,6 @@ class Uninstall(OwnCluster):
         cl.kubectl("get", "pod", "-n", ns, "after")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 def create_labelled_tpu_pod(ns):
     """A TPU pod opted in to the workload webhook, created in a fresh ns
     (not a dry run: the API server stores what the webhook made of it)."""
@@ -355,3 +351,7 @@ class JobEventUid(OwnCluster):
         ms = cl.metrics()
         self.assertEqual(cl.metric_sum(ms, "tpu_webhook_events_total", result="unverified"), 0)
         print("ok: %d Event(s) on the Job with its uid %s: %s" % (len(evs), uid, evs[0]["reason"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
