@@ -96,10 +96,19 @@ static void client_unref(struct wh_server *s, struct client *cl)
     free(cl);
 }
 
+/* Why a connection was cut: the metric it is counted in. */
+enum cut_why { CUT_TIMEOUT, CUT_IDLE, CUT_SLOW_BODY };
+
 /* Cut cn: its MHD thread sees end-of-stream and closes it itself; the fd is
- * not closed here, so it cannot be reused under MHD. Under s->lock. */
-static void conn_cut(struct wh_server *s, struct conn *cn)
+ * not closed here, so it cannot be reused under MHD. Counted before the
+ * shutdown: a client that sees its end-of-stream and then reads /metrics
+ * finds the cut counted. Under s->lock. */
+static void conn_cut(struct wh_server *s, struct conn *cn, enum cut_why why)
 {
+    if (why == CUT_TIMEOUT)
+        wh_metrics_timeout(s->m);
+    else
+        wh_metrics_shed(s->m, why == CUT_IDLE ? WH_SHED_IDLE : WH_SHED_SLOW_BODY, 1);
     shutdown(cn->fd, SHUT_RDWR);
     cn->cut = true;
     s->live--;
@@ -142,28 +151,25 @@ static struct conn *idle_victim_locked(struct wh_server *s, const struct conn *s
 /* While more than idle_shed_above connections are live, cut the one
  * idle_victim_locked picks; waiting (a connection in the listen queue)
  * makes room for one, so at most one served connection is cut. Under
- * s->lock; returns how many were cut, counted for the tick's log line. One
- * walk of the list a cut: the list is at most --max-connections long, and
- * a cut is an accept that found the slots short. A request may start on a
+ * s->lock; each cut is counted (conn_cut) and kept for the tick's log
+ * line (idle_unlogged). One walk of the list a cut: the list is at most
+ * --max-connections long, and a cut is an accept that found the slots short. A request may start on a
  * served victim between the walk and the cut: the race every keep-alive
  * close has (MHD's idle timeout too), left to a connection idle longest
  * when every thread is full of served ones and another waits. */
-static long long shed_idle_locked(struct wh_server *s, const struct conn *self, long long now,
-                                  bool waiting)
+static void shed_idle_locked(struct wh_server *s, const struct conn *self, long long now,
+                             bool waiting)
 {
-    long long n = 0;
     while (s->live > s->idle_shed_above) {
         struct conn *victim = idle_victim_locked(s, self, now, waiting);
         if (!victim)
             break;
         if (atomic_load(&victim->served))
             waiting = false;
-        conn_cut(s, victim);
+        conn_cut(s, victim, CUT_IDLE);
         if (!s->idle_unlogged++)
             memcpy(s->idle_first, victim->client, ADDR_LEN);
-        n++;
     }
-    return n;
 }
 
 unsigned wh_srv_idle_shed_above(unsigned max_connections, unsigned threads)
@@ -225,11 +231,9 @@ void wh_srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         s->live++;
         /* The accept that finds the slots short makes room: an attacker's
          * idle connections are older than the API server's new one. */
-        long long shed = shed_idle_locked(s, cn, now, false);
+        shed_idle_locked(s, cn, now, false);
         pthread_mutex_unlock(&s->lock);
         atomic_fetch_add(&s->n_conns, 1);
-        if (shed)
-            wh_metrics_shed(s->m, WH_SHED_IDLE, shed);
         *socket_context = cn;
         return;
     }
@@ -292,13 +296,12 @@ size_t wh_srv_shed_slow_bodies(struct wh_server *s, const struct conn *self, siz
         if (!victim)
             break;
         freed += wh_reqmem_body_shed(s->rm, victim->body);
-        conn_cut(s, victim);
+        conn_cut(s, victim, CUT_SLOW_BODY);
         if (!n++)
             memcpy(first, victim->client, ADDR_LEN);
     }
     pthread_mutex_unlock(&s->lock);
     if (n) {
-        wh_metrics_shed(s->m, WH_SHED_SLOW_BODY, n);
         wh_log(WH_LOG_WARN, "connection_shed", "client", WH_F_STR, first, "connections", WH_F_INT,
                n, "freed_bytes", WH_F_INT, (long long)freed, "reason", WH_F_STR,
                "request memory ran short: the connections whose request bodies arrived slowest "
@@ -339,7 +342,7 @@ void wh_server_tick(struct wh_server *s)
     for (struct conn *cn = s->conns; cn; cn = cn->next) {
         if (cn->cut || atomic_load(&cn->deadline_ms) > now)
             continue;
-        conn_cut(s, cn);
+        conn_cut(s, cn, CUT_TIMEOUT);
         if (n_cut < TICK_LOG_MAX) {
             memcpy(clients[n_cut], cn->client, ADDR_LEN);
             slow_body[n_cut] = atomic_load(&cn->body_rate);
@@ -349,7 +352,7 @@ void wh_server_tick(struct wh_server *s)
     /* When no worker has a slot left, none accepts: room is made here (a
      * served connection only for one that waits, the first cut: waiting
      * is read once). */
-    long long shed = shed_idle_locked(s, NULL, now, waiting);
+    shed_idle_locked(s, NULL, now, waiting);
     long long idle_cut = 0;
     char idle_first[ADDR_LEN];
     if (s->idle_unlogged && now - s->idle_logged_ms >= IDLE_LOG_MS) {
@@ -359,8 +362,6 @@ void wh_server_tick(struct wh_server *s)
         s->idle_logged_ms = now;
     }
     pthread_mutex_unlock(&s->lock);
-    if (shed)
-        wh_metrics_shed(s->m, WH_SHED_IDLE, shed);
     if (idle_cut)
         wh_log(WH_LOG_WARN, "connection_shed", "client", WH_F_STR, idle_first, "connections",
                WH_F_INT, idle_cut, "reason", WH_F_STR,
@@ -369,15 +370,11 @@ void wh_server_tick(struct wh_server *s)
                (char *)NULL);
     /* Logged outside the lock: MHD threads take it for every connection
      * opened or closed, and a write to a slow stderr must not stall them. */
-    for (size_t i = 0; i < n_cut; i++) {
-        wh_metrics_timeout(s->m);
-        if (i < TICK_LOG_MAX)
-            wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason",
-                   WH_F_STR,
-                   slow_body[i] ? "request body arrived slower than --min-body-rate"
-                                : "request not received in time (slow or stalled client)",
-                   (char *)NULL);
-    }
+    for (size_t i = 0; i < n_cut && i < TICK_LOG_MAX; i++)
+        wh_log(WH_LOG_WARN, "connection_timeout", "client", WH_F_STR, clients[i], "reason", WH_F_STR,
+               slow_body[i] ? "request body arrived slower than --min-body-rate"
+                            : "request not received in time (slow or stalled client)",
+               (char *)NULL);
     if (n_cut > TICK_LOG_MAX)
         wh_log(WH_LOG_WARN, "connection_timeout", "more_connections", WH_F_INT,
                (long long)(n_cut - TICK_LOG_MAX), "reason", WH_F_STR,
