@@ -95,11 +95,12 @@ def fails(check, *args):
 
 
 @contextlib.contextmanager
-def configuration_patched(name, patch, in_effect, kind="mutatingwebhookconfiguration"):
+def configuration_patched(name, patch, in_effect, kind="mutatingwebhookconfiguration", restored=None):
     """The webhook configuration name changed by the JSON patch (a list of
     RFC 6902 operations) for the body, seen in effect (in_effect() true:
     the API server's informer lags its store), then given its webhooks
-    back as they were and seen back (in_effect() false)."""
+    back as they were and seen back (restored() true; by default
+    in_effect() false)."""
     saved = cl.get_json(kind, name)["webhooks"]
     cl.kubectl("patch", kind, name, "--type", "json", "-p", json.dumps(patch))
     try:
@@ -109,4 +110,4 @@ def configuration_patched(name, patch, in_effect, kind="mutatingwebhookconfigura
         cur = cl.get_json(kind, name)
         cur["webhooks"] = saved
         cl.kubectl("replace", "-f", "-", input=json.dumps(cur))
-        cl.wait_for(lambda: not in_effect(), 60, "%s %s as installed again" % (kind, name))
+        cl.wait_for(restored or (lambda: not in_effect()), 60, "%s %s as installed again" % (kind, name))

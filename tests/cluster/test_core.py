@@ -5,6 +5,7 @@ all against the cluster of the fixture cluster.up, one at a time (they stop
 and pause the shared webhook). Each class works in its own namespace."""
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -78,55 +79,92 @@ class IndexedJob(ClusterCase):
         self.assertEqual(lists, {",".join("train-v6e-%d.train-v6e" % i for i in range(4))})
 
 
-def lease_names():
-    return {x["metadata"]["name"] for x in cl.get_json("leases", "-n", "ray-system")["items"]}
+def claim_lease_name(ns, cluster, group, replica, worker_id):
+    """The name of the Lease a legacy worker-id claim is made as, as
+    wh_claims_name() gives it (include/shell/admit/wh/claims.h):
+    "tpu-worker-id-" and 40 hex digits of SHA-256 over the five fields,
+    each followed by a NUL. DryRunNoLeaseNotDry finds the Lease of a pod
+    by it, so a drift from the C fails that control."""
+    fields = (ns, cluster, group, str(replica), str(worker_id))
+    return "tpu-worker-id-" + hashlib.sha256(b"".join(f.encode() + b"\0" for f in fields)).hexdigest()[:40]
+
+
+def own_lease_name(pod):
+    """The Lease the admission of pod (an answer or a stored pod) claims:
+    the one named after its namespace, cluster, group, replica (the
+    replicaIndex label "<group>-<r>" the webhook wrote) and TPU_WORKER_ID."""
+    meta = pod["metadata"]
+    labels = meta["labels"]
+    replica = labels["replicaIndex"].rsplit("-", 1)[1]
+    wid = physics.env_of(pod["spec"]["containers"][0])["TPU_WORKER_ID"]
+    return claim_lease_name(meta["namespace"], labels["ray.io/cluster"], labels["ray.io/group"],
+                            replica, wid)
+
+
+def lease(name):
+    """The Lease ray-system/name, or None."""
+    p = cl.kubectl("get", "lease", name, "-n", "ray-system", "-o", "json", check=False)
+    if p.returncode == 0:
+        return json.loads(p.stdout)
+    assert "NotFound" in p.stderr, p.stderr
+    return None
 
 
 def apply_legacy(ns, name, dry_run):
     """A legacy KubeRay worker pod applied (a server-side dry run, or for
-    real); what came back, and the Leases of ray-system that exist 2 s
-    after it and not before."""
-    before = lease_names()
+    real); the pod that came back (the dry run's mutated answer, or the
+    stored pod)."""
     args = ["apply", "-o", "json", "-f", "-"] + (["--dry-run=server"] if dry_run else [])
-    p = cl.kubectl(*args, input=legacy_worker_pod(name, ns))
-    time.sleep(2)
-    return p.stdout, lease_names() - before
+    return json.loads(cl.kubectl(*args, input=legacy_worker_pod(name, ns)).stdout)
 
 
-def check_dry_run(ns, out, new_leases):
-    """DryRunNoLease's checks: the answer was mutated, no Lease appeared,
-    no pod was stored."""
-    assert '"TPU_WORKER_ID"' in out, "the dry run was not mutated"
-    assert not new_leases, "a dry run left a Lease: %s" % sorted(new_leases)
+def check_dry_run(ns, pod):
+    """DryRunNoLease's checks: the answer was mutated, the Lease its
+    admission would claim was not created, no pod was stored. A claim is
+    made before its answer is written (claims.h: an id is used only once
+    its Lease is seen created), so the Lease would exist by now; it is
+    looked for for 2 s all the same, so a late one shows too."""
+    assert "TPU_WORKER_ID" in cl.env_names(pod), "the dry run was not mutated"
+    name = own_lease_name(pod)
+    end = time.time() + 2
+    while True:
+        got = lease(name)
+        assert got is None, "a dry run left a Lease: %s (nonce %s)" % (
+            name, got["metadata"]["annotations"].get("tpu-webhook/claim-nonce"))
+        if time.time() >= end:
+            break
+        time.sleep(0.5)
     assert cl.pods(ns) == [], "a dry run stored a pod"
 
 
 class DryRunNoLease(ClusterCase):
     """sideEffects NoneOnDryRun is honoured: a server-side dry run of a
     legacy KubeRay worker pod comes back mutated and leaves no Lease; the
-    same pod created for real claims one (the control)."""
+    same pod created for real claims its Lease (the control)."""
 
     def test_dry_run(self):
         ns = "cl-dry-run"
         cl.create_namespace(ns)
-        check_dry_run(ns, *apply_legacy(ns, "dry", dry_run=True))
-        before = lease_names()
-        cl.kubectl("apply", "-f", "-", input=legacy_worker_pod("real", ns))
-        cl.wait_for(lambda: lease_names() - before, 30,
-                    "a Lease for the pod created for real (the control)")
+        check_dry_run(ns, apply_legacy(ns, "dry", dry_run=True))
+        pod = apply_legacy(ns, "real", dry_run=False)
+        self.assertIsNotNone(lease(own_lease_name(pod)), "no Lease for the pod created for real (the control)")
 
 
 class DryRunNoLeaseNotDry(ClusterCase):
     """DryRunNoLease's negative control: the same pod applied without
     --dry-run=server (what a webhook that ignored the dry-run flag would
-    do with the dry run) fails its checks on the Lease the claim left
-    within the same 2 s, so the case's wait is long enough to see one."""
+    do with the dry run) fails its checks on its own Lease: the one named
+    after its worker id, carrying the claim nonce the stored pod carries
+    (so it is this admission's claim, and the case finds the Lease of a
+    pod where the webhook puts it)."""
 
     def test_not_dry(self):
         ns = "cl-dry-run-not-dry"
         cl.create_namespace(ns)
-        msg = op.fails(check_dry_run, ns, *apply_legacy(ns, "wet", dry_run=False))
-        self.assertIn("left a Lease", msg)
+        pod = apply_legacy(ns, "wet", dry_run=False)
+        nonce = pod["metadata"]["annotations"]["tpu-webhook/claim-nonce"]
+        msg = op.fails(check_dry_run, ns, pod)
+        self.assertIn("left a Lease: %s (nonce %s)" % (own_lease_name(pod), nonce), msg)
         print("ok: the check fails: %s" % msg)
 
 
@@ -466,7 +504,11 @@ class ReinvocationNever(ClusterCase):
         other_webhook(self, ns)
         patch = [{"op": "replace", "path": "/webhooks/%d/reinvocationPolicy" % i, "value": "Never"}
                  for i in (0, 1)]
-        with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: dry_run_calls(ns) == 1):
+        # Restored once a pod's dry run makes exactly its two calls again
+        # (the first and the reinvocation, IfNeeded), not merely other
+        # than one: a count off from both would be a fault of its own.
+        with op.configuration_patched(WORKLOAD_MUTATING, patch, lambda: dry_run_calls(ns) == 1,
+                                      restored=lambda: dry_run_calls(ns) == 2):
             pods, calls = reinvoked_job(ns)
         msg = op.fails(check_reinvoked, pods, calls)
         self.assertIn("not called again", msg)
