@@ -92,8 +92,11 @@ static const struct {
     {WH_ENV_PET_MASTER_PORT, "master-port"},
 };
 
-/* The bit of the variable whose flag the word w[0..len) is ("--node_rank",
- * "--node-rank=1"), else 0. */
+/* The bits of the variables whose flag the word w[0..len) is ("--node_rank",
+ * "--node-rank=1") or abbreviates ("--nnode=2", "--nproc 4": torchrun's
+ * argparse takes any prefix of an option that names it alone), else 0. A
+ * prefix of several of these flags sets each: torchrun refuses it as
+ * ambiguous itself, and the check errs toward not denying. */
 static unsigned flag_word(const char *w, size_t len)
 {
     if (len < 3 || w[0] != '-' || w[1] != '-')
@@ -102,15 +105,16 @@ static unsigned flag_word(const char *w, size_t len)
     len -= 2;
     const char *eq = memchr(w, '=', len);
     size_t n = eq ? (size_t)(eq - w) : len;
-    for (size_t k = 0; k < sizeof(torchrun_flags) / sizeof(torchrun_flags[0]); k++) {
+    unsigned bits = 0;
+    for (size_t k = 0; n && k < sizeof(torchrun_flags) / sizeof(torchrun_flags[0]); k++) {
         const char *f = torchrun_flags[k].flag;
         size_t i = 0;
         while (i < n && f[i] && (w[i] == f[i] || (w[i] == '_' && f[i] == '-')))
             i++;
-        if (i == n && !f[i])
-            return 1u << torchrun_flags[k].var;
+        if (i == n)
+            bits |= 1u << torchrun_flags[k].var;
     }
-    return 0;
+    return bits;
 }
 
 /* The flags among the words of s, split at blanks and shell quotes. */

@@ -210,8 +210,14 @@ static void test_overridden(void **unused)
                                 "'--nnodes' 4 t.py\"]}"),
                      rank | nnodes);
     assert_int_equal(overridden("{\"command\":[\"torchrun\",\"--nproc_per_nodes=4\","
-                                "\"--nnode=4\",\"-nnodes=4\",\"--node-rank-x\"],\"args\":7}"),
+                                "\"-nnodes=4\",\"--node-rank-x\",\"--\",\"--=4\"],\"args\":7}"),
                      0);
+    /* argparse's abbreviations: a prefix names its option; one shared by
+     * several flags (refused by torchrun itself) sets each. */
+    assert_int_equal(overridden("{\"command\":[\"torchrun\",\"--nnode=4\",\"--nproc\",\"4\"]}"),
+                     nnodes | nproc);
+    assert_int_equal(overridden("{\"args\":[\"--node_r=1\"]}"), rank);
+    assert_int_equal(overridden("{\"args\":[\"--n=1\"]}"), nnodes | nproc | rank);
     assert_int_equal(overridden("{\"command\":\"--nnodes=4\"}"), 0);
     /* A rule whose flag is set is not judged. */
     struct wh_env_finding f[WH_ENV_FINDINGS_MAX];

@@ -88,7 +88,8 @@ struct wh_torch_world {
 
 /* The variables whose torchrun flag (`--nproc-per-node`, `--nnodes`,
  * `--node-rank`, `--master-addr`, `--master-port`, either spelling, `--f=v`
- * or `--f v`) a word of container's command or args carries, as 1u << var:
+ * or `--f v`, or a prefix of it as argparse takes: `--nnode`) a word of
+ * container's command or args carries, as 1u << var:
  * torchrun reads PET_<OPT> only as the default of --<opt>, so the flag wins.
  * A word inside a shell string (`bash -c "torchrun --nnodes=4 ..."`) counts
  * too: the check errs toward not denying a workload that works. */
