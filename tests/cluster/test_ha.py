@@ -257,9 +257,10 @@ class ReplicaKilled(unittest.TestCase):
     survivors, whose 24 pods pass kuberay_physics.py. On HighlyAvailable's
     cluster, the replica restarted afterwards. The kill falls while only
     the load's one-pod clusters are admitted: one between a KubeRay pod's
-    claim and its answer would leave a claim no pod holds, which pushes
-    that slice's retried pod to a new replica index until it expires
-    (docs/legacy-indices.md, "Lifetime and budget"); not shown here."""
+    claim and its answer would leave a claim no pod holds, which can push
+    that slice's retried pod into a new replica index, a hole that stays
+    after the claim expires (docs/legacy-indices.md, "Known limits"); not
+    shown here."""
     UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
     setUpClass = vars(OwnCluster)["setUpClass"]
     tearDownClass = vars(OwnCluster)["tearDownClass"]
