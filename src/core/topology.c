@@ -279,23 +279,42 @@ static void vm_list(const struct wh_tpu_gen_info *g, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%s%ld", len ? ", " : "", v->chips);
 }
 
-/* For topology t: "4 chips per pod (4 VMs of ct6e-standard-4t) or 8 (1 VM of
- * ct6e-standard-8t)" in *how and "4, 8" in *vals; false when no VM serves t. */
-static bool fit_list(const struct wh_tpu_gen_info *g, const struct wh_topology *t, char *how,
-                     size_t nhow, char *vals, size_t nvals)
+size_t wh_tpu_gen_fit_list(const struct wh_tpu_gen_info *g, const struct wh_topology *t,
+                           struct wh_tpu_fit *out, size_t max)
 {
-    size_t lh = 0, lv = 0;
-    how[0] = vals[0] = '\0';
-    for (const struct wh_tpu_vm *v = g->vms; v->chips; v++) {
-        if (!vm_serves(v, t) || lh >= nhow || lv >= nvals)
-            continue;
-        long n = t->chips / v->chips;
-        lh += (size_t)snprintf(how + lh, nhow - lh, "%s%ld%s (%ld VM%s of %s)", lh ? " or " : "",
-                               v->chips, lh ? "" : " chips per pod", n, n == 1 ? "" : "s",
-                               v->machine);
-        lv += (size_t)snprintf(vals + lv, nvals - lv, "%s%ld", lv ? ", " : "", v->chips);
+    size_t n = 0;
+    for (const struct wh_tpu_vm *v = g && t && t->ndims ? g->vms : NULL; v && v->chips && n < max;
+         v++)
+        if (vm_serves(v, t))
+            out[n++] = (struct wh_tpu_fit){v->chips, t->chips / v->chips, v->machine};
+    return n;
+}
+
+void wh_tpu_fits_text(const struct wh_tpu_fit *f, size_t n, const char *hosts_field,
+                      long hosts_plus, char *out, size_t len)
+{
+    size_t l = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && l < len; i++) {
+        l += (size_t)snprintf(out + l, len - l, "%s%ld", i ? (hosts_field ? ", or " : ", ") : "",
+                              f[i].chips);
+        if (hosts_field && l < len)
+            l += (size_t)snprintf(out + l, len - l, " with %s %ld", hosts_field,
+                                  f[i].hosts + hosts_plus);
     }
-    return lv > 0;
+    wh_utf8_trim_cut(out, len);
+}
+
+/* For the fits of a topology: "4 chips per pod (4 VMs of ct6e-standard-4t)
+ * or 8 (1 VM of ct6e-standard-8t)" in how. */
+static void fit_how(const struct wh_tpu_fit *f, size_t n, char *how, size_t nhow)
+{
+    size_t lh = 0;
+    how[0] = '\0';
+    for (size_t i = 0; i < n && lh < nhow; i++)
+        lh += (size_t)snprintf(how + lh, nhow - lh, "%s%ld%s (%ld VM%s of %s)", i ? " or " : "",
+                               f[i].chips, i ? "" : " chips per pod", f[i].hosts,
+                               f[i].hosts == 1 ? "" : "s", f[i].machine);
 }
 
 static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char *fmt, ...)
@@ -312,12 +331,17 @@ static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char 
     return false;
 }
 
-/* Chips that no VM of g has, or none that makes topology t. */
+/* Chips that no VM of g has, or none that makes topology t. On a topology
+ * some VM makes, the valid values are that topology's, each with the host
+ * count that changes with it (p->fits): a VM the generation has may still
+ * not make t (TPU7x's 1-chip VM makes 1x1x1 only). */
 static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
                        const struct wh_tpu_gen_info *g, const struct wh_topology *t)
 {
-    char how[256], vals[48], list[256];
-    if (!t->ndims || !wh_tpu_gen_has_vm(g, s->chips)) {
+    char how[256], vals[512], list[256];
+    bool has_vm = wh_tpu_gen_has_vm(g, s->chips);
+    p->n_fits = wh_tpu_gen_fit_list(g, t, p->fits, WH_TPU_FITS_MAX);
+    if (!p->n_fits && (!t->ndims || !has_vm)) {
         vm_list(g, vals, sizeof(vals));
         return shape_fail(p, WH_RULE_CHIPS_PER_VM,
                           "%s is %ld per pod, but no %s VM has %ld chips (%s \"%s\"); valid "
@@ -325,17 +349,23 @@ static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
                           s->chips_field, s->chips, g->name, s->chips, s->accel_field, s->accel,
                           vals);
     }
-    if (!fit_list(g, t, how, sizeof(how), vals, sizeof(vals))) {
+    if (!p->n_fits) {
         wh_tpu_gen_topologies(g, list, sizeof(list));
         return shape_fail(p, WH_RULE_CHIPS_PER_VM,
                           "%s is %ld per pod, but no %s VM makes topology %s (%s); valid "
                           "topologies: %s",
                           s->chips_field, s->chips, g->name, s->topology, s->topo_field, list);
     }
+    fit_how(p->fits, p->n_fits, how, sizeof(how));
+    wh_tpu_fits_text(p->fits, p->n_fits, s->hosts_field, s->hosts_plus, vals, sizeof(vals));
+    char novm[160] = "";
+    if (!has_vm)
+        snprintf(novm, sizeof(novm), "no %s VM has %ld chips, and ", g->name, s->chips);
     return shape_fail(p, WH_RULE_CHIPS_PER_VM,
-                      "%s is %ld per pod, but %s topology %s takes %s; valid values: %s (the "
+                      "%s is %ld per pod, but %s%s topology %s takes %s; valid values: %s (%sthe "
                       "topology is %s)",
-                      s->chips_field, s->chips, g->name, s->topology, how, vals, s->topo_field);
+                      s->chips_field, s->chips, novm, g->name, s->topology, how, vals,
+                      s->hosts_field ? "change both together; " : "", s->topo_field);
 }
 
 bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
@@ -343,6 +373,7 @@ bool wh_tpu_shape_check(const struct wh_tpu_shape *s, struct wh_topology *topo,
 {
     p->rule = NULL;
     p->text[0] = '\0';
+    p->n_fits = 0;
     topo->ndims = 0;
     *gen = NULL;
     if (s->accel && *s->accel && !(*gen = wh_tpu_gen_find(s->accel)))

@@ -20,12 +20,13 @@
 #include "wh/json.h"     /* wh_json_* */
 #include "wh/mem.h"      /* wh_realloc, wh_strdup, wh_free */
 #include "wh/megascale.h" /* wh_megascale_shared_slice_id, wh_megascale_shared_port, wh_megascale_joined_slices */
-#include "wh/names.h"    /* wh_names_group_ok */
-#include "wh/podspec.h"  /* keys, wh_container_tpu */
-#include "wh/podwarn.h"  /* wh_event_subject_object */
-#include "wh/topology.h" /* wh_topology, wh_is_tpu7x */
-#include "wh/tpuenv.h"   /* wh_env_duplicate, wh_hostnet_dns_conflict */
-#include "wh/utf8.h"     /* wh_utf8_trim_cut */
+#include "wh/names.h"      /* wh_names_group_ok */
+#include "wh/podspec.h"    /* keys, wh_container_tpu */
+#include "wh/podwarn.h"    /* wh_event_subject_object */
+#include "wh/topology.h"   /* wh_topology, wh_is_tpu7x, wh_tpu_gen_fit_list, wh_tpu_fits_text */
+#include "wh/tpuenv.h"     /* wh_env_duplicate, wh_hostnet_dns_conflict */
+#include "wh/utf8.h"       /* wh_utf8_trim_cut */
+#include "wh/violations.h" /* wh_suggest_edit, wh_suggestion_dup */
 
 /* The problems listed in a denial; more are counted, not listed, so that the
  * message stays under WH_MESSAGE_MAX. */
@@ -46,6 +47,7 @@ struct group_ctx {
     size_t *n_unlisted;                 /* problems of all groups left out of the message */
     struct wh_validation *report;       /* NULL when not asked for */
     struct wh_subslice_memo *subslices; /* the request's node walks, one per distinct selector */
+    struct wh_suggestion fix;           /* the next problem's fix as data; report() takes it */
 };
 
 /* What a finding is about: the field (from the group), the value found and
@@ -62,6 +64,42 @@ static const char *lstr(long v, char *buf, size_t len)
 {
     snprintf(buf, len, "%ld", v);
     return buf;
+}
+
+/* The fix of the next problem: per fit, the chips per pod of the group's
+ * template with the numOfHosts that goes with them (changed together). */
+static void fix_fits(struct group_ctx *g, const struct wh_tpu_fit *f, size_t n)
+{
+    char field[96], tp[64], hf[64], hp[64];
+    snprintf(field, sizeof(field),
+             "spec.workerGroupSpecs[%d].template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
+             g->index);
+    snprintf(tp, sizeof(tp), "/spec/workerGroupSpecs/%d/template", g->index);
+    snprintf(hf, sizeof(hf), "spec.workerGroupSpecs[%d].numOfHosts", g->index);
+    snprintf(hp, sizeof(hp), "/spec/workerGroupSpecs/%d/numOfHosts", g->index);
+    for (size_t i = 0; i < n; i++) {
+        wh_suggest_edit(&g->fix, i, WH_EDIT_CHIPS, field, tp, f[i].chips, NULL);
+        wh_suggest_edit(&g->fix, i, WH_EDIT_NUMBER, hf, hp, f[i].hosts, NULL);
+    }
+}
+
+/* The fits of the group's topology (g->topo) with at most WH_MAX_HOSTS
+ * hosts, their fix, and their text in vals (n bytes): "" when the
+ * accelerator is unknown or no VM makes the topology. */
+static void group_fits(struct group_ctx *g, char *vals, size_t n)
+{
+    struct wh_tpu_fit all[WH_TPU_FITS_MAX], f[WH_TPU_FITS_MAX];
+    const struct wh_tpu_gen_info *gen = wh_tpu_gen_find(
+        wh_node_selector(g->tmpl_spec, WH_SEL_ACCELERATOR));
+    size_t na = wh_tpu_gen_fit_list(gen, &g->topo, all, WH_TPU_FITS_MAX), nf = 0;
+    for (size_t i = 0; i < na; i++)
+        if (all[i].hosts <= WH_MAX_HOSTS)
+            f[nf++] = all[i];
+    vals[0] = '\0';
+    if (!nf)
+        return;
+    fix_fits(g, f, nf);
+    wh_tpu_fits_text(f, nf, "numOfHosts", 0, vals, n);
 }
 
 /* The group's own fields every shape rule reads: accelerator, topology,
@@ -117,9 +155,13 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, boo
     wh_utf8_trim_cut(f->expected, sizeof(f->expected));
     f->group = wh_strdup(g->group);
     f->message = wh_strdup(text);
-    if (!f->group || !f->message) {
+    bool nomem = false;
+    if (!warning)
+        f->suggest = wh_suggestion_dup(&g->fix, &nomem);
+    if (!f->group || !f->message || nomem) {
         wh_free(f->group);
         wh_free(f->message);
+        wh_free(f->suggest);
         return WH_ERR_NOMEM;
     }
     v->n++;
@@ -139,6 +181,7 @@ vproblem_at(struct group_ctx *g, struct about a, bool own, const char *fmt, va_l
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
     enum wh_err err = report(g, false, a, own, fmt, text);
+    memset(&g->fix, 0, sizeof(g->fix)); /* it was this problem's */
     if (err)
         return err;
     if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
@@ -232,6 +275,7 @@ static enum wh_err check_shape(struct group_ctx *g, const char *topo_field, bool
         .topo_field = topo_field,
         .chips = g->chips_per_host,
         .chips_field = "template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
+        .hosts_field = "numOfHosts",
     };
     struct wh_topology t;
     const struct wh_tpu_gen_info *gen;
@@ -249,6 +293,7 @@ static enum wh_err check_shape(struct group_ctx *g, const char *topo_field, bool
     }
     if (*ok)
         return WH_OK;
+    fix_fits(g, p.fits, p.n_fits);
     bool on_accel = !strcmp(p.rule, WH_RULE_ACCELERATOR);
     bool on_chips = !strcmp(p.rule, WH_RULE_CHIPS_PER_VM);
     char n1[24];
@@ -262,6 +307,8 @@ static enum wh_err check_shape(struct group_ctx *g, const char *topo_field, bool
                                      ""},
                       "%s", p.text);
 }
+
+static enum wh_err check_hosts(struct group_ctx *g, bool *ok);
 
 static enum wh_err check_match(struct group_ctx *g, bool *ok)
 {
@@ -281,7 +328,7 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
         cJSON_free(text);
         return err;
     }
-    char n1[24], n2[24];
+    char n1[24];
     if (g->num_hosts <= 0)
         return problem_at(g,
                           (struct about){"numOfHosts",
@@ -310,28 +357,47 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           g->from_annotation ? "template annotation" : "template.spec.nodeSelector",
                           g->from_annotation ? WH_ANN_SLICE_TOPOLOGY : WH_SEL_TOPOLOGY, errbuf);
     WH_TRY(check_shape(g, topo_field, ok));
-    if (!*ok)
-        return WH_OK;
+    return *ok ? check_hosts(g, ok) : WH_OK;
+}
+
+/* The hosts a possible shape gives: the chips per pod divide the
+ * topology's, into no more hosts than a slice may have, and numOfHosts is
+ * their count. Each denial names its fix (fix_fits, numOfHosts). */
+static enum wh_err check_hosts(struct group_ctx *g, bool *ok)
+{
     *ok = false;
-    char divisor[48];
+    char n1[24], n2[24], divisor[48], vals[512];
     snprintf(divisor, sizeof(divisor), "a divisor of %ld", g->topo.chips);
-    if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host)
+    if (g->chips_per_host > g->topo.chips || g->topo.chips % g->chips_per_host) {
+        group_fits(g, vals, sizeof(vals));
         return problem_at(g,
                           (struct about){"template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
                                          lstr(g->chips_per_host, n1, sizeof(n1)), divisor},
                           "each pod requests %ld TPU chips (google.com/tpu), which does not divide "
                           "the %ld chips of topology %s; request a number of chips per pod that "
-                          "divides it (the machine type's chips per VM)",
-                          g->chips_per_host, g->topo.chips, g->topology);
+                          "divides it (the machine type's chips per VM)%s%s%s",
+                          g->chips_per_host, g->topo.chips, g->topology,
+                          *vals ? "; valid values: " : "", vals,
+                          *vals ? " (change both together)" : "");
+    }
     long expected = wh_topology_hosts(&g->topo, g->chips_per_host);
-    if (expected > WH_MAX_HOSTS) /* the pod path's limit (mutate.c, check_identity) */
+    if (expected > WH_MAX_HOSTS) { /* the pod path's limit (mutate.c, check_identity) */
+        group_fits(g, vals, sizeof(vals));
         return problem_at(g,
                           (struct about){"template.spec.containers[].resources[" WH_TPU_RESOURCE "]",
                                          lstr(g->chips_per_host, n1, sizeof(n1)), ""},
                           "topology %s with %ld chips per pod gives %ld hosts, over the %ld its "
-                          "pods may have (they are refused); request more google.com/tpu per pod",
-                          g->topology, g->chips_per_host, expected, WH_MAX_HOSTS);
-    if (expected != g->num_hosts)
+                          "pods may have (they are refused); request more google.com/tpu per "
+                          "pod%s%s%s",
+                          g->topology, g->chips_per_host, expected, WH_MAX_HOSTS,
+                          *vals ? "; valid values: " : "", vals,
+                          *vals ? " (change both together)" : "");
+    }
+    if (expected != g->num_hosts) {
+        char hf[64], hp[64];
+        snprintf(hf, sizeof(hf), "spec.workerGroupSpecs[%d].numOfHosts", g->index);
+        snprintf(hp, sizeof(hp), "/spec/workerGroupSpecs/%d/numOfHosts", g->index);
+        wh_suggest_edit(&g->fix, 0, WH_EDIT_NUMBER, hf, hp, expected, NULL);
         return problem_at(g,
                           (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)),
                                          lstr(expected, n2, sizeof(n2))},
@@ -340,6 +406,7 @@ static enum wh_err check_match(struct group_ctx *g, bool *ok)
                           "must be %ld, not %ld; set numOfHosts: %ld",
                           g->topology, g->topo.chips, g->chips_per_host, expected, g->num_hosts,
                           expected);
+    }
     *ok = true;
     return WH_OK;
 }
@@ -779,6 +846,7 @@ void wh_validation_free(struct wh_validation *v)
     for (size_t i = 0; i < v->n; i++) {
         wh_free(v->items[i].group);
         wh_free(v->items[i].message);
+        wh_free(v->items[i].suggest);
     }
     wh_free(v->items);
     memset(v, 0, sizeof(*v));

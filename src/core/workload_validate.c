@@ -4,11 +4,14 @@
  * Too many pods stay Pending forever, too few start and hang waiting for
  * peers on hardware billed by the hour; both are cheaper to refuse when the
  * object is written. Problems of every template are joined into one denial. */
+/* long: every workload rule (Job, JobSet, LWS) shares the vctx that keys its
+ * findings for the ratchet and carries its fix; split by kind behind a
+ * private header when it grows. */
 #include "wh/workload_validate.h"
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf */
-#include <string.h> /* strcmp */
+#include <string.h> /* strcmp, memset */
 
 #include "wh/buf.h"        /* wh_buf */
 #include "wh/envverdict.h" /* wh_env_judge, wh_env_rules, wh_torchrun_overridden, ... */
@@ -17,11 +20,11 @@
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_*, wh_event_subject_object */
-#include "wh/topology.h"  /* wh_topology, wh_subslice_fits, wh_tpu_topology_undocumented */
-#include "wh/tpuenv.h"    /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
-#include "wh/utf8.h"      /* wh_utf8_cut */
-#include "wh/violations.h"        /* wh_violations_add */
-#include "wh/workload.h"          /* WH_LABEL_INJECT */
+#include "wh/topology.h" /* wh_topology, wh_subslice_fits, wh_tpu_topology_undocumented, wh_tpu_gen_fit_list */
+#include "wh/tpuenv.h"     /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
+#include "wh/utf8.h"       /* wh_utf8_cut */
+#include "wh/violations.h" /* wh_violations_add_fix, wh_suggest_edit */
+#include "wh/workload.h"   /* WH_LABEL_INJECT */
 #include "wh/workload_topology.h" /* wh_pool_tpu_read, wh_subslice_exempt */
 
 #define PROBLEMS_MAX (64 * 1024)
@@ -40,6 +43,7 @@ struct vctx {
     const char *part;          /* the replicated job judged, "" for the object */
     const struct wh_state *st; /* the known TPU nodes; NULL when none */
     char *errbuf;              /* a failing state callback's reason */
+    struct wh_suggestion fix;  /* the next problem's fix as data; vproblem takes it */
 };
 
 /* "<Kind> \"ns/name\": <problem>", joined by "; ". value: what the
@@ -55,8 +59,11 @@ __attribute__((format(printf, 3, 0))) static enum wh_err vproblem(struct vctx *v
         va_copy(aq, ap);
         vsnprintf(text, sizeof(text), fmt, aq);
         va_end(aq);
-        WH_TRY(wh_violations_add(v->out, fmt, v->part, value ? value : text, text));
+        enum wh_err err = wh_violations_add_fix(v->out, fmt, v->part, value ? value : text, text,
+                                                &v->fix);
+        WH_TRY(err);
     }
+    memset(&v->fix, 0, sizeof(v->fix)); /* it was this problem's */
     v->n_problems++;
     if (v->full)
         return WH_OK;
@@ -112,6 +119,17 @@ struct tmpl_hosts {
     bool tpu7x;     /* two devices per chip (the generation, or a 4-field TORCH_TPU_TOPOLOGY) */
     unsigned n_tpu; /* TPU containers */
     struct wh_pool_tpu pool; /* what the node pool's TPU nodes say (topology may point here) */
+    /* in, for the fixes of the shape rules (violations.h): the template's
+     * RFC 6901 pointer, and the fields that count its hosts (plus
+     * hosts_plus), changed with its chips: a Job spec's parallelism and
+     * completions, an LWS's size; named together as hosts_field. */
+    const char *ptr;
+    const char *count_ptr[2], *count_field[2];
+    const char *hosts_field;
+    long hosts_plus;
+    const char *mode_ptr; /* a Job's completionMode, Indexed when hosts > 1; NULL: JobSet's default */
+    const cJSON *job_spec; /* the Job spec mode_ptr points into */
+    bool mode_default;     /* an unset completionMode is Indexed (JobSet defaults it) */
 };
 
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -431,6 +449,80 @@ static enum wh_err undocumented(struct vctx *v, const struct wh_tpu_gen_info *ge
                     : wh_decision_warn(v->d, "%s", brief);
 }
 
+/* The fix of the next problem: per fit, the chips per pod of the template
+ * (chips field cf) with the counts of its hosts (and a Job's Indexed mode),
+ * changed together. */
+static void fix_fits(struct vctx *v, const struct tmpl_hosts *th, const char *cf,
+                     const struct wh_tpu_fit *f, size_t n)
+{
+    const char *mode = th->job_spec ? wh_json_str(th->job_spec, "completionMode") : NULL;
+    char mp[200];
+    snprintf(mp, sizeof(mp), "%s/completionMode", th->mode_ptr ? th->mode_ptr : "");
+    for (size_t i = 0; th->ptr && i < n; i++) {
+        wh_suggest_edit(&v->fix, i, WH_EDIT_CHIPS, cf, th->ptr, f[i].chips, NULL);
+        for (int k = 0; k < 2 && th->count_ptr[k]; k++)
+            wh_suggest_edit(&v->fix, i, WH_EDIT_NUMBER, th->count_field[k], th->count_ptr[k],
+                            f[i].hosts + th->hosts_plus, NULL);
+        if (th->mode_ptr && f[i].hosts > 1 && !(mode && !strcmp(mode, "Indexed")) &&
+            !(th->mode_default && !mode))
+            wh_suggest_edit(&v->fix, i, WH_EDIT_STRING, "completionMode", mp, 0, "Indexed");
+    }
+}
+
+/* The fits of topology topo (generation gen) with at most WH_MAX_HOSTS
+ * hosts, their fix, and their text in vals (n bytes): "" when none. */
+static void template_fits(struct vctx *v, const struct tmpl_hosts *th, const char *cf,
+                          const struct wh_tpu_gen_info *gen, const struct wh_topology *topo,
+                          char *vals, size_t n)
+{
+    struct wh_tpu_fit all[WH_TPU_FITS_MAX], f[WH_TPU_FITS_MAX];
+    size_t na = wh_tpu_gen_fit_list(gen, topo, all, WH_TPU_FITS_MAX), nf = 0;
+    for (size_t i = 0; i < na; i++)
+        if (all[i].hosts <= WH_MAX_HOSTS)
+            f[nf++] = all[i];
+    vals[0] = '\0';
+    if (!nf)
+        return;
+    fix_fits(v, th, cf, f, nf);
+    wh_tpu_fits_text(f, nf, th->hosts_field, th->hosts_plus, vals, n);
+}
+
+/* The hosts of a possible shape (topology topo of generation gen): the
+ * chips per pod divide the topology's, into no more hosts than a slice may
+ * have. Each denial names its fix (template_fits). *counted: out->hosts
+ * holds them. */
+static enum wh_err template_count(struct vctx *v, const char *field, const char *cf,
+                                  const struct wh_tpu_gen_info *gen, const struct wh_topology *topo,
+                                  struct tmpl_hosts *out, bool *counted)
+{
+    const char *t = out->topology;
+    *counted = false;
+    char vals[512];
+    if (out->chips > topo->chips || topo->chips % out->chips) {
+        template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
+        return problem(v,
+                       "%s.spec.containers request %ld google.com/tpu per pod, which does not "
+                       "divide the %ld chips of topology %s; expected a divisor of %ld%s%s%s",
+                       field, out->chips, topo->chips, t, topo->chips,
+                       *vals ? "; valid values: " : "", vals,
+                       *vals && out->hosts_field ? " (change both together)" : "");
+    }
+    out->hosts = topo->chips / out->chips;
+    if (out->hosts > WH_MAX_HOSTS) { /* the pod path's limit (workload.c, decide) */
+        long hosts = out->hosts;
+        out->hosts = 0; /* nothing else to judge */
+        template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
+        return problem(v,
+                       "%s.spec.containers request %ld google.com/tpu per pod, so topology %s "
+                       "gives %ld hosts; at most %ld are supported, so its pods are refused; "
+                       "request more google.com/tpu per pod%s%s%s",
+                       field, out->chips, t, hosts, WH_MAX_HOSTS, *vals ? "; valid values: " : "",
+                       vals, *vals && out->hosts_field ? " (change both together)" : "");
+    }
+    *counted = true;
+    return WH_OK;
+}
+
 /* The shape of a TPU template: the generation table's rules, the chips'
  * divisor rule, one identity per slice. */
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -460,7 +552,9 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
                                  .topology = t,
                                  .topo_field = tf,
                                  .chips = out->chips,
-                                 .chips_field = cf};
+                                 .chips_field = cf,
+                                 .hosts_field = out->hosts_field,
+                                 .hosts_plus = out->hosts_plus};
     char pf[100];
     bool stated = t && *t; /* not the pool's: its nodes exist, so its topology does */
     WH_TRY(pool_shape(v, spec, &shape, &out->pool, pf, sizeof(pf)));
@@ -468,8 +562,10 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     struct wh_topology topo;
     const struct wh_tpu_gen_info *gen;
     struct wh_shape_problem sp;
-    if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp))
+    if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp)) {
+        fix_fits(v, out, cf, sp.fits, sp.n_fits);
         return problem(v, "%s", sp.text);
+    }
     if (from_annotation)
         WH_TRY(subslice_fits(v, tmpl, field, tf, t, &out->pool));
     if (stated)
@@ -484,21 +580,10 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     WH_TRY(shape_warnings(v, spec, out, tc, &topo, gen));
     if (!topo.ndims)
         return WH_OK;
-    if (out->chips > topo.chips || topo.chips % out->chips)
-        return problem(v,
-                       "%s.spec.containers request %ld google.com/tpu per pod, which does not "
-                       "divide the %ld chips of topology %s; expected a divisor of %ld",
-                       field, out->chips, topo.chips, t, topo.chips);
-    out->hosts = topo.chips / out->chips;
-    if (out->hosts > WH_MAX_HOSTS) { /* the pod path's limit (workload.c, decide) */
-        long hosts = out->hosts;
-        out->hosts = 0; /* nothing else to judge */
-        return problem(v,
-                       "%s.spec.containers request %ld google.com/tpu per pod, so topology %s "
-                       "gives %ld hosts; at most %ld are supported, so its pods are refused; "
-                       "request more google.com/tpu per pod",
-                       field, out->chips, t, hosts, WH_MAX_HOSTS);
-    }
+    bool counted;
+    WH_TRY(template_count(v, field, cf, gen, &topo, out, &counted));
+    if (!counted)
+        return WH_OK;
     WH_TRY(torch_addresses(v, field, tc, &topo, out));
     WH_TRY(torch_presets(v, field, tc, out, gen));
     /* Names that resolve, for the pods the pod path counts (workload.c,
@@ -544,12 +629,17 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
 {
     enum wh_err err = WH_OK;
     const char *mode = wh_json_str(spec, "completionMode");
-    if (!(jobset && !mode) && (!mode || strcmp(mode, "Indexed")))
+    if (!(jobset && !mode) && (!mode || strcmp(mode, "Indexed"))) {
+        char mf[200], mp[200];
+        snprintf(mf, sizeof(mf), "%s.completionMode", field);
+        snprintf(mp, sizeof(mp), "%s/completionMode", th->mode_ptr ? th->mode_ptr : "");
+        wh_suggest_edit(&v->fix, 0, WH_EDIT_STRING, mf, mp, 0, "Indexed");
         err = problem(v,
                       "%s.completionMode is %s%.64s%s, expected \"Indexed\" (topology %s with %ld "
                       "chips per pod needs %ld hosts, each with its index)",
                       field, mode ? "\"" : "", mode ? mode : "unset", mode ? "\"" : "",
                       th->topology, th->chips, th->hosts);
+    }
     static const char *const keys[2] = {"parallelism", "completions"};
     for (int i = 0; i < 2 && !err; i++) {
         long n = int_field(spec, keys[i], i == 0 ? 1 : -2);
@@ -557,10 +647,14 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
             continue;
         char got[96];
         value_text(spec, keys[i], got, sizeof(got));
+        for (int k = 0; k < 2; k++) /* both: a Job runs min(parallelism, completions) pods */
+            wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th->count_field[k], th->count_ptr[k],
+                            th->hosts, NULL);
         err = problem(v,
                       "%s.%s is %s, expected %ld (topology %s with %ld chips per pod needs %ld "
-                      "hosts)",
-                      field, keys[i], got, th->hosts, th->topology, th->chips, th->hosts);
+                      "hosts; set %s to %ld)",
+                      field, keys[i], got, th->hosts, th->topology, th->chips, th->hosts,
+                      th->hosts_field, th->hosts);
     }
     const char *sub = wh_json_str(wh_json_path(spec, "template", "spec", NULL), "subdomain");
     if (!err && !jobset && (!sub || !*sub))
@@ -574,7 +668,13 @@ static enum wh_err check_job_spec(struct vctx *v, const cJSON *spec, const char 
 static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
 {
     const cJSON *spec = wh_json_get(obj, "spec");
-    struct tmpl_hosts th = {.slices = 1};
+    struct tmpl_hosts th = {.slices = 1,
+                            .ptr = "/spec/template",
+                            .count_ptr = {"/spec/parallelism", "/spec/completions"},
+                            .count_field = {"spec.parallelism", "spec.completions"},
+                            .hosts_field = "spec.parallelism and spec.completions",
+                            .mode_ptr = "/spec",
+                            .job_spec = spec};
     enum wh_err err = template_hosts(v, wh_json_get(spec, "template"), "spec.template", &th);
     if (!err && th.hosts > 1)
         err = check_job_spec(v, spec, "spec", &th, false);
@@ -679,10 +779,25 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         char label[100];
         snprintf(label, sizeof(label), "replicated job \"%.40s\"", wh_json_str0(rj, "name"));
         long replicas = int_field(rj, "replicas", 1);
+        char tp[80], pp[100], cp[100], mp[64], pf[200], cfd[200], hf[420];
+        snprintf(tp, sizeof(tp), "/spec/replicatedJobs/%d/template/spec/template", i);
+        snprintf(mp, sizeof(mp), "/spec/replicatedJobs/%d/template/spec", i);
+        snprintf(pp, sizeof(pp), "%s/parallelism", mp);
+        snprintf(cp, sizeof(cp), "%s/completions", mp);
+        snprintf(pf, sizeof(pf), "%s.parallelism", field);
+        snprintf(cfd, sizeof(cfd), "%s.completions", field);
+        snprintf(hf, sizeof(hf), "%s.parallelism and completions", field);
         /* fill as the pod path: alone in the JobSet, the pods know the count */
         struct tmpl_hosts th = {.slices = replicas,
                                 .fill = replicas > 1 && all_replicas == replicas,
-                                .label = label};
+                                .label = label,
+                                .ptr = tp,
+                                .count_ptr = {pp, cp},
+                                .count_field = {pf, cfd},
+                                .hosts_field = hf,
+                                .mode_ptr = mp,
+                                .job_spec = jspec,
+                                .mode_default = true};
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
         err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
@@ -709,17 +824,34 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
 static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
 {
     const cJSON *lwt = wh_json_path(obj, "spec", "leaderWorkerTemplate", NULL);
-    struct tmpl_hosts th = {.slices = 1, .label = "workerTemplate"};
-    enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
-                                     "spec.leaderWorkerTemplate.workerTemplate", &th);
     const cJSON *sg = wh_json_get(lwt, "subGroupPolicy");
     bool subgroups = sg && !cJSON_IsNull(sg);
+    const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
+    bool leader_tpu = true; /* a leader without TPUs is one pod more than the hosts */
+    if (leader && !cJSON_IsNull(leader)) {
+        const cJSON *lcs = wh_json_path(leader, "spec", "containers", NULL);
+        leader_tpu = false;
+        for (const cJSON *c = cJSON_IsArray(lcs) ? lcs->child : NULL; c; c = c->next)
+            leader_tpu |= wh_container_requests_tpu(c);
+    }
+    const char *count_field = subgroups ? "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
+                                        : "spec.leaderWorkerTemplate.size";
+    struct tmpl_hosts th = {
+        .slices = 1,
+        .label = "workerTemplate",
+        .ptr = "/spec/leaderWorkerTemplate/workerTemplate",
+        .count_ptr = {subgroups ? "/spec/leaderWorkerTemplate/subGroupPolicy/subGroupSize"
+                                : "/spec/leaderWorkerTemplate/size"},
+        .count_field = {count_field},
+        .hosts_field = count_field,
+        .hosts_plus = subgroups || leader_tpu ? 0 : 1,
+    };
+    enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
+                                     "spec.leaderWorkerTemplate.workerTemplate", &th);
     if (!err && subgroups && th.hosts > 0)
         err = pod_warning(v, &th, WH_PW_LWS_SUBGROUPS); /* the pod path injects nothing */
     if (err || th.hosts <= 1)
         return err;
-    const cJSON *leader = wh_json_get(lwt, "leaderTemplate");
-    bool leader_tpu = true;
     if (leader && !cJSON_IsNull(leader)) {
         struct tmpl_hosts lh = {.slices = 1, .label = "leaderTemplate", .made = 1};
         err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
@@ -730,6 +862,8 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
         if (n != th.hosts) {
             char got[96];
             value_text(sg, "subGroupSize", got, sizeof(got));
+            wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th.count_field[0], th.count_ptr[0],
+                            th.hosts, NULL);
             err = problem(v,
                           "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected "
                           "%ld (topology %s with %ld chips per pod needs %ld hosts)",
@@ -742,6 +876,7 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     if (!err && size != want) {
         char got[96];
         value_text(lwt, "size", got, sizeof(got));
+        wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th.count_field[0], th.count_ptr[0], want, NULL);
         err = problem(v,
                       "spec.leaderWorkerTemplate.size is %s, expected %ld (topology %s with %ld "
                       "chips per pod needs %ld hosts%s)",

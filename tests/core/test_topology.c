@@ -225,7 +225,13 @@ static void test_chips_per_topology(void **unused)
                  "tpu7x topology 2x2x2 takes 4 chips per pod (2 VMs of tpu7x-standard-4t)");
     assert_true(shape("tpu-v5p-slice", "2x2x4", 4, &p));
     shape_denied("tpu-v5p-slice", "2x2x4", 1, "no v5p VM has 1 chips");
-    shape_denied("tpu-v4-podslice", "2x2x2", 8, "valid values: 4 (one VM's chips per pod)");
+    /* A chip count no VM has, on a topology: that topology's values, never
+     * a VM's that does not make it (issue 34, item 4). */
+    shape_denied("tpu-v4-podslice", "2x2x2", 8,
+                 "no v4 VM has 8 chips, and v4 topology 2x2x2 takes 4 chips per pod (2 VMs of "
+                 "ct4p-hightpu-4t); valid values: 4 (the topology is topo)");
+    shape_denied("tpu7x", "2x2x2", 8, "valid values: 4 (the topology is topo)");
+    shape_denied("tpu-v6e-slice", NULL, 2, "valid values: 1, 4, 8 (one VM's chips per pod)");
     /* chips that do not divide the topology's: the callers' divisor rule */
     assert_true(shape("tpu-v6e-slice", "2x2", 8, &p));
     assert_true(shape("tpu-v6e-slice", "1x1", 4, &p));
@@ -249,6 +255,45 @@ static bool documented(const char *accel, const char *topo)
     char why[WH_ERRBUF_LEN];
     assert_int_equal(wh_topology_parse(topo, &t, why), WH_OK);
     return wh_tpu_gen_documented(wh_tpu_gen_find(accel), &t);
+}
+
+/* Issue 34, item 4 (seed 004): a TPU7x 2x2x2 group written per device,
+ * with 8 chips per pod. The values named are the ones that make the
+ * topology, each with the hosts that change with it, and the same values
+ * as data: 1 (the 1-chip VM makes 1x1x1 only) is never one. */
+static void test_chips_fix_with_hosts(void **unused)
+{
+    (void)unused;
+    struct wh_tpu_shape s = {.accel = "tpu7x",
+                             .accel_field = "accel",
+                             .topology = "2x2x2",
+                             .topo_field = "topo",
+                             .chips = 8,
+                             .chips_field = "tpu",
+                             .hosts_field = "numOfHosts"};
+    struct wh_topology t;
+    const struct wh_tpu_gen_info *gen;
+    struct wh_shape_problem p;
+    assert_false(wh_tpu_shape_check(&s, &t, &gen, &p));
+    assert_non_null(strstr(p.text, "valid values: 4 with numOfHosts 2 (change both together;"));
+    assert_null(strstr(p.text, "valid values: 1"));
+    assert_int_equal(p.n_fits, 1);
+    assert_int_equal(p.fits[0].chips, 4);
+    assert_int_equal(p.fits[0].hosts, 2);
+    /* several: each with its hosts (an LWS leader without TPUs counts one more) */
+    s = (struct wh_tpu_shape){.accel = "tpu-v6e-slice",
+                              .accel_field = "accel",
+                              .topology = "2x4",
+                              .topo_field = "topo",
+                              .chips = 2,
+                              .chips_field = "tpu",
+                              .hosts_field = "size",
+                              .hosts_plus = 1};
+    assert_false(wh_tpu_shape_check(&s, &t, &gen, &p));
+    assert_non_null(strstr(p.text, "valid values: 4 with size 3, or 8 with size 2"));
+    assert_int_equal(p.n_fits, 2);
+    assert_int_equal(p.fits[1].chips, 8);
+    assert_int_equal(p.fits[1].hosts, 1);
 }
 
 static void test_documented_topologies(void **unused)
@@ -370,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_is_subset),
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_chips_per_topology),
+        cmocka_unit_test(test_chips_fix_with_hosts),
         cmocka_unit_test(test_documented_topologies),
         cmocka_unit_test(test_undocumented_warning),
         cmocka_unit_test(test_subslice_fits),

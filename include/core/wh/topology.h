@@ -90,6 +90,26 @@ enum wh_tpu_gen wh_tpu_gen_from_accelerator(const char *accel);
 int wh_tpu_gen_dims(enum wh_tpu_gen gen);
 const char *wh_tpu_gen_name(enum wh_tpu_gen gen);
 
+/* One way to make a topology: the chips of one VM (a pod's google.com/tpu)
+ * and the hosts (pods) of one slice that go with them. */
+struct wh_tpu_fit {
+    long chips, hosts;
+    const char *machine; /* static: the VM's machine type */
+};
+#define WH_TPU_FITS_MAX 4
+
+/* The VMs of g that make topology t, in table order: at most max into out,
+ * their count returned (0 when g or t is unknown or no VM makes t). */
+size_t wh_tpu_gen_fit_list(const struct wh_tpu_gen_info *g, const struct wh_topology *t,
+                           struct wh_tpu_fit *out, size_t max);
+
+/* The valid values of n fits as a message says them, into out (len bytes;
+ * 256 holds WH_TPU_FITS_MAX): "4 with numOfHosts 2, or 1 with numOfHosts 8"
+ * (hosts_field "numOfHosts", each count plus hosts_plus), "4, 1" when
+ * hosts_field is NULL. 512 bytes hold it with a JobSet's field names. */
+void wh_tpu_fits_text(const struct wh_tpu_fit *f, size_t n, const char *hosts_field,
+                      long hosts_plus, char *out, size_t len);
+
 /* A slice shape as a pod or template states it, each part with the field
  * that states it (how messages name it). NULL or "" parts are not stated. */
 struct wh_tpu_shape {
@@ -97,6 +117,11 @@ struct wh_tpu_shape {
     const char *topology, *topo_field;
     long chips; /* google.com/tpu per pod (one VM); 0 when none */
     const char *chips_field;
+    /* The field whose count changes with the chips per pod ("numOfHosts"):
+     * the slice's hosts plus hosts_plus (an LWS leader without TPUs). NULL
+     * when nothing counts the hosts. */
+    const char *hosts_field;
+    long hosts_plus;
 };
 
 /* Stable keys of the shape rules (a ratchet on UPDATE keys on them). */
@@ -111,7 +136,11 @@ struct wh_tpu_shape {
 
 struct wh_shape_problem {
     const char *rule; /* one of WH_RULE_*; NULL when the shape is possible */
-    char text[768];   /* "<field> is \"<value>\", ...; valid values: ..." */
+    char text[1024];  /* "<field> is \"<value>\", ...; valid values: ..." */
+    /* WH_RULE_CHIPS_PER_VM on a stated topology: the chips per pod that make
+     * it, with their hosts (the values the text names); else n_fits 0. */
+    size_t n_fits;
+    struct wh_tpu_fit fits[WH_TPU_FITS_MAX];
 };
 
 /* Judge a stated shape against the table, in this order: an unknown

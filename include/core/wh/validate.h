@@ -6,10 +6,11 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
-#include "wh/decision.h" /* struct wh_decision */
-#include "wh/err.h"      /* enum wh_err */
-#include "wh/review.h"   /* struct wh_review */
-#include "wh/state.h"    /* struct wh_state */
+#include "wh/decision.h"   /* struct wh_decision */
+#include "wh/err.h"        /* enum wh_err */
+#include "wh/review.h"     /* struct wh_review */
+#include "wh/state.h"      /* struct wh_state */
+#include "wh/violations.h" /* struct wh_suggestion */
 
 /* Decide about rv (an AdmissionReview whose kind is RayCluster; its
  * operation and the cluster's name are its info's): CREATE and UPDATE are
@@ -36,6 +37,9 @@ struct wh_group_finding {
     char expected[128]; /* what would be accepted; "" when no single answer */
     char key[400];      /* the rule's value, which the UPDATE ratchet compares (ratchet.h) */
     char *message;      /* owned (wh_malloc) */
+    /* A problem's fix as data (violations.h), the values its message names;
+     * owned (wh_free), NULL when none. */
+    struct wh_suggestion *suggest;
 };
 
 /* Every finding, in the order found. Owned by the caller once filled;
