@@ -3,7 +3,7 @@
 
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* strcmp */
+#include <string.h> /* strcmp, strncmp */
 
 #include "wh/decision.h"      /* WH_WARNINGS_MAX */
 #include "wh/json.h"          /* wh_json_* */
@@ -75,6 +75,87 @@ enum wh_err wh_check_error_row(cJSON *rows, struct wh_check_stats *st, const cha
 {
     struct origin o = {file, line, "", "", ""};
     return finish_row(rows, new_row(&o, "-"), st, "error", message, NULL);
+}
+
+/* ---- fixes ------------------------------------------------------------ */
+
+/* One edit of a fix as data: {"field", "pointer", "value"} ("value" a
+ * number or a string), with "tpuChipsPerPod": true when the pointer is a
+ * pod template whose TPU containers' google.com/tpu (requests and limits,
+ * split evenly over them) make value chips per pod. root: the pointer of
+ * the RayCluster spec in the document ("/spec/rayClusterSpec" in a RayJob),
+ * NULL when the pointers are the document's already. */
+static cJSON *edit_json(const struct wh_edit *e, const char *root)
+{
+    char ptr[320];
+    if (root && !strncmp(e->pointer, "/spec", 5))
+        snprintf(ptr, sizeof(ptr), "%s%s", root, e->pointer + 5);
+    else
+        snprintf(ptr, sizeof(ptr), "%s", e->pointer);
+    cJSON *x = cJSON_CreateObject();
+    if (!x || wh_json_set_str(x, "field", e->field) || wh_json_set_str(x, "pointer", ptr) ||
+        wh_json_set(x, "value",
+                    e->kind == WH_EDIT_STRING ? cJSON_CreateString(e->text)
+                                              : cJSON_CreateNumber((double)e->number)) ||
+        (e->kind == WH_EDIT_CHIPS && wh_json_set(x, "tpuChipsPerPod", cJSON_CreateTrue()))) {
+        cJSON_Delete(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* A denial's fix (violations.h) as a row shows it: {"problem": message,
+ * "options": [[edit, ...], ...]}: each option's edits change together; any
+ * one option answers the problem. */
+static enum wh_err add_fix(cJSON *fixes, const struct wh_suggestion *s, const char *message,
+                           const char *root)
+{
+    cJSON *f = cJSON_CreateObject(), *opts = cJSON_CreateArray();
+    enum wh_err err = f && opts && !wh_json_set_str(f, "problem", message) ? WH_OK : WH_ERR_NOMEM;
+    for (size_t o = 0; !err && o < s->n; o++) {
+        cJSON *edits = cJSON_CreateArray();
+        err = edits ? WH_OK : WH_ERR_NOMEM;
+        for (size_t k = 0; !err && k < s->options[o].n; k++)
+            err = wh_json_add(edits, edit_json(&s->options[o].edits[k], root));
+        if (err)
+            cJSON_Delete(edits);
+        else
+            err = wh_json_add(opts, edits);
+    }
+    if (err) {
+        cJSON_Delete(opts);
+        cJSON_Delete(f);
+        return err;
+    }
+    if (wh_json_set(f, "options", opts)) { /* took opts */
+        cJSON_Delete(f);
+        return WH_ERR_NOMEM;
+    }
+    return wh_json_add(fixes, f);
+}
+
+/* Row r gets "fixes" when fixes holds any (else fixes is freed). */
+static enum wh_err set_fixes(cJSON *r, cJSON *fixes)
+{
+    if (!fixes || !fixes->child) {
+        cJSON_Delete(fixes);
+        return WH_OK;
+    }
+    return wh_json_set(r, "fixes", fixes);
+}
+
+/* The pointer of the RayCluster spec in a document of kind ("spec" in a
+ * RayCluster: NULL, the pointers are its own), into out. */
+static const char *cluster_root(const char *kind, char *out, size_t n)
+{
+    const struct wh_kind_def *def = wh_kind_find(kind);
+    if (!def || !def->cluster_spec || !strcmp(def->cluster_spec, "spec"))
+        return NULL;
+    snprintf(out, n, "/%s", def->cluster_spec);
+    for (char *c = out; *c; c++)
+        if (*c == '.')
+            *c = '/';
+    return out;
 }
 
 /* The findings by group: group i's are items[order[start[i]]] up to
@@ -151,6 +232,22 @@ static enum wh_err group_message(const struct by_group *bg, int index, struct wh
         first = false;
     }
     return err;
+}
+
+/* The fixes of group index's problems, on row r. */
+static enum wh_err group_fixes(const struct by_group *bg, int index, const char *root, cJSON *r)
+{
+    cJSON *fixes = cJSON_CreateArray();
+    enum wh_err err = fixes ? WH_OK : WH_ERR_NOMEM;
+    const struct wh_group_finding *x;
+    for (size_t k = 0; !err && (x = finding(bg, index, k)); k++)
+        if (!x->warning && x->suggest)
+            err = add_fix(fixes, x->suggest, x->message, root);
+    if (err) {
+        cJSON_Delete(fixes);
+        return err;
+    }
+    return set_fixes(r, fixes);
 }
 
 /* The warnings of group index: its own findings, then those the verdict
@@ -271,8 +368,11 @@ static enum wh_err cluster_rows(const struct origin *o, const cJSON *cluster,
             verdict = "rejected"; /* a denial that names no group rejects every row */
             message = v->message ? v->message : "";
         } else if (!v->allowed && group_problems(&bg, i)) {
+            char root[64];
             verdict = "rejected";
             err = group_message(&bg, i, &part);
+            if (!err)
+                err = group_fixes(&bg, i, cluster_root(o->kind, root, sizeof(root)), r);
             message = wh_buf_ptr(&part);
         } else if (v->allowed && pd->group && !strcmp(pd->group, gname)) {
             verdict = "rejected";
@@ -409,6 +509,18 @@ static enum wh_err check_workload(struct origin *o, const cJSON *doc, const cJSO
                            : WH_ERR_NOMEM;
     if (!cerr && !err)
         cerr = add_notes(row, r.notes);
+    cJSON *fixes = cerr || err ? NULL : cJSON_CreateArray();
+    if (!cerr && !err && !fixes)
+        cerr = WH_ERR_NOMEM;
+    for (size_t k = 0; !cerr && fixes && k < r.verdict.problems.n; k++)
+        if (r.verdict.problems.items[k].suggest)
+            cerr = add_fix(fixes, r.verdict.problems.items[k].suggest,
+                           r.verdict.problems.items[k].message, NULL);
+    if (!cerr && fixes) {
+        cerr = set_fixes(row, fixes);
+        fixes = NULL;
+    }
+    cJSON_Delete(fixes);
     cJSON_Delete(group);
     if (!cerr) /* a KubeRay worker-group column */
         cJSON_DeleteItemFromObjectCaseSensitive(row, "replicas");
@@ -568,6 +680,35 @@ static void cell(const cJSON *r, size_t col, char *out, size_t len)
     }
 }
 
+/* A row's fixes under its denial: one line per option, its edits joined
+ * ("fix g: spec.x = 4, spec.y = 2", "fix g (one of 2): ..." when there are
+ * several; google.com/tpu edits say "per pod"). */
+static enum wh_err fix_lines(const cJSON *r, const char *where, struct wh_buf *out)
+{
+    enum wh_err err = WH_OK;
+    const cJSON *fixes = wh_json_get(r, "fixes");
+    for (const cJSON *f = fixes ? fixes->child : NULL; !err && f; f = f->next) {
+        const cJSON *opts = wh_json_get(f, "options");
+        int n = cJSON_GetArraySize(opts);
+        for (const cJSON *o = opts ? opts->child : NULL; !err && o; o = o->next) {
+            err = n > 1 ? wh_buf_addf(out, "\n%s: fix %s (one of %d): ", where,
+                                      wh_json_str0(r, "group"), n)
+                        : wh_buf_addf(out, "\n%s: fix %s: ", where, wh_json_str0(r, "group"));
+            for (const cJSON *e = o->child; !err && e; e = e->next) {
+                const cJSON *v = wh_json_get(e, "value");
+                const char *sep = e == o->child ? "" : ", ";
+                const char *per = cJSON_IsTrue(wh_json_get(e, "tpuChipsPerPod")) ? " per pod" : "";
+                err = cJSON_IsString(v)
+                          ? wh_buf_addf(out, "%s%s = \"%s\"", sep, wh_json_str0(e, "field"),
+                                        v->valuestring)
+                          : wh_buf_addf(out, "%s%s = %.0f%s", sep, wh_json_str0(e, "field"),
+                                        cJSON_IsNumber(v) ? v->valuedouble : 0.0, per);
+            }
+        }
+    }
+    return err;
+}
+
 enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, struct wh_buf *out)
 {
     int width[N_COLUMNS];
@@ -604,6 +745,8 @@ enum wh_err wh_check_table(const cJSON *rows, const struct wh_check_stats *st, s
         else if (strcmp(verdict, "ok"))
             err = wh_buf_addf(out, "\n%s: %s %s: %s", text, verdict, wh_json_str0(r, "group"),
                               wh_json_str0(r, "message"));
+        if (!err)
+            err = fix_lines(r, text, out);
         const cJSON *ws = wh_json_get(r, "warnings");
         for (const cJSON *w = ws ? ws->child : NULL; !err && w; w = w->next)
             err = wh_buf_addf(out, "\n%s: warning %s: %s", text, wh_json_str0(r, "group"),

@@ -27,7 +27,7 @@
 #include "wh/utf8.h"              /* wh_utf8_trim_cut */
 #include "wh/validate.h"          /* wh_validate_raycluster_report */
 #include "wh/workload.h"          /* wh_mutate_workload */
-#include "wh/workload_validate.h" /* wh_validate_workload */
+#include "wh/workload_validate.h" /* wh_validate_workload_report */
 #include "wh/workload_pods.h"     /* wh_workload_pods */
 
 /* What an AdmissionReview says about its object. */
@@ -97,9 +97,11 @@ static enum wh_err request_of(const cJSON *obj, bool pod, long seq, cJSON **out)
 
 /* Decide about obj with the engine's policy for route, as wh_engine_decide
  * does for the same request; report (may be NULL) gets the findings of a
- * RayCluster's validation. d must be initialised. */
-static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq, const struct wh_state *st,
-                          struct wh_decision *d, struct wh_validation *report, char *errbuf)
+ * RayCluster's validation, wl (may be NULL) a workload's problems. d must be
+ * initialised. */
+static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq,
+                          const struct wh_state *st, struct wh_decision *d,
+                          struct wh_validation *report, struct wh_violations *wl, char *errbuf)
 {
     cJSON *req = NULL;
     bool pod = route == WH_ROUTE_MUTATE || route == WH_ROUTE_MUTATE_WORKLOAD;
@@ -114,7 +116,9 @@ static enum wh_err decide(const cJSON *obj, enum wh_route route, long seq, const
     switch (route) {
     case WH_ROUTE_MUTATE: err = wh_mutate_pod(rv, st, d, errbuf); break;
     case WH_ROUTE_MUTATE_WORKLOAD: err = wh_mutate_workload(rv, st, d, errbuf); break;
-    case WH_ROUTE_VALIDATE_WORKLOAD: err = wh_validate_workload(rv, st, d, errbuf); break;
+    case WH_ROUTE_VALIDATE_WORKLOAD:
+        err = wh_validate_workload_report(rv, st, d, wl, errbuf);
+        break;
     default: err = wh_validate_raycluster_report(rv, st, d, report, errbuf); break;
     }
     wh_review_free(rv);
@@ -230,7 +234,7 @@ static enum wh_err verdict_of(const cJSON *obj, enum wh_route route, struct wh_r
     wh_decision_init(&d);
     enum wh_err err = with_empty_state(&ms, &st, errbuf);
     if (!err)
-        err = decide(obj, route, 0, &st, &d, &v->findings, errbuf);
+        err = decide(obj, route, 0, &st, &d, &v->findings, &v->problems, errbuf);
     if (err)
         goto out;
     v->allowed = d.allowed;
@@ -265,6 +269,7 @@ void wh_render_verdict_free(struct wh_render_verdict *v)
     free(v->message);
     cJSON_Delete(v->warnings);
     wh_validation_free(&v->findings);
+    wh_violations_free(&v->problems);
     memset(v, 0, sizeof(*v));
 }
 
@@ -304,7 +309,7 @@ static enum wh_err admit_pods(cJSON *pods, enum wh_route route, struct wh_render
         struct wh_state st = wh_memstate_view(ms);
         struct wh_decision d;
         wh_decision_init(&d);
-        err = decide(p, route, seq, &st, &d, NULL, errbuf);
+        err = decide(p, route, seq, &st, &d, NULL, NULL, errbuf);
         if (err) {
             wh_decision_free(&d);
             break;
@@ -356,7 +361,7 @@ enum wh_err wh_render_admit_pod(const cJSON *pod, enum wh_route route, const str
     *denial = NULL;
     struct wh_decision d;
     wh_decision_init(&d);
-    enum wh_err err = decide(pod, route, 1, st, &d, NULL, errbuf);
+    enum wh_err err = decide(pod, route, 1, st, &d, NULL, NULL, errbuf);
     if (!err && !d.allowed) {
         *denial = strdup(d.message ? d.message : "no reason given");
         err = *denial ? WH_OK : WH_ERR_NOMEM;

@@ -17,12 +17,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "wh/buf.h"      /* struct wh_buf */
-#include "wh/engine.h"   /* enum wh_route */
-#include "wh/err.h"      /* enum wh_err */
-#include "wh/kuberay.h"  /* struct wh_kuberay_opts */
-#include "wh/state.h"    /* struct wh_state */
-#include "wh/validate.h" /* struct wh_validation */
+#include "wh/buf.h"        /* struct wh_buf */
+#include "wh/engine.h"     /* enum wh_route */
+#include "wh/err.h"        /* enum wh_err */
+#include "wh/kuberay.h"    /* struct wh_kuberay_opts */
+#include "wh/state.h"      /* struct wh_state */
+#include "wh/validate.h"   /* struct wh_validation */
+#include "wh/violations.h" /* struct wh_violations */
 
 /* The engine's answer to a RayCluster CREATE. */
 struct wh_render_verdict {
@@ -30,6 +31,7 @@ struct wh_render_verdict {
     char *message;                 /* malloc'd denial message; NULL when allowed */
     cJSON *warnings;               /* JSON array of strings, never NULL after success */
     struct wh_validation findings; /* the same, per worker group, as data */
+    struct wh_violations problems; /* a workload's (Job, JobSet, LWS) problems, as data */
 };
 
 /* Validate cluster (not changed) as the webhook would. On success v holds
