@@ -14,12 +14,10 @@
 #include "wh/fileio.h" /* wh_read_regular_file */
 #include "wh/log.h"    /* wh_log */
 #include "wh/tls.h"    /* WH_TLS_CLOCK_SKEW_S, wh_tls_client_refusals */
+#include "retire.h"    /* wh_retire_* */
 
 #define MAX_CAS 8
 #define PEM_MAX ((size_t)1024 * 1024)
-/* As the serving pairs (tls.c): a handshake that picked a set is over
- * long before this. */
-#define RETIRE_GRACE_S 600
 #define LOG_EVERY_S 10
 
 /* One set of CAs, as one file held them. */
@@ -28,8 +26,7 @@ struct trust {
     unsigned n_cas;
     char subject[256]; /* of the first CA, for the logs */
     time_t not_after;  /* the earliest of the CAs' */
-    time_t retired_at;
-    struct trust *next_retired;
+    struct wh_retire_node retire;
 };
 
 struct wh_clientca {
@@ -39,7 +36,7 @@ struct wh_clientca {
     bool refused;
     char read_problem[WH_ERRBUF_LEN]; /* last read failure logged */
     char refusal[WH_ERRBUF_LEN];      /* why the file seen is refused */
-    struct trust *retired;
+    struct wh_retire_list retired;    /* replaced sets (retire.h) */
 };
 
 /* Handshakes refused for their client certificate, and when the last one
@@ -61,6 +58,11 @@ static void trust_free(struct trust *t)
         return;
     gnutls_x509_trust_list_deinit(t->list, 1);
     free(t);
+}
+
+static void trust_retired_free(struct wh_retire_node *node)
+{
+    trust_free(WH_RETIRED_OBJ(node, struct trust, retire));
 }
 
 /* Why crt cannot be a client CA now (WH_OK: it can). */
@@ -207,27 +209,12 @@ struct wh_clientca *wh_clientca_new(const char *file, char *errbuf)
     return ca;
 }
 
-static void free_retired(struct wh_clientca *ca, bool all)
-{
-    time_t now = time(NULL);
-    struct trust **tp = &ca->retired;
-    while (*tp) {
-        struct trust *t = *tp;
-        if (all || now - t->retired_at > RETIRE_GRACE_S) {
-            *tp = t->next_retired;
-            trust_free(t);
-        } else {
-            tp = &t->next_retired;
-        }
-    }
-}
-
 void wh_clientca_free(struct wh_clientca *ca)
 {
     if (!ca)
         return;
     trust_free(atomic_load(&ca->cur));
-    free_retired(ca, true);
+    wh_retire_drain(&ca->retired);
     wh_buf_free(&ca->seen);
     free(ca->file);
     free(ca);
@@ -243,7 +230,7 @@ int wh_clientca_poll(struct wh_clientca *ca)
     wh_buf_init(&pem, PEM_MAX);
     int rc = 0;
     struct trust *t = NULL;
-    free_retired(ca, false);
+    wh_retire_reap(&ca->retired, time(NULL));
     enum wh_err err = wh_read_regular_file(ca->file, &pem, why);
     if (err) {
         /* Mid-rotation (a file briefly missing) is normal; say it once. */
@@ -281,9 +268,7 @@ int wh_clientca_poll(struct wh_clientca *ca)
     ca->refused = false;
     ca->refusal[0] = '\0';
     struct trust *old = atomic_exchange(&ca->cur, t);
-    old->retired_at = time(NULL);
-    old->next_retired = ca->retired;
-    ca->retired = old;
+    wh_retire_push(&ca->retired, &old->retire, trust_retired_free, time(NULL));
     log_ca("tls_client_ca_reloaded", t, ca->file);
     wh_clientca_warn_if_expiring(ca);
     rc = 1;

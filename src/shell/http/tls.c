@@ -16,13 +16,10 @@
 #include "wh/fileio.h" /* wh_read_regular_file */
 #include "wh/log.h"    /* wh_log */
 #include "clientca.h"  /* wh_clientca_* */
+#include "retire.h"    /* wh_retire_* */
 
 #define MAX_CHAIN 8
 #define PEM_MAX ((size_t)1024 * 1024)
-/* A replaced pair may still be in the middle of a handshake that picked it;
- * handshakes are bounded by the server's header timeout (seconds), so a pair
- * is freed this long after it was replaced. */
-#define RETIRE_GRACE_S 600
 #define EXPIRY_CHECK_S 3600
 
 struct pair {
@@ -30,8 +27,7 @@ struct pair {
     unsigned n_pcerts;
     gnutls_privkey_t key;
     struct wh_cert_info info;
-    time_t retired_at;
-    struct pair *next_retired;
+    struct wh_retire_node retire;
 };
 
 struct wh_tls {
@@ -52,7 +48,8 @@ struct wh_tls {
     /* DNS names every new certificate must carry (wh_tls_opts.dns_names). */
     char *names[WH_TLS_MAX_NAMES];
     unsigned n_names;
-    struct pair *retired;
+    /* Replaced pairs a handshake may still hold (retire.h). */
+    struct wh_retire_list retired;
     time_t next_expiry_check;
 };
 
@@ -275,6 +272,11 @@ static void pair_free(struct pair *p)
     free(p);
 }
 
+static void pair_retired_free(struct wh_retire_node *node)
+{
+    pair_free(WH_RETIRED_OBJ(node, struct pair, retire));
+}
+
 static enum wh_err pair_load(const char *cert_pem, size_t cert_len, const char *key_pem,
                              size_t key_len, struct pair **out, char *errbuf)
 {
@@ -404,21 +406,6 @@ fail:
     return NULL;
 }
 
-static void free_retired(struct wh_tls *tls, bool all)
-{
-    time_t now = time(NULL);
-    struct pair **pp = &tls->retired;
-    while (*pp) {
-        struct pair *p = *pp;
-        if (all || now - p->retired_at > RETIRE_GRACE_S) {
-            *pp = p->next_retired;
-            pair_free(p);
-        } else {
-            pp = &p->next_retired;
-        }
-    }
-}
-
 void wh_tls_free(struct wh_tls *tls)
 {
     if (!tls)
@@ -426,7 +413,7 @@ void wh_tls_free(struct wh_tls *tls)
     struct wh_tls *expected = tls;
     atomic_compare_exchange_strong(&active, &expected, NULL);
     pair_free(atomic_load(&tls->cur));
-    free_retired(tls, true);
+    wh_retire_drain(&tls->retired);
     wh_clientca_free(tls->ca);
     wh_buf_free(&tls->seen_cert);
     wh_buf_free(&tls->seen_key);
@@ -505,9 +492,7 @@ static int poll_pair(struct wh_tls *tls)
     tls->refused = false;
     tls->refusal[0] = '\0';
     struct pair *old = atomic_exchange(&tls->cur, p);
-    old->retired_at = time(NULL);
-    old->next_retired = tls->retired;
-    tls->retired = old;
+    wh_retire_push(&tls->retired, &old->retire, pair_retired_free, time(NULL));
     log_pair("tls_reloaded", &p->info, tls->cert_file);
     warn_if_expiring(&p->info);
     rc = 1;
@@ -522,7 +507,7 @@ int wh_tls_poll(struct wh_tls *tls)
     if (!tls)
         return 0;
     check_expiry(tls);
-    free_retired(tls, false);
+    wh_retire_reap(&tls->retired, time(NULL));
     int a = tls->cert_file ? poll_pair(tls) : 0;
     int b = tls->ca ? wh_clientca_poll(tls->ca) : 0;
     return a < 0 || b < 0 ? -1 : a > 0 || b > 0 ? 1 : 0;
