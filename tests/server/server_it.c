@@ -1107,6 +1107,18 @@ static void tls_read_head(SSL *ssl, char *in, size_t cap)
     in[got] = '\0';
 }
 
+/* The header block of a POST /mutate of len bytes whose client waits for
+ * "100 Continue" before its body; false when it could not be written. */
+static bool write_expect_head(SSL *ssl, size_t len)
+{
+    char head[256];
+    int hl = snprintf(head, sizeof(head),
+                      "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Expect: 100-continue\r\nContent-Length: %zu\r\n\r\n",
+                      len);
+    return SSL_write(ssl, head, hl) == hl;
+}
+
 static void case_sigterm(void)
 {
     char *extra[] = {"--shutdown-timeout=5s", NULL};
@@ -1136,12 +1148,8 @@ static void case_sigterm(void)
      * has logged the signal; it is answered all the same. */
     struct tls_conn held;
     CHECK(tls_open(&held, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "held request: handshake");
-    char head[256], in[4096];
-    int hl = snprintf(head, sizeof(head),
-                      "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      "Expect: 100-continue\r\nContent-Length: %zu\r\n\r\n",
-                      plen);
-    CHECK(SSL_write(held.ssl, head, hl) == hl, "held request: header block");
+    char in[4096];
+    CHECK(write_expect_head(held.ssl, plen), "held request: header block");
     tls_read_head(held.ssl, in, sizeof(in));
     CHECK(strstr(in, " 100 "), "held request: no 100 Continue (%.80s)", in);
     kill(server_pid, SIGTERM);
@@ -1972,6 +1980,26 @@ static void case_client_cert(void)
               curl_easy_strerror(r.rc), r.status, r.body);
     }
     free(big);
+    /* A client waiting for "100 Continue" sends its body only when asked:
+     * the 403 comes at once, with no 100 before it, and the connection
+     * closes with the body never sent. Read to the server's close (the
+     * socket's receive timeout only stops a hang). */
+    struct tls_conn t;
+    CHECK(tls_open(&t, TLS1_2_VERSION, TLS1_3_VERSION, NULL), "100-continue: handshake");
+    char in[4096];
+    CHECK(write_expect_head(t.ssl, len), "100-continue: header block");
+    size_t got = 0;
+    int rd = 0;
+    errno = 0;
+    while (got + 1 < sizeof(in) && (rd = SSL_read(t.ssl, in + got, (int)(sizeof(in) - 1 - got))) > 0)
+        got += (size_t)rd;
+    in[got] = '\0';
+    CHECK(rd <= 0 && errno != EAGAIN && errno != EWOULDBLOCK,
+          "100-continue without a certificate: the connection stayed open (%.200s)", in);
+    CHECK(!strncmp(in, "HTTP/1.1 403 ", 13) && strstr(in, "\"reason\":\"Forbidden\"") &&
+              strstr(in, "--client-ca-file") && strcasestr(in, "\r\nConnection: close\r\n"),
+          "100-continue without a certificate, body held back: want 403 at once, got %.200s", in);
+    tls_close(&t);
     /* Another CA's certificate, or A's certificate for servers only: the
      * handshake fails, whatever the route. */
     expect_tls_refused(ok_b, "/mutate", review);
