@@ -319,38 +319,103 @@ class ClientCertMissing(OwnCluster):
         print("ok: refused: %s" % p.stderr.strip()[:300])
 
 
+def create_job(ns, name, tpu):
+    """An Indexed Job of one pod in ns; with tpu, its TPU pod template lacks
+    the topology (the webhook warns its pods); without, it is suspended and
+    asks for no TPU (nothing to warn). Its uid."""
+    spec = {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}
+    if tpu:
+        spec["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
+        spec["containers"][0]["resources"] = {"limits": {"google.com/tpu": "4"}}
+    cl.kubectl("create", "-n", ns, "-f", "-", input=json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"completions": 1, "parallelism": 1, "completionMode": "Indexed",
+                 "suspend": not tpu, "template": {"spec": spec}}}))
+    return cl.get_json("job", name, "-n", ns)["metadata"]["uid"]
+
+
+def job_events(ns):
+    """The webhook's Events (reason TPU...) on Jobs of ns."""
+    return [e for e in cl.get_json("events", "-n", ns)["items"]
+            if e["involvedObject"].get("kind") == "Job" and e["reason"].startswith("TPU")]
+
+
+def check_job_events(ns, name, uid):
+    """JobEventUid's checks: the webhook's Events on the Jobs of ns (waited
+    for) are each about Job name and carry its uid, and no Event was held
+    back as unverified. The Events."""
+    evs = cl.wait_for(lambda: job_events(ns), 60, "the webhook's Event on Job %s/%s" % (ns, name))
+    for e in evs:
+        o = e["involvedObject"]
+        assert o["name"] == name, "an Event about Job %s/%s, which the request does not name: %s" % (
+            ns, o["name"], e["metadata"]["name"])
+        assert o.get("uid") == uid, "an Event on Job %s/%s with uid %s, not the Job's %s" % (
+            ns, name, o.get("uid"), uid)
+    unverified = cl.metric_sum(cl.metrics(), "tpu_webhook_events_total", result="unverified")
+    assert unverified == 0, "%d Event(s) held back as unverified" % unverified
+    return evs
+
+
 class JobEventUid(OwnCluster):
     """An Event about a Job names the uid the API server confirmed (issue
     35, item 2: the Events thread GETs the Job a pod names, with the
     chart's RBAC, before it writes): a real Indexed Job whose TPU pod
     template lacks the topology; the Job controller's pods are warned, and
     the Event on the Job carries the Job's own uid, so `kubectl describe
-    job` lists it."""
-    UP_ARGS, CLUSTER = [], "jobeventuid"
+    job` lists it. Its cluster is kept for JobEventUidForged."""
+    UP_ARGS, CLUSTER, KEEP = [], "jobeventuid", True
 
     def test_event_carries_the_job_uid(self):
         ns = "cl-job-event-uid"
         cl.create_namespace(ns, labels={"tpu-webhook/inject": "enabled"})
-        cl.kubectl("create", "-n", ns, "-f", "-", input=json.dumps({
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "no-topology"},
-            "spec": {"completions": 1, "parallelism": 1, "completionMode": "Indexed",
-                     "template": {"spec": {
-                         "restartPolicy": "Never",
-                         "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"},
-                         "containers": [{"name": "c", "image": "busybox", "resources": {
-                             "limits": {"google.com/tpu": "4"}}}]}}}}))
-        uid = cl.get_json("job", "no-topology", "-n", ns)["metadata"]["uid"]
-        evs = cl.wait_for(lambda: [e for e in cl.get_json("events", "-n", ns)["items"]
-                                   if e["involvedObject"].get("kind") == "Job" and
-                                   e["reason"].startswith("TPU")], 60,
-                          "the webhook's Event on Job %s/no-topology" % ns)
-        for e in evs:
-            self.assertEqual(e["involvedObject"]["name"], "no-topology")
-            self.assertEqual(e["involvedObject"].get("uid"), uid, e)
-        ms = cl.metrics()
-        self.assertEqual(cl.metric_sum(ms, "tpu_webhook_events_total", result="unverified"), 0)
+        uid = create_job(ns, "no-topology", tpu=True)
+        evs = check_job_events(ns, "no-topology", uid)
         print("ok: %d Event(s) on the Job with its uid %s: %s" % (len(evs), uid, evs[0]["reason"]))
+
+
+FORGED_UID = "00000000-0000-4000-8000-00000000dead"
+
+
+def forge_event(ns, genuine, name, uid):
+    """A copy of the webhook's Event genuine, as the webhook would write it,
+    about Job ns/name with uid; its name."""
+    ev = {k: v for k, v in genuine.items() if k not in ("metadata", "involvedObject")}
+    ev["metadata"] = {"name": "forged.%s.%d" % (name, time.time_ns()), "namespace": ns}
+    ev["involvedObject"] = dict(genuine["involvedObject"], name=name, uid=uid)
+    cl.kubectl("create", "-f", "-", input=json.dumps(ev))
+    return ev["metadata"]["name"]
+
+
+class JobEventUidForged(OwnCluster):
+    """JobEventUid's negative control: beside the webhook's genuine Event
+    (the case's check passes on it first), an Event written as the webhook
+    writes its own, but naming the Job with a uid that is not the Job's,
+    then another about a real Job of the namespace that no request named:
+    the case's check fails on each, so a webhook that wrote either would
+    fail the case. Removed, the check passes again."""
+    UP_ARGS, CLUSTER = [], "jobeventuid"
+
+    def test_forged_events_fail_the_check(self):
+        ns = "cl-job-event-uid-forged"
+        cl.create_namespace(ns, labels={"tpu-webhook/inject": "enabled"})
+        uid = create_job(ns, "no-topology", tpu=True)
+        genuine = check_job_events(ns, "no-topology", uid)[0]
+        create_job(ns, "bystander", tpu=False)
+        msgs = []
+        for name, forged_uid, want in (("no-topology", FORGED_UID, "with uid %s, not the Job's" % FORGED_UID),
+                                       ("bystander", cl.get_json("job", "bystander", "-n", ns)["metadata"]["uid"],
+                                        "Job %s/bystander, which the request does not name" % ns)):
+            ev = forge_event(ns, genuine, name, forged_uid)
+            try:
+                msg = op.fails(check_job_events, ns, "no-topology", uid)
+            finally:
+                cl.kubectl("delete", "event", ev, "-n", ns)
+            self.assertIn(want, msg)
+            msgs.append(msg)
+        check_job_events(ns, "no-topology", uid)
+        print("ok: the check fails on a wrong uid: %s\nok: and on another Job: %s" % tuple(msgs))
 
 
 if __name__ == "__main__":
