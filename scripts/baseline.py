@@ -56,6 +56,7 @@ GROUPS = [
     ("manifests", "tests/fixtures/manifests", "manifest", None),
     ("workloads", "tests/fixtures/workloads", "manifest", None),
     ("offline", "tests/fixtures/offline", "manifest", None),
+    ("fixes", "tests/fixtures/fixes", "manifest", lambda n: n.endswith(".yaml")),
     ("kuberay-samples", "tests/fixtures/kuberay-samples", "manifest",
      lambda n: n.endswith(".yaml")),
     ("bad-manifests", "tests/fixtures/bad-manifests", "manifest", None),
