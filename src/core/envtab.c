@@ -61,8 +61,9 @@ const struct wh_env_def wh_envtab[WH_ENV__COUNT] = {
                               true},
     [WH_ENV_TPU_NAME] = {"TPU_NAME",
                          "the slice's name, one per worker-group replica: Ray's TPU slice "
-                         "resource",
-                         {[K] = WH_VERB_SET_IF_EMPTY, [W] = WH_VERB_NONE},
+                         "resource; on workload pods only a LeaderWorkerSet subgroup's "
+                         "(`<leader>-subgroup-<i>`)",
+                         {[K] = WH_VERB_SET_IF_EMPTY, [W] = WH_VERB_SET_IF_PLACEHOLDER},
                          true},
     [WH_ENV_TPU_DEVICE_PLUGIN_HOST_IP] = {"TPU_DEVICE_PLUGIN_HOST_IP",
                                           "the node's IP (a fieldRef to status.hostIP), for "
@@ -104,9 +105,11 @@ static const struct {
     [WH_VERB_SET_IF_EMPTY] = {"set if empty",
                               "written unless a non-empty value decides; a `valueFrom` is "
                               "replaced (the reference's rule)"},
-    [WH_VERB_SET_IF_PLACEHOLDER] = {"set if empty or single-host",
-                                    "as \"set if empty\", and also over a single-host value "
-                                    "(`localhost`, the reference's default worker id)"},
+    [WH_VERB_SET_IF_PLACEHOLDER] = {"set if empty or placeholder",
+                                    "as \"set if empty\", and also over a placeholder: a "
+                                    "single-host value (`localhost`, the reference's default "
+                                    "worker id), or LWS's group-wide `TPU_NAME` on a subgroup "
+                                    "pod"},
     [WH_VERB_SET_IF_UNSET] = {"set if unset",
                               "written unless a non-empty value or a `valueFrom` decides; an "
                               "empty value is filled"},

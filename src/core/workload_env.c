@@ -71,6 +71,21 @@ static enum wh_err identity_env(struct cenv *c)
     return err;
 }
 
+/* LWS subgroups: each subgroup is a slice, which LWS names after the whole
+ * group; the subgroup's own name replaces that one (another value is the
+ * user's and kept). */
+static enum wh_err slice_name_env(struct cenv *c)
+{
+    const struct wh_tpu_pod *w = c->w;
+    if (!w->lws_tpu_name)
+        return WH_OK;
+    struct wh_env_lookup lk;
+    wh_env_lookup(c->env, "TPU_NAME", &lk);
+    if (!wh_env_wants(&c->wr, WH_PATH_WORKLOAD, WH_ENV_TPU_NAME, !strcmp(lk.value, w->lws_tpu_name)))
+        return WH_OK;
+    return wh_env_set(&c->wr, "TPU_NAME", w->tpu_name);
+}
+
 /* The slices a TPU container's MEGASCALE_* joins (megascale.h); the
  * torchrun world (PET_*) is the same set of slices. */
 static enum wh_ms_world world_of(const struct wh_tpu_pod *w, const cJSON *env, const char **declared)
@@ -290,6 +305,8 @@ enum wh_err wh_wl_container_env(struct wh_tpu_pod *w, unsigned ci)
     struct cenv c = {.w = w, .ci = ci, .env = wh_json_get(w->tc.items[ci].obj, "env")};
     wh_env_writer_init(&c.wr, w->d, w->tc.items[ci].index, c.env);
     enum wh_err err = identity_env(&c);
+    if (!err)
+        err = slice_name_env(&c);
     if (!err)
         err = megascale_env(&c);
     if (!err)

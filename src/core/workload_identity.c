@@ -7,7 +7,7 @@
 #include "wh/buf.h"     /* wh_buf_* */
 #include "wh/json.h"    /* wh_json_str, wh_parse_long */
 #include "wh/podspec.h" /* wh_meta_* */
-#include "wh/podwarn.h" /* WH_PW_LWS_SUBGROUPS, WH_PW_NOT_INDEXED */
+#include "wh/podwarn.h" /* WH_PW_NOT_INDEXED */
 
 /* A whole number >= 0 from a label/annotation; denial naming it otherwise. */
 static enum wh_err index_of(struct wh_tpu_pod *w, const char *key, const char *v, long *out)
@@ -172,12 +172,71 @@ static bool worker_index_from_name(const char *name, const char *leader, long *o
            *out > 0;
 }
 
+bool wh_lws_subgroup_fault(const struct wh_lws_subgroup_shape *sh, char *out, size_t n)
+{
+    static const char *const leader[3] =
+        {"the leader requests google.com/tpu",
+         ("spec.leaderWorkerTemplate.leaderTemplate is absent, so the leader is a "
+          "workerTemplate pod and requests google.com/tpu"),
+         "spec.leaderWorkerTemplate.leaderTemplate requests google.com/tpu"};
+    long tpu = sh->size - (sh->leader_tpu ? 0 : 1), g = sh->subgroup;
+    long whole = g > 0 && tpu > 0 ? tpu / g * g : 0; /* TPU pods in whole subgroups */
+    long want = (whole > 0 ? whole : sh->hosts) + 1; /* a size that works */
+    if (g != sh->hosts)
+        snprintf(out, n,
+                 "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected %ld "
+                 "(topology %s with %ld chips per pod needs %ld hosts per slice)",
+                 sh->subgroup_text, sh->hosts, sh->topology, sh->chips, sh->hosts);
+    else if (sh->leader_tpu)
+        snprintf(out, n,
+                 "%s: with subGroupPolicy, LWS's pod webhook gives the leader TPU_WORKER_ID -1 "
+                 "(LWS v0.9.0), or counts it as one host too many in subgroup 0, so subgroup "
+                 "0's slice never starts; give the leader a leaderTemplate without "
+                 "google.com/tpu and set spec.leaderWorkerTemplate.size to %ld (%ld subgroups "
+                 "of %ld TPU workers after the leader)",
+                 leader[sh->leader_template + 1], want, (want - 1) / g, g);
+    else if (sh->size >= 0 && tpu % g)
+        snprintf(out, n,
+                 "spec.leaderWorkerTemplate.size is %ld, expected %ld or %ld: its %ld TPU "
+                 "workers after the leader are not whole subgroups of subGroupSize %ld, so the "
+                 "last subgroup's slice waits for hosts that never come",
+                 sh->size, want, want + g, tpu, g);
+    else
+        return false;
+    return true;
+}
+
+/* LWS subgroups (wh_lws_subgroup_fault): each subgroup is a slice. On the
+ * shapes that start, subgroup i is the workers i * n + 1 .. (i + 1) * n;
+ * the identity is filled as LWS's would be (the same order, whichever
+ * webhook runs first), and TPU_NAME, which LWS gives every subgroup alike,
+ * is the subgroup's. Sets w->host, w->identity, w->tpu_name,
+ * w->lws_tpu_name and *first, the ordinal of the slice's host 0. */
+static enum wh_err lws_subgroup(struct wh_tpu_pod *w, const char *leader, bool leader_tpu,
+                                long size, long worker, long *first)
+{
+    long n;
+    const char *v = wh_meta_annotation(w->pod, WH_KEY_LWS_SUBGROUP_SIZE);
+    enum wh_err err = index_of(w, WH_KEY_LWS_SUBGROUP_SIZE, v, &n);
+    if (err || wh_tpu_pod_denied(w))
+        return err;
+    char fix[640];
+    struct wh_lws_subgroup_shape sh = {n,           v,    w->n_hosts, w->tc.chips,
+                                       w->topology, size, leader_tpu, -1};
+    if (wh_lws_subgroup_fault(&sh, fix, sizeof(fix)))
+        return wh_tpu_pod_deny(w, "%s", fix);
+    long sg = (worker - 1) / n;
+    w->host = (worker - 1) % n;
+    *first = sg * n + 1;
+    w->identity = true;
+    w->lws_tpu_name = leader;
+    snprintf(w->tpu_name, sizeof(w->tpu_name), "%.290s-subgroup-%ld", leader, sg);
+    return WH_OK;
+}
+
 enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped, char *errbuf)
 {
-    (void)st, (void)errbuf;
-    if (wh_meta_has_annotation(w->pod, WH_KEY_LWS_SUBGROUP_SIZE))
-        return wh_wl_skip(w, skipped, WH_PW_LWS_SUBGROUPS,
-                          "LeaderWorkerSet subgroups are not supported");
+    (void)st, (void)skipped, (void)errbuf;
     const char *leader = wh_meta_annotation(w->pod, WH_KEY_LWS_LEADER_NAME);
     bool is_leader = !leader;
     if (is_leader)
@@ -199,14 +258,23 @@ enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *ski
                                WH_KEY_LWS_WORKER_INDEX, w->pod_name, leader);
     if (err || wh_tpu_pod_denied(w))
         return err;
-    long tpu_hosts = size - (leader_tpu ? 0 : 1);
-    if (size >= 0 && tpu_hosts != w->n_hosts)
+    long first = leader_tpu ? 0 : 1; /* the ordinal of the slice's host 0 */
+    bool subgroups = wh_meta_has_annotation(w->pod, WH_KEY_LWS_SUBGROUP_SIZE);
+    if (subgroups) {
+        if (w->n_hosts == 1)
+            return single_host(w); /* a slice of one host: no peers to get wrong */
+        err = lws_subgroup(w, leader, leader_tpu, size, worker, &first);
+        if (err || wh_tpu_pod_denied(w))
+            return err;
+    } else if (size >= 0 && size - first != w->n_hosts) {
         return wh_tpu_pod_deny(w,
                                "size %ld gives %ld TPU hosts per group but topology %s with %ld "
                                "chips per pod needs %ld; set spec.leaderWorkerTemplate.size to %ld",
-                               size, tpu_hosts, w->topology, w->tc.chips, w->n_hosts,
-                               w->n_hosts + (leader_tpu ? 0 : 1));
-    w->host = worker - (leader_tpu ? 0 : 1);
+                               size, size - first, w->topology, w->tc.chips, w->n_hosts,
+                               w->n_hosts + first);
+    }
+    if (!subgroups)
+        w->host = worker - first;
     if (w->host < 0 || w->host >= w->n_hosts)
         return wh_tpu_pod_deny(w, "worker index %ld is outside the group's %ld TPU hosts", worker,
                                w->n_hosts);
@@ -219,17 +287,18 @@ enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *ski
                                "each other by name; let the LeaderWorkerSet controller create "
                                "the pod",
                                w->n_hosts);
-    /* LWS's own order: the leader (when it has TPUs), then -1 .. -(size-1). */
+    /* LWS's own order: the leader (when it has TPUs), then -1 .. -(size-1);
+     * a subgroup's from its first worker. */
     for (long k = 0; k < w->n_hosts && !err; k++) {
-        long ord = k + (leader_tpu ? 0 : 1);
+        long ord = k + first;
         if (ord == 0)
             err = wh_buf_addf(&w->hosts, "%s.%s", leader, sub);
         else
             err = wh_buf_addf(&w->hosts, "%s%s-%ld.%s", k ? "," : "", leader, ord, sub);
     }
     const char *comma = strchr(wh_buf_ptr(&w->hosts), ',');
-    size_t first = comma ? (size_t)(comma - wh_buf_ptr(&w->hosts)) : wh_buf_len(&w->hosts);
-    snprintf(w->master, sizeof(w->master), "%.*s", (int)(first < WH_WL_NAME_MAX ? first : 0),
+    size_t len0 = comma ? (size_t)(comma - wh_buf_ptr(&w->hosts)) : wh_buf_len(&w->hosts);
+    snprintf(w->master, sizeof(w->master), "%.*s", (int)(len0 < WH_WL_NAME_MAX ? len0 : 0),
              wh_buf_ptr(&w->hosts));
     return err;
 }

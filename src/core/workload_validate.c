@@ -25,6 +25,7 @@
 #include "wh/utf8.h"       /* wh_utf8_cut */
 #include "wh/violations.h" /* wh_violations_add_fix, wh_suggest_edit */
 #include "wh/workload.h"   /* WH_LABEL_INJECT */
+#include "wh/workload_identity.h" /* wh_lws_subgroup_fault */
 #include "wh/workload_topology.h" /* wh_pool_tpu_read, wh_subslice_exempt */
 
 #define PROBLEMS_MAX (64 * 1024)
@@ -821,6 +822,30 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
     return err;
 }
 
+/* The fix of an LWS subgroup denial as data (wh_lws_subgroup_fault): the
+ * subGroupSize of the slice and a size of whole subgroups, together; none
+ * for a leader with TPUs, whose fix is a leaderTemplate without them. */
+static void lws_subgroup_edits(struct vctx *v, const struct tmpl_hosts *th, long n, long size,
+                               bool leader_tpu)
+{
+    const char *sz = "spec.leaderWorkerTemplate.size", *szp = "/spec/leaderWorkerTemplate/size";
+    long whole = size > 1 ? (size - 1) / th->hosts * th->hosts : 0;
+    if (leader_tpu)
+        return;
+    if (n != th->hosts)
+        wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th->count_field[0], th->count_ptr[0], th->hosts,
+                        NULL);
+    if ((size - 1) % th->hosts == 0)
+        return;
+    for (size_t o = 0; o < 2; o++) {
+        if (o && n != th->hosts)
+            wh_suggest_edit(&v->fix, o, WH_EDIT_NUMBER, th->count_field[0], th->count_ptr[0],
+                            th->hosts, NULL);
+        wh_suggest_edit(&v->fix, o, WH_EDIT_NUMBER, sz, szp,
+                        (whole > 0 ? whole : th->hosts) + 1 + (long)o * th->hosts, NULL);
+    }
+}
+
 static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
 {
     const cJSON *lwt = wh_json_path(obj, "spec", "leaderWorkerTemplate", NULL);
@@ -848,33 +873,27 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
     };
     enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
                                      "spec.leaderWorkerTemplate.workerTemplate", &th);
-    if (!err && subgroups && th.hosts > 0)
-        err = pod_warning(v, &th, WH_PW_LWS_SUBGROUPS); /* the pod path injects nothing */
     if (err || th.hosts <= 1)
-        return err;
+        return err; /* one host per slice (subgroups too): no peers to get wrong */
     if (leader && !cJSON_IsNull(leader)) {
         struct tmpl_hosts lh = {.slices = 1, .label = "leaderTemplate", .made = 1};
         err = template_hosts(v, leader, "spec.leaderWorkerTemplate.leaderTemplate", &lh);
         leader_tpu = lh.chips > 0;
     }
-    if (!err && subgroups) {
-        long n = int_field(sg, "subGroupSize", -2);
-        if (n != th.hosts) {
-            char got[96];
-            value_text(sg, "subGroupSize", got, sizeof(got));
-            wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th.count_field[0], th.count_ptr[0],
-                            th.hosts, NULL);
-            err = problem(v,
-                          "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize is %s, expected "
-                          "%ld (topology %s with %ld chips per pod needs %ld hosts)",
-                          got, th.hosts, th.topology, th.chips, th.hosts);
-        }
-        return err;
+    char got[96], fix[640];
+    if (!err && subgroups) { /* the pod path's rule */
+        value_text(sg, "subGroupSize", got, sizeof(got));
+        long n = int_field(sg, "subGroupSize", -2), size = int_field(lwt, "size", 1);
+        struct wh_lws_subgroup_shape sh = {n,           got,  th.hosts,   th.chips,
+                                           th.topology, size, leader_tpu, cJSON_IsObject(leader)};
+        if (!wh_lws_subgroup_fault(&sh, fix, sizeof(fix)))
+            return WH_OK;
+        lws_subgroup_edits(v, &th, n, size, leader_tpu);
+        return problem(v, "%s", fix);
     }
     long want = th.hosts + (leader_tpu ? 0 : 1);
     long size = int_field(lwt, "size", 1);
     if (!err && size != want) {
-        char got[96];
         value_text(lwt, "size", got, sizeof(got));
         wh_suggest_edit(&v->fix, 0, WH_EDIT_NUMBER, th.count_field[0], th.count_ptr[0], want, NULL);
         err = problem(v,

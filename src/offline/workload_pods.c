@@ -586,8 +586,8 @@ static enum wh_err lws_tpu_env_subgroup(cJSON *pod, const struct wh_lws_sg *sg, 
         return wh_fail(errbuf, WH_ERR_INVALID,
                        "leader pod %.253s requests google.com/tpu but subGroupPolicyType "
                        "LeaderExcluded gives it no subgroup: LWS's pod webhook refuses it; "
-                       "set TPU_WORKER_ID and TPU_WORKER_HOSTNAMES in the leaderTemplate or "
-                       "request no TPUs there",
+                       "request no google.com/tpu in spec.leaderWorkerTemplate.leaderTemplate "
+                       "(a leader with TPUs makes no slice with subgroups, docs/workloads.md)",
                        leader);
     wh_lws_sg_span(sg, w, i, leader_tpu, &first, &last, &id);
     struct port one = {.text = has_env(c, "TPU_PROCESS_PORT") ? env_value(c, "TPU_PROCESS_PORT")

@@ -143,8 +143,8 @@ TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME", "TPU_PROCESS_AD
 def subgroup_view(pod):
     """What render must agree on for an LWS subgroup pod: its subgroup
     labels and annotations (subgroup-key's value is a hash of server state:
-    only which pods share it), and every container's TPU and TorchTPU
-    variables (LWS's pod webhook's; this one adds none to subgroup pods)."""
+    only which pods share it), and every container's TPU, TorchTPU, torchrun
+    and MEGASCALE variables (LWS's pod webhook's and this one's)."""
     m = pod["metadata"]
     ann = {k: v for k, v in (m.get("annotations") or {}).items()
            if k.startswith(LWS_KEY + "subgroup-") or k == LWS_KEY + "leader-requests-tpus"}
@@ -205,32 +205,49 @@ class SubsliceJob(WorkloadCase):
 
 class LeaderWorkerSetSubgroups(WorkloadCase):
     """LWS subgroups (issue 34): tests/fixtures/offline/lws-subgroups.yaml
-    (two v6e 4x4 slices per group; one LWS with a leader without TPUs, one
-    whose leader requests them) through the real LWS controller and pod
-    webhook: `tpu-webhook render` of the same objects agrees with the stored
-    pods on names, subgroup labels and annotations, which pods share a
-    subgroup-key, and every TPU variable (LWS's own, quirks included)."""
+    through the real LWS controller and pod webhook. The two shapes whose
+    slices cannot start are refused at the LWS object, naming the field:
+    sgl (a leader with TPUs, to which LWS v0.9.0 gives TPU_WORKER_ID -1)
+    and sgu (7 workers in subgroups of 4). sg (two v6e 4x4 subgroups per
+    group, a leader without TPUs) is stored, and its pods are judged on the
+    physics, each subgroup a slice: ids dense per subgroup, one host list
+    per subgroup whose entry i is worker i's name, the torchrun world the
+    subgroup, one TPU_NAME per subgroup and distinct between them; and
+    `tpu-webhook render` of the same object agrees with the stored pods on
+    names, subgroup labels and annotations, which pods share a
+    subgroup-key, and every TPU, TorchTPU and torchrun variable."""
 
-    def test_render_agrees(self):
-        ns = self.ns("wl-lws-subgroups")
+    def test_refused_or_stored_as_rendered(self):
+        # The namespace opts in (docs/workloads.md): the LWS objects are
+        # judged at /validate-workload, their TPU pods mutated.
+        ns = "wl-lws-subgroups"
+        cl.create_namespace(ns, labels={"tpu-webhook/inject": "enabled"})
+        self.addCleanup(cl.kubectl, "delete", "namespace", ns, "--wait=false", check=False)
         path = os.path.join(os.path.dirname(cl.WORKLOADS), "offline", "lws-subgroups.yaml")
         objs = op.in_namespace(path, ns)
-        op.apply_obj(objs)
-        p = cl.run([cl.env()["WH_WEBHOOK_BINARY"], "render", "--output", "json", "-"], input=json.dumps(objs))
-        rendered = {}
-        for r in json.loads(p.stdout)["items"]:
-            rendered.setdefault(r["metadata"]["labels"][LWS_KEY + "name"], []).append(r)
-        for o in objs["items"]:
-            name = o["metadata"]["name"]
-            stored = lws_pods(ns, o)
-            want = {r["metadata"]["name"]: subgroup_view(r) for r in rendered[name]}
-            got = {s["metadata"]["name"]: subgroup_view(s) for s in stored}
-            self.assertEqual(sorted(got), sorted(want))
-            for n in sorted(got):
-                self.assertEqual(got[n], want[n], n)
-            self.assertEqual(subgroup_partition(stored), subgroup_partition(rendered[name]))
-            print("ok: LeaderWorkerSet %s: %d stored pods as rendered; leader TPU_WORKER_ID %s" % (
-                name, len(stored), got[name + "-0"]["env"][next(iter(got[name + "-0"]["env"]))].get("TPU_WORKER_ID")))
+        by = {o["metadata"]["name"]: o for o in objs["items"]}
+        for name, field in (("sgl", "spec.leaderWorkerTemplate.leaderTemplate is absent"),
+                            ("sgu", "spec.leaderWorkerTemplate.size is 8, expected 5 or 9")):
+            p = cl.kubectl("apply", "-f", "-", input=json.dumps(by[name]), check=False)
+            self.assertNotEqual(p.returncode, 0, p.stdout)
+            self.assertIn(field, p.stderr)
+        good = dict(objs, items=[by["sg"]])
+        op.apply_obj(good)
+        p = cl.run([cl.env()["WH_WEBHOOK_BINARY"], "render", "--output", "json", "-"], input=json.dumps(good))
+        rendered = json.loads(p.stdout)["items"]
+        stored = lws_pods(ns, by["sg"])
+        tpu = [s for s in stored if physics.tpu_containers(s)]
+        self.assertEqual(len(tpu), 16)
+        physics.check_slices(tpu)
+        physics.check_slice_names(tpu)
+        want = {r["metadata"]["name"]: subgroup_view(r) for r in rendered}
+        got = {s["metadata"]["name"]: subgroup_view(s) for s in stored}
+        self.assertEqual(sorted(got), sorted(want))
+        for n in sorted(got):
+            self.assertEqual(got[n], want[n], n)
+        self.assertEqual(subgroup_partition(stored), subgroup_partition(rendered))
+        names = sorted({physics.env_of(physics.tpu_containers(s)[0])["TPU_NAME"] for s in tpu})
+        print("ok: sgl and sgu refused; sg: %d stored pods as rendered, 4 slices %s" % (len(stored), names))
 
 
 if __name__ == "__main__":

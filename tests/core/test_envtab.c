@@ -98,11 +98,17 @@ static void test_put(void **unused)
     wh_decision_init(&d);
     struct wh_env_writer w;
     wh_env_writer_init(&w, &d, 0, env);
-    /* KubeRay: an empty TPU_NAME is filled; the workload path never writes it */
-    assert_int_equal(wh_env_put(&w, WH_PATH_WORKLOAD, WH_ENV_TPU_NAME, "s-0"), WH_OK);
+    /* KubeRay: an empty TPU_NAME is filled; the workload path never writes
+     * the device plugin's address */
+    assert_int_equal(wh_env_put(&w, WH_PATH_WORKLOAD, WH_ENV_TPU_DEVICE_PLUGIN_ADDR, "a"), WH_OK);
     assert_int_equal(d.n_ops, 0);
     assert_int_equal(wh_env_put(&w, WH_PATH_KUBERAY, WH_ENV_TPU_NAME, "s-0"), WH_OK);
     assert_int_equal(d.n_ops, 1);
+    /* the workload path's TPU_NAME (LWS subgroups) only over an empty value
+     * or the path's placeholder, LWS's group-wide name */
+    struct wh_env_lookup lk = {.value = "vllm-0", .exists = true, .index = 0, .first_index = 0};
+    assert_false(wh_env_verb_writes(wh_envtab[WH_ENV_TPU_NAME].verb[WH_PATH_WORKLOAD], &lk, false));
+    assert_true(wh_env_verb_writes(wh_envtab[WH_ENV_TPU_NAME].verb[WH_PATH_WORKLOAD], &lk, true));
     /* the workload path keeps any entry, even an empty one */
     assert_false(wh_env_wants(&w, WH_PATH_WORKLOAD, WH_ENV_TPU_DEVICE_PLUGIN_HOST_IP, false));
     assert_true(wh_env_wants(&w, WH_PATH_KUBERAY, WH_ENV_TPU_DEVICE_PLUGIN_HOST_IP, false));

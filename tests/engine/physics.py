@@ -4,9 +4,11 @@ libtpu, MEGASCALE and torchrun need of the whole set of pods.
 
 check_slices(pods) takes the pods as the webhook left them (each a Pod
 object whose TPU containers carry their env) and raises AssertionError
-naming the first broken rule:
+naming the first broken rule (check_slice_names: one TPU_NAME per slice,
+distinct between slices):
 - worker ids are dense per slice (0..hosts x TPU containers - 1);
-- one peer list per slice, whose entry i is worker i's hostname.subdomain;
+- one peer list per slice, whose entry i is worker i's hostname.subdomain
+  (an LWS subgroup is a slice);
 - the torchrun world (PET_*) is the set of slices MEGASCALE joins: all the
   slices that carry MEGASCALE_NUM_SLICES, else each slice alone; ranks are
   dense over that world and PET_MASTER_ADDR is its first host (the
@@ -41,11 +43,30 @@ def meta(pod, key):
 
 
 def slice_of(pod):
-    """(replicated job, slice index) of a pod; one slice for other kinds."""
+    """(replicated job, slice index) of a pod; an LWS group's subgroup (LWS's
+    subgroup-index label: each subgroup is a slice); one slice for other
+    kinds."""
     rj = meta(pod, JS + "replicatedjob-name")
     if rj is not None:
         return rj, int(meta(pod, JS + "job-index"))
-    return meta(pod, "leaderworkerset.sigs.k8s.io/group-index") or "", 0
+    return (meta(pod, "leaderworkerset.sigs.k8s.io/group-index") or "",
+            int(meta(pod, "leaderworkerset.sigs.k8s.io/subgroup-index") or 0))
+
+
+def check_slice_names(pods):
+    """TPU_NAME names the slice (Ray's TPU slice resource): one value on
+    every TPU container of a slice, another on each other slice."""
+    names = {}
+    for p in pods:
+        for c in tpu_containers(p):
+            names.setdefault(slice_of(p), set()).add(env_of(c).get("TPU_NAME"))
+    for key, n in names.items():
+        assert len(n) == 1 and None not in n, "slice %s has TPU_NAME %s" % (key, sorted(map(str, n)))
+    seen = {}
+    for key, n in names.items():
+        name = next(iter(n))
+        assert name not in seen, "slices %s and %s share TPU_NAME %s" % (seen.get(name), key, name)
+        seen[name] = key
 
 
 def fqdn(pod):

@@ -66,8 +66,6 @@ def workload_of(kind, tmpl, **kw):
                                              "template": {"spec": {
                     "parallelism": 4, "completions": 4, "template": tmpl}}}]}}
     lwt = {"size": 4, "workerTemplate": tmpl}
-    if "subgroup" in kw:
-        lwt["subGroupPolicy"] = {"subGroupSize": kw["subgroup"]}
     return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
             "metadata": {"name": "vllm", "namespace": "default"},
             "spec": {"replicas": 1, "leaderWorkerTemplate": lwt}}
@@ -90,12 +88,6 @@ def non_indexed_pod():
     return p
 
 
-def subgroup_pod():
-    p = T.lws_pod()
-    p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/subgroup-size"] = "4"
-    return p
-
-
 def torch_pod(accel="tpu-v6e-slice", topo="4x4"):
     return T.indexed_job_pod(accel=accel, topo=topo,
                              containers=[T.tpu_container(env=TORCH)])
@@ -113,10 +105,6 @@ CASES = {
     "generation-unknown": [
         (T.indexed_job_pod(accel=None), workload_of("Job", template(None, "4x4"))),
         (T.jobset_pod(accel=None), workload_of("JobSet", template(None, "2x2x4"))),
-    ],
-    "lws-subgroups": [
-        (subgroup_pod(), workload_of("LeaderWorkerSet", template("tpu-v5-lite-podslice", "4x4"),
-                                     subgroup=4)),
     ],
     "not-indexed": [
         (non_indexed_pod(), workload_of("Job", template("tpu-v6e-slice", "4x4"), mode=None)),
@@ -281,10 +269,14 @@ def obj_of(kind, tmpl, hosts=4, replicas=2, **kw):
             js["spec"]["network"] = {"enableDNSHostnames": False}
         return js
     if kind == "LeaderWorkerSet":
+        lwt = {"size": kw.get("n", hosts), "workerTemplate": tmpl}
+        if "subgroup" in kw:
+            lwt["subGroupPolicy"] = {"subGroupSize": kw["subgroup"]}
+        if "leader" in kw:
+            lwt["leaderTemplate"] = copy.deepcopy(kw["leader"])
         return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                 "metadata": {"name": "vllm", "namespace": "default"},
-                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": kw.get("n", hosts),
-                                                                 "workerTemplate": tmpl}}}
+                "spec": {"replicas": 1, "leaderWorkerTemplate": lwt}}
     return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
             "metadata": {"name": "rc", "namespace": "default"},
             "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
@@ -333,8 +325,13 @@ def pods_of(obj, indices):
             out.append(pod_from(b, rj["template"]["spec"]["template"]))
         elif kind == "LeaderWorkerSet":
             lwt = obj["spec"]["leaderWorkerTemplate"]
-            b = T.lws_pod(worker=i, size=lwt["size"])
-            p = pod_from(b, lwt["workerTemplate"])
+            leader = lwt.get("leaderTemplate")
+            leader_tpus = leader is None or "google.com/tpu" in json.dumps(leader)
+            b = T.lws_pod(worker=i, size=lwt["size"], leader_tpus=leader_tpus)
+            p = pod_from(b, lwt["workerTemplate"] if i or leader is None else leader)
+            if "subGroupPolicy" in lwt:  # LWS's annotation on every pod of the group
+                p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/subgroup-size"] = str(
+                    lwt["subGroupPolicy"]["subGroupSize"])
             lws_env = b["spec"]["containers"][0]["env"]  # what LWS's pod webhook adds
             first = {e["name"] for e in p["spec"]["containers"][0].get("env", [])}
             if first & {"TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"}:
@@ -364,6 +361,7 @@ def envs(*pairs):
     return [{"name": n, "value": v} for n, v in pairs]
 
 
+CPU_LEADER = {"spec": {"containers": [{"name": "leader", "image": "IMAGE"}]}}
 DUP = envs(("TPU_WORKER_ID", "0"), ("TPU_WORKER_ID", "1"))
 HOSTS17 = envs(("TPU_WORKER_HOSTNAMES", ",".join("h%d" % i for i in range(17))))
 BIG_TORCH = envs(("TORCH_TPU_TOPOLOGY", "256,256,2"))
@@ -465,6 +463,16 @@ DENIALS = {
          "TPU_WORKER_ID"),
         (obj_of("JobSet", tm(env=envs(("TPU_WORKER_HOSTNAMES", "localhost")))), FIRST_LAST,
          ["localhost"], "localhost"),
+    ]),
+    # LWS subgroups (issue 34): each subgroup one slice; one rule for both
+    # paths (wh_lws_subgroup_fault), so one deny call.
+    "lws-subgroups": (["w:deny(w, \"%s\", fix"], [
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice"), n=9, subgroup=2, leader=CPU_LEADER),
+         [(0, 1), (0, 8)], ["subGroupSize is 2, expected 4"], "subGroupSize is 2, expected 4"),
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice"), n=8, subgroup=4), [(0, 0), (0, 5)],
+         ["leaderTemplate is absent", "TPU_WORKER_ID -1", "size to 9"], "TPU_WORKER_ID -1"),
+        (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice"), n=8, subgroup=4, leader=CPU_LEADER),
+         [(0, 1), (0, 7)], ["size is 8, expected 5 or 9"], "size is 8, expected 5 or 9"),
     ]),
     "lws-identity": (["w:so LWS injected none of"], [
         (obj_of("LeaderWorkerSet", tm("tpu-v5-lite-podslice", env=[{

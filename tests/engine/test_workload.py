@@ -708,9 +708,32 @@ class Validation(unittest.TestCase):
         self.assertIn("leader without TPUs", r.message)
 
     def test_lws_subgroups(self):
-        self.assertTrue(self.judge(lws(size=8, subgroup=4)).allowed)
-        r = self.judge(lws(size=8, subgroup=2))
+        """Issue 34: each subgroup is a slice, and only a leader without TPUs
+        followed by whole subgroups of workers makes slices that start
+        (docs/workloads.md, "LeaderWorkerSet subgroups")."""
+        cpu_leader = {"spec": {"containers": [{"name": "l", "image": "IMAGE"}]}}
+        self.assertTrue(self.judge(lws(size=9, subgroup=4, leader=cpu_leader)).allowed)
+        self.assertTrue(self.judge(lws(size=5, subgroup=4, leader=cpu_leader)).allowed)
+        r = self.judge(lws(size=9, subgroup=2, leader=cpu_leader))
         self.assertIn("subGroupSize is 2, expected 4", r.message)
+        # A leader with TPUs: LWS v0.9.0 gives it TPU_WORKER_ID -1.
+        r = self.judge(lws(size=8, subgroup=4))
+        self.assertFalse(r.allowed)
+        self.assertIn("spec.leaderWorkerTemplate.leaderTemplate is absent, so the leader is a "
+                      "workerTemplate pod and requests google.com/tpu", r.message)
+        self.assertIn("TPU_WORKER_ID -1", r.message)
+        self.assertIn("set spec.leaderWorkerTemplate.size to 9 (2 subgroups of 4", r.message)
+        r = self.judge(lws(size=8, subgroup=4, leader=tpu_template("4x4", "tpu-v5-lite-podslice")))
+        self.assertIn("spec.leaderWorkerTemplate.leaderTemplate requests google.com/tpu", r.message)
+        # The suggestion is admitted.
+        self.assertTrue(self.judge(lws(size=9, subgroup=4, leader=cpu_leader)).allowed)
+        # Workers that are not whole subgroups: the last lists absent hosts.
+        r = self.judge(lws(size=8, subgroup=4, leader=cpu_leader))
+        self.assertFalse(r.allowed)
+        self.assertIn("spec.leaderWorkerTemplate.size is 8, expected 5 or 9: its 7 TPU workers",
+                      r.message)
+        for size in (5, 9):
+            self.assertTrue(self.judge(lws(size=size, subgroup=4, leader=cpu_leader)).allowed)
 
     def test_bad_numbers(self):
         r = self.judge(job(parallelism="4"))

@@ -781,6 +781,96 @@ class RayClusterNames(unittest.TestCase):
         self.assertTrue(judge(bad, op="DELETE", old=bad).allowed)
 
 
+LWS = "leaderworkerset.sigs.k8s.io/"
+
+
+def lws_subgroup_pods(size=9, n=4, lws_env=True, groups=2, leader_tpus=False):
+    """The TPU pods of an LWS (v6e 4x4: 4 hosts per slice) with subGroupSize
+    n, as LWS v0.9.0 builds them (tests/fixtures/offline/lws-subgroups.yaml
+    has the same shape; docs/workloads.md, "LeaderWorkerSet subgroups"):
+    subgroup-size on every pod, subgroup-index from its getSubGroupIndex
+    (workers counted from 1 when size - 1 divides) and, with lws_env, its
+    pod webhook's identity on the first TPU container
+    (addTPUVariablesSubGroup): the subgroup's hosts, id (w - 1) mod n, and
+    one TPU_NAME, the leader's, for every subgroup. lws_env False: this
+    webhook runs before LWS's."""
+    pods = []
+    for g in range(groups):
+        leader = "vllm-%d" % g
+        for w in range(0 if leader_tpus else 1, size):
+            p = T.lws_pod(group=g, worker=w, size=size, leader_tpus=leader_tpus,
+                          accel="tpu-v6e-slice", topo="4x4", lws_env=False)
+            sg = (w - 1) // n if (size - 1) % n == 0 else w // n
+            p["metadata"]["annotations"][LWS + "subgroup-size"] = str(n)
+            p["metadata"]["labels"][LWS + "subgroup-index"] = str(max(sg, 0))
+            if lws_env:
+                first = sg * n + 1
+                hosts = ["%s-%d.vllm" % (leader, k) for k in range(first, first + n)]
+                p["spec"]["containers"][0]["env"] = [
+                    {"name": "TPU_WORKER_HOSTNAMES", "value": ",".join(hosts)},
+                    {"name": "TPU_WORKER_ID", "value": str((w - 1) % n)},
+                    {"name": "TPU_NAME", "value": leader},
+                    {"name": "TPU_PROCESS_ADDRESSES", "value": ",".join(h + ":8476" for h in hosts)},
+                    {"name": "TPU_PROCESS_PORT", "value": "8476"}]
+            pods.append(p)
+    return pods
+
+
+class LwsSubgroupWorlds(unittest.TestCase):
+    """Issue 34: each LWS subgroup is a slice. The pods as LWS leaves them
+    (its webhook first, as on the real control plane) and as this webhook
+    sees them first (LWS's then skips them) come out the same: ids dense
+    per subgroup, one host list per subgroup whose entry i is worker i,
+    the torchrun world the subgroup, and a TPU_NAME per subgroup (LWS gives
+    every subgroup the leader's)."""
+
+    def test_each_subgroup_a_slice(self):
+        after_lws = mutate_all(lws_subgroup_pods())
+        first = mutate_all(lws_subgroup_pods(lws_env=False))
+        for pods in (after_lws, first):
+            physics.check_slices(pods)
+            physics.check_slice_names(pods)
+        envs = [physics.env_of(p["spec"]["containers"][0]) for p in after_lws]
+        self.assertEqual(sorted({e["TPU_NAME"] for e in envs}),
+                         ["vllm-%d-subgroup-%d" % (g, i) for g in (0, 1) for i in (0, 1)])
+        e = envs[5]  # group 0, worker 6: subgroup 1, host 1
+        self.assertEqual((e["TPU_WORKER_ID"], e["PET_NODE_RANK"], e["PET_NNODES"], e["PET_MASTER_ADDR"]),
+                         ("1", "1", "4", "vllm-0-5.vllm"))
+        self.assertEqual(e["TPU_WORKER_HOSTNAMES"], ",".join("vllm-0-%d.vllm" % k for k in range(5, 9)))
+        for a, b in zip(after_lws, first):
+            ea, eb = (physics.env_of(x["spec"]["containers"][0]) for x in (a, b))
+            for k in ("TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES", "TPU_NAME", "PET_NODE_RANK",
+                      "PET_MASTER_ADDR", "TORCH_TPU_SLICEBUILDER_ADDRESSES"):
+                self.assertEqual(ea[k], eb[k], (a["metadata"]["name"], k))
+
+    def test_user_tpu_name_kept(self):
+        pods = lws_subgroup_pods(groups=1)
+        for e in pods[0]["spec"]["containers"][0]["env"]:
+            if e["name"] == "TPU_NAME":
+                e["value"] = "mine"
+        r = W.run(review_of(pods[0]), workload=True)
+        self.assertTrue(r.allowed, r.message)
+        self.assertEqual(physics.env_of(r.obj["spec"]["containers"][0])["TPU_NAME"], "mine")
+
+    def test_shapes_that_cannot_start_denied(self):
+        """The pod path refuses what /validate-workload refuses (its
+        messages: tests/engine/test_workload.py, Validation)."""
+        cases = (
+            (lws_subgroup_pods(groups=1, leader_tpus=True, size=8),
+             "the leader requests google.com/tpu: with subGroupPolicy, LWS's pod webhook gives "
+             "the leader TPU_WORKER_ID -1"),
+            (lws_subgroup_pods(groups=1, size=8), "spec.leaderWorkerTemplate.size is 8, expected "
+             "5 or 9: its 7 TPU workers after the leader are not whole subgroups"),
+            (lws_subgroup_pods(groups=1, size=9, n=2), "spec.leaderWorkerTemplate.subGroupPolicy."
+             "subGroupSize is 2, expected 4"),
+        )
+        for pods, text in cases:
+            r = W.run(review_of(pods[-1]), workload=True)
+            self.assertFalse(r.allowed, text)
+            self.assertIn(text, r.message)
+            self.assertIn('LeaderWorkerSet "default/vllm"', r.message)
+
+
 def main():
     global FIXTURES
     args, rest = W.parse_args("--fixtures")

@@ -239,6 +239,21 @@ def env(container):
     return {e["name"]: e.get("value") for e in container.get("env") or []}
 
 
+def lws_docs():
+    """The three LWS of tests/fixtures/offline/lws-subgroups.yaml, by name,
+    as YAML text."""
+    with open(path("lws-subgroups.yaml")) as f:
+        docs = f.read().split("---\n")
+    return dict(zip(("sg", "sgl", "sgu"), docs))
+
+
+def opted_out(text):
+    """An LWS with the opt-out on the object and its pods: the webhook
+    judges and injects nothing, and render shows what LWS alone writes."""
+    return text.replace("metadata:\n  name: sgl", "metadata:\n  name: sgl\n  labels: {tpu-webhook/inject: disabled}") \
+        .replace("{tpu-webhook/inject: enabled}", "{tpu-webhook/inject: disabled}")
+
+
 class LwsSubgroups(unittest.TestCase):
     """LeaderWorkerSet subgroups (spec.leaderWorkerTemplate.subGroupPolicy)
     render as LWS v0.9.0 builds them (tests/fixtures/offline/lws-subgroups.yaml):
@@ -246,16 +261,22 @@ class LwsSubgroups(unittest.TestCase):
     subgroup-policy-type on leaders, the LWS's subgroup-exclusive-topology),
     the pod webhook's labels (subgroup-index from the pod-name ordinal,
     subgroup-key per subgroup) and its per-subgroup TPU identity
-    (addTPUVariablesSubGroup: first TPU container, one port). The expected
-    values are LWS's: its getSubGroupIndex, and its own unit test cases of
-    TestAddTPUVariablesSubGroup (pkg/utils/accelerators/tpu_test.go)."""
+    (addTPUVariablesSubGroup: first TPU container, one port); then this
+    webhook's: each subgroup's own TPU_NAME and its TorchTPU and torchrun
+    values (issue 34). The expected values are LWS's: its getSubGroupIndex,
+    and its own unit test cases of TestAddTPUVariablesSubGroup
+    (pkg/utils/accelerators/tpu_test.go)."""
 
     @classmethod
     def setUpClass(cls):
-        p = run("render", "--output", "json", path("lws-subgroups.yaml"))
+        cls.docs = lws_docs()
+        p = run("render", "--output", "json", "-", stdin=cls.docs["sg"].encode())
         assert p.returncode == 0, p.stderr.decode()
         cls.pods = {x["metadata"]["name"]: x for x in json.loads(p.stdout)["items"]}
         cls.stderr = p.stderr.decode()
+        p = run("render", "--output", "json", "-", stdin=opted_out(cls.docs["sgl"]).encode())
+        assert p.returncode == 0, p.stderr.decode()
+        cls.pods.update({x["metadata"]["name"]: x for x in json.loads(p.stdout)["items"]})
 
     def meta(self, name, what):
         return self.pods[name]["metadata"].get(what) or {}
@@ -290,13 +311,16 @@ class LwsSubgroups(unittest.TestCase):
                 self.assertEqual(e["TPU_WORKER_HOSTNAMES"], ",".join(hosts), name)
                 self.assertEqual(e["TPU_PROCESS_ADDRESSES"], ",".join(h + ":8476" for h in hosts), name)
                 self.assertEqual(hosts[int(e["TPU_WORKER_ID"])], "%s.sg" % name)
-                self.assertEqual(e["TPU_NAME"], leader)
+                self.assertEqual(e["TPU_NAME"], "%s-subgroup-%d" % (leader, (w - 1) // 4), name)
                 self.assertEqual(e["TPU_PROCESS_PORT"], "8476")
+                self.assertEqual((e["PET_NODE_RANK"], e["PET_NNODES"], e["PET_MASTER_ADDR"]),
+                                 (e["TPU_WORKER_ID"], "4", hosts[0]), name)
 
     def test_leader_with_tpus(self):
-        """LWS's unit test "Leader requests TPU resources, worker with
-        subgroup index > 0" (worker 7 of subgroup size 4: hosts 4-7, id 3),
-        and the leader's -1 that its subgroup path writes."""
+        """What LWS alone writes (the webhook opted out): its unit test
+        "Leader requests TPU resources, worker with subgroup index > 0"
+        (worker 7 of subgroup size 4: hosts 4-7, id 3), and the leader's -1
+        that its subgroup path writes, which /validate-workload refuses."""
         e = {n: env(self.pods[n]["spec"]["containers"][0]) for n in self.pods if n.startswith("sgl-")}
         self.assertEqual(e["sgl-0-7"]["TPU_WORKER_HOSTNAMES"], ",".join("sgl-0-%d.sgl" % k for k in range(4, 8)))
         self.assertEqual(e["sgl-0-7"]["TPU_WORKER_ID"], "3")
@@ -308,23 +332,25 @@ class LwsSubgroups(unittest.TestCase):
         self.assertEqual(self.meta("sgl-0-1", "labels")[LWS_KEY + "subgroup-index"], "0")
         self.assertEqual(self.meta("sgl-0-4", "labels")[LWS_KEY + "subgroup-index"], "1")
 
-    def test_judged_as_the_webhook_admits_them(self):
-        """The engine admits subgroup pods unchanged with a warning (its LWS
-        identity skips them); before the pods carried subgroup-size, check
-        denied them for a size that spans two slices."""
+    def test_judged_as_the_webhook_judges_them(self):
+        """check and render agree with /validate-workload: sg is admitted
+        without a warning, the two shapes whose slices cannot start are
+        rejected with the field to change."""
         self.assertNotIn("rejected", self.stderr)
-        self.assertIn("no TPU env injected", self.stderr)
+        self.assertNotIn("no TPU env injected", self.stderr)
         p = run("check", "--output", "json", path("lws-subgroups.yaml"))
-        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        self.assertEqual(p.returncode, 1, p.stdout.decode() + p.stderr.decode())
         rows = json.loads(p.stdout)["rows"]
-        self.assertEqual([r["verdict"] for r in rows], ["ok", "ok"])
+        self.assertEqual([r["verdict"] for r in rows], ["ok", "rejected", "rejected"])
+        out = p.stdout.decode()
+        self.assertIn("spec.leaderWorkerTemplate.leaderTemplate is absent", out)
+        self.assertIn("spec.leaderWorkerTemplate.size is 8, expected 5 or 9", out)
 
     def test_refused_shapes(self):
         """What LWS itself refuses: its webhook, a subGroupSize that divides
         neither size nor size - 1; its pod webhook, a LeaderExcluded leader
         that requests TPUs (no subgroup index to parse)."""
-        with open(path("lws-subgroups.yaml")) as f:
-            text = f.read().split("---\n")[1]
+        text = opted_out(self.docs["sgl"])
         p = run("render", "-", stdin=text.replace("size: 8", "size: 10").encode())
         self.assertEqual(p.returncode, 2)  # an object that cannot be rendered
         self.assertIn("size or size - 1 must be divisible by subGroupSize", p.stderr.decode())

@@ -54,7 +54,10 @@ struct wh_tpu_pod {
      * TORCH_TPU_SLICEBUILDER_ADDRESSES over hosts. */
     struct wh_port_list proc_addrs, torch_addrs;
     char headless[WH_WL_NAME_MAX];     /* KubeRay: "<cluster>-headless" */
-    char tpu_name[WH_WL_NAME_MAX];     /* KubeRay: TPU_NAME, "<group>-<replica>" */
+    char tpu_name[WH_WL_NAME_MAX];     /* KubeRay: TPU_NAME, "<group>-<replica>";
+                                        * LWS subgroups: "<leader>-subgroup-<i>" */
+    const char *lws_tpu_name;          /* LWS subgroups: the TPU_NAME LWS gives the whole
+                                        * group (the leader's name), replaced; else NULL */
     char master[WH_WL_NAME_MAX];       /* PET_MASTER_ADDR when torchrun spans the slices */
     char slice_master[WH_WL_NAME_MAX]; /* PET_MASTER_ADDR of a world of this slice only */
     bool megascale;                    /* MEGASCALE_NUM_SLICES may be filled */

@@ -21,7 +21,6 @@
 enum wh_pod_warning {
     WH_PW_TOPOLOGY_UNKNOWN,   /* no topology: nothing injected */
     WH_PW_GENERATION_UNKNOWN, /* no accelerator (nor a TorchTPU preset that tells it) */
-    WH_PW_LWS_SUBGROUPS,      /* LeaderWorkerSet subgroups: nothing injected */
     WH_PW_NOT_INDEXED,        /* a multi-host pod of a non-indexed Job (or none) */
     WH_PW_TORCH_TOPOLOGY,     /* a preset TORCH_TPU_TOPOLOGY that differs, kept */
     WH_PW_MEGASCALE_OWN,      /* the container's own MEGASCALE world: no PET_* */

@@ -9,6 +9,7 @@
 #define WH_WORKLOAD_IDENTITY_H
 
 #include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 #include "wh/err.h"          /* enum wh_err */
 #include "wh/state.h"        /* struct wh_state */
@@ -20,9 +21,26 @@ WH_NODISCARD enum wh_err wh_wl_indexed_job(struct wh_tpu_pod *w, const struct wh
                                            bool *skipped, char *errbuf);
 WH_NODISCARD enum wh_err wh_wl_jobset(struct wh_tpu_pod *w, const struct wh_state *st,
                                       bool *skipped, char *errbuf);
-/* Sets *skipped (a warning, admitted unchanged) for LWS subgroups. */
+/* With LWS subgroups, each subgroup is the slice (w->tpu_name its name). */
 WH_NODISCARD enum wh_err wh_wl_lws(struct wh_tpu_pod *w, const struct wh_state *st, bool *skipped,
                                    char *errbuf);
+/* An LWS group with subGroupPolicy (docs/workloads.md, "LeaderWorkerSet
+ * subgroups"): each subgroup is one slice, and its slices start only when
+ * subGroupSize is the slice's hosts and the TPU pods are the workers
+ * 1 .. size - 1 in whole subgroups. Strings are borrowed. */
+struct wh_lws_subgroup_shape {
+    long subgroup;             /* subGroupSize (any value: judged here) */
+    const char *subgroup_text; /* how the object or pod writes it */
+    long hosts, chips;         /* hosts per slice, chips per pod */
+    const char *topology;
+    long size;           /* spec.leaderWorkerTemplate.size, < 0 when unknown */
+    bool leader_tpu;     /* the leader requests TPUs */
+    int leader_template; /* the LWS has a leaderTemplate: 1, none: 0, unknown (a pod): -1 */
+};
+/* Whether the shape's slices cannot start; then the fix, naming the fields
+ * and the values that work, into out (n bytes). Pure. */
+bool wh_lws_subgroup_fault(const struct wh_lws_subgroup_shape *sh, char *out, size_t n);
+
 /* A pod of no indexed controller: one host, "localhost", the identity
  * ours; on several hosts *skipped (nothing tells the pod its place). */
 WH_NODISCARD enum wh_err wh_wl_single_pod(struct wh_tpu_pod *w, const struct wh_state *st,
