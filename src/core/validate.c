@@ -47,7 +47,10 @@ struct group_ctx {
     size_t *n_unlisted;                 /* problems of all groups left out of the message */
     struct wh_validation *report;       /* NULL when not asked for */
     struct wh_subslice_memo *subslices; /* the request's node walks, one per distinct selector */
-    struct wh_suggestion fix;           /* the next problem's fix as data; report() takes it */
+    /* The next problem's fix as data; report() takes it. One per request
+     * (zeroed after each problem that has one), not one per group: it is
+     * 7 KiB, and a RayCluster may have thousands of groups. */
+    struct wh_suggestion *fix;
 };
 
 /* What a finding is about: the field (from the group), the value found and
@@ -78,8 +81,8 @@ static void fix_fits(struct group_ctx *g, const struct wh_tpu_fit *f, size_t n)
     snprintf(hf, sizeof(hf), "spec.workerGroupSpecs[%d].numOfHosts", g->index);
     snprintf(hp, sizeof(hp), "/spec/workerGroupSpecs/%d/numOfHosts", g->index);
     for (size_t i = 0; i < n; i++) {
-        wh_suggest_edit(&g->fix, i, WH_EDIT_CHIPS, field, tp, f[i].chips, NULL);
-        wh_suggest_edit(&g->fix, i, WH_EDIT_NUMBER, hf, hp, f[i].hosts, NULL);
+        wh_suggest_edit(g->fix, i, WH_EDIT_CHIPS, field, tp, f[i].chips, NULL);
+        wh_suggest_edit(g->fix, i, WH_EDIT_NUMBER, hf, hp, f[i].hosts, NULL);
     }
 }
 
@@ -157,7 +160,7 @@ static enum wh_err report(struct group_ctx *g, bool warning, struct about a, boo
     f->message = wh_strdup(text);
     bool nomem = false;
     if (!warning)
-        f->suggest = wh_suggestion_dup(&g->fix, &nomem);
+        f->suggest = wh_suggestion_dup(g->fix, &nomem);
     if (!f->group || !f->message || nomem) {
         wh_free(f->group);
         wh_free(f->message);
@@ -181,7 +184,8 @@ vproblem_at(struct group_ctx *g, struct about a, bool own, const char *fmt, va_l
     wh_utf8_trim_cut(line, sizeof(line));
     g->n_problems++;
     enum wh_err err = report(g, false, a, own, fmt, text);
-    memset(&g->fix, 0, sizeof(g->fix)); /* it was this problem's */
+    if (g->fix->n)
+        memset(g->fix, 0, sizeof(*g->fix)); /* it was this problem's */
     if (err)
         return err;
     if (*g->n_unlisted || wh_buf_len(g->problems) + strlen(line) > PROBLEMS_MAX) {
@@ -397,7 +401,7 @@ static enum wh_err check_hosts(struct group_ctx *g, bool *ok)
         char hf[64], hp[64];
         snprintf(hf, sizeof(hf), "spec.workerGroupSpecs[%d].numOfHosts", g->index);
         snprintf(hp, sizeof(hp), "/spec/workerGroupSpecs/%d/numOfHosts", g->index);
-        wh_suggest_edit(&g->fix, 0, WH_EDIT_NUMBER, hf, hp, expected, NULL);
+        wh_suggest_edit(g->fix, 0, WH_EDIT_NUMBER, hf, hp, expected, NULL);
         return problem_at(g,
                           (struct about){"numOfHosts", lstr(g->num_hosts, n1, sizeof(n1)),
                                          lstr(expected, n2, sizeof(n2))},
@@ -882,6 +886,7 @@ enum wh_err wh_validate_raycluster_report(const struct wh_review *rv, const stru
     size_t n_problems = 0, n_unlisted = 0;
     struct wh_subslice_memo subslices;
     wh_subslice_memo_init(&subslices);
+    struct wh_suggestion fix = {0};
     int i = 0;
     for (const cJSON *g = cJSON_IsArray(groups) ? groups->child : NULL; g && !err; g = g->next, i++) {
         struct group_ctx gc = {
@@ -894,6 +899,7 @@ enum wh_err wh_validate_raycluster_report(const struct wh_review *rv, const stru
             .n_unlisted = &n_unlisted,
             .report = report,
             .subslices = &subslices,
+            .fix = &fix,
         };
         err = check_group(&gc, st, errbuf);
         n_problems += gc.n_problems;

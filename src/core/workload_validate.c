@@ -64,7 +64,8 @@ __attribute__((format(printf, 3, 0))) static enum wh_err vproblem(struct vctx *v
                                                 &v->fix);
         WH_TRY(err);
     }
-    memset(&v->fix, 0, sizeof(v->fix)); /* it was this problem's */
+    if (v->fix.n)
+        memset(&v->fix, 0, sizeof(v->fix)); /* it was this problem's */
     v->n_problems++;
     if (v->full)
         return WH_OK;
