@@ -317,6 +317,22 @@ static void fit_how(const struct wh_tpu_fit *f, size_t n, char *how, size_t nhow
                                f[i].hosts == 1 ? "" : "s", f[i].machine);
 }
 
+/* The documented topologies of g that VMs of chips chips make, ", "-joined
+ * into out (n bytes); false when there is none. */
+static bool topologies_of(const struct wh_tpu_gen_info *g, long chips, char *out, size_t n)
+{
+    size_t len = 0;
+    char why[WH_ERRBUF_LEN];
+    out[0] = '\0';
+    for (const char *const *t = g->topologies; *t && len < n; t++) {
+        struct wh_topology d;
+        if (!wh_topology_parse(*t, &d, why) && wh_tpu_gen_fits(g, &d, chips))
+            len += (size_t)snprintf(out + len, n - len, "%s%s", len ? ", " : "", *t);
+    }
+    wh_utf8_trim_cut(out, n);
+    return len > 0;
+}
+
 static bool shape_fail(struct wh_shape_problem *p, const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -350,11 +366,14 @@ static bool chips_fail(struct wh_shape_problem *p, const struct wh_tpu_shape *s,
                           vals);
     }
     if (!p->n_fits) {
-        wh_tpu_gen_topologies(g, list, sizeof(list));
+        bool some = topologies_of(g, s->chips, list, sizeof(list));
+        if (!some)
+            wh_tpu_gen_topologies(g, list, sizeof(list));
         return shape_fail(p, WH_RULE_CHIPS_PER_VM,
                           "%s is %ld per pod, but no %s VM makes topology %s (%s); valid "
-                          "topologies: %s",
-                          s->chips_field, s->chips, g->name, s->topology, s->topo_field, list);
+                          "topologies%s: %s",
+                          s->chips_field, s->chips, g->name, s->topology, s->topo_field,
+                          some ? " for these chips per pod" : "", list);
     }
     fit_how(p->fits, p->n_fits, how, sizeof(how));
     wh_tpu_fits_text(p->fits, p->n_fits, s->hosts_field, s->hosts_plus, vals, sizeof(vals));

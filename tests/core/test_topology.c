@@ -218,6 +218,10 @@ static void test_chips_per_topology(void **unused)
     shape_denied("tpu-v6e-slice", "4x4", 2, "no v6e VM has 2 chips"); /* no such VM at all */
     shape_denied("tpu-v6e-slice", "4x2", 8, "valid values: 4");       /* 8t is 2x4 only */
     shape_denied("tpu-v6e-slice", "1x2", 1, "no v6e VM makes topology 1x2 (topo)");
+    /* only the topologies these chips make: 1x1 for the 1-chip VM, never 2x2 */
+    assert_false(shape("tpu-v6e-slice", "1x2", 1, &p));
+    assert_non_null(strstr(p.text, "valid topologies for these chips per pod: 1x1"));
+    assert_null(strstr(p.text, "2x2"));
     assert_true(shape("tpu7x", "1x1x1", 1, &p));
     assert_true(shape("tpu7x", "2x2x1", 4, &p));
     assert_true(shape("tpu7x", "2x2x2", 4, &p));
