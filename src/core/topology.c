@@ -111,32 +111,24 @@ static const struct wh_tpu_vm vm_tpu7x[] = {{1, "tpu7x-standard-1t", "1x1x1"},
                                             {4, "tpu7x-standard-4t", NULL},
                                             {0, NULL, NULL}};
 
-/* The documented slice topologies of each generation, enumerated. Each list
- * and its sources are in docs/workloads.md, "Documented topologies"; a topology
- * outside its list is warned about, never refused (a new GKE shape must not
- * be blocked). v4: Ray's slice check (2x2x1 to 2x4x4, then A<=B<=C, each a
- * multiple of 4, up to 12x12x16); v5p: the Cloud TPU v5p table and Ray's
- * 2x2x4; v5e and v6e: the Cloud TPU v5e and v6e tables; TPU7x: Ray's v7x
- * list and xpk's 1x1x1. */
-static const char *const topos_v4[] = {"2x2x1",  "2x2x2",   "2x2x4",   "2x4x4",    "4x4x4",
-                                       "4x4x8",  "4x4x12",  "4x4x16",  "4x8x8",    "4x8x12",
-                                       "4x8x16", "4x12x12", "4x12x16", "8x8x8",    "8x8x12",
-                                       "8x8x16", "8x12x12", "8x12x16", "12x12x12", "12x12x16",
-                                       NULL};
+/* The documented slice topologies of each generation (docs/workloads.md,
+ * "Documented topologies", has the sources): an enumerated list and, on the
+ * 3-D generations, xpk's rule (generate_tpu_topologies) for the rest: AxBxC,
+ * each a multiple of 4, at most so many 4x4x4 cubes, A <= B <= C except on
+ * v4. The bounds: v4 64 cubes (its 4096-chip pod), v5p 96 (the Cloud TPU v5p
+ * page's largest shape, 16x16x24), TPU7x 144 (xpk's). A topology outside them
+ * is warned about, never refused (a new GKE shape must not be blocked). */
+static const char *const topos_cube_base[] = {"2x2x1", "2x2x2", "2x2x4", "2x4x4", NULL};
 static const char *const topos_2d[] = {"1x1", "2x2",  "2x4",   "4x4", "4x8",
                                        "8x8", "8x16", "16x16", NULL};
-static const char *const topos_v5p[] = {"2x2x1",    "2x2x2",    "2x2x4", "2x4x4",  "4x4x4",
-                                        "4x4x8",    "4x8x8",    "8x8x8", "8x8x16", "8x16x16",
-                                        "16x16x16", "16x16x24", NULL};
-static const char *const topos_tpu7x[] = {"1x1x1", "2x2x1", "2x2x2", "2x2x4",  "2x4x4",   "4x4x4",
-                                          "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16", NULL};
+static const char *const topos_tpu7x[] = {"1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", NULL};
 
 static const struct wh_tpu_gen_info gens[] = {
-    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_v4, topos_v4},
-    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_v5e, topos_2d},
-    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_v5p, topos_v5p},
-    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_v6e, topos_2d},
-    {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x, topos_tpu7x},
+    {WH_GEN_V4, "v4", labels_v4, 3, 2, 1, vm_v4, topos_cube_base, 64, false},
+    {WH_GEN_V5E, "v5e", labels_v5e, 2, 1, 1, vm_v5e, topos_2d, 0, false},
+    {WH_GEN_V5P, "v5p", labels_v5p, 3, 2, 1, vm_v5p, topos_cube_base, 96, true},
+    {WH_GEN_V6E, "v6e", labels_v6e, 2, 1, 1, vm_v6e, topos_2d, 0, false},
+    {WH_GEN_TPU7X, "tpu7x", labels_tpu7x, 3, 2, 2, vm_tpu7x, topos_tpu7x, 144, true},
 };
 #define N_GENS (sizeof(gens) / sizeof(gens[0]))
 
@@ -169,7 +161,28 @@ void wh_tpu_gen_topologies(const struct wh_tpu_gen_info *g, char *out, size_t n)
     out[0] = '\0';
     for (const char *const *t = g ? g->topologies : NULL; t && *t && len < n; t++)
         len += (size_t)snprintf(out + len, n - len, "%s%s", len ? ", " : "", *t);
+    if (g && g->cubes_max && len < n)
+        snprintf(out + len, n - len,
+                 ", or AxBxC%s with each a multiple of 4, up to %d cubes of 4x4x4 (%d chips)",
+                 g->cubes_sorted ? " (A <= B <= C)" : " in any order", g->cubes_max,
+                 g->cubes_max * 64);
     wh_utf8_trim_cut(out, n);
+}
+
+/* True when t is one of the 3-D shapes of g's cube rule (wh_tpu_gen_info). */
+static bool cube_rule(const struct wh_tpu_gen_info *g, const struct wh_topology *t)
+{
+    if (!g->cubes_max || t->ndims != 3)
+        return false;
+    long cubes = 1;
+    for (int i = 0; i < 3; i++) {
+        if (t->dims[i] % 4)
+            return false;
+        cubes *= t->dims[i] / 4;
+    }
+    if (g->cubes_sorted && (t->dims[0] > t->dims[1] || t->dims[1] > t->dims[2]))
+        return false;
+    return cubes <= g->cubes_max;
 }
 
 /* True when a and b are the same topology as parsed (so "02x2" is "2x2"). */
@@ -187,7 +200,7 @@ bool wh_tpu_gen_documented(const struct wh_tpu_gen_info *g, const struct wh_topo
         if (!wh_topology_parse(*s, &d, why) && same_topology(&d, t))
             return true;
     }
-    return false;
+    return g && t && cube_rule(g, t);
 }
 
 bool wh_tpu_topology_undocumented(const struct wh_tpu_gen_info *g, const struct wh_topology *t,

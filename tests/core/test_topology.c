@@ -250,9 +250,9 @@ static void test_chips_per_topology(void **unused)
     assert_false(wh_tpu_gen_has_vm(v6e, 2));
 }
 
-/* Issue 34, item 3: each generation's documented topologies are an
- * enumerated list (docs/workloads.md, "TPU generations", with their
- * sources); one outside it is warned about, never refused. */
+/* Issue 34, item 3: each generation's documented topologies, enumerated or
+ * by its cube rule (docs/workloads.md, "Documented topologies", with their
+ * sources); one outside them is warned about, never refused. */
 static bool documented(const char *accel, const char *topo)
 {
     struct wh_topology t;
@@ -300,6 +300,51 @@ static void test_chips_fix_with_hosts(void **unused)
     assert_int_equal(p.fits[1].hosts, 1);
 }
 
+/* Every shape the sources enumerate is documented (the rule holds them all):
+ * copied from docs/workloads.md, "Documented topologies". */
+static void test_documented_examples(void **unused)
+{
+    (void)unused;
+    /* v4: Ray's set (2x2x1 to 2x4x4, then A <= B <= C multiples of 4 up to
+     * 12x12x16), the Cloud TPU pages' examples (8x16x16, 12x12x24, 16x16x16:
+     * the 4096-chip pod) and xpk's default v4 shapes */
+    static const char *const v4[] = {"2x2x1",   "2x2x2",   "2x2x4",    "2x4x4",    "4x4x4",
+                                     "4x4x8",   "4x4x12",  "4x4x16",   "4x8x8",    "4x8x12",
+                                     "4x8x16",  "4x12x12", "4x12x16",  "8x8x8",    "8x8x12",
+                                     "8x8x16",  "8x12x12", "8x12x16",  "12x12x12", "12x12x16",
+                                     "8x16x16", "4x16x16", "12x12x24", "16x16x16", NULL};
+    /* v5p: the Cloud TPU v5p table, and xpk's default shape of every v5p
+     * size up to the table's largest, 16x16x24 (96 cubes) */
+    static const char *const v5p[] =
+        {"2x2x1",    "2x2x2",    "2x2x4",    "2x4x4",    "4x4x4",    "4x4x8",    "4x4x12",
+         "4x8x8",    "4x4x20",   "4x8x12",   "4x4x28",   "8x8x8",    "4x12x12",  "4x8x20",
+         "4x4x44",   "8x8x12",   "4x4x52",   "4x8x28",   "4x12x20",  "8x8x16",   "4x4x68",
+         "8x12x12",  "4x4x76",   "8x8x20",   "4x12x28",  "4x8x44",   "4x4x92",   "8x12x16",
+         "4x20x20",  "4x8x52",   "12x12x12", "8x8x28",   "4x4x116",  "8x12x20",  "4x4x124",
+         "8x16x16",  "4x12x44",  "4x8x68",   "4x20x28",  "12x12x16", "4x4x148",  "4x8x76",
+         "4x12x52",  "8x16x20",  "4x4x164",  "8x12x28",  "4x4x172",  "8x8x44",   "12x12x20",
+         "4x8x92",   "4x4x188",  "12x16x16", "4x28x28",  "8x20x20",  "4x12x68",  "8x8x52",
+         "4x4x212",  "12x12x24", "4x20x44",  "8x16x28",  "4x12x76",  "4x8x116",  "4x4x236",
+         "12x16x20", "4x4x244",  "4x8x124",  "12x12x28", "16x16x16", "4x20x52",  "8x12x44",
+         "8x8x68",   "4x12x92",  "8x20x28",  "12x16x24", "4x8x148",  "12x20x20", "8x8x76",
+         "4x28x44",  "8x12x52",  "16x16x20", "12x12x36", "4x8x164",  "12x16x28", "4x20x68",
+         "4x8x172",  "4x12x116", "8x16x44",  "12x20x24", "4x28x52",  "8x8x92",   "4x12x124",
+         "4x8x188",  "4x20x76",  "16x16x24", NULL};
+    /* TPU7x: Ray's v7x list, xpk's 1x1x1 and a few of xpk's 4t shapes */
+    static const char *const tpu7x[] = {"1x1x1",    "2x2x1",  "2x2x2",    "2x2x4",    "2x4x4",
+                                        "4x4x4",    "4x4x8",  "4x8x8",    "8x8x8",    "8x8x16",
+                                        "8x16x16",  "4x4x12", "12x12x12", "16x16x32", "16x24x24",
+                                        "12x12x36", NULL};
+    static const struct {
+        const char *accel;
+        const char *const *list;
+    } sets[] = {{"tpu-v4-podslice", v4}, {"tpu-v5p-slice", v5p}, {"tpu7x", tpu7x}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        for (const char *const *s = sets[i].list; *s; s++)
+            if (!documented(sets[i].accel, *s))
+                fail_msg("%s %s: not documented", sets[i].accel, *s);
+}
+
 static void test_documented_topologies(void **unused)
 {
     (void)unused;
@@ -309,28 +354,43 @@ static void test_documented_topologies(void **unused)
     } cases[] = {
         {"tpu-v4-podslice", "2x2x1", true},
         {"tpu-v4-podslice", "4x4x12", true},
-        {"tpu-v4-podslice", "12x12x16", true},
+        {"tpu-v4-podslice", "16x16x16", true},
+        {"tpu-v4-podslice", "8x4x4", true},     /* v4: xpk makes every order */
+        {"tpu-v4-podslice", "16x16x20", false}, /* 80 cubes: above the pod */
         {"tpu-v4-podslice", "4x4x6", false},
-        {"tpu-v4-podslice", "16x16x16", false},
+        {"tpu-v4-podslice", "2x2x3", false},
+        {"tpu-v4-podslice", "4x2x2", false},
         {"tpu-v5-lite-podslice", "2x4", true},
         {"tpu-v5-lite-device", "16x16", true},
         {"tpu-v5-lite-podslice", "2x8", false},
+        {"tpu-v5-lite-podslice", "4x12", false},
         {"tpu-v5p-slice", "2x2x4", true},
+        {"tpu-v5p-slice", "4x4x12", true},
         {"tpu-v5p-slice", "16x16x24", true},
-        {"tpu-v5p-slice", "4x4x12", false},
+        {"tpu-v5p-slice", "4x4x384", true},   /* 96 cubes */
+        {"tpu-v5p-slice", "4x4x388", false},  /* 97 */
+        {"tpu-v5p-slice", "16x20x28", false}, /* 140 cubes: xpk's, above the page's 96 */
+        {"tpu-v5p-slice", "8x4x4", false},    /* A <= B <= C */
+        {"tpu-v5p-slice", "2x2x3", false},
+        {"tpu-v5p-slice", "4x4x6", false},
+        {"tpu-v5p-slice", "1x1x1", false},
         {"tpu-v6e-slice", "8x16", true},
         {"tpu-v6e-slice", "4x2", false},
         {"tpu7x", "1x1x1", true},
         {"tpu7x", "8x16x16", true},
+        {"tpu7x", "24x24x16", false},
+        {"tpu7x", "24x24x24", false}, /* 216 cubes */
         {"tpu7x", "2x2x3", false},
         {"tpu7x", "1x2x2", false},
         {"tpu7x", "02x2x1", true},
+        {"tpu7x", "04x4x12", true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (documented(cases[i].accel, cases[i].topo) != cases[i].listed)
             fail_msg("%s %s: documented is %d", cases[i].accel, cases[i].topo, !cases[i].listed);
     /* every entry of every list parses, has the generation's dimensions, and
-     * is made by one of its VMs */
+     * is made by one of its VMs; so is every shape of a cube rule (multiples
+     * of 4 chips, made by the 4-chip VM) */
     static const char *const accels[] = {"tpu-v4-podslice", "tpu-v5-lite-podslice", "tpu-v5p-slice",
                                          "tpu-v6e-slice", "tpu7x"};
     for (size_t i = 0; i < 5; i++) {
@@ -347,18 +407,25 @@ static void test_documented_topologies(void **unused)
             if (!made)
                 fail_msg("%s %s: no VM of the table makes it", g->name, *s);
         }
+        struct wh_topology cube = {3, {4, 4, 4}, 64};
+        assert_int_equal(wh_tpu_gen_documented(g, &cube), g->cubes_max > 0);
+        if (g->cubes_max)
+            assert_true(wh_tpu_gen_fits(g, &cube, 4));
     }
-    /* the messages print the list: no prose like "and larger" */
+    /* the messages state the list and the rule: no prose like "and larger" */
     char list[256];
     wh_tpu_gen_topologies(wh_tpu_gen_find("tpu-v4-podslice"), list, sizeof(list));
-    assert_non_null(strstr(list, "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4"));
-    assert_non_null(strstr(list, "12x12x16"));
-    assert_null(strstr(list, "larger"));
+    assert_string_equal(list, "2x2x1, 2x2x2, 2x2x4, 2x4x4, or AxBxC in any order with each a "
+                              "multiple of 4, up to 64 cubes of 4x4x4 (4096 chips)");
+    wh_tpu_gen_topologies(wh_tpu_gen_find("tpu7x"), list, sizeof(list));
+    assert_string_equal(list, "1x1x1, 2x2x1, 2x2x2, 2x2x4, 2x4x4, or AxBxC (A <= B <= C) with "
+                              "each a multiple of 4, up to 144 cubes of 4x4x4 (9216 chips)");
     struct wh_shape_problem p;
     assert_false(shape("tpu-v5p-slice", "4x4", 4, &p));
     assert_string_equal(p.rule, WH_RULE_TOPOLOGY_DIMS);
-    assert_non_null(strstr(p.text, "valid values: 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8"));
-    assert_non_null(strstr(p.text, "16x16x24"));
+    assert_non_null(strstr(p.text, "valid values: 2x2x1, 2x2x2, 2x2x4, 2x4x4, or AxBxC (A <= B "
+                                   "<= C) with each a multiple of 4, up to 96 cubes of 4x4x4 "
+                                   "(6144 chips)"));
     assert_null(strstr(p.text, "larger"));
 }
 
@@ -372,8 +439,9 @@ static void test_undocumented_warning(void **unused)
     assert_true(wh_tpu_topology_undocumented(g, &t, "2x2x3", "spec.x", text, sizeof(text), brief,
                                              sizeof(brief)));
     assert_non_null(strstr(text, "spec.x is \"2x2x3\""));
-    assert_non_null(strstr(text, "documented: 1x1x1, 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, "
-                                 "4x8x8, 8x8x8, 8x8x16, 8x16x16)"));
+    assert_non_null(strstr(text, "documented: 1x1x1, 2x2x1, 2x2x2, 2x2x4, 2x4x4, or AxBxC (A <= "
+                                 "B <= C) with each a multiple of 4, up to 144 cubes of 4x4x4 "
+                                 "(9216 chips))"));
     assert_non_null(strstr(text, "not a refusal"));
     assert_string_equal(brief,
                         "tpu7x topology 2x2x3 is no documented GKE shape: its pods may stay Pending");
@@ -420,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_chips_per_topology),
         cmocka_unit_test(test_chips_fix_with_hosts),
+        cmocka_unit_test(test_documented_examples),
         cmocka_unit_test(test_documented_topologies),
         cmocka_unit_test(test_undocumented_warning),
         cmocka_unit_test(test_subslice_fits),

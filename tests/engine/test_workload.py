@@ -1024,19 +1024,26 @@ class Topologies(unittest.TestCase):
         self.assertTrue(r.allowed, r.message)
         self.assertEqual(r.warnings, ["tpu7x topology 2x2x3 is no documented GKE shape: its pods "
                                       "may stay Pending"])
+        # v5p 2x2x3 (3 hosts of 4 chips): a multiple of 4 in no dimension but the
+        # last, so neither enumerated nor the cube rule's
         js = jobset()
         js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"] = tpu_template(
-            "4x4x12", "tpu-v5p-slice")
-        js["spec"]["replicatedJobs"][1]["template"]["spec"]["parallelism"] = 48
-        js["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"] = 48
+            "2x2x3", "tpu-v5p-slice")
+        js["spec"]["replicatedJobs"][1]["template"]["spec"]["parallelism"] = 3
+        js["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"] = 3
         r = self.judge(js)
         self.assertTrue(r.allowed, r.message)
-        self.assertIn('replicated job "slice": v5p topology 4x4x12 is no documented GKE shape: '
+        self.assertIn('replicated job "slice": v5p topology 2x2x3 is no documented GKE shape: '
                       'its pods may stay Pending', r.warnings)
 
     def test_documented_topologies_are_not_warned(self):
+        # the cube rule's shapes (v4, v5p, TPU7x: multiples of 4 up to the
+        # generation's cubes) as well as the enumerated ones
         for accel, topo, n in (("tpu7x", "2x2x4", 4), ("tpu-v4-podslice", "4x4x12", 48),
-                               ("tpu-v5p-slice", "2x4x4", 8), ("tpu-v6e-slice", "8x16", 32)):
+                               ("tpu-v4-podslice", "16x16x16", 1024),
+                               ("tpu-v5p-slice", "2x4x4", 8), ("tpu-v5p-slice", "4x4x12", 48),
+                               ("tpu-v5p-slice", "8x8x12", 192), ("tpu7x", "4x4x12", 48),
+                               ("tpu-v6e-slice", "8x16", 32)):
             with self.subTest(accel=accel, topo=topo):
                 r = self.judge(job(parallelism=n, completions=n, topo=topo, accel=accel))
                 self.assertTrue(r.allowed, r.message)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h> /* snprintf */
 #include <string.h>
 
 #include "testutil.h"
@@ -329,6 +330,53 @@ static void test_subslice_and_undocumented_topology(void **state)
     cJSON_Delete(rows);
 }
 
+/* Issue 34, item 3: v5p's documented shapes include every cube-rule shape
+ * (4x4x12: the multiples of 4 the Cloud TPU v5p table leaves out), so check
+ * says ok with no topology warning; 2x2x3 is still warned. */
+static void test_v5p_cube_rule_topology(void **state)
+{
+    (void)state;
+    static const char fmt[] = "apiVersion: batch/v1\n"
+                              "kind: Job\n"
+                              "metadata: {name: v5p}\n"
+                              "spec:\n"
+                              "  completionMode: Indexed\n"
+                              "  parallelism: %d\n"
+                              "  completions: %d\n"
+                              "  template:\n"
+                              "    spec:\n"
+                              "      subdomain: v5p\n"
+                              "      nodeSelector: {cloud.google.com/gke-tpu-accelerator: "
+                              "tpu-v5p-slice,\n"
+                              "                     cloud.google.com/gke-tpu-topology: %s}\n"
+                              "      containers: [{name: w, resources: {limits: {google.com/tpu: "
+                              "4}}}]\n";
+    static const struct {
+        const char *topo;
+        int hosts;
+        bool warned;
+    } cases[] = {{"4x4x12", 48, false}, {"12x12x12", 432, false}, {"2x2x3", 3, true}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[1024];
+        snprintf(text, sizeof(text), fmt, cases[i].hosts, cases[i].hosts, cases[i].topo);
+        cJSON *rows = cJSON_CreateArray();
+        struct wh_check_stats st = {0};
+        char errbuf[WH_ERRBUF_LEN] = "";
+        assert_int_equal(wh_check_text("v.yaml", text, strlen(text), rows, &st, errbuf), WH_OK);
+        const cJSON *row = cJSON_GetArrayItem(rows, 0);
+        assert_string_equal(wh_json_str0(row, "verdict"), "ok");
+        bool warned = false;
+        const cJSON *w;
+        cJSON_ArrayForEach(w, wh_json_get(row, "warnings"))
+        {
+            warned |= strstr(w->valuestring, "no documented GKE shape") != NULL;
+        }
+        if (warned != cases[i].warned)
+            fail_msg("v5p %s: warned is %d", cases[i].topo, warned);
+        cJSON_Delete(rows);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_long_cluster_name),
         cmocka_unit_test(test_summary_counts_workloads),
         cmocka_unit_test(test_subslice_and_undocumented_topology),
+        cmocka_unit_test(test_v5p_cube_rule_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,10 +61,15 @@ struct wh_tpu_gen_info {
     int tensorcores_per_chip;    /* 2 on v4, v5p and TPU7x */
     int devices_per_chip;        /* PJRT devices: 2 on TPU7x (its cores are separate devices) */
     const struct wh_tpu_vm *vms; /* the machine types, chips 0-ended */
-    /* The documented slice topologies (docs/workloads.md, "TPU generations",
-     * with their sources), NULL-ended: the messages list them, and a
-     * topology outside them is warned about (wh_tpu_topology_undocumented). */
+    /* The documented slice topologies (docs/workloads.md, "Documented
+     * topologies", with their sources): the enumerated ones, NULL-ended, and
+     * on the 3-D generations the rest by one rule: AxBxC, each dimension a
+     * multiple of 4, at most cubes_max cubes of 4x4x4 (0: no such rule),
+     * A <= B <= C when cubes_sorted. The messages state them, and a topology
+     * outside them is warned about (wh_tpu_topology_undocumented). */
     const char *const *topologies;
+    int cubes_max;
+    bool cubes_sorted;
 };
 
 /* The generation whose label is exactly accel; NULL when accel is NULL, ""
@@ -76,10 +81,11 @@ const struct wh_tpu_gen_info *wh_tpu_gen_info(enum wh_tpu_gen gen);
 const char *wh_tpu_accelerators(void);
 /* True when a VM of the generation has exactly chips chips. */
 bool wh_tpu_gen_has_vm(const struct wh_tpu_gen_info *g, long chips);
-/* The generation's documented topologies, ", "-joined, into out (n bytes;
- * 256 holds every list of the table). */
+/* The generation's documented topologies, ", "-joined, then its cube rule
+ * in words, into out (n bytes; 256 holds every row of the table). */
 void wh_tpu_gen_topologies(const struct wh_tpu_gen_info *g, char *out, size_t n);
-/* True when t (parsed) is one of the generation's documented topologies. */
+/* True when t (parsed) is one of the generation's documented topologies:
+ * enumerated (compared as written) or by its cube rule. */
 bool wh_tpu_gen_documented(const struct wh_tpu_gen_info *g, const struct wh_topology *t);
 /* True when a slice of topology t is made of VMs of chips chips each. */
 bool wh_tpu_gen_fits(const struct wh_tpu_gen_info *g, const struct wh_topology *t, long chips);
