@@ -3,7 +3,7 @@
 
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* snprintf, vsnprintf */
-#include <string.h> /* strcmp, strncmp, strchr */
+#include <string.h> /* strcmp, strncmp, strchr, memcpy */
 
 #include "wh/podspec.h" /* WH_ANN_SLICE_TOPOLOGY */
 #include "wh/utf8.h"    /* wh_utf8_cut, wh_utf8_trim_cut */
@@ -223,15 +223,76 @@ bool wh_tpu_topology_undocumented(const struct wh_tpu_gen_info *g, const struct 
     return true;
 }
 
+/* Step d (n dims) to its next permutation in lexicographic order; false
+ * after the last (the std::next_permutation algorithm). */
+static bool next_order(long *d, int n)
+{
+    int i = n - 2;
+    while (i >= 0 && d[i] >= d[i + 1])
+        i--;
+    if (i < 0)
+        return false;
+    int j = n - 1;
+    while (d[j] <= d[i])
+        j--;
+    long x = d[i];
+    d[i] = d[j];
+    d[j] = x;
+    for (int a = i + 1, b = n - 1; a < b; a++, b--) {
+        x = d[a];
+        d[a] = d[b];
+        d[b] = x;
+    }
+    return true;
+}
+
+/* The orders of subslice c (n dims) that fit parent p dimension by
+ * dimension, smallest first (so A <= B <= C leads), as "\"2x2x4\" or
+ * \"2x4x2\"" into out; false when none does. */
+static bool fitting_orders(const long *c, const long *p, int n, char *out, size_t len)
+{
+    long d[3];
+    memcpy(d, c, sizeof(long) * (size_t)n);
+    for (int i = 1; i < n; i++) /* sort ascending: the first order */
+        for (int j = i; j > 0 && d[j - 1] > d[j]; j--) {
+            long x = d[j];
+            d[j] = d[j - 1];
+            d[j - 1] = x;
+        }
+    size_t at = 0;
+    out[0] = '\0';
+    do {
+        bool fits = true;
+        for (int i = 0; i < n; i++)
+            fits &= d[i] <= p[i];
+        if (!fits || at >= len)
+            continue;
+        at += (size_t)snprintf(out + at, len - at, "%s\"%ld", at ? " or " : "", d[0]);
+        for (int i = 1; i < n && at < len; i++)
+            at += (size_t)snprintf(out + at, len - at, "x%ld", d[i]);
+        if (at < len)
+            at += (size_t)snprintf(out + at, len - at, "\"");
+    } while (next_order(d, n));
+    return at > 0;
+}
+
 bool wh_subslice_fits(const char *subslice, const char *parent, char *out, size_t n)
 {
     if (wh_topology_is_subset(subslice, parent))
         return true;
+    long c[3], p[3];
+    int nc = split_dims(subslice, c, 3), np = split_dims(parent, p, 3);
+    char orders[128] = "", fix[256] = "";
+    if (nc >= 2 && nc == np && fitting_orders(c, p, nc, orders, sizeof(orders)))
+        snprintf(fix, sizeof(fix),
+                 "; the topology names the chips along the pool's axes, in their order, so write "
+                 "the same shape as %s",
+                 orders);
     snprintf(out, n,
              "subslice \"%.*s\" is not smaller than parent \"%.*s\"; the annotation %s must "
-             "fit inside the node pool topology dimension by dimension",
+             "fit inside the node pool topology dimension by dimension%s",
              (int)wh_utf8_cut(subslice, 64), subslice, (int)wh_utf8_cut(parent, 64), parent,
-             WH_ANN_SLICE_TOPOLOGY);
+             WH_ANN_SLICE_TOPOLOGY, fix);
     wh_utf8_trim_cut(out, n);
     return false;
 }

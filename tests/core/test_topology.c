@@ -471,9 +471,20 @@ static void test_subslice_fits(void **unused)
     assert_string_equal(text, "subslice \"4x4x4\" is not smaller than parent \"2x2x4\"; the "
                               "annotation cloud.google.com/gke-tpu-slice-topology must fit inside "
                               "the node pool topology dimension by dimension");
-    /* another orientation of a fitting shape is not accepted (the RayCluster
-     * rule compares dimension by dimension, as written) */
+    /* another orientation of a fitting shape is not accepted (the topology
+     * names the chips along the pool's axes: docs/workloads.md, "Subslices"),
+     * and the message names the orders that fit, A <= B <= C first */
     assert_false(wh_subslice_fits("2x4x2", "2x2x4", text, sizeof(text)));
+    assert_non_null(strstr(text, "dimension by dimension; the topology names the chips along "
+                                 "the pool's axes, in their order, so write the same shape as "
+                                 "\"2x2x4\""));
+    assert_false(wh_subslice_fits("4x2x2", "2x4x4", text, sizeof(text)));
+    assert_non_null(strstr(text, "write the same shape as \"2x2x4\" or \"2x4x2\""));
+    assert_false(wh_subslice_fits("4x2", "2x4", text, sizeof(text)));
+    assert_non_null(strstr(text, "as \"2x4\""));
+    /* no order fits: no orientation named */
+    assert_false(wh_subslice_fits("4x4x4", "2x2x8", text, sizeof(text)));
+    assert_null(strstr(text, "write"));
     assert_false(wh_subslice_fits("2x2", "2x2x4", text, sizeof(text)));
     assert_false(wh_subslice_fits("axb", "2x2x4", text, sizeof(text)));
 }

@@ -1011,6 +1011,30 @@ class Topologies(unittest.TestCase):
                          'spec.template.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]'):
                 self.assertIn(part, r.message)
 
+    def test_subslice_in_another_axis_order_names_the_order(self):
+        # 4x2x2 has the chips of 2x2x4, but the topology names the pool's axes
+        # in order: refused on both paths, the message naming the orders
+        want = 'write the same shape as "2x2x4" or "2x4x2"'
+        r = self.judge(self.subslice_job("4x2x2", "2x4x4", 4))
+        self.assertFalse(r.allowed)
+        self.assertIn('subslice "4x2x2" is not smaller than parent "2x4x4"', r.message)
+        self.assertIn(want, r.message)
+        self.assertTrue(self.judge(self.subslice_job("2x2x4", "2x4x4", 4)).allowed)
+        rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+              "metadata": {"name": "rc", "namespace": "default"},
+              "spec": {"workerGroupSpecs": [{
+                  "groupName": "sub", "numOfHosts": 4, "replicas": 1,
+                  "template": {"metadata": {"annotations": {
+                      "cloud.google.com/gke-tpu-slice-topology": "4x2x2"}},
+                      "spec": {"nodeSelector": selector("tpu7x", "2x4x4"),
+                               "containers": [tpu_container()]}}}]}}
+        rv = review_of(rc)
+        rv["request"]["kind"] = {"group": "ray.io", "version": "v1", "kind": "RayCluster"}
+        r = W.run(rv)
+        self.assertFalse(r.allowed)
+        self.assertIn('subslice "4x2x2" is not smaller than parent "2x4x4"', r.message)
+        self.assertIn(want, r.message)
+
     def test_subslice_that_fits_is_admitted(self):
         for sub, parent, n in (("2x2x2", "2x2x4", 2), ("2x2x4", "2x2x4", 4)):
             with self.subTest(sub=sub):

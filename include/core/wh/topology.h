@@ -34,7 +34,9 @@ bool wh_topology_is_subset(const char *child, const char *parent);
  * (annotation WH_ANN_SLICE_TOPOLOGY, value subslice) fits its parent node
  * pool's topology (parent) by wh_topology_is_subset. False when it does not,
  * with the message in out (n bytes; 512 or more holds it whole): the values,
- * and that the annotation must fit the pool dimension by dimension. */
+ * and that the annotation must fit the pool dimension by dimension, with
+ * the orders of the same shape that fit, if any (the axes are the pool's,
+ * in order: another order is refused, docs/workloads.md, "Subslices"). */
 bool wh_subslice_fits(const char *subslice, const char *parent, char *out, size_t n);
 
 enum wh_tpu_gen { WH_GEN_UNKNOWN, WH_GEN_V4, WH_GEN_V5E, WH_GEN_V5P, WH_GEN_V6E, WH_GEN_TPU7X };
