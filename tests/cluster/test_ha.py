@@ -68,9 +68,14 @@ def endpoint_ready(i, ready):
                "--type", "json", "-p", json.dumps(patch))
 
 
-def check_spread(calls):
-    for i, c in enumerate(calls):
-        assert c > 0, "replica %d answered no admission: %s" % (i, calls)
+def check_spread(calls, at_least=2):
+    """At least at_least replicas answered admissions (calls: per replica).
+    Which ones is chance: the API server dials a random ready endpoint for
+    each connection it opens and keeps it, so a replica may get none
+    however long it is ready. Two serving is what ids agreeing across
+    replicas needs."""
+    served = sum(1 for c in calls if c > 0)
+    assert served >= at_least, "%d replicas answered admissions, not %d: %s" % (served, at_least, calls)
 
 
 def check_slices_shared(ns):
@@ -133,7 +138,7 @@ class HighlyAvailableUnregistered(unittest.TestCase):
             calls = [mutate_calls(i) - before[i] for i in range(REPLICAS)]
         self.assertGreater(ld.created, 0)
         for what, check, args in (("physics", K.check_cluster, (pods, T.services(ns))),
-                                  ("every replica answered", check_spread, (calls,)),
+                                  ("two replicas answered", check_spread, (calls,)),
                                   ("ids claimed by several replicas", check_slices_shared, (ns,)),
                                   ("load admitted", check_load, (ld,))):
             print("ok: %s: the check fails: %s" % (what, op.fails(check, *args)))
@@ -144,8 +149,8 @@ class ReplicasRenewal(unittest.TestCase):
     """The serving certificate renewed twice while 6 connections create
     legacy worker pods through the three replicas (test_core.renew_twice):
     every replica's handshake shows each new serial, 0 failed
-    admissions, every pod mutated, no replica restarted, and every
-    replica answered admissions after the renewals. On
+    admissions, every pod mutated, no replica restarted, and two replicas
+    answered admissions after the renewals. On
     HighlyAvailable's cluster, kept up for it."""
     UP_ARGS, CLUSTER, KEEP = HA_ARGS, "ha", True
     setUpClass = vars(OwnCluster)["setUpClass"]
@@ -157,9 +162,6 @@ class ReplicasRenewal(unittest.TestCase):
         _, calls = renew_twice(self, load(ns))
         check_spread([sum(c) for c in zip(*calls)])
         cl.kubectl("delete", "namespace", ns, "--wait=false")
-
-
-KILLED = 1
 
 
 def holders_of(i):
@@ -266,23 +268,27 @@ class ReplicaKilled(unittest.TestCase):
     tearDownClass = vars(OwnCluster)["tearDownClass"]
 
     def test_sigkill(self):
+        """The replica killed is one that holds claims when the load has
+        run a while: which replicas the API server sends calls to is
+        chance (check_spread)."""
         ns, lns = "ha-killed", "ha-killed-load"
         cl.create_namespace(ns)
         cl.create_namespace(lns)
         slices(ns, 4)
         T.judge(ns, secs=300)
-        self.addCleanup(restart, KILLED)
         ld = load(lns, prefix="killed")
         ld.start()
         try:
             cl.wait_for(lambda: ld.created >= 20, 120, "20 load pods created")
-            cl.wait_for(lambda: holders_of(KILLED), 60, "a claim held by replica %d" % KILLED)
-            holders = holders_of(KILLED)
-            survivors = [i for i in range(REPLICAS) if i != KILLED]
+            cl.wait_for(lambda: any(holders_of(i) for i in range(REPLICAS)), 60, "a claim held by a replica")
+            victim = max(range(REPLICAS), key=lambda i: len(claims_held_by(holders_of(i))))
+            self.addCleanup(restart, victim)
+            holders = holders_of(victim)
+            survivors = [i for i in range(REPLICAS) if i != victim]
             before = [mutate_calls(i) for i in survivors]
-            killed = sigkill(KILLED)
+            killed = sigkill(victim)
             time.sleep(1)  # the kubelet noticing the dead container
-            endpoint_ready(KILLED, False)
+            endpoint_ready(victim, False)
             routed, at_routed = time.time(), ld.created
             set_slices(ns, 6)
             pods = T.judge(ns, secs=300)
@@ -294,8 +300,8 @@ class ReplicaKilled(unittest.TestCase):
         calls = [mutate_calls(i) - before[k] for k, i in enumerate(survivors)]
         early = [f for t, f in ld.failures if t <= routed + 5]
         print("ok: replica %d killed; %d load pods admitted, %d refused before its endpoint left (+5 s): %s; "
-              "/mutate calls of the survivors since: %s" % (KILLED, ld.created, len(early), early[:3], calls))
-        check_spread(calls)
+              "/mutate calls of the survivors since: %s" % (victim, ld.created, len(early), early[:3], calls))
+        check_spread(calls, at_least=1)
         check_carried_on(ld, routed + 5, at_routed)
         check_whole(ld)
         left = claims_held_by(holders)
@@ -352,8 +358,8 @@ class ReplicaKilledControls(unittest.TestCase):
 
 
 class HighlyAvailable(unittest.TestCase):
-    """Three replicas behind the chart's Service: every replica answers
-    admissions the API server sends it; the worker ids of the slices they
+    """Three replicas behind the chart's Service: the replicas the API
+    server sends admissions to (at least two, check_spread) answer them; the worker ids of the slices they
     admit together are dense and agree (one id per host, one
     TPU_WORKER_HOSTNAMES per slice) over 8 slices; and with one replica
     taken away in the middle of a scale-up (its endpoint marked
