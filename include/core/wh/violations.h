@@ -19,7 +19,7 @@
  * the host count that goes with them). Every value is one the next check
  * accepts for the object's topology; the message names the same values,
  * written from the same numbers. Applying the edits of one option to the
- * object answers that denial (tests/offline/test_suggestions.py applies every
+ * object answers that denial (tests/render/test_suggestions.py applies every
  * option of every denial of the test corpora). */
 #define WH_SUGGEST_OPTIONS 4
 #define WH_SUGGEST_EDITS 4
