@@ -20,11 +20,11 @@
 #include "wh/megascale.h" /* wh_megascale_world, wh_megascale_joined_slices, wh_megascale_shared_slice_id, wh_megascale_shared_port */
 #include "wh/podspec.h"   /* WH_SEL_*, WH_KEY_NODEPOOL, WH_ANN_SLICE_TOPOLOGY, wh_env_lookup */
 #include "wh/podwarn.h"   /* wh_pod_warnings, wh_torch_*, wh_event_subject_object */
-#include "wh/topology.h" /* wh_topology, wh_subslice_fits, wh_tpu_topology_undocumented, wh_tpu_gen_fit_list */
-#include "wh/tpuenv.h"     /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
-#include "wh/utf8.h"       /* wh_utf8_cut */
-#include "wh/violations.h" /* wh_violations_add_fix, wh_suggest_edit */
-#include "wh/workload.h"   /* WH_LABEL_INJECT */
+#include "wh/topology.h" /* wh_topology, wh_subslice_fits, wh_tpu_topology_undocumented, wh_tpu_gen_fit_list, wh_tpu_fits_text */
+#include "wh/tpuenv.h"   /* wh_tpu_containers, wh_torch_topology, wh_env_duplicate, WH_MAX_* */
+#include "wh/utf8.h"     /* wh_utf8_cut, wh_utf8_trim_cut */
+#include "wh/violations.h"        /* wh_violations_add_fix, wh_suggest_edit */
+#include "wh/workload.h"          /* WH_LABEL_INJECT */
 #include "wh/workload_identity.h" /* wh_lws_subgroup_fault */
 #include "wh/workload_topology.h" /* wh_pool_tpu_read, wh_subslice_exempt */
 
@@ -130,8 +130,14 @@ struct tmpl_hosts {
     const char *hosts_field;
     long hosts_plus;
     const char *mode_ptr; /* a Job's completionMode, Indexed when hosts > 1; NULL: JobSet's default */
-    const cJSON *job_spec; /* the Job spec mode_ptr points into */
-    bool mode_default;     /* an unset completionMode is Indexed (JobSet defaults it) */
+    const cJSON *job_spec;  /* the Job spec mode_ptr points into */
+    bool mode_default;      /* an unset completionMode is Indexed (JobSet defaults it) */
+    const char *mode_field; /* mode_ptr's field as messages name it */
+    /* An LWS with subgroups: its size (field, pointer) keeps size_groups
+     * subgroups of the new subGroupSize, plus size_plus (a leader without
+     * TPUs); NULL when the size stays. */
+    const char *size_ptr, *size_field;
+    long size_groups, size_plus;
 };
 
 static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char *field,
@@ -452,30 +458,55 @@ static enum wh_err undocumented(struct vctx *v, const struct wh_tpu_gen_info *ge
 }
 
 /* The fix of the next problem: per fit, the chips per pod of the template
- * (chips field cf) with the counts of its hosts (and a Job's Indexed mode),
- * changed together. */
+ * (chips field cf) with the counts of its hosts (and a Job's Indexed mode,
+ * an LWS's size of whole subgroups), changed together; the text names the
+ * same edits, written from them, into vals (n bytes). *more: some option
+ * has an edit past the chips and host counts. */
 static void fix_fits(struct vctx *v, const struct tmpl_hosts *th, const char *cf,
-                     const struct wh_tpu_fit *f, size_t n)
+                     const struct wh_tpu_fit *f, size_t nf, char *vals, size_t n, bool *more)
 {
     const char *mode = th->job_spec ? wh_json_str(th->job_spec, "completionMode") : NULL;
     char mp[200];
     snprintf(mp, sizeof(mp), "%s/completionMode", th->mode_ptr ? th->mode_ptr : "");
-    for (size_t i = 0; th->ptr && i < n; i++) {
-        wh_suggest_edit(&v->fix, i, WH_EDIT_CHIPS, cf, th->ptr, f[i].chips, NULL);
-        for (int k = 0; k < 2 && th->count_ptr[k]; k++)
-            wh_suggest_edit(&v->fix, i, WH_EDIT_NUMBER, th->count_field[k], th->count_ptr[k],
-                            f[i].hosts + th->hosts_plus, NULL);
-        if (th->mode_ptr && f[i].hosts > 1 && !(mode && !strcmp(mode, "Indexed")) &&
-            !(th->mode_default && !mode))
-            wh_suggest_edit(&v->fix, i, WH_EDIT_STRING, "completionMode", mp, 0, "Indexed");
+    size_t l = 0;
+    vals[0] = '\0';
+    *more = false;
+    for (size_t i = 0; i < nf && l < n; i++) {
+        long hosts = f[i].hosts + th->hosts_plus;
+        l += (size_t)snprintf(vals + l, n - l, "%s%ld", i ? (th->hosts_field ? ", or " : ", ") : "",
+                              f[i].chips);
+        if (th->hosts_field && l < n)
+            l += (size_t)snprintf(vals + l, n - l, " with %s %ld", th->hosts_field, hosts);
+        if (th->ptr) {
+            wh_suggest_edit(&v->fix, i, WH_EDIT_CHIPS, cf, th->ptr, f[i].chips, NULL);
+            for (int k = 0; k < 2 && th->count_ptr[k]; k++)
+                wh_suggest_edit(&v->fix, i, WH_EDIT_NUMBER, th->count_field[k], th->count_ptr[k],
+                                hosts, NULL);
+        }
+        if (th->ptr && th->mode_ptr && th->mode_field && f[i].hosts > 1 &&
+            !(mode && !strcmp(mode, "Indexed")) && !(th->mode_default && !mode)) {
+            wh_suggest_edit(&v->fix, i, WH_EDIT_STRING, th->mode_field, mp, 0, "Indexed");
+            if (l < n)
+                l += (size_t)snprintf(vals + l, n - l, " and %s \"Indexed\"", th->mode_field);
+            *more = true;
+        }
+        if (th->ptr && th->size_ptr) {
+            long size = th->size_groups * hosts + th->size_plus;
+            wh_suggest_edit(&v->fix, i, WH_EDIT_NUMBER, th->size_field, th->size_ptr, size, NULL);
+            if (l < n)
+                l += (size_t)snprintf(vals + l, n - l, " and %s %ld", th->size_field, size);
+            *more = true;
+        }
     }
+    wh_utf8_trim_cut(vals, n);
 }
 
 /* The fits of topology topo (generation gen) with at most WH_MAX_HOSTS
- * hosts, their fix, and their text in vals (n bytes): "" when none. */
-static void template_fits(struct vctx *v, const struct tmpl_hosts *th, const char *cf,
-                          const struct wh_tpu_gen_info *gen, const struct wh_topology *topo,
-                          char *vals, size_t n)
+ * hosts, their fix, and their text in vals (n bytes): "" when none. The
+ * text's tail for them: how they change together. */
+static const char *template_fits(struct vctx *v, const struct tmpl_hosts *th, const char *cf,
+                                 const struct wh_tpu_gen_info *gen, const struct wh_topology *topo,
+                                 char *vals, size_t n)
 {
     struct wh_tpu_fit all[WH_TPU_FITS_MAX], f[WH_TPU_FITS_MAX];
     size_t na = wh_tpu_gen_fit_list(gen, topo, all, WH_TPU_FITS_MAX), nf = 0;
@@ -484,9 +515,33 @@ static void template_fits(struct vctx *v, const struct tmpl_hosts *th, const cha
             f[nf++] = all[i];
     vals[0] = '\0';
     if (!nf)
-        return;
-    fix_fits(v, th, cf, f, nf);
-    wh_tpu_fits_text(f, nf, th->hosts_field, th->hosts_plus, vals, n);
+        return "";
+    bool more;
+    fix_fits(v, th, cf, f, nf, vals, n, &more);
+    if (!th->hosts_field)
+        return "";
+    return more ? " (change them together)" : " (change both together)";
+}
+
+/* The denial of a shape the generation's table refuses (sp), with its fix
+ * (fix_fits): when an option edits more than the chips and host counts,
+ * the text's values are rewritten from the edits, so that it names each. */
+static enum wh_err shape_denial(struct vctx *v, const struct tmpl_hosts *out, const char *cf,
+                                const struct wh_shape_problem *sp)
+{
+    char vals[512], base[512];
+    bool more = false;
+    if (sp->n_fits)
+        fix_fits(v, out, cf, sp->fits, sp->n_fits, vals, sizeof(vals), &more);
+    wh_tpu_fits_text(sp->fits, sp->n_fits, out->hosts_field, out->hosts_plus, base, sizeof(base));
+    const char *at = more && *base ? strstr(sp->text, base) : NULL;
+    if (!at) /* the text names every edit */
+        return problem(v, "%s", sp->text);
+    const char *rest = at + strlen(base), *both = "change both together";
+    const char *bt = strstr(rest, both);
+    return problem(v, "%.*s%s%.*s%s%s", (int)(at - sp->text), sp->text, vals,
+                   bt ? (int)(bt - rest) : (int)strlen(rest), rest,
+                   bt ? "change them together" : "", bt ? bt + strlen(both) : "");
 }
 
 /* The hosts of a possible shape (topology topo of generation gen): the
@@ -501,25 +556,24 @@ static enum wh_err template_count(struct vctx *v, const char *field, const char 
     *counted = false;
     char vals[512];
     if (out->chips > topo->chips || topo->chips % out->chips) {
-        template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
+        const char *tail = template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
         return problem(v,
                        "%s.spec.containers request %ld google.com/tpu per pod, which does not "
                        "divide the %ld chips of topology %s; expected a divisor of %ld%s%s%s",
                        field, out->chips, topo->chips, t, topo->chips,
-                       *vals ? "; valid values: " : "", vals,
-                       *vals && out->hosts_field ? " (change both together)" : "");
+                       *vals ? "; valid values: " : "", vals, tail);
     }
     out->hosts = topo->chips / out->chips;
     if (out->hosts > WH_MAX_HOSTS) { /* the pod path's limit (workload.c, decide) */
         long hosts = out->hosts;
         out->hosts = 0; /* nothing else to judge */
-        template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
+        const char *tail = template_fits(v, out, cf, gen, topo, vals, sizeof(vals));
         return problem(v,
                        "%s.spec.containers request %ld google.com/tpu per pod, so topology %s "
                        "gives %ld hosts; at most %ld are supported, so its pods are refused; "
                        "request more google.com/tpu per pod%s%s%s",
                        field, out->chips, t, hosts, WH_MAX_HOSTS, *vals ? "; valid values: " : "",
-                       vals, *vals && out->hosts_field ? " (change both together)" : "");
+                       vals, tail);
     }
     *counted = true;
     return WH_OK;
@@ -565,8 +619,7 @@ static enum wh_err template_shape(struct vctx *v, const cJSON *tmpl, const char 
     const struct wh_tpu_gen_info *gen;
     struct wh_shape_problem sp;
     if (!wh_tpu_shape_check(&shape, &topo, &gen, &sp)) {
-        fix_fits(v, out, cf, sp.fits, sp.n_fits);
-        return problem(v, "%s", sp.text);
+        return shape_denial(v, out, cf, &sp);
     }
     if (from_annotation)
         WH_TRY(subslice_fits(v, tmpl, field, tf, t, &out->pool));
@@ -676,7 +729,8 @@ static enum wh_err validate_job(struct vctx *v, const cJSON *obj)
                             .count_field = {"spec.parallelism", "spec.completions"},
                             .hosts_field = "spec.parallelism and spec.completions",
                             .mode_ptr = "/spec",
-                            .job_spec = spec};
+                            .job_spec = spec,
+                            .mode_field = "spec.completionMode"};
     enum wh_err err = template_hosts(v, wh_json_get(spec, "template"), "spec.template", &th);
     if (!err && th.hosts > 1)
         err = check_job_spec(v, spec, "spec", &th, false);
@@ -781,7 +835,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         char label[100];
         snprintf(label, sizeof(label), "replicated job \"%.40s\"", wh_json_str0(rj, "name"));
         long replicas = int_field(rj, "replicas", 1);
-        char tp[80], pp[100], cp[100], mp[64], pf[200], cfd[200], hf[420];
+        char tp[80], pp[100], cp[100], mp[64], pf[200], cfd[200], hf[420], mf[200];
         snprintf(tp, sizeof(tp), "/spec/replicatedJobs/%d/template/spec/template", i);
         snprintf(mp, sizeof(mp), "/spec/replicatedJobs/%d/template/spec", i);
         snprintf(pp, sizeof(pp), "%s/parallelism", mp);
@@ -789,6 +843,7 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
         snprintf(pf, sizeof(pf), "%s.parallelism", field);
         snprintf(cfd, sizeof(cfd), "%s.completions", field);
         snprintf(hf, sizeof(hf), "%s.parallelism and completions", field);
+        snprintf(mf, sizeof(mf), "%s.completionMode", field);
         /* fill as the pod path: alone in the JobSet, the pods know the count */
         struct tmpl_hosts th = {.slices = replicas,
                                 .fill = replicas > 1 && all_replicas == replicas,
@@ -799,7 +854,8 @@ static enum wh_err validate_jobset(struct vctx *v, const cJSON *obj)
                                 .hosts_field = hf,
                                 .mode_ptr = mp,
                                 .job_spec = jspec,
-                                .mode_default = true};
+                                .mode_default = true,
+                                .mode_field = mf};
         char tfield[200];
         snprintf(tfield, sizeof(tfield), "%s.template", field);
         err = template_hosts(v, wh_json_get(jspec, "template"), tfield, &th);
@@ -872,6 +928,13 @@ static enum wh_err validate_lws(struct vctx *v, const cJSON *obj)
         .hosts_field = count_field,
         .hosts_plus = subgroups || leader_tpu ? 0 : 1,
     };
+    if (subgroups && !leader_tpu) { /* a chips fix keeps the subgroups, whole */
+        long n = int_field(sg, "subGroupSize", -2), size = int_field(lwt, "size", 1);
+        th.size_ptr = "/spec/leaderWorkerTemplate/size";
+        th.size_field = "spec.leaderWorkerTemplate.size";
+        th.size_groups = n > 0 && size > 1 && (size - 1) / n > 0 ? (size - 1) / n : 1;
+        th.size_plus = 1;
+    }
     enum wh_err err = template_hosts(v, wh_json_get(lwt, "workerTemplate"),
                                      "spec.leaderWorkerTemplate.workerTemplate", &th);
     if (err || th.hosts <= 1)

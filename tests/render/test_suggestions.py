@@ -10,8 +10,10 @@ kuberay-samples,bad-manifests,strict} and tests/render/corpus: the inputs
 the answers baseline records), applies every option of every fix to the document the
 row is about, checks it again, and asserts:
 
-  - the message names every value of the option (text and data say the
-    same thing: both are written from the same numbers);
+  - the message names every value and every field of the option (text
+    and data say the same thing: both are written from the same edits);
+  - no row is skipped (each input reads as JSON, each row's document is
+    found to edit);
   - after the edit, the row's object is admitted, or, when it has other
     problems the fix is not about, none of them names a field the option
     changed (the fixed rule no longer fires, and the fix did not move the
@@ -41,7 +43,8 @@ FOLDERS = ("fixes", "manifests", "workloads", "offline", "kuberay-samples", "bad
            "strict")
 # Each must be admitted once the first option of each of its fixes is applied.
 MUST_ADMIT = ("fixes/raycluster-tpu7x-per-device.yaml", "fixes/workloads-chips.yaml",
-              "manifests/bad-numofhosts.yaml")
+              "fixes/job-unset-mode-chips.yaml", "fixes/lws-subgroups-chips.yaml",
+              "fixes/jobset-replicas-chips.yaml", "manifests/bad-numofhosts.yaml")
 CHIPS_DENIAL = re.compile(r"google\.com/tpu\W{0,3} is \d+ per pod[^;]*;[^;]*valid values: \d|"
                           r"does not divide the \d+ chips")
 
@@ -150,10 +153,13 @@ def recheck(docs, doc, edited, row):
     return None
 
 
-def rejected_rows():
-    """(path, docs, row) of every rejected row of every input."""
+def rejected_rows(skipped):
+    """(path, row) of every rejected row of every input; an input check
+    cannot read is added to skipped."""
     for path in inputs():
         rows = check(path)
+        if rows is None:
+            skipped.append("%s: check gave no JSON" % path)
         for row in rows or []:
             if row.get("verdict") == "rejected":
                 yield path, row
@@ -164,7 +170,8 @@ class EveryFix(unittest.TestCase):
 
     def test_every_fix_applied(self):
         n_fixes = n_options = 0
-        for path, row in rejected_rows():
+        skipped = []
+        for path, row in rejected_rows(skipped):
             rel = os.path.relpath(path, os.path.dirname(FIX))
             fixes = row.get("fixes") or []
             if not fixes and CHIPS_DENIAL.search(row["message"]):
@@ -174,8 +181,9 @@ class EveryFix(unittest.TestCase):
                 continue
             docs = load(path)
             doc = doc_of(docs, row) if docs else None
-            if doc is None:
-                continue  # PyYAML reads it otherwise; the fix is still judged by its text
+            if doc is None:  # a fix no edit can be tried on is a fix untested
+                skipped.append("%s: %s: no document to edit" % (rel, row["group"]))
+                continue
             for fix in fixes:
                 n_fixes += 1
                 self.assertTrue(fix["options"], fix)
@@ -187,6 +195,9 @@ class EveryFix(unittest.TestCase):
                             self.assertTrue(re.search(r"(?<![0-9])%s(?![0-9])" % re.escape(v),
                                                       fix["problem"]),
                                             "the message does not name %s: %s" % (v, fix["problem"]))
+                            self.assertTrue(names_field(fix["problem"], leaf(e)),
+                                            "the message does not name the edit of %s: %s"
+                                            % (leaf(e), fix["problem"]))
                         edited = copy.deepcopy(doc)
                         apply(edited, option)
                         after = recheck(docs, doc, edited, row)
@@ -198,6 +209,7 @@ class EveryFix(unittest.TestCase):
                             self.assertFalse(names_field(after["message"], leaf(e)),
                                              "after %s the denial still names %s: %s"
                                              % (option, leaf(e), after["message"]))
+        self.assertEqual(skipped, [], "rows whose fixes were not applied")
         # The corpora hold fixes of each kind (this item's fixtures): a test
         # that finds none has lost its inputs.
         self.assertGreaterEqual(n_fixes, 6)
